@@ -1,0 +1,47 @@
+/**
+ * The one error base class of crawlstream. `code` is stable: it goes into records and
+ * metrics; `message` is for people and may change.
+ */
+export class CrawlError extends Error {
+  constructor(readonly code: CrawlErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'CrawlError';
+  }
+}
+
+/** Thrown at the edge when an option is malformed; the message names the option and the value. */
+export class InvalidOptionError extends CrawlError {
+  constructor(message: string) {
+    super('CS_INVALID_OPTION', message);
+    this.name = 'InvalidOptionError';
+  }
+}
+
+export type CrawlErrorCode =
+  // fetch outcomes (also written into fetch results and page records)
+  | 'CS_DNS'
+  | 'CS_CONNECT'
+  | 'CS_TLS'
+  | 'CS_TIMEOUT'
+  | 'CS_RESET'
+  | 'CS_TOO_LARGE'
+  | 'CS_BOMB'
+  | 'CS_REFUSED_ADDRESS'
+  | 'CS_BAD_URL'
+  | 'CS_HTTP'
+  | 'CS_LEASE_EXPIRED'
+  | 'CS_ROBOTS_DISALLOWED'
+  | 'CS_ROBOTS_UNAVAILABLE'
+  | 'CS_PARSE'
+  // runtime and operations
+  | 'CS_INVALID_OPTION'
+  | 'CS_TOPOLOGY'
+  | 'CS_CORRUPT_RECORD'
+  | 'CS_SCHEMA'
+  | 'CS_STORE'
+  | 'CS_DISK_FULL'
+  | 'CS_INTERNAL';
+
+export function isCrawlError(err: unknown): err is CrawlError {
+  return err instanceof CrawlError;
+}
