@@ -1,0 +1,124 @@
+import { join } from 'node:path';
+import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
+import type { Engine } from '../runtime/engine.js';
+import type { Metrics } from '../runtime/metrics.js';
+import type { LinkBatch } from '../schemas/types.js';
+import { normalizeUrl, siteOf } from '../processors/parser/normalize.js';
+import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
+import type { CrawlCommand } from './options.js';
+
+export interface CrawlRun {
+  readonly exitCode: number;
+  readonly pages: number;
+  readonly elapsedMs: number;
+}
+
+/** Seeds normalized and grouped per site; invalid ones are reported on stderr and skipped. */
+export function seedBatches(seeds: readonly string[], now: number, warn: (line: string) => void): LinkBatch[] {
+  const bySite = new Map<string, LinkBatch>();
+  for (const raw of seeds) {
+    const n = normalizeUrl(raw);
+    if (!n.ok) {
+      warn(`skipping seed ${JSON.stringify(raw)}: ${n.reason}`);
+      continue;
+    }
+    const site = siteOf(n.url);
+    let batch = bySite.get(site);
+    if (!batch) bySite.set(site, (batch = { site, sourceUrl: null, discoveredAt: now, links: [] }));
+    batch.links.push({ url: n.url, depth: 0, redirectHops: 0 });
+  }
+  return [...bySite.values()];
+}
+
+/**
+ * Runs the whole topology on the embedded engine until idle, a page or time limit, a signal, or a
+ * fatal error. Resumes whatever the data dir holds; seeds already seen are ignored.
+ */
+export async function runCrawl(cmd: CrawlCommand, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`), err: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<CrawlRun> {
+  const topology = crawlTopology({ config: cmd.config, partitions: cmd.partitions, warcDir: join(cmd.dataDir, 'warc') });
+  const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, log: (l) => err(`[engine] ${l}`) });
+  const started = Date.now();
+  await engine.start();
+  let stopping: string | undefined;
+  const stop = (why: string) => {
+    if (stopping) return;
+    stopping = why;
+    void engine.stop();
+  };
+  const onSignal = (sig: NodeJS.Signals) => stop(`signal ${sig}`);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const batches = seedBatches(cmd.seeds, started, err);
+  if (batches.length > 0) await engine.produce(TOPICS.links, batches.map((b) => ({ key: b.site, value: b, timestamp: started })));
+
+  let idleChecks = 0;
+  let lastPages = 0;
+  let lastProgress = started;
+  const watcher = setInterval(() => {
+    const now = Date.now();
+    const pages = engine.metrics.counter('pages_fetched');
+    if (cmd.maxPages !== undefined && pages >= cmd.maxPages) stop(`reached --max-pages ${cmd.maxPages}`);
+    if (cmd.durationMs !== undefined && now - started >= cmd.durationMs) stop('reached --duration');
+    if (cmd.untilIdle) {
+      idleChecks = engine.isIdle() ? idleChecks + 1 : 0;
+      if (idleChecks >= 2) stop('idle');
+    }
+    if (!cmd.quiet && now - lastProgress >= 10_000) {
+      out(progressLine(engine.metrics, now - started, (pages - lastPages) / ((now - lastProgress) / 1000)));
+      lastPages = pages;
+      lastProgress = now;
+    }
+  }, 500);
+
+  let exitCode = 0;
+  try {
+    await engine.done;
+  } catch (e) {
+    err(`crawl failed: ${(e as Error).message}`);
+    exitCode = 1;
+  } finally {
+    clearInterval(watcher);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  const elapsedMs = Date.now() - started;
+  if (!cmd.quiet) for (const line of summary(engine.metrics, elapsedMs, stopping)) out(line);
+  return { exitCode, pages: engine.metrics.counter('pages_fetched'), elapsedMs };
+}
+
+function progressLine(m: Metrics, elapsedMs: number, rate: number): string {
+  return [
+    `[${clock(elapsedMs)}]`,
+    `pages ${m.counter('pages_fetched')}`,
+    `(${rate.toFixed(1)}/s)`,
+    `hosts waiting ${m.gauge('frontier_hosts_waiting')}`,
+    `queued ${m.gauge('frontier_queued_urls')}`,
+    `in flight ${m.gauge('frontier_leases')}`,
+    `errors ${sum(m.countersWithPrefix('fetch_errors'))}`,
+  ].join('  ');
+}
+
+function summary(m: Metrics, elapsedMs: number, why: string | undefined): string[] {
+  const lines = [
+    `crawl stopped (${why ?? 'engine stopped'}) after ${clock(elapsedMs)}`,
+    `  pages fetched      ${m.counter('pages_fetched')}`,
+    `  page records       ${m.counter('page_records')}`,
+    `  robots.txt fetches ${m.counter('fetches', 'ROBOTS')}`,
+    `  urls admitted      ${m.counter('urls_admitted')}  (already seen: ${m.counter('urls_seen')})`,
+    `  queued now         ${m.gauge('frontier_queued_urls')}`,
+  ];
+  for (const [k, v] of m.countersWithPrefix('urls_dropped{')) lines.push(`  dropped ${k.slice('urls_dropped'.length)}  ${v}`);
+  for (const [k, v] of m.countersWithPrefix('fetch_errors{')) lines.push(`  fetch error ${k.slice('fetch_errors'.length)}  ${v}`);
+  for (const [k, v] of m.countersWithPrefix('backoffs{')) lines.push(`  back-offs ${k.slice('backoffs'.length)}  ${v}`);
+  for (const [k, v] of m.countersWithPrefix('dead_letters{')) lines.push(`  dead letters ${k.slice('dead_letters'.length)}  ${v}`);
+  return lines;
+}
+
+function sum(entries: [string, number][]): number {
+  return entries.reduce((a, [, v]) => a + v, 0);
+}
+
+function clock(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+}

@@ -1,0 +1,40 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SyntheticWeb } from '../test/web/synthetic-web.js';
+import { checkPoliteness, formatPolitenessReport } from '../test/web/politeness.js';
+import { productToken } from '../processors/crawl-config.js';
+import { runCrawl } from './crawl.js';
+import { parseCrawlArgs } from './options.js';
+
+/**
+ * Starts the bundled synthetic web on loopback, crawls it to idle on the embedded engine and
+ * judges politeness from the web server's own request log. Exit code 0 only if it was polite.
+ */
+export async function runDemo(args: string[], out: (line: string) => void): Promise<number> {
+  const { values } = parseArgs({ args, options: { data: { type: 'string' }, quiet: { type: 'boolean' } } });
+  const dataDir = values.data ?? mkdtempSync(join(tmpdir(), 'crawlstream-demo-'));
+  const web = await SyntheticWeb.start({ logFile: join(dataDir, 'web-requests.jsonl') });
+  out(`synthetic web: ${web.sites.length} sites on 127.0.0.1:${web.port}; data in ${dataDir}`);
+  try {
+    const cmd = parseCrawlArgs([
+      ...web.seedUrls(),
+      '--data', dataDir,
+      '--resolve', '*.test=127.0.0.1',
+      '--allow-ip', '127.0.0.1/32',
+      '--no-system-dns',
+      '--until-idle',
+      '--robots-retry', '2000',
+      '--fetch-timeout', '10000',
+      ...(values.quiet ? ['--quiet'] : []),
+    ]);
+    const run = await runCrawl(cmd, out);
+    const report = checkPoliteness(web.requests(), web.sites, { userAgent: productToken(cmd.config.userAgent) });
+    out(formatPolitenessReport(report));
+    out(`WARC files in ${join(dataDir, 'warc')}; page records: crawlstream export page-records --data ${dataDir}`);
+    return run.exitCode !== 0 ? run.exitCode : report.violations.length === 0 ? 0 : 1;
+  } finally {
+    await web.close();
+  }
+}

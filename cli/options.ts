@@ -1,0 +1,114 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { InvalidOptionError } from '../runtime/errors.js';
+import { validateCrawlConfig, type CrawlConfig } from '../processors/crawl-config.js';
+import { parseCidr } from '../processors/fetcher/address-guard.js';
+import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
+
+export interface CrawlCommand {
+  readonly seeds: string[];
+  readonly dataDir: string;
+  readonly untilIdle: boolean;
+  readonly maxPages: number | undefined;
+  readonly durationMs: number | undefined;
+  readonly partitions: number;
+  readonly quiet: boolean;
+  readonly config: CrawlConfig;
+}
+
+export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]
+
+  --data DIR             where topics, state and WARC files live (run again to resume)
+  --seeds FILE           seed URLs, one per line (# comments allowed)
+  --resolve PATTERN=IP   map host names to an address, like curl (e.g. '*.test=127.0.0.1'); repeatable
+  --allow-ip CIDR        let the fetcher connect to this otherwise refused range; repeatable
+  --until-idle           exit 0 once nothing is queued, due or in flight
+  --max-pages N          stop after about N pages
+  --duration SECONDS     stop after this long
+  --min-delay MS         smallest gap between two fetches to one host (default 1000, the floor)
+  --user-agent UA        User-Agent; its first token is matched against robots.txt
+  --fetch-timeout MS     total time one fetch may take (default 30000)
+  --robots-retry MS      first wait after robots.txt answered 5xx (default 60000, doubling)
+  --partitions N         partitions per topic for a new data dir (default 4)
+  --no-system-dns        resolve only names matched by --resolve
+  --quiet                no progress lines`;
+
+function wholeNumber(name: string, raw: string | undefined, min: number): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min) {
+    throw new InvalidOptionError(`--${name} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/** Parses and validates `crawl` arguments; every error names the option and the value. */
+export function parseCrawlArgs(args: string[]): CrawlCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        seeds: { type: 'string' },
+        data: { type: 'string' },
+        resolve: { type: 'string', multiple: true },
+        'allow-ip': { type: 'string', multiple: true },
+        'until-idle': { type: 'boolean' },
+        'max-pages': { type: 'string' },
+        duration: { type: 'string' },
+        'min-delay': { type: 'string' },
+        'user-agent': { type: 'string' },
+        'fetch-timeout': { type: 'string' },
+        'robots-retry': { type: 'string' },
+        partitions: { type: 'string' },
+        'no-system-dns': { type: 'boolean' },
+        quiet: { type: 'boolean' },
+      },
+    });
+  } catch (err) {
+    throw new InvalidOptionError(`${(err as Error).message}\n${CRAWL_USAGE}`);
+  }
+  const v = parsed.values;
+  if (!v.data) throw new InvalidOptionError(`--data DIR is required\n${CRAWL_USAGE}`);
+  const seeds = [...parsed.positionals];
+  if (v.seeds) {
+    let text: string;
+    try {
+      text = readFileSync(v.seeds, 'utf8');
+    } catch (err) {
+      throw new InvalidOptionError(`--seeds ${v.seeds} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    for (const line of text.split(/\r?\n/)) {
+      const s = line.replace(/#.*/, '').trim();
+      if (s) seeds.push(s);
+    }
+  }
+  const resolve = v.resolve ?? [];
+  resolve.forEach((r) => parseResolveRule(r));
+  const allowIps = v['allow-ip'] ?? [];
+  allowIps.forEach((c) => parseCidr(c));
+  const fetchTimeoutMs = wholeNumber('fetch-timeout', v['fetch-timeout'], 100);
+  const config = validateCrawlConfig({
+    resolve,
+    allowIps,
+    systemDns: v['no-system-dns'] !== true,
+    ...(v['min-delay'] !== undefined ? { minDelayMs: wholeNumber('min-delay', v['min-delay'], 1000)! } : {}),
+    ...(v['user-agent'] !== undefined ? { userAgent: v['user-agent'] } : {}),
+    ...(fetchTimeoutMs !== undefined
+      ? { fetchTimeoutMs, headersTimeoutMs: Math.min(15_000, fetchTimeoutMs), connectTimeoutMs: Math.min(5_000, fetchTimeoutMs), leaseWindowMs: Math.min(10_000, fetchTimeoutMs) }
+      : {}),
+    ...(v['robots-retry'] !== undefined ? { robotsRetryMs: wholeNumber('robots-retry', v['robots-retry'], 100)! } : {}),
+  });
+  const duration = wholeNumber('duration', v.duration, 1);
+  return {
+    seeds,
+    dataDir: v.data,
+    untilIdle: v['until-idle'] === true,
+    maxPages: wholeNumber('max-pages', v['max-pages'], 1),
+    durationMs: duration === undefined ? undefined : duration * 1000,
+    partitions: wholeNumber('partitions', v.partitions, 1) ?? 4,
+    quiet: v.quiet === true,
+    config,
+  };
+}

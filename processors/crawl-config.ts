@@ -1,0 +1,107 @@
+import { InvalidOptionError } from '../runtime/errors.js';
+
+/**
+ * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
+ * Times are milliseconds.
+ */
+export interface CrawlConfig {
+  /** Full User-Agent header; its first product token is matched against robots.txt groups. */
+  readonly userAgent: string;
+  /** Floor of the gap between two fetches to one host. */
+  readonly minDelayMs: number;
+  /** The gap is at least this many times the last fetch's duration. */
+  readonly slowFactor: number;
+  /** robots.txt Crawl-delay is honoured up to this cap (pace at the cap, don't skip the host). */
+  readonly maxCrawlDelayMs: number;
+  readonly robotsTtlMs: number;
+  /** First wait after robots.txt answered 5xx or was unreachable; doubles per failure. */
+  readonly robotsRetryMs: number;
+  /** After this many failed robots.txt attempts in a row the host's queue is dropped. */
+  readonly robotsMaxAttempts: number;
+  /** 429/503 without Retry-After: first back-off, doubling up to backoffMaxMs. */
+  readonly backoffMs: number;
+  readonly backoffMaxMs: number;
+  /** Fetch attempts per URL before a transient failure becomes final. */
+  readonly maxAttempts: number;
+  /** A fetcher must start a lease within this window of its issue, or drop it. */
+  readonly leaseWindowMs: number;
+  /** Connect / headers / total limits of one fetch. */
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly fetchTimeoutMs: number;
+  readonly maxBodyBytes: number;
+  readonly maxDecodedBytes: number;
+  readonly maxUrlLength: number;
+  readonly maxPathDepth: number;
+  /** A URL whose path repeats one segment this many times is a trap. */
+  readonly maxSegmentRepeats: number;
+  readonly maxRedirectHops: number;
+  /** URLs admitted per site before the site's budget is spent. */
+  readonly sitePageBudget: number;
+  readonly maxOutlinksPerPage: number;
+  /** `--resolve` rules (PATTERN=IP) and `--allow-ip` CIDRs for the fetcher. */
+  readonly resolve: readonly string[];
+  readonly allowIps: readonly string[];
+  /** Whether names without a --resolve rule go to the system resolver. */
+  readonly systemDns: boolean;
+  /** Fetches in flight per fetcher task. */
+  readonly fetchConcurrency: number;
+  readonly warcMaxFileBytes: number;
+}
+
+export const DEFAULT_USER_AGENT = 'crawlstream/0.1 (+https://crawlstream.invalid/bot)';
+
+export const defaultCrawlConfig: CrawlConfig = {
+  userAgent: DEFAULT_USER_AGENT,
+  minDelayMs: 1_000,
+  slowFactor: 10,
+  maxCrawlDelayMs: 60_000,
+  robotsTtlMs: 24 * 3_600_000,
+  robotsRetryMs: 60_000,
+  robotsMaxAttempts: 3,
+  backoffMs: 60_000,
+  backoffMaxMs: 3_600_000,
+  maxAttempts: 5,
+  leaseWindowMs: 10_000,
+  connectTimeoutMs: 5_000,
+  headersTimeoutMs: 15_000,
+  fetchTimeoutMs: 30_000,
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxDecodedBytes: 50 * 1024 * 1024,
+  maxUrlLength: 2_000,
+  maxPathDepth: 15,
+  maxSegmentRepeats: 3,
+  maxRedirectHops: 5,
+  sitePageBudget: 10_000,
+  maxOutlinksPerPage: 1_000,
+  resolve: [],
+  allowIps: [],
+  systemDns: true,
+  fetchConcurrency: 64,
+  warcMaxFileBytes: 1024 * 1024 * 1024,
+};
+
+/** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
+export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
+  const c = { ...defaultCrawlConfig, ...partial };
+  const wholeNumbers: (keyof CrawlConfig)[] = [
+    'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'robotsMaxAttempts', 'backoffMs', 'backoffMaxMs',
+    'maxAttempts', 'leaseWindowMs', 'connectTimeoutMs', 'headersTimeoutMs', 'fetchTimeoutMs', 'maxBodyBytes', 'maxDecodedBytes',
+    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'sitePageBudget', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
+  ];
+  for (const key of wholeNumbers) {
+    const v = c[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
+  }
+  if (c.minDelayMs < 1_000) throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
+  for (const key of ['maxAttempts', 'robotsMaxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
+    if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
+  }
+  if (!/^[A-Za-z0-9._-]+/.test(c.userAgent)) throw new InvalidOptionError(`user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`);
+  return c;
+}
+
+/** The product token robots.txt groups are matched against: `crawlstream` in `crawlstream/0.1 (...)`. */
+export function productToken(userAgent: string): string {
+  return /^[A-Za-z0-9._-]+/.exec(userAgent)?.[0] ?? userAgent;
+}

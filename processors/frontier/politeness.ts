@@ -1,0 +1,59 @@
+import { createRequire } from 'node:module';
+import type { CrawlConfig } from '../crawl-config.js';
+import { productToken } from '../crawl-config.js';
+
+/** Gap before the next fetch to a host: max(min delay, slowFactor × last duration, capped Crawl-delay). */
+export function requiredGap(config: CrawlConfig, lastDurationMs: number, crawlDelayMs: number): number {
+  return Math.max(config.minDelayMs, config.slowFactor * Math.max(0, lastDurationMs), Math.min(crawlDelayMs, config.maxCrawlDelayMs));
+}
+
+/** Wait after 429/503: Retry-After when given, else backoffMs doubling per consecutive time, capped. */
+export function backoffAfter(config: CrawlConfig, retryAfterMs: number | null, previousBackoffMs: number): number {
+  if (retryAfterMs !== null && retryAfterMs >= 0) return Math.min(retryAfterMs, config.backoffMaxMs);
+  return previousBackoffMs <= 0 ? config.backoffMs : Math.min(previousBackoffMs * 2, config.backoffMaxMs);
+}
+
+export type RobotsVerdict = 'ALLOW_ALL' | 'READY' | 'UNAVAILABLE';
+
+/** RFC 9309 §2.3.1: 2xx parse; 4xx (but 429) allow all; 429, 5xx and no answer disallow all. */
+export function robotsVerdict(status: number, errorCode: string | null): RobotsVerdict {
+  if (errorCode !== null || status === 0) return 'UNAVAILABLE';
+  if (status >= 200 && status < 300) return 'READY';
+  if (status === 429 || status >= 500) return 'UNAVAILABLE';
+  // 3xx: the fetcher does not follow redirects yet, so treat as not found
+  return 'ALLOW_ALL';
+}
+
+interface Robot {
+  isAllowed(url: string, ua?: string): boolean | undefined;
+  getCrawlDelay(ua?: string): number | undefined;
+}
+
+// robots-parser is CommonJS whose typings declare an ES default export; load it as what it is
+const robotsParser = createRequire(import.meta.url)('robots-parser') as (url: string, contents: string) => Robot;
+
+/** Parsed robots.txt per host, rebuilt lazily from the stored body. Bounded; evicts everything when full. */
+export class RobotsCache {
+  private readonly parsed = new Map<string, { body: string; robot: Robot }>();
+
+  constructor(private readonly userAgent: string, private readonly maxEntries = 10_000) {}
+
+  private robot(origin: string, body: string): Robot {
+    const hit = this.parsed.get(origin);
+    if (hit && hit.body === body) return hit.robot;
+    if (this.parsed.size >= this.maxEntries) this.parsed.clear();
+    const robot = robotsParser(`${origin}/robots.txt`, body);
+    this.parsed.set(origin, { body, robot });
+    return robot;
+  }
+
+  isAllowed(origin: string, body: string, url: string): boolean {
+    // robots-parser answers undefined for a URL of another origin; those are checked by their own host
+    return this.robot(origin, body).isAllowed(url, productToken(this.userAgent)) !== false;
+  }
+
+  crawlDelayMs(origin: string, body: string): number {
+    const seconds = this.robot(origin, body).getCrawlDelay(productToken(this.userAgent));
+    return typeof seconds === 'number' && seconds > 0 ? Math.round(seconds * 1000) : 0;
+  }
+}

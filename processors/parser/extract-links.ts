@@ -1,0 +1,295 @@
+import { Parser } from 'htmlparser2';
+import { normalizeUrl } from './normalize.js';
+
+export type LinkKind = 'a' | 'frame' | 'iframe' | 'area' | 'refresh' | 'canonical';
+
+export interface ExtractedLink {
+  /** Normalized absolute URL (see `normalizeUrl`). */
+  url: string;
+  /** True when every occurrence of this URL on the page carried rel=nofollow. */
+  nofollow: boolean;
+  /** Where the URL was first found. */
+  kind: LinkKind;
+}
+
+export interface ExtractResult {
+  /** Unique outlinks in document order, at most `maxLinks`. */
+  links: ExtractedLink[];
+  /** Normalized URL of the first `<link rel=canonical href>`. */
+  canonical?: string;
+  /** Absolute URL of the first `<base href>`, as used to resolve relative links. */
+  base?: string;
+  /** `<meta name=robots>` says noindex (or none). */
+  noindex: boolean;
+  /** `<meta name=robots>` says nofollow (or none); links keep their own rel=nofollow flag. */
+  nofollow: boolean;
+  /** Normalized target of `<meta http-equiv=refresh content="N; url=…">`. */
+  refresh?: string;
+  /** The first `<title>` outside SVG, whitespace-collapsed, at most 1,000 characters. */
+  title?: string;
+  /** Visible text, whitespace-collapsed, at most `MAX_TEXT_CHARS` characters. */
+  text: string;
+  /** URLs that failed normalization (bad, unsupported scheme, too long). */
+  dropped: number;
+}
+
+export interface ExtractOptions {
+  /** Most unique links returned; 1,000 by default. */
+  maxLinks?: number;
+}
+
+/** Cap on `ExtractResult.text`, in UTF-16 code units (~200 KB of mostly ASCII text). */
+export const MAX_TEXT_CHARS = 200_000;
+const MAX_TITLE_CHARS = 1_000;
+const DEFAULT_MAX_LINKS = 1_000;
+// bounds the work on pages made of junk hrefs: at most this many candidates per returned link
+const CANDIDATES_PER_LINK = 20;
+
+// schemes that are never crawlable and are not counted as dropped
+const SKIPPED_SCHEME = /^\s*(?:javascript|mailto|data|tel|sms|callto|about|blob):/i;
+
+// elements whose text content a reader never sees
+const INVISIBLE = new Set([
+  'script', 'style', 'noscript', 'template', 'svg', 'math', 'title', 'iframe', 'noembed',
+  'noframes', 'object', 'head',
+]);
+
+// elements that do not break words; every other tag boundary counts as whitespace
+const INLINE = new Set([
+  'a', 'abbr', 'b', 'bdi', 'bdo', 'cite', 'code', 'data', 'dfn', 'em', 'font', 'i', 'kbd',
+  'mark', 'q', 's', 'samp', 'small', 'span', 'strike', 'strong', 'sub', 'sup', 'time', 'tt',
+  'u', 'var', 'wbr',
+]);
+
+interface Candidate {
+  href: string;
+  kind: LinkKind;
+  nofollow: boolean;
+}
+
+/**
+ * Extracts outlinks, robots directives, title and visible text from an HTML page in one
+ * streaming pass of htmlparser2 (no DOM is built).
+ *
+ * Relative URLs resolve against the first `<base href>` anywhere in the document (as browsers
+ * do), else against `pageUrl`. Links come from `<a href>`, `<area href>`, `<frame src>`,
+ * `<iframe src>`, the refresh target and the canonical URL; javascript:, mailto:, data:, tel:
+ * and fragment-only hrefs are skipped without counting as dropped. Links are normalized,
+ * deduplicated and capped at `maxLinks`. Never throws: garbage yields fewer links.
+ */
+export function extractLinks(html: string, pageUrl: string, options?: ExtractOptions): ExtractResult {
+  const maxLinks = options?.maxLinks ?? DEFAULT_MAX_LINKS;
+  const maxCandidates = Math.max(maxLinks, 1) * CANDIDATES_PER_LINK;
+  const candidates: Candidate[] = [];
+  const text = new TextCollector(MAX_TEXT_CHARS);
+  const result: ExtractResult = { links: [], noindex: false, nofollow: false, text: '', dropped: 0 };
+
+  let baseHref: string | undefined;
+  let canonicalHref: string | undefined;
+  let refreshHref: string | undefined;
+  let title: string | undefined;
+  let titleBuffer: string | undefined;
+  let invisibleDepth = 0;
+  let svgDepth = 0;
+
+  const addCandidate = (href: string | undefined, kind: LinkKind, nofollow: boolean): void => {
+    if (href === undefined || candidates.length >= maxCandidates) return;
+    candidates.push({ href, kind, nofollow });
+  };
+
+  const parser = new Parser(
+    {
+      onopentag(name, attrs) {
+        if (INVISIBLE.has(name)) invisibleDepth++;
+        else if (!INLINE.has(name)) text.boundary();
+        if (name === 'svg') svgDepth++;
+        switch (name) {
+          case 'a':
+          case 'area':
+            addCandidate(attrs.href, name, hasToken(attrs.rel, 'nofollow'));
+            break;
+          case 'frame':
+          case 'iframe':
+            addCandidate(attrs.src, name, false);
+            break;
+          case 'base':
+            if (baseHref === undefined && attrs.href !== undefined) baseHref = attrs.href;
+            break;
+          case 'link':
+            if (canonicalHref === undefined && attrs.href !== undefined && hasToken(attrs.rel, 'canonical')) {
+              canonicalHref = attrs.href;
+            }
+            break;
+          case 'meta':
+            onMeta(attrs);
+            break;
+          case 'title':
+            if (title === undefined && svgDepth === 0) titleBuffer = '';
+            break;
+        }
+      },
+      onclosetag(name) {
+        if (INVISIBLE.has(name)) invisibleDepth = Math.max(0, invisibleDepth - 1);
+        else if (!INLINE.has(name)) text.boundary();
+        if (name === 'svg') svgDepth = Math.max(0, svgDepth - 1);
+        if (name === 'title' && titleBuffer !== undefined) {
+          title = collapse(titleBuffer).slice(0, MAX_TITLE_CHARS);
+          titleBuffer = undefined;
+        }
+      },
+      ontext(data) {
+        if (titleBuffer !== undefined) {
+          if (titleBuffer.length < MAX_TITLE_CHARS * 4) titleBuffer += data;
+        } else if (invisibleDepth === 0) {
+          text.add(data);
+        }
+      },
+    },
+    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+  );
+
+  function onMeta(attrs: Record<string, string>): void {
+    const content = attrs.content;
+    if (content === undefined) return;
+    const name = attrs.name?.trim().toLowerCase();
+    if (name === 'robots') {
+      const tokens = content.toLowerCase().split(/[\s,]+/);
+      if (tokens.includes('noindex') || tokens.includes('none')) result.noindex = true;
+      if (tokens.includes('nofollow') || tokens.includes('none')) result.nofollow = true;
+    } else if (refreshHref === undefined && attrs['http-equiv']?.trim().toLowerCase() === 'refresh') {
+      refreshHref = parseRefresh(content);
+    }
+  }
+
+  try {
+    parser.write(html);
+    parser.end();
+  } catch {
+    // htmlparser2 is forgiving; this only guards the "never throws" contract
+  }
+
+  let resolveBase = isAbsolute(pageUrl) ? pageUrl : undefined;
+  if (baseHref !== undefined && resolveBase !== undefined) {
+    const base = resolveHttp(baseHref, resolveBase);
+    if (base !== undefined) {
+      resolveBase = base;
+      result.base = base;
+    }
+  }
+
+  const seen = new Map<string, ExtractedLink>();
+  const admit = (href: string, kind: LinkKind, nofollow: boolean): string | undefined => {
+    const trimmed = href.trim();
+    if (trimmed === '' || trimmed.startsWith('#') || SKIPPED_SCHEME.test(trimmed)) return undefined;
+    const n = normalizeUrl(trimmed, resolveBase);
+    if (!n.ok) {
+      result.dropped++;
+      return undefined;
+    }
+    const existing = seen.get(n.url);
+    if (existing !== undefined) {
+      existing.nofollow &&= nofollow;
+    } else if (seen.size < maxLinks) {
+      const link: ExtractedLink = { url: n.url, nofollow, kind };
+      seen.set(n.url, link);
+      result.links.push(link);
+    }
+    return n.url;
+  };
+
+  if (refreshHref !== undefined) result.refresh = admit(refreshHref, 'refresh', false);
+  if (canonicalHref !== undefined) result.canonical = admit(canonicalHref, 'canonical', false);
+  for (const c of candidates) admit(c.href, c.kind, c.nofollow);
+  if (result.refresh === undefined) delete result.refresh;
+  if (result.canonical === undefined) delete result.canonical;
+
+  if (title !== undefined) result.title = title;
+  else if (titleBuffer !== undefined) result.title = collapse(titleBuffer).slice(0, MAX_TITLE_CHARS);
+  result.text = text.finish();
+  return result;
+}
+
+/**
+ * The URL of a refresh directive (`5; url='next.html'`, `0;URL=/x`, `0, next`), per the HTML
+ * standard's shared declarative refresh steps, or undefined when it only reloads the page.
+ */
+export function parseRefresh(content: string): string | undefined {
+  const time = /^\s*(\d*)(\.[\d.]*)?/.exec(content)!;
+  if (time[1] === '' && time[2] === undefined) return undefined;
+  let rest = content.slice(time[0].length);
+  if (rest !== '' && !/^[\s;,]/.test(rest)) return undefined;
+  rest = rest.replace(/^\s*[;,]?\s*/, '');
+  const prefix = /^url\s*=\s*/i.exec(rest);
+  if (prefix !== null) rest = rest.slice(prefix[0].length);
+  const quote = rest[0];
+  if (quote === '"' || quote === "'") {
+    const end = rest.indexOf(quote, 1);
+    rest = end === -1 ? rest.slice(1) : rest.slice(1, end);
+  }
+  rest = rest.trim();
+  return rest === '' ? undefined : rest;
+}
+
+function resolveHttp(href: string, base: string): string | undefined {
+  try {
+    const url = new URL(href.trim(), base);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAbsolute(url: string): boolean {
+  try {
+    new URL(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function hasToken(list: string | undefined, token: string): boolean {
+  if (list === undefined) return false;
+  return list.toLowerCase().split(/\s+/).includes(token);
+}
+
+function collapse(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}
+
+/** Accumulates whitespace-collapsed text up to a cap, then ignores the rest cheaply. */
+class TextCollector {
+  private readonly parts: string[] = [];
+  private length = 0;
+  private pendingSpace = false;
+
+  constructor(private readonly cap: number) {}
+
+  add(data: string): void {
+    if (this.length >= this.cap) return;
+    const leading = /^\s/.test(data);
+    const trailing = /\s$/.test(data);
+    const body = collapse(data);
+    if (body === '') {
+      if (data !== '') this.pendingSpace = true;
+      return;
+    }
+    if (this.length > 0 && (this.pendingSpace || leading)) {
+      this.parts.push(' ');
+      this.length++;
+    }
+    this.parts.push(body);
+    this.length += body.length;
+    this.pendingSpace = trailing;
+  }
+
+  /** A tag boundary that separates words (block elements, line breaks). */
+  boundary(): void {
+    this.pendingSpace = true;
+  }
+
+  finish(): string {
+    const joined = this.parts.join('');
+    return joined.length > this.cap ? joined.slice(0, this.cap) : joined;
+  }
+}

@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The 64-bit fingerprint of a string: the first 8 bytes of SHA-256 over its UTF-8 encoding,
+ * read as an unsigned big-endian integer. Stable across runs, platforms and Node versions, so
+ * fingerprints persisted in stores and changelogs stay valid. Lone surrogates are encoded as
+ * U+FFFD, as `Buffer.from(s, 'utf8')` does.
+ */
+export function fingerprint64(s: string): bigint {
+  return createHash('sha256').update(s, 'utf8').digest().readBigUInt64BE(0);
+}
+
+/**
+ * The same fingerprint as `fingerprint64`, as 16 lowercase hex digits (zero-padded), which is
+ * also its 8-byte big-endian key encoding in hex.
+ */
+export function fingerprintHex(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16);
+}

@@ -1,0 +1,36 @@
+import { join } from 'node:path';
+import type { StateStore } from '../../state/state-store.js';
+import type { StoreBuilder } from '../../state/store-builder.js';
+import { WarcWriter } from './warc-writer.js';
+
+export const WARC_STORE = 'warc';
+
+/**
+ * The parser's WARC output as a runtime-owned store: the runtime flushes it (fsync) before every
+ * commit, so a page record never points at WARC bytes that a crash could lose.
+ */
+export class WarcStore implements StateStore {
+  readonly name = WARC_STORE;
+  constructor(readonly writer: WarcWriter) {}
+
+  flush(): void {
+    this.writer.flush();
+  }
+
+  close(): void {
+    this.writer.close();
+  }
+}
+
+/** One WARC writer per parser task, all writing into `dir` with the partition in the file names. */
+export function warcStore(dir: string, maxFileBytes: number): StoreBuilder<WarcStore> {
+  return {
+    name: WARC_STORE,
+    changelog: false,
+    build: (context) => {
+      const writer = new WarcWriter({ dir: join(dir), partition: context.taskId.partition, maxFileBytes, software: 'crawlstream/0.1' });
+      writer.open();
+      return new WarcStore(writer);
+    },
+  };
+}

@@ -1,0 +1,423 @@
+import {
+  closeSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { truncateToCompleteMembers } from './warc-recovery.js';
+import {
+  REVISIT_PROFILES,
+  type HttpHeaders,
+  type WarcFields,
+  gzipMember,
+  httpRequestBlock,
+  httpResponseHead,
+  newRecordId,
+  sha1Digest,
+  warcDate,
+  warcFieldsBlock,
+  warcRecord,
+} from './warc-records.js';
+
+/** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
+export interface WarcLocation {
+  /** Final file name (never the `.open` name), relative to the writer's directory. */
+  file: string;
+  /** Byte offset of the record's gzip member. */
+  offset: number;
+  /** Byte length of the gzip member. */
+  length: number;
+}
+
+export interface WarcWriterOptions {
+  dir: string;
+  /** File name prefix; letters, digits, `.`, `_`, `-`. Default `crawlstream`. */
+  prefix?: string;
+  /** Partition number 0–99999 written into file names; one writer per (dir, prefix, partition). */
+  partition?: number;
+  /** Rotate before a record would make the file larger than this. Default 1 GiB. */
+  maxFileBytes?: number;
+  /** `software` field of the warcinfo record. */
+  software?: string;
+  /** `operator` field of the warcinfo record. */
+  operator?: string;
+}
+
+export interface RequestResponseArgs {
+  targetUri: string;
+  /** Start of the fetch; both records carry it as WARC-Date. */
+  date: Date;
+  ip?: string;
+  /** Raw HTTP request head (request line and headers). */
+  requestHeaders: string;
+  statusLine: string;
+  responseHeaders: HttpHeaders;
+  /** Body as received after transfer decoding; content encoding (gzip, br) is kept. */
+  payload: Buffer;
+  truncated?: 'length' | 'time';
+}
+
+export interface RevisitArgs {
+  targetUri: string;
+  date: Date;
+  refersToUri: string;
+  refersToDate: Date;
+  refersToRecordId?: string;
+  payloadDigest: string;
+  statusLine: string;
+  responseHeaders: HttpHeaders;
+  profile: keyof typeof REVISIT_PROFILES;
+}
+
+export interface MetadataArgs {
+  targetUri: string;
+  date: Date;
+  fields: Record<string, string>;
+}
+
+const DEFAULT_PREFIX = 'crawlstream';
+const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
+const OPEN_SUFFIX = '.open';
+
+/**
+ * Writes WARC 1.1 files, one gzip member per record, into `dir`, named
+ * `<prefix>-<yyyyMMddHHmmssSSS>-<partition:5>-<seq:5>.warc.gz` (UTC creation time; names sort
+ * in writing order per partition). A file is named `<name>.open` while written, begins with a
+ * warcinfo record and is rotated before a record would push it past `maxFileBytes` (a record
+ * larger than that gets a file of its own). A request and its response always share a file.
+ *
+ * Durability: after `flush()` returns, every location handed out so far survives a crash; it is
+ * readable at its final name once the file is rotated or closed, or after a crash once `open()`
+ * of a writer with the same dir, prefix and partition has recovered it. A location handed out
+ * but not flushed may dangle after a crash; it never points at another record.
+ *
+ * Synchronous by design: the caller is a synchronous stream processor. Not safe to share
+ * between two writers of the same (dir, prefix, partition).
+ */
+export class WarcWriter {
+  private readonly dir: string;
+  private readonly prefix: string;
+  private readonly partition: number;
+  private readonly maxFileBytes: number;
+  private readonly software: string;
+  private readonly operator: string | undefined;
+  private state: 'new' | 'open' | 'closed' = 'new';
+  private nextSeq = 0;
+  private lastStamp = 0;
+  private current: { fd: number; name: string; size: number; bodyStart: number; warcinfoId: string } | undefined;
+
+  constructor(o: WarcWriterOptions) {
+    if (typeof o.dir !== 'string' || o.dir === '') {
+      throw new InvalidOptionError(`WARC dir must be a non-empty path, got ${JSON.stringify(o.dir)}`);
+    }
+    const prefix = o.prefix ?? DEFAULT_PREFIX;
+    if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
+      throw new InvalidOptionError(`WARC prefix must be letters, digits, '.', '_' or '-', got ${JSON.stringify(prefix)}`);
+    }
+    const partition = o.partition ?? 0;
+    if (!Number.isInteger(partition) || partition < 0 || partition > 99_999) {
+      throw new InvalidOptionError(`WARC partition must be an integer in 0..99999, got ${partition}`);
+    }
+    const maxFileBytes = o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+    if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 1) {
+      throw new InvalidOptionError(`WARC maxFileBytes must be a positive integer, got ${maxFileBytes}`);
+    }
+    this.dir = o.dir;
+    this.prefix = prefix;
+    this.partition = partition;
+    this.maxFileBytes = maxFileBytes;
+    this.software = o.software ?? 'crawlstream';
+    this.operator = o.operator;
+  }
+
+  /**
+   * Creates `dir` if needed and recovers this writer's files left by a crash: each
+   * `*.warc.gz.open` of the same prefix and partition is cut to its last complete gzip member
+   * and renamed to its final name (deleted if no record survived). Files of other partitions are
+   * never touched. The first file is created lazily, at the first record.
+   */
+  open(): void {
+    if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', `WarcWriter.open() called twice`);
+    mkdirSync(this.dir, { recursive: true });
+    const pattern = new RegExp(
+      `^${this.prefix.replace(/[.]/g, '\\.')}-(\\d{17})-${pad(this.partition, 5)}-(\\d{5,})\\.warc\\.gz(\\.open)?$`,
+    );
+    let recovered = false;
+    for (const name of readdirSync(this.dir)) {
+      const m = pattern.exec(name);
+      if (m === null) continue;
+      this.nextSeq = Math.max(this.nextSeq, Number(m[2]) + 1);
+      this.lastStamp = Math.max(this.lastStamp, stampMillis(m[1]!));
+      if (m[3] === undefined) continue;
+      const path = join(this.dir, name);
+      if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
+      else renameSync(path, path.slice(0, -OPEN_SUFFIX.length));
+      recovered = true;
+    }
+    if (recovered) this.fsyncDir();
+    this.state = 'open';
+  }
+
+  /**
+   * Writes a response record and its request record (WARC-Concurrent-To each other), in that
+   * order, in the same file. Digests are SHA-1 base32; the payload digest covers `payload` as
+   * given, the block digest the whole HTTP message stored.
+   */
+  writeRequestResponse(args: RequestResponseArgs): {
+    request: WarcLocation;
+    response: WarcLocation;
+    payloadDigest: string;
+    blockDigest: string;
+  } {
+    const date = warcDate(args.date);
+    const responseHead = httpResponseHead(args.statusLine, args.responseHeaders, args.payload.length);
+    const responseBlock = Buffer.concat([responseHead, args.payload]);
+    const payloadDigest = sha1Digest(args.payload);
+    const blockDigest = sha1Digest(responseBlock);
+    const requestBlock = httpRequestBlock(args.requestHeaders);
+    const requestDigest = sha1Digest(requestBlock);
+    const responseId = newRecordId();
+    const requestId = newRecordId();
+    const ipField: WarcFields = args.ip === undefined ? [] : [['WARC-IP-Address', args.ip]];
+
+    const [response, request] = this.append((warcinfoId) => [
+      warcRecord(
+        [
+          ['WARC-Type', 'response'],
+          ['WARC-Record-ID', responseId],
+          ['WARC-Date', date],
+          ['WARC-Target-URI', args.targetUri],
+          ...ipField,
+          ['WARC-Concurrent-To', requestId],
+          ['WARC-Warcinfo-ID', warcinfoId],
+          ['WARC-Payload-Digest', payloadDigest],
+          ['WARC-Block-Digest', blockDigest],
+          ...(args.truncated === undefined ? [] : ([['WARC-Truncated', args.truncated]] as WarcFields)),
+          ['Content-Type', 'application/http;msgtype=response'],
+        ],
+        responseBlock,
+      ),
+      warcRecord(
+        [
+          ['WARC-Type', 'request'],
+          ['WARC-Record-ID', requestId],
+          ['WARC-Date', date],
+          ['WARC-Target-URI', args.targetUri],
+          ...ipField,
+          ['WARC-Concurrent-To', responseId],
+          ['WARC-Warcinfo-ID', warcinfoId],
+          ['WARC-Block-Digest', requestDigest],
+          ['Content-Type', 'application/http;msgtype=request'],
+        ],
+        requestBlock,
+      ),
+    ]);
+    return { request: request!, response: response!, payloadDigest, blockDigest };
+  }
+
+  /**
+   * Writes a revisit record (status line and headers, no payload) saying the payload equals
+   * that of the record at `refersToUri`/`refersToDate`.
+   */
+  writeRevisit(args: RevisitArgs): WarcLocation {
+    const block = httpResponseHead(args.statusLine, args.responseHeaders, 0);
+    const refersTo: WarcFields = args.refersToRecordId === undefined ? [] : [['WARC-Refers-To', args.refersToRecordId]];
+    const recordId = newRecordId();
+    return this.append((warcinfoId) => [
+      warcRecord(
+        [
+          ['WARC-Type', 'revisit'],
+          ['WARC-Record-ID', recordId],
+          ['WARC-Date', warcDate(args.date)],
+          ['WARC-Target-URI', args.targetUri],
+          ['WARC-Warcinfo-ID', warcinfoId],
+          ['WARC-Profile', REVISIT_PROFILES[args.profile]],
+          ...refersTo,
+          ['WARC-Refers-To-Target-URI', args.refersToUri],
+          ['WARC-Refers-To-Date', warcDate(args.refersToDate)],
+          ['WARC-Payload-Digest', args.payloadDigest],
+          ['WARC-Block-Digest', sha1Digest(block)],
+          ['Content-Type', 'application/http;msgtype=response'],
+        ],
+        block,
+      ),
+    ])[0]!;
+  }
+
+  /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
+  writeMetadata(args: MetadataArgs): WarcLocation {
+    const block = warcFieldsBlock(args.fields);
+    const recordId = newRecordId();
+    return this.append((warcinfoId) => [
+      warcRecord(
+        [
+          ['WARC-Type', 'metadata'],
+          ['WARC-Record-ID', recordId],
+          ['WARC-Date', warcDate(args.date)],
+          ['WARC-Target-URI', args.targetUri],
+          ['WARC-Warcinfo-ID', warcinfoId],
+          ['WARC-Block-Digest', sha1Digest(block)],
+          ['Content-Type', 'application/warc-fields'],
+        ],
+        block,
+      ),
+    ])[0]!;
+  }
+
+  /** Makes every record written so far durable (fsync of the current file). */
+  flush(): void {
+    if (this.current !== undefined) fsyncSync(this.current.fd);
+  }
+
+  /** Flushes and renames the current file to its final name. Idempotent. */
+  close(): void {
+    if (this.state === 'closed') return;
+    this.finishFile();
+    this.state = 'closed';
+  }
+
+  /**
+   * Writes records built for the current file's warcinfo id, as adjacent members, rotating first
+   * when they would push the file past maxFileBytes. Returns one location per record.
+   */
+  private append(build: (warcinfoId: string) => Buffer[]): WarcLocation[] {
+    if (this.state !== 'open') {
+      throw new CrawlError('CS_INTERNAL', `WarcWriter is ${this.state === 'new' ? 'not open yet' : 'closed'}`);
+    }
+    let file = this.current ?? this.startFile();
+    let members = build(file.warcinfoId).map(gzipMember);
+    let total = members.reduce((n, m) => n + m.length, 0);
+    if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
+      this.finishFile();
+      file = this.startFile();
+      // the records name their file's warcinfo record, so they are built again for the new file
+      members = build(file.warcinfoId).map(gzipMember);
+      total = members.reduce((n, m) => n + m.length, 0);
+    }
+    const locations: WarcLocation[] = [];
+    const start = file.size;
+    try {
+      for (const member of members) {
+        locations.push({ file: file.name, offset: file.size, length: member.length });
+        writeAll(file.fd, member, file.size);
+        file.size += member.length;
+      }
+    } catch (err) {
+      this.abandonTail(start);
+      throw writeError(err, file.name);
+    }
+    return locations;
+  }
+
+  private startFile(): NonNullable<WarcWriter['current']> {
+    // names must sort in writing order even if the wall clock steps back
+    const stamp = Math.max(Date.now(), this.lastStamp);
+    this.lastStamp = stamp;
+    const name = `${this.prefix}-${formatStamp(stamp)}-${pad(this.partition, 5)}-${pad(this.nextSeq++, 5)}.warc.gz`;
+    const fd = openSync(join(this.dir, name + OPEN_SUFFIX), 'wx');
+    const warcinfoId = newRecordId();
+    const info: Record<string, string> = {
+      software: this.software,
+      format: 'WARC File Format 1.1',
+      conformsTo: 'http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/',
+      hostname: hostname(),
+    };
+    if (this.operator !== undefined) info.operator = this.operator;
+    const block = warcFieldsBlock(info);
+    const member = gzipMember(
+      warcRecord(
+        [
+          ['WARC-Type', 'warcinfo'],
+          ['WARC-Record-ID', warcinfoId],
+          ['WARC-Date', warcDate(new Date(stamp))],
+          ['WARC-Filename', name],
+          ['WARC-Block-Digest', sha1Digest(block)],
+          ['Content-Type', 'application/warc-fields'],
+        ],
+        block,
+      ),
+    );
+    try {
+      writeAll(fd, member, 0);
+    } catch (err) {
+      closeSync(fd);
+      unlinkSync(join(this.dir, name + OPEN_SUFFIX));
+      throw writeError(err, name);
+    }
+    // the new directory entry must survive a crash for flushed records in it to be found
+    this.fsyncDir();
+    this.current = { fd, name, size: member.length, bodyStart: member.length, warcinfoId };
+    return this.current;
+  }
+
+  private finishFile(): void {
+    const file = this.current;
+    if (file === undefined) return;
+    this.current = undefined;
+    fsyncSync(file.fd);
+    closeSync(file.fd);
+    renameSync(join(this.dir, file.name + OPEN_SUFFIX), join(this.dir, file.name));
+    this.fsyncDir();
+  }
+
+  /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */
+  private abandonTail(size: number): void {
+    const file = this.current!;
+    try {
+      ftruncateSync(file.fd, size);
+      file.size = size;
+    } catch {
+      // the next open() cuts the torn member; later records go to a fresh file
+      this.current = undefined;
+      try {
+        closeSync(file.fd);
+      } catch {
+        // already unusable
+      }
+    }
+  }
+
+  private fsyncDir(): void {
+    const fd = openSync(this.dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+function writeAll(fd: number, buf: Buffer, position: number): void {
+  let done = 0;
+  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
+}
+
+function writeError(err: unknown, file: string): CrawlError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const diskFull = code === 'ENOSPC' || code === 'EDQUOT';
+  return new CrawlError(diskFull ? 'CS_DISK_FULL' : 'CS_INTERNAL', `writing WARC file ${file} failed: ${String(err)}`, {
+    cause: err,
+  });
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+function formatStamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/[-:TZ.]/g, '');
+}
+
+function stampMillis(stamp: string): number {
+  const iso = `${stamp.slice(0, 4)}-${stamp.slice(4, 6)}-${stamp.slice(6, 8)}T${stamp.slice(8, 10)}:${stamp.slice(10, 12)}:${stamp.slice(12, 14)}.${stamp.slice(14, 17)}Z`;
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? 0 : ms;
+}

@@ -1,0 +1,21 @@
+import type { Metrics } from './metrics.js';
+import type { StreamRecord } from './record.js';
+
+/**
+ * What the CLI and tests drive; implemented by the embedded engine and the Kafka engine, which
+ * run the same Topology. Processors never see this interface.
+ */
+export interface Engine {
+  readonly name: 'embedded' | 'kafka';
+  readonly metrics: Metrics;
+  /** Opens topics and stores, restores state, initializes every task and starts processing. */
+  start(): Promise<void>;
+  /** Writes records to a topic atomically (seeds, control commands); keys pick partitions. */
+  produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void>;
+  /** True when every input is consumed, nothing is in flight or uncommitted, and no processor holds work. */
+  isIdle(): boolean;
+  /** Settles when the engine has stopped, by `stop()` or a fatal error (then it rejects). */
+  readonly done: Promise<void>;
+  /** Graceful: stops taking input, waits briefly for work in flight, commits, closes. Idempotent. */
+  stop(): Promise<void>;
+}

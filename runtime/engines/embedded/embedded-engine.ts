@@ -1,0 +1,304 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Engine } from '../../engine.js';
+import { CrawlError } from '../../errors.js';
+import { Metrics } from '../../metrics.js';
+import { partitionFor } from '../../partitioner.js';
+import type { ConsumedRawRecord, RawRecord, RecordHeaders, StreamRecord } from '../../record.js';
+import { StreamTask } from '../../task.js';
+import type { Subtopology, Topology } from '../../topology.js';
+import { buildSerdes, type SerdeSet } from '../../serdes.js';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { isChangelogged, type ChangeloggedStore } from '../../../state/store-builder.js';
+import type { StateStore } from '../../../state/state-store.js';
+import { FileSchemaRegistry } from './file-schema-registry.js';
+import { EmbeddedLog, type Append, type Position } from './log-store.js';
+import { TaskRunner, type RunnerHost } from './task-runner.js';
+
+export interface EmbeddedEngineOptions {
+  /** Directory that holds topics, stores and schemas; one running engine per directory. */
+  readonly dataDir: string;
+  /** How often outputs, state and positions are committed together (ms). */
+  readonly commitIntervalMs?: number;
+  /** Records read per task per poll. */
+  readonly pollBatch?: number;
+  readonly log?: (line: string) => void;
+}
+
+interface OpenTask {
+  task: StreamTask;
+  runner: TaskRunner;
+  db: RocksPort;
+  changelogged: { store: ChangeloggedStore; topic: string }[];
+}
+
+/**
+ * Runs a Topology in one process with durable, partitioned topics on local disk. Every commit
+ * makes all tasks' outputs, changelog records and input positions durable in one atomic write;
+ * store contents follow from the changelog, so a crash at any point resumes from the last commit.
+ */
+export class EmbeddedEngine implements Engine {
+  readonly name = 'embedded' as const;
+  readonly metrics = new Metrics();
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private rejectDone!: (err: unknown) => void;
+  private log!: EmbeddedLog;
+  private serdes!: SerdeSet;
+  private tasks: OpenTask[] = [];
+  private outputs = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
+  private commitWaiters: (() => void)[] = [];
+  private commitTimer: NodeJS.Timeout | undefined;
+  private punctuateTimer: NodeJS.Timeout | undefined;
+  private retentionTimer: NodeJS.Timeout | undefined;
+  private commitSoon: NodeJS.Immediate | undefined;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private readonly deadLetterTopic: string;
+
+  constructor(private readonly topology: Topology, private readonly options: EmbeddedEngineOptions) {
+    this.deadLetterTopic = `${topology.applicationId}-dead-letters`;
+    this.done = new Promise((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    this.done.catch(() => undefined);
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', 'engine already started');
+    const { dataDir } = this.options;
+    mkdirSync(dataDir, { recursive: true });
+    const subtopologies = this.topology.build();
+    this.log = await EmbeddedLog.open(join(dataDir, 'log'));
+    this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
+    for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
+    for (const sub of subtopologies) {
+      for (const store of sub.stores) if (store.changelog) this.log.ensureTopic(this.topology.changelogTopic(store.name), sub.partitions);
+    }
+    this.log.ensureTopic(this.deadLetterTopic, 1);
+    for (const sub of subtopologies) {
+      for (let partition = 0; partition < sub.partitions; partition++) this.tasks.push(await this.openTask(sub, partition));
+    }
+    this.log.onAppend((topic, partition) => {
+      for (const t of this.tasks) if (t.task.id.partition === partition && t.task.subtopology.sourceTopics.includes(topic)) t.runner.notify();
+    });
+    this.state = 'running';
+    for (const t of this.tasks) t.task.init();
+    for (const t of this.tasks) t.runner.start();
+    const interval = this.options.commitIntervalMs ?? 100;
+    this.commitTimer = setInterval(() => this.commitOrDie(), interval);
+    this.punctuateTimer = setInterval(() => this.punctuate(), 10);
+    this.retentionTimer = setInterval(() => this.retention(), 5_000);
+    this.say(`embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`);
+  }
+
+  private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
+    const id = { subtopology: sub.id, partition };
+    const taskDir = join(this.options.dataDir, 'state', `${id.subtopology}_${partition}`);
+    const db = await openRocks(join(taskDir, 'rocksdb'));
+    const stores = new Map<string, StateStore>();
+    const changelogged: OpenTask['changelogged'] = [];
+    for (const builder of sub.stores) {
+      const dir = join(taskDir, builder.name);
+      const store = builder.build({ taskId: id, db, dir });
+      stores.set(builder.name, store);
+      if (builder.changelog && isChangelogged(store)) {
+        const topic = this.topology.changelogTopic(builder.name);
+        this.restore(store, topic, partition);
+        changelogged.push({ store, topic });
+      }
+    }
+    const task = new StreamTask(id, sub, this.topology, { send: (t, p, k, v, ts, h) => this.collect(t, p, k, v, ts, h) }, stores, this.serdes, this.metrics);
+    const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
+    const host: RunnerHost = {
+      log: this.log,
+      nextCommit: () => this.nextCommit(),
+      requestCommit: () => this.requestCommit(),
+      deadLetter: (r, e) => this.deadLetter(r, e),
+      fatal: (e) => void this.fail(e),
+    };
+    return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), db, changelogged };
+  }
+
+  /** Replays the changelog tail past the store's checkpoint, so local state equals the changelog. */
+  private restore(store: ChangeloggedStore, topic: string, partition: number): void {
+    let offset = store.checkpoint();
+    const end = this.log.endOffset(topic, partition);
+    let restored = 0;
+    while (offset < end) {
+      const batch = this.log.read(topic, partition, offset, 10_000);
+      if (batch.length === 0) break;
+      offset = batch[batch.length - 1]!.offset + 1;
+      store.restore(batch.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })), offset);
+      restored += batch.length;
+    }
+    if (restored > 0) this.say(`restored ${restored} changelog records into ${store.name} of partition ${partition}`);
+  }
+
+  private collect(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void {
+    const k = `${topic}\u0000${partition}`;
+    let entry = this.outputs.get(k);
+    if (!entry) this.outputs.set(k, (entry = { topic, partition, records: [] }));
+    entry.records.push(headers ? { key, value, timestamp, headers } : { key, value, timestamp });
+  }
+
+  async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
+    if (this.state !== 'running') throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
+    const spec = this.topology.topic(topic);
+    for (const r of records) {
+      const key = this.serdes.key(topic).serialize(r.key);
+      this.collect(topic, partitionFor(key, spec.partitions), key, this.serdes.value(topic).serialize(r.value), r.timestamp, r.headers);
+    }
+    this.requestCommit();
+    await this.nextCommit();
+  }
+
+  private nextCommit(): Promise<void> {
+    return new Promise((resolve) => this.commitWaiters.push(resolve));
+  }
+
+  private requestCommit(): void {
+    this.commitSoon ??= setImmediate(() => {
+      this.commitSoon = undefined;
+      this.commitOrDie();
+    });
+  }
+
+  private commitOrDie(): void {
+    if (this.state !== 'running' && this.state !== 'stopping') return;
+    try {
+      this.commit();
+    } catch (err) {
+      void this.fail(err);
+    }
+  }
+
+  /**
+   * One atomic commit of every task: outputs, changelog records and input positions in one fsynced
+   * batch; then local stores apply their writes. Synchronous, so no record is half-way through it.
+   */
+  private commit(): void {
+    const waiters = this.commitWaiters;
+    this.commitWaiters = [];
+    for (const t of this.tasks) for (const s of t.task.stores.values()) s.flush();
+    const appends: Append[] = [...this.outputs.values()];
+    this.outputs = new Map();
+    const positions: Position[] = [];
+    const applied: { store: ChangeloggedStore; topic: string; partition: number; count: number }[] = [];
+    for (const t of this.tasks) {
+      for (const { store, topic } of t.changelogged) {
+        const changes = store.pendingChanges();
+        if (changes.length === 0) continue;
+        appends.push({ topic, partition: t.task.id.partition, records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: Date.now() })) });
+        applied.push({ store, topic, partition: t.task.id.partition, count: changes.length });
+      }
+      for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
+      t.task.commitRequested = false;
+    }
+    const bases = this.log.commit(appends, positions);
+    for (const a of applied) a.store.applyCommitted(bases.get(`${a.topic}\u0000${a.partition}`)! + a.count);
+    this.metrics.inc('commits');
+    for (const w of waiters) w();
+  }
+
+  private punctuate(): void {
+    if (this.state !== 'running') return;
+    const now = Date.now();
+    for (const t of this.tasks) {
+      try {
+        for (const p of t.task.punctuate(now)) p.catch((err) => void this.fail(err));
+      } catch (err) {
+        void this.fail(err);
+        return;
+      }
+      if (t.task.commitRequested) this.requestCommit();
+    }
+  }
+
+  /** Removes records every consuming group has committed past; output topics without consumers are kept. */
+  private retention(): void {
+    const floors = new Map<string, number>();
+    for (const t of this.tasks) {
+      for (const p of t.runner.positions.values()) {
+        const k = `${p.topic}\u0000${p.partition}`;
+        const committed = this.log.committedPosition(t.runner.group, p.topic, p.partition);
+        floors.set(k, Math.min(floors.get(k) ?? Infinity, committed));
+      }
+    }
+    try {
+      for (const [k, offset] of floors) {
+        const [topic, partition] = k.split('\u0000') as [string, string];
+        if (this.topology.topic(topic).compacted) continue;
+        this.log.truncateBefore(topic, Number(partition), offset);
+      }
+    } catch (err) {
+      this.say(`retention failed (will retry): ${(err as Error).message}`);
+    }
+  }
+
+  private deadLetter(record: ConsumedRawRecord, error: unknown): void {
+    const err = error as { code?: string; message?: string };
+    const code = err.code ?? 'CS_INTERNAL';
+    this.metrics.inc('dead_letters', 1, code);
+    this.say(`dead letter ${record.topic}-${record.partition}@${record.offset}: ${code} ${err.message ?? String(error)}`);
+    this.collect(this.deadLetterTopic, 0, Buffer.from(record.key), record.value === null ? null : Buffer.from(record.value), record.timestamp, {
+      'x-error-code': code,
+      'x-error-message': (err.message ?? String(error)).slice(0, 1000),
+      'x-source': `${record.topic}-${record.partition}@${record.offset}`,
+    });
+  }
+
+  isIdle(): boolean {
+    if (this.state !== 'running') return false;
+    if (this.outputs.size > 0) return false;
+    for (const t of this.tasks) {
+      if (!t.runner.caughtUp() || !t.task.isIdle()) return false;
+      for (const { store } of t.changelogged) if (store.pendingChanges().length > 0) return false;
+    }
+    return true;
+  }
+
+  async stop(graceMs = 5_000): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return this.done.catch(() => undefined);
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      this.resolveDone();
+      return;
+    }
+    this.state = 'stopping';
+    await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
+    this.commitOrDie();
+    await this.shutdown();
+    this.resolveDone();
+  }
+
+  private async fail(err: unknown): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
+    this.state = 'stopped';
+    for (const t of this.tasks) t.runner.halt();
+    // no final commit: whatever was not committed is redone after a restart
+    await this.shutdown().catch(() => undefined);
+    this.rejectDone(err);
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.commitTimer);
+    clearInterval(this.punctuateTimer);
+    clearInterval(this.retentionTimer);
+    if (this.commitSoon) clearImmediate(this.commitSoon);
+    for (const w of this.commitWaiters) w();
+    this.commitWaiters = [];
+    for (const t of this.tasks) {
+      await t.task.close();
+      for (const s of t.task.stores.values()) s.close();
+      await t.db.close();
+    }
+    await this.log?.close();
+    this.state = 'stopped';
+  }
+
+  private say(line: string): void {
+    this.options.log?.(line);
+  }
+}

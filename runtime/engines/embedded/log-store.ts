@@ -1,0 +1,204 @@
+import { CrawlError } from '../../errors.js';
+import type { ConsumedRawRecord, RawRecord, RecordHeaders } from '../../record.js';
+import { openRocks, type RocksPort, type RocksWrite } from '../../../state/rocks.js';
+
+/** Set on a record whose stored frame could not be read; its value holds the raw bytes. */
+export const CORRUPT_HEADER = 'x-crawlstream-corrupt';
+
+/** Records to append to one topic partition within a commit. */
+export interface Append {
+  readonly topic: string;
+  readonly partition: number;
+  readonly records: readonly RawRecord[];
+}
+
+/** A consumer group's next offset to read in one topic partition. */
+export interface Position {
+  readonly group: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+/**
+ * The embedded engine's durable, partitioned topics, all in one RocksDB so that a commit —
+ * appends to any partitions plus consumer positions — is one atomic, fsynced write batch: the
+ * embedded equivalent of a Kafka transaction. Single-writer: one process owns a data dir.
+ */
+export class EmbeddedLog {
+  private readonly ends = new Map<string, number>();
+  private readonly starts = new Map<string, number>();
+  private readonly listeners = new Set<(topic: string, partition: number) => void>();
+
+  private constructor(private readonly db: RocksPort) {}
+
+  static async open(dir: string): Promise<EmbeddedLog> {
+    return new EmbeddedLog(await openRocks(dir));
+  }
+
+  /** Declares a topic; refuses a partition count that differs from the one on disk. */
+  ensureTopic(topic: string, partitions: number): void {
+    const metaKey = Buffer.from(`m\u0000${topic}`);
+    const stored = this.db.get(metaKey);
+    if (stored !== undefined && stored.readUInt32BE(0) !== partitions) {
+      throw new CrawlError('CS_TOPOLOGY', `topic ${topic} has ${stored.readUInt32BE(0)} partitions on disk, the topology declares ${partitions}; use a new --data dir`);
+    }
+    if (stored === undefined) {
+      const b = Buffer.alloc(4);
+      b.writeUInt32BE(partitions);
+      this.db.write([{ key: metaKey, value: b }], { sync: true });
+    }
+    for (let p = 0; p < partitions; p++) {
+      const tp = tpKey(topic, p);
+      const prefix = recordPrefix(topic, p);
+      const upper = recordPrefix(topic, p + 1);
+      let end = 0;
+      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 })) end = Number(k.readBigUInt64BE(k.length - 8)) + 1;
+      let start = end;
+      for (const [k] of this.db.iterate(prefix, upper, { limit: 1 })) start = Number(k.readBigUInt64BE(k.length - 8));
+      this.ends.set(tp, end);
+      this.starts.set(tp, start);
+    }
+  }
+
+  partitions(topic: string): number {
+    const stored = this.db.get(Buffer.from(`m\u0000${topic}`));
+    if (stored === undefined) throw new CrawlError('CS_TOPOLOGY', `topic ${topic} does not exist in this data dir`);
+    return stored.readUInt32BE(0);
+  }
+
+  /** Offset the next appended record of this partition will get. */
+  endOffset(topic: string, partition: number): number {
+    return this.ends.get(tpKey(topic, partition)) ?? 0;
+  }
+
+  /** Earliest offset still stored (older ones were removed by retention). */
+  startOffset(topic: string, partition: number): number {
+    return this.starts.get(tpKey(topic, partition)) ?? 0;
+  }
+
+  /** Up to `max` records from `from` on, in offset order. */
+  read(topic: string, partition: number, from: number, max: number): ConsumedRawRecord[] {
+    const out: ConsumedRawRecord[] = [];
+    if (from >= this.endOffset(topic, partition)) return out;
+    for (const [k, v] of this.db.iterate(recordKey(topic, partition, from), recordPrefix(topic, partition + 1), { limit: max })) {
+      const offset = Number(k.readBigUInt64BE(k.length - 8));
+      try {
+        out.push({ ...decodeRecord(v, topic, partition, offset), topic, partition, offset });
+      } catch (err) {
+        // handed on as an undecodable value so the engine dead-letters it instead of stalling
+        out.push({ key: Buffer.alloc(0), value: v, timestamp: 0, headers: { [CORRUPT_HEADER]: (err as Error).message }, topic, partition, offset });
+      }
+    }
+    return out;
+  }
+
+  committedPosition(group: string, topic: string, partition: number): number {
+    const raw = this.db.get(positionKey(group, topic, partition));
+    return raw === undefined ? 0 : Number(raw.readBigUInt64BE(0));
+  }
+
+  /**
+   * Appends and moves positions in one atomic, fsynced batch. Returns each partition's first new
+   * offset. On failure nothing is visible and the in-memory ends are unchanged.
+   */
+  commit(appends: readonly Append[], positions: readonly Position[]): Map<string, number> {
+    const batch: RocksWrite[] = [];
+    const nextEnds = new Map<string, number>();
+    const bases = new Map<string, number>();
+    for (const a of appends) {
+      if (a.records.length === 0) continue;
+      const tp = tpKey(a.topic, a.partition);
+      if (!this.ends.has(tp)) throw new CrawlError('CS_TOPOLOGY', `append to undeclared partition ${a.topic}-${a.partition}`);
+      let next = nextEnds.get(tp) ?? this.ends.get(tp)!;
+      if (!bases.has(tp)) bases.set(tp, next);
+      for (const r of a.records) batch.push({ key: recordKey(a.topic, a.partition, next++), value: encodeRecord(r) });
+      nextEnds.set(tp, next);
+    }
+    for (const p of positions) {
+      const b = Buffer.allocUnsafe(8);
+      b.writeBigUInt64BE(BigInt(p.offset));
+      batch.push({ key: positionKey(p.group, p.topic, p.partition), value: b });
+    }
+    this.db.write(batch, { sync: true });
+    for (const [tp, end] of nextEnds) this.ends.set(tp, end);
+    for (const a of appends) if (a.records.length > 0) for (const l of this.listeners) l(a.topic, a.partition);
+    return bases;
+  }
+
+  /** Deletes records below `offset` (retention); positions are untouched. */
+  truncateBefore(topic: string, partition: number, offset: number): void {
+    const tp = tpKey(topic, partition);
+    const start = this.starts.get(tp) ?? 0;
+    const upTo = Math.min(offset, this.endOffset(topic, partition));
+    if (upTo <= start) return;
+    this.db.deleteRange(recordKey(topic, partition, start), recordKey(topic, partition, upTo));
+    this.starts.set(tp, upTo);
+  }
+
+  /** Called after every commit that appended to (topic, partition). */
+  onAppend(listener: (topic: string, partition: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+    await this.db.close();
+  }
+}
+
+function tpKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+function recordPrefix(topic: string, partition: number): Buffer {
+  const b = Buffer.alloc(topic.length * 3 + 8);
+  let n = b.write(`r\u0000${topic}\u0000`);
+  n = b.writeUInt32BE(partition, n);
+  return b.subarray(0, n);
+}
+
+function recordKey(topic: string, partition: number, offset: number): Buffer {
+  const p = recordPrefix(topic, partition);
+  const b = Buffer.allocUnsafe(p.length + 8);
+  p.copy(b);
+  b.writeBigUInt64BE(BigInt(offset), p.length);
+  return b;
+}
+
+function positionKey(group: string, topic: string, partition: number): Buffer {
+  return Buffer.from(`p\u0000${group}\u0000${topic}\u0000${partition}`);
+}
+
+// record layout: timestamp f64 | key length u32 | key | value length i32 (-1 = null) | value | headers JSON
+function encodeRecord(r: RawRecord): Buffer {
+  const headers = r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : Buffer.alloc(0);
+  const valueLength = r.value === null ? 0 : r.value.length;
+  const b = Buffer.allocUnsafe(8 + 4 + r.key.length + 4 + valueLength + headers.length);
+  let o = b.writeDoubleBE(r.timestamp, 0);
+  o = b.writeUInt32BE(r.key.length, o);
+  o += r.key.copy(b, o);
+  o = b.writeInt32BE(r.value === null ? -1 : r.value.length, o);
+  if (r.value !== null) o += r.value.copy(b, o);
+  headers.copy(b, o);
+  return b;
+}
+
+function decodeRecord(b: Buffer, topic: string, partition: number, offset: number): RawRecord {
+  try {
+    const timestamp = b.readDoubleBE(0);
+    const keyLength = b.readUInt32BE(8);
+    const key = b.subarray(12, 12 + keyLength);
+    let o = 12 + keyLength;
+    const valueLength = b.readInt32BE(o);
+    o += 4;
+    const value = valueLength < 0 ? null : b.subarray(o, o + valueLength);
+    o += Math.max(0, valueLength);
+    if (o > b.length) throw new RangeError('record shorter than its lengths');
+    const headers = o < b.length ? (JSON.parse(b.subarray(o).toString('utf8')) as RecordHeaders) : undefined;
+    return headers ? { key, value, timestamp, headers } : { key, value, timestamp };
+  } catch (err) {
+    throw new CrawlError('CS_CORRUPT_RECORD', `record ${topic}-${partition}@${offset} cannot be read: ${(err as Error).message}`, { cause: err });
+  }
+}

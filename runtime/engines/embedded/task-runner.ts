@@ -1,0 +1,178 @@
+import { CrawlError, isCrawlError } from '../../errors.js';
+import type { ConsumedRawRecord } from '../../record.js';
+import type { StreamTask } from '../../task.js';
+import type { EmbeddedLog } from './log-store.js';
+
+/** What a runner needs from its engine. */
+export interface RunnerHost {
+  readonly log: EmbeddedLog;
+  /** Resolves once a commit that started after this call has completed. */
+  nextCommit(): Promise<void>;
+  requestCommit(): void;
+  deadLetter(record: ConsumedRawRecord, error: unknown): void;
+  fatal(error: unknown): void;
+}
+
+/**
+ * Feeds one task from its input partitions: reads committed records in offset order, processes
+ * them, and tracks the positions the next commit will record. For 'before' tasks it waits for the
+ * positions of taken records to be committed before processing starts.
+ */
+export class TaskRunner {
+  /** Next offset to read per input topic-partition. */
+  readonly positions = new Map<string, { topic: string; partition: number; offset: number }>();
+  private inFlight = 0;
+  private wake: (() => void) | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly slotWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly task: StreamTask,
+    readonly group: string,
+    private readonly host: RunnerHost,
+    private readonly pollBatch: number,
+  ) {
+    for (const topic of task.subtopology.sourceTopics) {
+      const partition = task.id.partition;
+      const committed = host.log.committedPosition(group, topic, partition);
+      // records below the start were removed by retention after being consumed
+      const offset = Math.max(committed, host.log.startOffset(topic, partition));
+      this.positions.set(`${topic}\u0000${partition}`, { topic, partition, offset });
+    }
+  }
+
+  start(): void {
+    this.running = true;
+    this.loop = this.run().catch((err) => this.host.fatal(err));
+  }
+
+  /** Stops at once, without waiting: the engine is failing and nothing more may be processed. */
+  halt(): void {
+    this.running = false;
+    this.notify();
+  }
+
+  /** Called by the engine when one of its partitions got new records. */
+  notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** Stops reading; resolves when the loop has ended and work in flight has finished (or `graceMs` passed). */
+  async stop(graceMs: number): Promise<void> {
+    this.running = false;
+    this.notify();
+    await this.loop;
+    const deadline = Date.now() + graceMs;
+    while (this.busy() > 0 && Date.now() < deadline) await sleep(20);
+  }
+
+  caughtUp(): boolean {
+    if (this.busy() > 0) return false;
+    for (const p of this.positions.values()) if (p.offset < this.host.log.endOffset(p.topic, p.partition)) return false;
+    return true;
+  }
+
+  private poll(): ConsumedRawRecord[] {
+    const out: ConsumedRawRecord[] = [];
+    const share = Math.max(1, Math.floor(this.pollBatch / this.positions.size));
+    for (const p of this.positions.values()) {
+      out.push(...this.host.log.read(p.topic, p.partition, p.offset, share));
+    }
+    return out;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const records = this.poll();
+      if (records.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          // a safety net: never sleep for ever if a notification was missed
+          setTimeout(resolve, 500).unref();
+        });
+        continue;
+      }
+      if (this.task.commitInputs === 'before') await this.runBefore(records);
+      else await this.runAfter(records);
+      // let commits, punctuators and I/O run between batches
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  private async runAfter(records: ConsumedRawRecord[]): Promise<void> {
+    for (const r of records) {
+      if (!this.running) return;
+      try {
+        const result = this.task.process(r);
+        if (result instanceof Promise) {
+          this.inFlight++;
+          try {
+            await result;
+          } finally {
+            this.inFlight--;
+          }
+        }
+      } catch (err) {
+        this.failed(r, err);
+      }
+      this.advance(r);
+    }
+  }
+
+  private async runBefore(records: ConsumedRawRecord[]): Promise<void> {
+    for (const r of records) this.advance(r);
+    this.waiting += records.length;
+    this.host.requestCommit();
+    // positions must be durable before any fetch starts, so a crash can never repeat one
+    await this.host.nextCommit();
+    for (const r of records) {
+      if (!this.running) return;
+      while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
+      this.waiting--;
+      this.active++;
+      let result: void | Promise<void>;
+      try {
+        result = this.task.process(r);
+      } catch (err) {
+        this.failed(r, err);
+        this.release();
+        continue;
+      }
+      if (result instanceof Promise) result.catch((err) => this.failed(r, err)).finally(() => this.release());
+      else this.release();
+    }
+  }
+
+  private waiting = 0;
+  private active = 0;
+
+  private release(): void {
+    this.active--;
+    this.slotWaiters.shift()?.();
+  }
+
+  /** Records taken but not finished: awaiting their commit, or being processed. */
+  busy(): number {
+    return this.waiting + this.active + this.inFlight;
+  }
+
+  private advance(r: ConsumedRawRecord): void {
+    const p = this.positions.get(`${r.topic}\u0000${r.partition}`)!;
+    p.offset = r.offset + 1;
+  }
+
+  private failed(r: ConsumedRawRecord, err: unknown): void {
+    if (isCrawlError(err) && err.code === 'CS_TOPOLOGY') {
+      this.host.fatal(err);
+      return;
+    }
+    this.host.deadLetter(r, err instanceof Error ? err : new CrawlError('CS_INTERNAL', String(err)));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,62 @@
+import type { RecordMetadata, StreamRecord } from './record.js';
+import type { StateStore } from '../state/state-store.js';
+import type { Metrics } from './metrics.js';
+
+/** Identifies a task: one per input partition of a sub-topology, e.g. `1_3`. */
+export interface TaskId {
+  readonly subtopology: number;
+  readonly partition: number;
+}
+
+export function taskIdString(id: TaskId): string {
+  return `${id.subtopology}_${id.partition}`;
+}
+
+/** Cancels a scheduled punctuator; idempotent. */
+export interface Cancellable {
+  cancel(): void;
+}
+
+/** Called with the wall-clock time. A punctuator that returns a promise is not re-entered before it settles. */
+export type Punctuator = (now: number) => void | Promise<void>;
+
+/**
+ * A processor's view of the engine, valid between `init()` and `close()`. Everything forwarded
+ * becomes durable together with the input positions and state changes of the same commit, or not
+ * at all.
+ */
+export interface ProcessorContext<KOut = unknown, VOut = unknown> {
+  readonly applicationId: string;
+  readonly taskId: TaskId;
+  readonly metrics: Metrics;
+  /** The record being processed; undefined inside a punctuator. */
+  readonly recordMetadata: RecordMetadata | undefined;
+  /** Sends a record to every child, or only to the named one. Throws CS_TOPOLOGY for an unknown child. */
+  forward(record: StreamRecord<KOut, VOut>, childName?: string): void;
+  /** Runs `punctuator` every `intervalMs` of wall-clock time until cancelled or the task closes. */
+  schedule(intervalMs: number, punctuator: Punctuator): Cancellable;
+  /** A store connected to this processor in the topology; throws CS_TOPOLOGY otherwise. */
+  getStateStore<S extends StateStore>(name: string): S;
+  /** Asks the engine to commit soon; the commit itself happens between records. */
+  commit(): void;
+  currentTimeMs(): number;
+}
+
+/**
+ * A stream processor, Kafka Streams style. One instance per task; the engine calls init once,
+ * process for each input record in offset order per partition, close once (close is idempotent
+ * and must not close stores: the runtime owns them).
+ *
+ * `process` may return a promise: the engine then awaits it (or, for processors declared with
+ * `concurrency > 1`, keeps up to that many in flight) before treating the record as done.
+ * `isIdle` lets `--until-idle` know whether the processor still holds work of its own (queued
+ * URLs, open leases); omit it when the processor holds none.
+ */
+export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {
+  init?(context: ProcessorContext<KOut, VOut>): void;
+  process(record: StreamRecord<KIn, VIn>): void | Promise<void>;
+  close?(): void | Promise<void>;
+  isIdle?(): boolean;
+}
+
+export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = () => Processor<KIn, VIn, KOut, VOut>;

@@ -1,0 +1,208 @@
+import { CrawlError } from './errors.js';
+import type { Metrics } from './metrics.js';
+import { partitionFor } from './partitioner.js';
+import type { Cancellable, Processor, ProcessorContext, Punctuator, TaskId } from './processor.js';
+import { taskIdString } from './processor.js';
+import type { ConsumedRawRecord, RecordHeaders, RecordMetadata, StreamRecord } from './record.js';
+import type { Serde } from './serde.js';
+import type { ProcessorNode, Subtopology, Topology } from './topology.js';
+import type { StateStore } from '../state/state-store.js';
+
+/** Where a task's sinks put serialized records; the engine makes them part of the next commit. */
+export interface RecordCollector {
+  send(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void;
+}
+
+/** The serdes of every topic: keys are strings, values Avro in the Confluent wire format. */
+export interface TopicSerdes {
+  key(topic: string): Serde<string>;
+  value(topic: string): Serde<unknown>;
+}
+
+interface ScheduledPunctuator {
+  intervalMs: number;
+  nextAt: number;
+  fn: Punctuator;
+  running: boolean;
+  cancelled: boolean;
+}
+
+/**
+ * One task: the processors of a sub-topology for one partition, wired to their stores. Shared by
+ * both engines — they feed it records and punctuation, and collect its output at commit time.
+ */
+export class StreamTask {
+  readonly name: string;
+  readonly concurrency: number;
+  readonly commitInputs: 'before' | 'after';
+  private readonly processors = new Map<string, Processor>();
+  private readonly contexts = new Map<string, NodeContext>();
+  private readonly punctuators: ScheduledPunctuator[] = [];
+  private closed = false;
+
+  constructor(
+    readonly id: TaskId,
+    readonly subtopology: Subtopology,
+    readonly topology: Topology,
+    private readonly collector: RecordCollector,
+    readonly stores: ReadonlyMap<string, StateStore>,
+    private readonly serdes: TopicSerdes,
+    readonly metrics: Metrics,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.name = taskIdString(id);
+    const procs = subtopology.nodes.filter((n): n is ProcessorNode => n.kind === 'processor');
+    this.concurrency = Math.max(1, Math.min(...procs.map((p) => p.options.concurrency ?? 1)));
+    this.commitInputs = procs.some((p) => p.options.commitInputs === 'before') ? 'before' : 'after';
+    for (const node of procs) {
+      this.processors.set(node.name, node.supplier());
+      this.contexts.set(node.name, new NodeContext(this, node));
+    }
+  }
+
+  /** Calls every processor's init, parents before children. */
+  init(): void {
+    for (const [name, p] of this.processors) p.init?.(this.contexts.get(name)!);
+  }
+
+  /** Deserializes a consumed record and hands it to the children of the source that reads its topic. */
+  process(raw: ConsumedRawRecord): void | Promise<void> {
+    const source = this.subtopology.nodes.find((n) => n.kind === 'source' && n.topics.includes(raw.topic));
+    if (!source || source.kind !== 'source') throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
+    if (raw.value === null) return; // tombstones carry nothing for processors
+    const corrupt = raw.headers?.['x-crawlstream-corrupt'];
+    if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
+    const record: StreamRecord<unknown, unknown> = {
+      key: this.serdes.key(raw.topic).deserialize(raw.key),
+      value: this.serdes.value(raw.topic).deserialize(raw.value),
+      timestamp: raw.timestamp,
+      ...(raw.headers ? { headers: raw.headers } : {}),
+    };
+    const meta: RecordMetadata = { topic: raw.topic, partition: raw.partition, offset: raw.offset };
+    return this.dispatch(source.children, record, meta);
+  }
+
+  /** Routes a record to the named nodes; returns a promise only if some processor returned one. */
+  dispatch(children: readonly string[], record: StreamRecord<unknown, unknown>, meta: RecordMetadata | undefined): void | Promise<void> {
+    let pending: Promise<void>[] | undefined;
+    for (const child of children) {
+      const node = this.topology.nodes.get(child)!;
+      if (node.kind === 'sink') {
+        this.sink(node.topic, record);
+        continue;
+      }
+      const ctx = this.contexts.get(child)!;
+      ctx.recordMetadata = meta;
+      const result = this.processors.get(child)!.process(record);
+      if (result instanceof Promise) (pending ??= []).push(result);
+    }
+    if (pending) return Promise.all(pending).then(() => undefined);
+  }
+
+  private sink(topic: string, record: StreamRecord<unknown, unknown>): void {
+    const spec = this.topology.topic(topic);
+    const key = this.serdes.key(topic).serialize(record.key as string);
+    const value = record.value === null ? null : this.serdes.value(topic).serialize(record.value);
+    this.collector.send(topic, partitionFor(key, spec.partitions), key, value, record.timestamp, record.headers);
+  }
+
+  schedule(intervalMs: number, fn: Punctuator): Cancellable {
+    if (!(intervalMs > 0)) throw new CrawlError('CS_TOPOLOGY', `punctuation interval must be positive, got ${intervalMs}`);
+    const p: ScheduledPunctuator = { intervalMs, nextAt: this.clock() + intervalMs, fn, running: false, cancelled: false };
+    this.punctuators.push(p);
+    return { cancel: () => void (p.cancelled = true) };
+  }
+
+  /** Runs the punctuators that are due; never re-enters one whose promise is still pending. */
+  punctuate(now: number): Promise<void>[] {
+    const running: Promise<void>[] = [];
+    for (const p of this.punctuators) {
+      if (p.cancelled || p.running || now < p.nextAt) continue;
+      p.nextAt = now + p.intervalMs;
+      const result = p.fn(now);
+      if (result instanceof Promise) {
+        p.running = true;
+        running.push(result.finally(() => void (p.running = false)));
+      }
+    }
+    return running;
+  }
+
+  /** Milliseconds until the next punctuator is due (Infinity when none). */
+  nextPunctuationIn(now: number): number {
+    let next = Infinity;
+    for (const p of this.punctuators) if (!p.cancelled) next = Math.min(next, p.nextAt - now);
+    return Math.max(0, next);
+  }
+
+  isIdle(): boolean {
+    for (const p of this.processors.values()) if (p.isIdle && !p.isIdle()) return false;
+    return true;
+  }
+
+  commitRequested = false;
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const p of this.punctuators) p.cancelled = true;
+    for (const p of this.processors.values()) await p.close?.();
+  }
+
+  now(): number {
+    return this.clock();
+  }
+
+  store<S extends StateStore>(processor: ProcessorNode, name: string): S {
+    if (!processor.stores.includes(name)) throw new CrawlError('CS_TOPOLOGY', `processor ${processor.name} is not connected to store ${name}`);
+    const store = this.stores.get(name);
+    if (!store) throw new CrawlError('CS_TOPOLOGY', `store ${name} is not open in task ${this.name}`);
+    return store as S;
+  }
+}
+
+class NodeContext implements ProcessorContext {
+  recordMetadata: RecordMetadata | undefined;
+
+  constructor(private readonly task: StreamTask, private readonly node: ProcessorNode) {}
+
+  get applicationId(): string {
+    return this.task.topology.applicationId;
+  }
+
+  get taskId(): TaskId {
+    return this.task.id;
+  }
+
+  get metrics(): Metrics {
+    return this.task.metrics;
+  }
+
+  forward(record: StreamRecord<unknown, unknown>, childName?: string): void {
+    let children = this.node.children;
+    if (childName !== undefined) {
+      if (!children.includes(childName)) throw new CrawlError('CS_TOPOLOGY', `${this.node.name} has no child ${childName}`);
+      children = [childName];
+    }
+    const result = this.task.dispatch(children, record, this.recordMetadata);
+    if (result instanceof Promise) {
+      throw new CrawlError('CS_TOPOLOGY', `${this.node.name} forwarded to an asynchronous processor; only source-fed processors may be asynchronous`);
+    }
+  }
+
+  schedule(intervalMs: number, punctuator: Punctuator): Cancellable {
+    return this.task.schedule(intervalMs, punctuator);
+  }
+
+  getStateStore<S extends StateStore>(name: string): S {
+    return this.task.store<S>(this.node, name);
+  }
+
+  commit(): void {
+    this.task.commitRequested = true;
+  }
+
+  currentTimeMs(): number {
+    return this.task.now();
+  }
+}

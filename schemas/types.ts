@@ -1,0 +1,147 @@
+/** TypeScript shapes of the Avro records in schemas/*.avsc; keep the two in step. */
+
+export type FetchKind = 'PAGE' | 'ROBOTS';
+
+export interface Link {
+  url: string;
+  depth: number;
+  redirectHops: number;
+}
+
+export interface LinkBatch {
+  site: string;
+  sourceUrl: string | null;
+  discoveredAt: number;
+  links: Link[];
+}
+
+export interface FetchRequest {
+  leaseId: string;
+  ownerEpoch: number;
+  url: string;
+  host: string;
+  site: string;
+  kind: FetchKind;
+  depth: number;
+  redirectHops: number;
+  attempt: number;
+  issuedAt: number;
+  notAfter: number;
+  ifNoneMatch: string | null;
+  ifModifiedSince: string | null;
+}
+
+export interface FetchResult {
+  leaseId: string;
+  ownerEpoch: number;
+  url: string;
+  host: string;
+  site: string;
+  kind: FetchKind;
+  status: number;
+  startedAt: number;
+  durationMs: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+  retryAfterMs: number | null;
+  redirectTarget: string | null;
+  robotsBody: string | null;
+}
+
+export interface Header {
+  name: string;
+  value: string;
+}
+
+export interface FetchedPage {
+  leaseId: string;
+  url: string;
+  host: string;
+  site: string;
+  depth: number;
+  redirectHops: number;
+  attempt: number;
+  fetchedAt: number;
+  durationMs: number;
+  status: number;
+  httpVersion: string | null;
+  requestHead: string;
+  headers: Header[];
+  body: Buffer;
+  truncated: boolean;
+  remoteAddress: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  redirectTarget: string | null;
+}
+
+export interface PageRecord {
+  url: string;
+  canonicalUrl: string | null;
+  site: string;
+  host: string;
+  fetchTime: number;
+  status: number;
+  contentType: string | null;
+  contentLength: number;
+  payloadDigest: string | null;
+  simhash: Buffer | null;
+  duplicateOf: string | null;
+  warcFile: string | null;
+  warcOffset: number | null;
+  warcLength: number | null;
+  outlinkCount: number;
+  depth: number;
+  errorCode: string | null;
+  redirectTarget: string | null;
+}
+
+export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';
+
+export interface ControlCommand {
+  site: string;
+  action: ControlAction;
+  minGapMs: number | null;
+  issuedAt: number;
+  issuedBy: string | null;
+}
+
+export type RobotsState = 'UNKNOWN' | 'READY' | 'ALLOW_ALL' | 'UNAVAILABLE';
+
+export interface Lease {
+  leaseId: string;
+  url: string;
+  kind: string;
+  depth: number;
+  redirectHops: number;
+  attempts: number;
+  issuedAt: number;
+  expiresAt: number;
+  fromQueue: boolean;
+}
+
+export interface HostState {
+  host: string;
+  origin: string;
+  site: string;
+  headSeq: number;
+  tailSeq: number;
+  nextEligibleAt: number;
+  gapMs: number;
+  backoffMs: number;
+  robotsState: RobotsState;
+  robotsBody: string | null;
+  robotsFetchedAt: number;
+  robotsFailures: number;
+  crawlDelayMs: number;
+  lease: Lease | null;
+  fetches: number;
+}
+
+export interface QueueEntry {
+  url: string;
+  depth: number;
+  redirectHops: number;
+  attempts: number;
+  discoveredAt: number;
+}

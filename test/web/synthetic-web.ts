@@ -1,0 +1,298 @@
+import { appendFileSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { fillPort, renderPage, standardWeb, type SiteSpec } from './sites.js';
+
+/** One finished request as the server saw it; the politeness checker's only input. */
+export interface RequestLogEntry {
+  /** 1-based, in order of arrival. */
+  seq: number;
+  /** Host header's name, lowercased, port stripped; '' when absent. */
+  host: string;
+  method: string;
+  /** Path and query exactly as requested. */
+  path: string;
+  /** Epoch ms (fractional) when the request's headers had arrived. */
+  start: number;
+  /** Epoch ms when the response finished, or when the connection closed before that. */
+  end: number;
+  /** Status sent; 0 when the client went away before the headers were sent. */
+  status: number;
+  /** Body bytes sent, after content encoding. */
+  bytes: number;
+  /** From the Retry-After header sent, when it was a number of seconds. */
+  retryAfterSec?: number;
+  userAgent?: string;
+  /** The connection closed before the response finished. */
+  aborted?: boolean;
+}
+
+export interface SyntheticWebOptions {
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Defaults to `standardWeb()`. */
+  sites?: SiteSpec[];
+  /** Appends one JSON line per finished request. */
+  logFile?: string;
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+  delayMs: number;
+}
+
+// keep-alive outlives the longest politeness wait of the standard web (Retry-After 2 s, Crawl-delay 2 s)
+const KEEP_ALIVE_MS = 15_000;
+const FORCE_CLOSE_MS = 1_000;
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * A loopback HTTP server on 127.0.0.1 that serves many virtual hosts, chosen by the Host header,
+ * and logs every request it receives, unknown hosts included. Page-hit counters (used by
+ * throttled sites) start at zero for each server.
+ */
+export class SyntheticWeb {
+  readonly #server: Server;
+  readonly #byHost: ReadonlyMap<string, SiteSpec>;
+  readonly #logFile: string | undefined;
+  readonly #finished: RequestLogEntry[] = [];
+  readonly #pageHits = new Map<string, number>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #seq = 0;
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    server: Server,
+    readonly port: number,
+    readonly sites: readonly SiteSpec[],
+    logFile: string | undefined,
+  ) {
+    this.#server = server;
+    this.#byHost = new Map(sites.map((s) => [s.host, s]));
+    this.#logFile = logFile;
+  }
+
+  /** Validates the options, then listens on 127.0.0.1 (never any other address). */
+  static async start(options: SyntheticWebOptions = {}): Promise<SyntheticWeb> {
+    const port = options.port ?? 0;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new InvalidOptionError(`port must be an integer from 0 to 65535, got ${String(port)}`);
+    }
+    const sites = options.sites ?? standardWeb();
+    const seen = new Set<string>();
+    for (const site of sites) {
+      if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?\.test$/.test(site.host)) {
+        throw new InvalidOptionError(`site host must be a lowercase name ending in .test, got ${JSON.stringify(site.host)}`);
+      }
+      if (seen.has(site.host)) throw new InvalidOptionError(`site host ${site.host} is declared twice`);
+      seen.add(site.host);
+    }
+
+    let web: SyntheticWeb | undefined;
+    const server = createServer((req, res) => {
+      if (web === undefined) res.destroy(); // unreachable: web is set in the tick listening completes
+      else web.#handle(req, res);
+    });
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    web = new SyntheticWeb(server, (server.address() as AddressInfo).port, sites, options.logFile);
+    return web;
+  }
+
+  /** `http://${host}:${port}${path ?? '/'}`. */
+  url(host: string, path?: string): string {
+    return `http://${host}:${this.port}${path ?? '/'}`;
+  }
+
+  /** Home URLs of the sites marked `seed`, in declaration order. */
+  seedUrls(): string[] {
+    return this.sites.filter((s) => s.seed).map((s) => this.url(s.host));
+  }
+
+  /** A copy of the finished requests, in arrival order; requests still in flight are not included. */
+  requests(): RequestLogEntry[] {
+    return this.#finished.map((e) => ({ ...e })).sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Stops listening and closes idle keep-alive sockets at once; responses in flight finish with
+   * `Connection: close`, or are cut after ~1 s (and logged as aborted). Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      const force = setTimeout(() => this.#server.closeAllConnections(), FORCE_CLOSE_MS);
+      this.#server.close(() => {
+        clearTimeout(force);
+        for (const timer of this.#timers) clearTimeout(timer);
+        resolve();
+      });
+      this.#server.closeIdleConnections();
+    });
+    return this.#closing;
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const entry: RequestLogEntry = {
+      seq: ++this.#seq,
+      host: hostOf(req.headers.host),
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      start: now(),
+      end: 0,
+      status: 0,
+      bytes: 0,
+    };
+    const userAgent = req.headers['user-agent'];
+    if (userAgent !== undefined) entry.userAgent = userAgent;
+    req.resume(); // bodies are never read; drain so keep-alive continues
+
+    let logged = false;
+    const log = (aborted: boolean): void => {
+      if (logged) return;
+      logged = true;
+      entry.end = now();
+      entry.status = res.headersSent ? res.statusCode : 0;
+      if (aborted) entry.aborted = true;
+      this.#finished.push(entry);
+      if (this.#logFile !== undefined) appendFileSync(this.#logFile, `${JSON.stringify(entry)}\n`);
+    };
+    res.once('finish', () => log(false));
+    res.once('close', () => log(!res.writableFinished));
+
+    const reply = this.#reply(entry, req);
+    const send = (): void => {
+      if (res.destroyed) return;
+      const retryAfter = reply.headers['retry-after'];
+      if (retryAfter !== undefined && /^\d+$/.test(retryAfter)) entry.retryAfterSec = Number(retryAfter);
+      const headers: Record<string, string> = { ...reply.headers, 'content-length': String(reply.body.byteLength) };
+      if (this.#closing !== undefined) headers['connection'] = 'close'; // lets close() finish without cutting
+      res.writeHead(reply.status, headers);
+      if (entry.method === 'HEAD') {
+        res.end();
+      } else {
+        entry.bytes = reply.body.byteLength;
+        res.end(reply.body);
+      }
+    };
+    if (reply.delayMs <= 0) return send();
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      send();
+    }, reply.delayMs);
+    this.#timers.add(timer);
+  }
+
+  #reply(entry: RequestLogEntry, req: IncomingMessage): Reply {
+    const site = this.#byHost.get(entry.host);
+    if (site === undefined) return text(404, `no site is served at ${entry.host || '(no Host header)'}\n`);
+    const pathname = pagePath(entry.path);
+    if (pathname === '/robots.txt') {
+      return site.robots === undefined ? text(404, 'no robots.txt here\n') : text(site.robots.status, site.robots.body);
+    }
+
+    const pageHits = (this.#pageHits.get(site.host) ?? 0) + 1;
+    this.#pageHits.set(site.host, pageHits);
+    const siteDelay = site.delayMs ?? 0;
+    if (site.throttle !== undefined && pageHits <= site.throttle.requests) {
+      const reply = text(site.throttle.status, 'slow down\n');
+      reply.headers['retry-after'] = String(site.throttle.retryAfterSec);
+      return { ...reply, delayMs: siteDelay };
+    }
+
+    const page = Object.hasOwn(site.pages, pathname) ? site.pages[pathname] : site.route?.(pathname);
+    if (page === undefined) return { ...text(404, `no page ${pathname} on ${site.host}\n`), delayMs: siteDelay };
+
+    const rendered = renderPage(page, { port: this.port, host: site.host, path: entry.path, pageHits });
+    let body = typeof rendered === 'string' ? Buffer.from(rendered, 'utf8') : rendered;
+    const headers: Record<string, string> = { 'content-type': page.contentType ?? 'text/html; charset=utf-8' };
+    for (const [name, value] of Object.entries(page.headers ?? {})) headers[name.toLowerCase()] = fillPort(value, this.port);
+    if (page.gzip) {
+      headers['vary'] = 'Accept-Encoding';
+      if (acceptsGzip(req.headers['accept-encoding'])) {
+        body = gzipSync(body);
+        headers['content-encoding'] = 'gzip';
+      }
+    }
+    return { status: page.status ?? 200, headers, body, delayMs: siteDelay + (page.delayMs ?? 0) };
+  }
+}
+
+/**
+ * Reads a `logFile` written by {@link SyntheticWeb}, entries in the order they finished. Throws CS_CORRUPT_RECORD naming the line
+ * when a line is not a log entry.
+ */
+export function readRequestLog(file: string): RequestLogEntry[] {
+  const entries: RequestLogEntry[] = [];
+  const lines = readFileSync(file, 'utf8').split('\n');
+  for (const [i, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (err) {
+      throw new CrawlError('CS_CORRUPT_RECORD', `${file}:${i + 1}: not JSON`, { cause: err });
+    }
+    if (!isEntry(value)) throw new CrawlError('CS_CORRUPT_RECORD', `${file}:${i + 1}: not a request log entry`);
+    entries.push(value);
+  }
+  return entries;
+}
+
+function isEntry(v: unknown): v is RequestLogEntry {
+  if (typeof v !== 'object' || v === null) return false;
+  const e = v as Record<string, unknown>;
+  return (
+    ['seq', 'start', 'end', 'status', 'bytes'].every((k) => typeof e[k] === 'number') &&
+    ['host', 'method', 'path'].every((k) => typeof e[k] === 'string')
+  );
+}
+
+function text(status: number, body: string): Reply {
+  return { status, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: Buffer.from(body, 'utf8'), delayMs: 0 };
+}
+
+/** The Host header's name: lowercased, port and a trailing dot removed. */
+function hostOf(header: string | undefined): string {
+  if (header === undefined) return '';
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1 || undefined);
+  const colon = h.lastIndexOf(':');
+  const name = colon < 0 ? h : h.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
+}
+
+/** The key into `SiteSpec.pages`: path without query or fragment, `;jsessionid=` removed. */
+function pagePath(target: string): string {
+  let path = target;
+  if (!path.startsWith('/')) {
+    try {
+      path = new URL(path).pathname; // absolute-form request target
+    } catch {
+      return path;
+    }
+  }
+  const cut = path.search(/[?#]/);
+  if (cut >= 0) path = path.slice(0, cut);
+  return path.replace(/;jsessionid=[^/]*/gi, '');
+}
+
+function acceptsGzip(header: string | string[] | undefined): boolean {
+  const value = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return value.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding !== 'gzip' && coding !== 'x-gzip' && coding !== '*') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
