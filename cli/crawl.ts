@@ -107,6 +107,8 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
     `  urls admitted      ${m.counter('urls_admitted')}  (already seen: ${m.counter('urls_seen')})`,
     `  queued now         ${m.gauge('frontier_queued_urls')}`,
   ];
+  const parked = m.gauge('frontier_parked_urls');
+  if (parked > 0) lines.push(`  parked             ${parked} URLs on ${m.gauge('frontier_parked_hosts')} hosts whose robots.txt is unavailable (retried later; resume with the same --data)`);
   for (const [k, v] of m.countersWithPrefix('urls_dropped{')) lines.push(`  dropped ${k.slice('urls_dropped'.length)}  ${v}`);
   for (const [k, v] of m.countersWithPrefix('fetch_errors{')) lines.push(`  fetch error ${k.slice('fetch_errors'.length)}  ${v}`);
   for (const [k, v] of m.countersWithPrefix('backoffs{')) lines.push(`  back-offs ${k.slice('backoffs'.length)}  ${v}`);

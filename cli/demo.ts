@@ -25,7 +25,6 @@ export async function runDemo(args: string[], out: (line: string) => void): Prom
       '--allow-ip', '127.0.0.1/32',
       '--no-system-dns',
       '--until-idle',
-      '--robots-retry', '2000',
       '--fetch-timeout', '10000',
       ...(values.quiet ? ['--quiet'] : []),
     ]);

@@ -40,6 +40,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// a closed pipe (`| head`) ends the output, not the process with a stack trace
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

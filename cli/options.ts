@@ -85,9 +85,22 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     }
   }
   const resolve = v.resolve ?? [];
-  resolve.forEach((r) => parseResolveRule(r));
+  for (const r of resolve) {
+    try {
+      parseResolveRule(r);
+    } catch (err) {
+      const message = (err as Error).message;
+      throw new InvalidOptionError(message.includes('--resolve') ? message : `--resolve ${message}`);
+    }
+  }
   const allowIps = v['allow-ip'] ?? [];
-  allowIps.forEach((c) => parseCidr(c));
+  for (const c of allowIps) {
+    try {
+      parseCidr(c);
+    } catch (err) {
+      throw new InvalidOptionError(`--allow-ip ${(err as Error).message}`);
+    }
+  }
   const fetchTimeoutMs = wholeNumber('fetch-timeout', v['fetch-timeout'], 100);
   const config = validateCrawlConfig({
     resolve,

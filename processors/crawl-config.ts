@@ -14,10 +14,8 @@ export interface CrawlConfig {
   /** robots.txt Crawl-delay is honoured up to this cap (pace at the cap, don't skip the host). */
   readonly maxCrawlDelayMs: number;
   readonly robotsTtlMs: number;
-  /** First wait after robots.txt answered 5xx or was unreachable; doubles per failure. */
+  /** First wait after robots.txt answered 5xx or was unreachable; doubles per failure up to backoffMaxMs. The host is parked meanwhile. */
   readonly robotsRetryMs: number;
-  /** After this many failed robots.txt attempts in a row the host's queue is dropped. */
-  readonly robotsMaxAttempts: number;
   /** 429/503 without Retry-After: first back-off, doubling up to backoffMaxMs. */
   readonly backoffMs: number;
   readonly backoffMaxMs: number;
@@ -58,7 +56,6 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxCrawlDelayMs: 60_000,
   robotsTtlMs: 24 * 3_600_000,
   robotsRetryMs: 60_000,
-  robotsMaxAttempts: 3,
   backoffMs: 60_000,
   backoffMaxMs: 3_600_000,
   maxAttempts: 5,
@@ -85,7 +82,7 @@ export const defaultCrawlConfig: CrawlConfig = {
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
   const c = { ...defaultCrawlConfig, ...partial };
   const wholeNumbers: (keyof CrawlConfig)[] = [
-    'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'robotsMaxAttempts', 'backoffMs', 'backoffMaxMs',
+    'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'backoffMs', 'backoffMaxMs',
     'maxAttempts', 'leaseWindowMs', 'connectTimeoutMs', 'headersTimeoutMs', 'fetchTimeoutMs', 'maxBodyBytes', 'maxDecodedBytes',
     'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'sitePageBudget', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
   ];
@@ -94,7 +91,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
   }
   if (c.minDelayMs < 1_000) throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
-  for (const key of ['maxAttempts', 'robotsMaxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
+  for (const key of ['maxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
     if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
   }
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent)) throw new InvalidOptionError(`user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`);

@@ -106,7 +106,10 @@ export class Topology {
         continue;
       }
       if (node.kind === 'sink') this.topic(node.topic, `sink ${node.name}`);
-      if (node.kind === 'processor') node.children.length = 0;
+      if (node.kind === 'processor') {
+        node.children.length = 0;
+        node.stores.length = 0;
+      }
     }
     for (const node of this.nodes.values()) if (node.kind === 'source') node.children.length = 0;
     for (const node of this.nodes.values()) {

@@ -27,7 +27,6 @@ export interface RocksPort {
 type Binding = RocksLevel & {
   _getManySync(keys: Buffer[], options: object): (Buffer | undefined)[];
   _iterator(options: object): { _nextvSync(size: number, options: object): { rows: Buffer[]; finished: boolean }; _closeSync(): void };
-  _clear(options: object, cb: (err?: Error | null) => void): void;
 };
 
 const RAW = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
@@ -90,11 +89,21 @@ class NxteditionRocks implements RocksPort {
   }
 
   deleteRange(gte: Buffer, lt: Buffer): void {
-    let failure: unknown;
-    this.db._clear({ ...RAW, gte, lt }, (err) => {
-      failure = err ?? undefined;
-    });
-    if (failure) throw storeError('deleteRange', this.path, failure);
+    // keys only, deleted in batches: synchronous and every failure surfaces here
+    const it = this.db._iterator({ ...RAW, gte, lt, keys: true, values: false });
+    try {
+      for (;;) {
+        const { rows, finished } = it._nextvSync(1000, {});
+        const batch: RocksWrite[] = [];
+        for (let i = 0; i < rows.length; i += 2) batch.push({ key: rows[i]!, value: null });
+        this.write(batch);
+        if (finished) return;
+      }
+    } catch (err) {
+      throw err instanceof CrawlError ? err : storeError('deleteRange', this.path, err);
+    } finally {
+      it._closeSync();
+    }
   }
 
   async close(): Promise<void> {

@@ -42,7 +42,7 @@ export function parseResolveRule(raw: string): ResolveRule {
 }
 
 /** Answers of the system resolver for one name, before caching. */
-export interface SystemAnswer {
+interface SystemAnswer {
   addresses: string[];
   /** How long the answer may be cached; capped by `maxTtlMs`. */
   ttlMs: number;

@@ -30,6 +30,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private meta!: MetaStore;
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
+  /** Hosts whose robots.txt answered 5xx or nothing: disallowed until a retry succeeds. */
+  private readonly parked = new Set<string>();
   private readonly robots: RobotsCache;
   private epoch = 0;
   private startedAt = 0;
@@ -51,6 +53,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.startedAt = context.currentTimeMs();
     for (const [host, state] of this.hosts.range('', '\uffff')) {
       this.queued += state.tailSeq - state.headSeq;
+      if (state.robotsState === 'UNAVAILABLE') this.parked.add(host);
       if (state.lease) this.leases.set(state.lease.leaseId, { host, expiresAt: state.lease.expiresAt });
       else if (state.tailSeq > state.headSeq) this.heap.push(host, this.eligibleAt(state));
     }
@@ -66,8 +69,27 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     else this.complete(value);
   }
 
+  close(): void {
+    // final gauges for the run summary; stores are still open here
+    this.reportGauges();
+  }
+
+  /**
+   * Idle when nothing is in flight and every queued URL waits on a host parked because its
+   * robots.txt is unavailable (those resume on a later run or retry; they are not lost).
+   */
   isIdle(): boolean {
-    return this.queued === 0 && this.leases.size === 0;
+    if (this.leases.size > 0) return false;
+    return this.queued === this.parkedQueued();
+  }
+
+  private parkedQueued(): number {
+    let n = 0;
+    for (const host of this.parked) {
+      const state = this.hosts.get(host);
+      if (state) n += state.tailSeq - state.headSeq;
+    }
+    return n;
   }
 
   /** Seen-set first, then trap rules and the site budget; a URL is queued at most once, ever. */
@@ -212,17 +234,15 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (result.errorCode === 'CS_LEASE_EXPIRED') return;
     state.robotsFetchedAt = now;
     if (verdict === 'UNAVAILABLE') {
+      // disallow all and retry later; the queue is kept (parked), never dropped
       state.robotsState = 'UNAVAILABLE';
       state.robotsFailures++;
-      if (state.robotsFailures >= this.config.robotsMaxAttempts) {
-        this.dropQueue(state, 'robots-unavailable');
-        state.robotsFailures = 0;
-        return;
-      }
-      const wait = this.config.robotsRetryMs * 2 ** (state.robotsFailures - 1);
+      this.parked.add(state.host);
+      const wait = Math.min(this.config.robotsRetryMs * 2 ** (state.robotsFailures - 1), this.config.backoffMaxMs);
       state.nextEligibleAt = Math.max(state.nextEligibleAt, now + wait);
       return;
     }
+    this.parked.delete(state.host);
     state.robotsFailures = 0;
     state.robotsState = verdict;
     state.robotsBody = verdict === 'READY' ? (result.robotsBody ?? '') : null;
@@ -259,14 +279,6 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     m.inc('fetch_retries', 1, result.errorCode ?? String(result.status));
   }
 
-  private dropQueue(state: HostState, reason: string): void {
-    for (let seq = state.headSeq; seq < state.tailSeq; seq++) this.queue.delete({ host: state.host, seq });
-    const n = state.tailSeq - state.headSeq;
-    this.queued -= n;
-    state.headSeq = state.tailSeq;
-    this.ctx.metrics.inc('urls_dropped', n, reason);
-  }
-
   /** A lease with no result by its expiry is presumed lost: the URL is retried after a full gap. */
   private expireLeases(now: number): void {
     for (const [leaseId, { host, expiresAt }] of this.leases) {
@@ -287,6 +299,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const owner = String(this.ctx.taskId.partition);
     this.ctx.metrics.setGauge('frontier_queued_urls', owner, this.queued);
     this.ctx.metrics.setGauge('frontier_leases', owner, this.leases.size);
+    this.ctx.metrics.setGauge('frontier_parked_hosts', owner, this.parked.size);
+    this.ctx.metrics.setGauge('frontier_parked_urls', owner, this.parkedQueued());
     // heap entries are hints (a host may appear twice), so this is an upper bound of hosts waiting with work
     this.ctx.metrics.setGauge('frontier_hosts_waiting', owner, this.heap.size);
   }

@@ -46,13 +46,11 @@ const DEFAULT_MAX_LINKS = 1_000;
 const CANDIDATES_PER_LINK = 20;
 
 // schemes that are never crawlable and are not counted as dropped
-const SKIPPED_SCHEME = /^\s*(?:javascript|mailto|data|tel|sms|callto|about|blob):/i;
+const SKIPPED_SCHEME = /^(?:javascript|mailto|data|tel|sms|callto|about|blob):/i;
 
-// elements whose text content a reader never sees
-const INVISIBLE = new Set([
-  'script', 'style', 'noscript', 'template', 'svg', 'math', 'title', 'iframe', 'noembed',
-  'noframes', 'object', 'head',
-]);
+// elements whose text content a reader never sees; elements often left unclosed (head,
+// noscript, object) are not listed, as one of them would hide the rest of the page
+const INVISIBLE = new Set(['script', 'style', 'template', 'svg', 'math', 'title', 'iframe', 'noembed', 'noframes']);
 
 // elements that do not break words; every other tag boundary counts as whitespace
 const INLINE = new Set([
@@ -178,23 +176,28 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   }
 
   const seen = new Map<string, ExtractedLink>();
+  // pages repeat hrefs (navigation, "read more"); each distinct one is normalized once
+  const normalized = new Map<string, string | null>();
   const admit = (href: string, kind: LinkKind, nofollow: boolean): string | undefined => {
-    const trimmed = href.trim();
-    if (trimmed === '' || trimmed.startsWith('#') || SKIPPED_SCHEME.test(trimmed)) return undefined;
-    const n = normalizeUrl(trimmed, resolveBase);
-    if (!n.ok) {
+    let url = normalized.get(href);
+    if (url === undefined) {
+      url = normalizeHref(href, resolveBase);
+      normalized.set(href, url);
+    }
+    if (url === null) {
       result.dropped++;
       return undefined;
     }
-    const existing = seen.get(n.url);
+    if (url === '') return undefined;
+    const existing = seen.get(url);
     if (existing !== undefined) {
       existing.nofollow &&= nofollow;
     } else if (seen.size < maxLinks) {
-      const link: ExtractedLink = { url: n.url, nofollow, kind };
-      seen.set(n.url, link);
+      const link: ExtractedLink = { url, nofollow, kind };
+      seen.set(url, link);
       result.links.push(link);
     }
-    return n.url;
+    return url;
   };
 
   if (refreshHref !== undefined) result.refresh = admit(refreshHref, 'refresh', false);
@@ -230,6 +233,14 @@ export function parseRefresh(content: string): string | undefined {
   return rest === '' ? undefined : rest;
 }
 
+/** The normalized URL, '' for hrefs skipped by design, null for hrefs that fail normalization. */
+function normalizeHref(href: string, base: string | undefined): string | null {
+  const trimmed = href.trim();
+  if (trimmed === '' || trimmed.charCodeAt(0) === 0x23 /* # */ || SKIPPED_SCHEME.test(trimmed)) return '';
+  const n = normalizeUrl(trimmed, base);
+  return n.ok ? n.url : null;
+}
+
 function resolveHttp(href: string, base: string): string | undefined {
   try {
     const url = new URL(href.trim(), base);
@@ -257,39 +268,41 @@ function collapse(s: string): string {
   return s.replace(/\s+/g, ' ').trim();
 }
 
-/** Accumulates whitespace-collapsed text up to a cap, then ignores the rest cheaply. */
+/**
+ * Accumulates text up to a cap of collapsed characters, then ignores the rest cheaply.
+ * Whitespace is collapsed in batches, not per chunk: most chunks are short and most pages
+ * stay far below the cap.
+ */
 class TextCollector {
-  private readonly parts: string[] = [];
-  private length = 0;
-  private pendingSpace = false;
+  private parts: string[] = [];
+  private rawLength = 0;
+  private full = false;
 
   constructor(private readonly cap: number) {}
 
   add(data: string): void {
-    if (this.length >= this.cap) return;
-    const leading = /^\s/.test(data);
-    const trailing = /\s$/.test(data);
-    const body = collapse(data);
-    if (body === '') {
-      if (data !== '') this.pendingSpace = true;
-      return;
-    }
-    if (this.length > 0 && (this.pendingSpace || leading)) {
-      this.parts.push(' ');
-      this.length++;
-    }
-    this.parts.push(body);
-    this.length += body.length;
-    this.pendingSpace = trailing;
+    if (this.full) return;
+    this.parts.push(data);
+    this.rawLength += data.length;
+    if (this.rawLength > 2 * this.cap) this.compact();
   }
 
   /** A tag boundary that separates words (block elements, line breaks). */
   boundary(): void {
-    this.pendingSpace = true;
+    if (this.full || this.parts.length === 0 || this.parts[this.parts.length - 1] === ' ') return;
+    this.parts.push(' ');
+    this.rawLength++;
   }
 
   finish(): string {
-    const joined = this.parts.join('');
-    return joined.length > this.cap ? joined.slice(0, this.cap) : joined;
+    const text = collapse(this.parts.join(''));
+    return text.length > this.cap ? text.slice(0, this.cap).trimEnd() : text;
+  }
+
+  private compact(): void {
+    const text = this.parts.join('').replace(/\s+/g, ' ').trimStart();
+    this.parts = [text];
+    this.rawLength = text.length;
+    if (text.length > this.cap) this.full = true;
   }
 }

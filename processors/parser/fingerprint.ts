@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 
 /**
  * The 64-bit fingerprint of a string: the first 8 bytes of SHA-256 over its UTF-8 encoding,
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  * U+FFFD, as `Buffer.from(s, 'utf8')` does.
  */
 export function fingerprint64(s: string): bigint {
-  return createHash('sha256').update(s, 'utf8').digest().readBigUInt64BE(0);
+  return sha256(s).readBigUInt64BE(0);
 }
 
 /**
@@ -15,5 +15,11 @@ export function fingerprint64(s: string): bigint {
  * also its 8-byte big-endian key encoding in hex.
  */
 export function fingerprintHex(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16);
+  return sha256(s).toString('hex', 0, 8);
 }
+
+// crypto.hash (Node >= 20.12) is one-shot and about 3x faster than createHash for short input
+const sha256: (s: string) => Buffer =
+  typeof crypto.hash === 'function'
+    ? (s) => crypto.hash('sha256', s, 'buffer')
+    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest();

@@ -1,17 +1,8 @@
-import {
-  closeSync,
-  fsyncSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import {
   REVISIT_PROFILES,
@@ -85,7 +76,6 @@ export interface MetadataArgs {
 
 const DEFAULT_PREFIX = 'crawlstream';
 const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
-const OPEN_SUFFIX = '.open';
 
 /**
  * Writes WARC 1.1 files, one gzip member per record, into `dir`, named
@@ -147,22 +137,19 @@ export class WarcWriter {
   open(): void {
     if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', `WarcWriter.open() called twice`);
     mkdirSync(this.dir, { recursive: true });
-    const pattern = new RegExp(
-      `^${this.prefix.replace(/[.]/g, '\\.')}-(\\d{17})-${pad(this.partition, 5)}-(\\d{5,})\\.warc\\.gz(\\.open)?$`,
-    );
     let recovered = false;
     for (const name of readdirSync(this.dir)) {
-      const m = pattern.exec(name);
-      if (m === null) continue;
-      this.nextSeq = Math.max(this.nextSeq, Number(m[2]) + 1);
-      this.lastStamp = Math.max(this.lastStamp, stampMillis(m[1]!));
-      if (m[3] === undefined) continue;
+      const parsed = parseWarcFileName(name, this.prefix, this.partition);
+      if (parsed === undefined) continue;
+      this.nextSeq = Math.max(this.nextSeq, parsed.seq + 1);
+      this.lastStamp = Math.max(this.lastStamp, parsed.createdMs);
+      if (!parsed.open) continue;
       const path = join(this.dir, name);
       if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
       else renameSync(path, path.slice(0, -OPEN_SUFFIX.length));
       recovered = true;
     }
-    if (recovered) this.fsyncDir();
+    if (recovered) fsyncDir(this.dir);
     this.state = 'open';
   }
 
@@ -321,7 +308,7 @@ export class WarcWriter {
     // names must sort in writing order even if the wall clock steps back
     const stamp = Math.max(Date.now(), this.lastStamp);
     this.lastStamp = stamp;
-    const name = `${this.prefix}-${formatStamp(stamp)}-${pad(this.partition, 5)}-${pad(this.nextSeq++, 5)}.warc.gz`;
+    const name = warcFileName(this.prefix, stamp, this.partition, this.nextSeq++);
     const fd = openSync(join(this.dir, name + OPEN_SUFFIX), 'wx');
     const warcinfoId = newRecordId();
     const info: Record<string, string> = {
@@ -353,7 +340,7 @@ export class WarcWriter {
       throw writeError(err, name);
     }
     // the new directory entry must survive a crash for flushed records in it to be found
-    this.fsyncDir();
+    fsyncDir(this.dir);
     this.current = { fd, name, size: member.length, bodyStart: member.length, warcinfoId };
     return this.current;
   }
@@ -365,7 +352,7 @@ export class WarcWriter {
     fsyncSync(file.fd);
     closeSync(file.fd);
     renameSync(join(this.dir, file.name + OPEN_SUFFIX), join(this.dir, file.name));
-    this.fsyncDir();
+    fsyncDir(this.dir);
   }
 
   /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */
@@ -384,40 +371,4 @@ export class WarcWriter {
       }
     }
   }
-
-  private fsyncDir(): void {
-    const fd = openSync(this.dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  }
-}
-
-function writeAll(fd: number, buf: Buffer, position: number): void {
-  let done = 0;
-  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
-}
-
-function writeError(err: unknown, file: string): CrawlError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const diskFull = code === 'ENOSPC' || code === 'EDQUOT';
-  return new CrawlError(diskFull ? 'CS_DISK_FULL' : 'CS_INTERNAL', `writing WARC file ${file} failed: ${String(err)}`, {
-    cause: err,
-  });
-}
-
-function pad(n: number, width: number): string {
-  return String(n).padStart(width, '0');
-}
-
-function formatStamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:TZ.]/g, '');
-}
-
-function stampMillis(stamp: string): number {
-  const iso = `${stamp.slice(0, 4)}-${stamp.slice(4, 6)}-${stamp.slice(6, 8)}T${stamp.slice(8, 10)}:${stamp.slice(10, 12)}:${stamp.slice(12, 14)}.${stamp.slice(14, 17)}Z`;
-  const ms = Date.parse(iso);
-  return Number.isNaN(ms) ? 0 : ms;
 }

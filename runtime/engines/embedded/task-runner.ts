@@ -128,8 +128,12 @@ export class TaskRunner {
     this.host.requestCommit();
     // positions must be durable before any fetch starts, so a crash can never repeat one
     await this.host.nextCommit();
-    for (const r of records) {
-      if (!this.running) return;
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      if (!this.running) {
+        this.waiting -= records.length - i;
+        return;
+      }
       while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
       this.waiting--;
       this.active++;

@@ -1,0 +1,77 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { SyntheticWeb } from '../web/synthetic-web.js';
+import { standardExpectations } from '../web/sites.js';
+import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
+import { countByUrl, crawlArgs, exportPageRecords, finallyFetchedUrls, removeDir, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
+
+test('crawl --until-idle fetches the whole test web politely and records every page once', { timeout: 180_000 }, async () => {
+  const web = await SyntheticWeb.start();
+  const dir = tempDir('crawl');
+  try {
+    const seeds = writeSeeds(dir, web.seedUrls());
+    const { exited } = startCli(crawlArgs(seeds, join(dir, 'data')));
+    const run = await exited;
+    assert.equal(run.code, 0, `crawl exited ${run.code}\n${run.stderr}`);
+    assert.match(run.stdout, /crawl stopped \(idle\)/);
+
+    const log = web.requests();
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+
+    // every page a correct crawler must fetch was fetched; none it must skip was
+    const byHost = new Map<string, Set<string>>();
+    for (const e of log) {
+      if (!byHost.has(e.host)) byHost.set(e.host, new Set());
+      byHost.get(e.host)!.add(e.path);
+    }
+    for (const [host, expected] of Object.entries(standardExpectations())) {
+      const seen = byHost.get(host) ?? new Set<string>();
+      for (const path of expected.fetch) assert.ok(seen.has(path), `${host}${path} was never fetched`);
+      for (const pattern of expected.never) {
+        const hit = [...seen].find((p) => (pattern.endsWith('*') ? p.startsWith(pattern.slice(0, -1)) : p === pattern));
+        assert.equal(hit, undefined, `${host}${hit} must not be fetched (rule ${pattern})`);
+      }
+    }
+
+    const records = exportPageRecords(join(dir, 'data'));
+    const counts = countByUrl(records);
+    assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'a URL has more than one page record');
+    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
+    for (const r of records.filter((r) => r.status === 200)) {
+      assert.ok(r.warcFile && r.warcOffset !== null && r.payloadDigest?.startsWith('sha1:'), `${r.url} lacks its WARC location`);
+    }
+
+    const warc = warcioCheck(join(dir, 'data', 'warc'));
+    assert.ok(warc.files.length > 0, 'no WARC files written');
+    assert.equal(warc.status, 0, warc.output);
+  } finally {
+    await web.close();
+    removeDir(dir);
+  }
+});
+
+test('running the same crawl again on its data dir resumes and fetches nothing twice', { timeout: 180_000 }, async () => {
+  const web = await SyntheticWeb.start();
+  const dir = tempDir('resume');
+  try {
+    const seeds = writeSeeds(dir, web.seedUrls());
+    const first = await startCli(crawlArgs(seeds, join(dir, 'data'), ['--max-pages', '10'])).exited;
+    assert.equal(first.code, 0, first.stderr);
+    const afterFirst = web.requests().length;
+    assert.ok(afterFirst > 0 && afterFirst < 70, `first run made ${afterFirst} requests`);
+    const second = await startCli(crawlArgs(seeds, join(dir, 'data'))).exited;
+    assert.equal(second.code, 0, second.stderr);
+    const log = web.requests();
+    assert.ok(log.length > afterFirst, 'the second run fetched nothing');
+    const counts = countByUrl(exportPageRecords(join(dir, 'data')));
+    assert.deepEqual([...counts].filter(([, n]) => n !== 1), []);
+    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+  } finally {
+    await web.close();
+    removeDir(dir);
+  }
+});

@@ -1,0 +1,80 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PageRecord } from '../../schemas/types.js';
+import type { RequestLogEntry } from '../web/synthetic-web.js';
+
+export const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `crawlstream-${prefix}-`));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** The documented crawl command line for the loopback test web. */
+export function crawlArgs(seedsFile: string, dataDir: string, extra: string[] = []): string[] {
+  return ['crawl', '--seeds', seedsFile, '--data', dataDir, '--resolve', '*.test=127.0.0.1', '--allow-ip', '127.0.0.1/32', '--until-idle', ...extra];
+}
+
+export function writeSeeds(dir: string, urls: string[]): string {
+  const file = join(dir, 'seeds.txt');
+  writeFileSync(file, `# seeds of the synthetic web\n${urls.join('\n')}\n`);
+  return file;
+}
+
+export interface Exited {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts the CLI as a child process; `exited` settles when it ends, however it ends. */
+export function startCli(args: string[]): { child: ChildProcess; exited: Promise<Exited> } {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<Exited>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, exited };
+}
+
+export function exportPageRecords(dataDir: string): PageRecord[] {
+  const r = spawnSync(process.execPath, [CLI, 'export', 'page-records', '--data', dataDir], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`export failed (${r.status}): ${r.stderr}`);
+  return r.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as PageRecord);
+}
+
+/** URLs the server answered with a final status (not 429/503), robots.txt excluded. */
+export function finallyFetchedUrls(log: RequestLogEntry[], port: number): Set<string> {
+  const urls = new Set<string>();
+  for (const e of log) {
+    if (e.path === '/robots.txt' || e.status === 0 || e.status === 429 || e.status === 503) continue;
+    urls.add(`http://${e.host}:${port}${e.path}`);
+  }
+  return urls;
+}
+
+/** Counts page records per URL. */
+export function countByUrl(records: PageRecord[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
+  return counts;
+}
+
+/** Runs the independent WARC validator over every file; returns its combined output and status. */
+export function warcioCheck(warcDir: string): { status: number | null; output: string; files: string[] } {
+  const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz')).map((f) => join(warcDir, f));
+  const r = spawnSync('python3', ['-m', 'warcio.cli', 'check', '-v', ...files], { encoding: 'utf8' });
+  return { status: r.status, output: `${r.stdout}${r.stderr}`, files };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
