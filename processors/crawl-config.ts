@@ -34,8 +34,27 @@ export interface CrawlConfig {
   /** A URL whose path repeats one segment this many times is a trap. */
   readonly maxSegmentRepeats: number;
   readonly maxRedirectHops: number;
-  /** URLs admitted per site before the site's budget is spent. */
+  /** URLs a site may have admitted per cycle before any site links to it. */
   readonly sitePageBudget: number;
+  /** Budget added per distinct other site seen linking in. */
+  readonly siteBudgetPerInlink: number;
+  readonly siteBudgetMax: number;
+  /** Recent page records per site looked at for the duplicate cut, and the duplicate share (%) that cuts. */
+  readonly dupCutWindow: number;
+  readonly dupCutPercent: number;
+  /** Hosts with URLs in their back queue at once, per frontier task (Mercator back queues). */
+  readonly activeHostSlots: number;
+  /** A lease may be handed out this long before its host is due; it carries notBefore. */
+  readonly dispatchLookaheadMs: number;
+  /** Leases in flight per resolved address, and the least time between two lease starts there. */
+  readonly ipConcurrency: number;
+  readonly ipGapMs: number;
+  /** Consecutive connection failures that park a host (it waits backoffMaxMs). */
+  readonly connErrorsToPark: number;
+  /** A host's 429/503 back-off is forgiven after this long without one. */
+  readonly backoffQuietMs: number;
+  /** Random extra wait on back-offs, in percent. */
+  readonly backoffJitterPercent: number;
   readonly maxOutlinksPerPage: number;
   /** `--resolve` rules (PATTERN=IP) and `--allow-ip` CIDRs for the fetcher. */
   readonly resolve: readonly string[];
@@ -69,7 +88,18 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxPathDepth: 15,
   maxSegmentRepeats: 3,
   maxRedirectHops: 5,
-  sitePageBudget: 10_000,
+  sitePageBudget: 1_000,
+  siteBudgetPerInlink: 100,
+  siteBudgetMax: 1_000_000,
+  dupCutWindow: 50,
+  dupCutPercent: 80,
+  activeHostSlots: 1_000,
+  dispatchLookaheadMs: 250,
+  ipConcurrency: 8,
+  ipGapMs: 100,
+  connErrorsToPark: 5,
+  backoffQuietMs: 600_000,
+  backoffJitterPercent: 20,
   maxOutlinksPerPage: 1_000,
   resolve: [],
   allowIps: [],
@@ -84,16 +114,18 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
   const wholeNumbers: (keyof CrawlConfig)[] = [
     'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'backoffMs', 'backoffMaxMs',
     'maxAttempts', 'leaseWindowMs', 'connectTimeoutMs', 'headersTimeoutMs', 'fetchTimeoutMs', 'maxBodyBytes', 'maxDecodedBytes',
-    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'sitePageBudget', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
+    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'sitePageBudget', 'siteBudgetPerInlink', 'siteBudgetMax', 'dupCutWindow', 'dupCutPercent', 'activeHostSlots', 'dispatchLookaheadMs', 'ipConcurrency', 'ipGapMs', 'connErrorsToPark', 'backoffQuietMs', 'backoffJitterPercent', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
   ];
   for (const key of wholeNumbers) {
     const v = c[key];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
   }
   if (c.minDelayMs < 1_000) throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
-  for (const key of ['maxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
+  for (const key of ['activeHostSlots', 'ipConcurrency', 'connErrorsToPark', 'maxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
     if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
   }
+  if (c.dispatchLookaheadMs >= c.minDelayMs) throw new InvalidOptionError(`dispatch look-ahead (${c.dispatchLookaheadMs} ms) must be below the min delay (${c.minDelayMs} ms)`);
+  if (c.dupCutPercent > 100) throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent)) throw new InvalidOptionError(`user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`);
   return c;
 }

@@ -14,6 +14,8 @@ export interface TopicSpec {
   readonly compacted?: boolean;
   /** Largest value in bytes (Kafka `max.message.bytes`). */
   readonly maxMessageBytes?: number;
+  /** A public output: never deleted by retention, even once every consumer inside the topology has read it. */
+  readonly keep?: boolean;
 }
 
 export interface ProcessorOptions {

@@ -13,6 +13,8 @@ export const SCHEMA_FILES = {
   ControlCommand: 'control-command.avsc',
   HostState: 'host-state.avsc',
   QueueEntry: 'queue-entry.avsc',
+  SiteState: 'site-state.avsc',
+  FrontEntry: 'front-entry.avsc',
 } as const;
 export type SchemaName = keyof typeof SCHEMA_FILES;
 

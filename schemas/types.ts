@@ -26,6 +26,7 @@ export interface FetchRequest {
   redirectHops: number;
   attempt: number;
   issuedAt: number;
+  notBefore: number;
   notAfter: number;
   ifNoneMatch: string | null;
   ifModifiedSince: string | null;
@@ -46,6 +47,7 @@ export interface FetchResult {
   retryAfterMs: number | null;
   redirectTarget: string | null;
   robotsBody: string | null;
+  remoteAddress: string | null;
 }
 
 export interface Header {
@@ -73,6 +75,8 @@ export interface FetchedPage {
   errorCode: string | null;
   errorMessage: string | null;
   redirectTarget: string | null;
+  /** Added later with default PAGE: records written before it read as PAGE. */
+  kind: FetchKind;
 }
 
 export interface PageRecord {
@@ -136,6 +140,10 @@ export interface HostState {
   crawlDelayMs: number;
   lease: Lease | null;
   fetches: number;
+  ip: string | null;
+  connErrors: number;
+  lastBackoffAt: number;
+  parkedUntil: number;
 }
 
 export interface QueueEntry {
@@ -143,5 +151,33 @@ export interface QueueEntry {
   depth: number;
   redirectHops: number;
   attempts: number;
+  discoveredAt: number;
+}
+
+export interface SiteControl {
+  blocked: boolean;
+  paused: boolean;
+  minGapMs: number;
+  issuedAt: number;
+}
+
+export interface SiteState {
+  site: string;
+  admitted: number;
+  linkingSites: string[];
+  seeded: boolean;
+  recentPages: number;
+  recentDuplicates: number;
+  dupCut: boolean;
+  control: SiteControl | null;
+}
+
+export interface FrontEntry {
+  url: string;
+  host: string;
+  origin: string;
+  site: string;
+  depth: number;
+  redirectHops: number;
   discoveredAt: number;
 }

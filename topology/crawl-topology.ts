@@ -1,4 +1,5 @@
 import { Topology } from '../runtime/topology.js';
+import { TOPICS } from './topics.js';
 import { stringSerde } from '../runtime/serde.js';
 import type { CrawlConfig } from '../processors/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
@@ -11,14 +12,7 @@ import { bufferCodec } from '../state/state-store.js';
 
 export const APPLICATION_ID = 'crawlstream';
 
-/** Topic names of the reference topology (../shared/BRIEF.md); every topic is keyed by site. */
-export const TOPICS = {
-  links: 'links',
-  fetchRequests: 'fetch-requests',
-  fetchResults: 'fetch-results',
-  fetched: 'fetched',
-  pageRecords: 'page-records',
-} as const;
+export { TOPICS };
 
 export interface CrawlTopologyOptions {
   readonly config: CrawlConfig;
@@ -38,17 +32,21 @@ export interface CrawlTopologyOptions {
  */
 export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOptions): Topology {
   const t = new Topology(APPLICATION_ID);
-  const topic = (name: string, schema: Parameters<Topology['addTopic']>[0]['schema'], extra: { maxMessageBytes?: number } = {}) =>
+  const topic = (name: string, schema: Parameters<Topology['addTopic']>[0]['schema'], extra: { maxMessageBytes?: number; keep?: boolean } = {}) =>
     t.addTopic({ name, partitions, keySerde: stringSerde, schema, ...extra });
   topic(TOPICS.links, 'LinkBatch');
   topic(TOPICS.fetchRequests, 'FetchRequest');
   topic(TOPICS.fetchResults, 'FetchResult');
   topic(TOPICS.fetched, 'FetchedPage', { maxMessageBytes: config.maxBodyBytes + 1024 * 1024 });
-  topic(TOPICS.pageRecords, 'PageRecord');
+  topic(TOPICS.pageRecords, 'PageRecord', { keep: true });
+  topic(TOPICS.control, 'ControlCommand', { keep: true });
 
   t.addSource('links-source', TOPICS.links);
   t.addSource('fetch-results-source', TOPICS.fetchResults);
-  t.addProcessor('frontier', () => new FrontierProcessor(config), ['links-source', 'fetch-results-source']);
+  t.addSource('control-source', TOPICS.control);
+  // the frontier reads page records back to see which sites are mostly duplicates
+  t.addSource('page-records-source', TOPICS.pageRecords);
+  t.addProcessor('frontier', () => new FrontierProcessor(config), ['links-source', 'fetch-results-source', 'control-source', 'page-records-source']);
   t.addSink(FETCH_REQUESTS_SINK, TOPICS.fetchRequests, 'frontier');
   for (const store of frontierStores()) t.addStateStore(store, 'frontier');
 

@@ -3,18 +3,26 @@ import type { StreamRecord } from '../../runtime/record.js';
 import type { FetchedPage, FetchRequest, FetchResult } from '../../schemas/types.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { AddressGuard, parseCidr } from './address-guard.js';
-import { decodeBody } from './decode.js';
+import { decodeBody, decodedSizeExceeds } from './decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 
 export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
+/** RFC 9309 §2.5: crawlers must parse at least 500 KiB of a robots.txt; we keep exactly that. */
 const ROBOTS_MAX_BYTES = 500 * 1024;
 
 /**
- * Stateless fetcher: turns each lease into exactly one fetch result (and, for pages, one fetched
- * record). A lease whose not-after deadline has passed is dropped unfetched — reported as
- * CS_LEASE_EXPIRED — so a backlog of requests can never burst a host.
+ * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
+ * one fetched record (to the parser, which archives every one in WARC and publishes PAGE kinds).
+ * This holds for every outcome: a response, a failure (status 0 and an error code), and a lease
+ * whose not-after deadline has passed, which is dropped unfetched as CS_LEASE_EXPIRED so a backlog
+ * of requests can never burst a host.
+ *
+ * The lease's `ifNoneMatch` / `ifModifiedSince` are sent as conditional headers; a 304 is an
+ * ordinary outcome (status 304, no error). A 2xx body whose content coding decodes to more than
+ * `maxDecodedBytes` is reported as CS_BOMB; its raw bytes are still archived.
  */
 export class FetcherProcessor implements Processor<string, FetchRequest, string, FetchResult | FetchedPage> {
   private ctx!: ProcessorContext<string, FetchResult | FetchedPage>;
@@ -39,51 +47,74 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   async process(record: StreamRecord<string, FetchRequest>): Promise<void> {
     const req = record.value;
+    // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
+    // timers may fire a millisecond early; never start before notBefore on the wall clock
+    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now()) await sleep(early);
     const now = Date.now();
     if (now > req.notAfter) {
       this.ctx.metrics.inc('leases_dropped_late');
-      this.emitResult(req, { status: 0, startedAt: now, durationMs: 0, errorCode: 'CS_LEASE_EXPIRED', errorMessage: `lease started ${now - req.notAfter} ms after its not-after deadline` });
+      this.emit(req, lateOutcome(req, now), null);
       return;
     }
-    const outcome = await this.client.fetch(req.url);
-    this.ctx.metrics.inc('fetches', 1, req.kind);
-    if (outcome.errorCode) this.ctx.metrics.inc('fetch_outcome_errors', 1, outcome.errorCode);
-    let robotsBody: string | null = null;
-    if (req.kind === 'ROBOTS' && outcome.status >= 200 && outcome.status < 300) {
-      const decoded = decodeBody(outcome.body, outcome.headers['content-encoding'], ROBOTS_MAX_BYTES * 4);
-      robotsBody = decoded.body.subarray(0, ROBOTS_MAX_BYTES).toString('utf8');
+    const headers = conditionalHeaders(req);
+    let outcome: FetchOutcome;
+    try {
+      outcome = await this.client.fetch(req.url, headers);
+    } catch (err) {
+      // the client never rejects by contract; if it ever does, the lease still gets its answer
+      outcome = failedOutcome(req.url, now, err);
     }
-    this.emitResult(req, {
-      status: outcome.status,
-      startedAt: outcome.startedAt,
-      durationMs: outcome.durationMs,
-      errorCode: outcome.errorCode ?? null,
-      errorMessage: outcome.errorMessage ?? null,
-      retryAfterMs: outcome.retryAfterMs ?? null,
-      redirectTarget: outcome.redirectTarget ?? null,
-      robotsBody,
-    });
-    if (req.kind === 'PAGE') this.emitFetched(req, outcome);
+    this.ctx.metrics.inc('fetches', 1, req.kind);
+    let robotsBody: string | null = null;
+    try {
+      if (outcome.errorCode === undefined && outcome.status >= 200 && outcome.status < 300) {
+        if (await decodedSizeExceeds(outcome.body, outcome.headers['content-encoding'], this.config.maxDecodedBytes)) {
+          outcome.errorCode = 'CS_BOMB';
+          outcome.errorMessage = `${outcome.headers['content-encoding']} body of ${outcome.body.length} bytes decodes to more than ${this.config.maxDecodedBytes} bytes`;
+        } else if (req.kind === 'ROBOTS') {
+          const decoded = decodeBody(outcome.body, outcome.headers['content-encoding'], this.config.maxDecodedBytes);
+          robotsBody = decoded.body.subarray(0, ROBOTS_MAX_BYTES).toString('utf8');
+        }
+      }
+    } catch (err) {
+      outcome.errorCode = 'CS_INTERNAL';
+      outcome.errorMessage = `checking the body failed: ${(err as Error).message}`;
+    }
+    if (outcome.errorCode) this.ctx.metrics.inc('fetch_outcome_errors', 1, outcome.errorCode);
+    this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
   }
 
-  private emitResult(req: FetchRequest, r: Partial<FetchResult> & Pick<FetchResult, 'status' | 'startedAt' | 'durationMs' | 'errorCode'>): void {
+  /** Forwards the lease's one fetch result and one fetched record. */
+  private emit(req: FetchRequest, o: FetchOutcome, robotsBody: string | null, head = this.client.requestHead(req.url, conditionalHeaders(req))): void {
     const result: FetchResult = {
       leaseId: req.leaseId, ownerEpoch: req.ownerEpoch, url: req.url, host: req.host, site: req.site, kind: req.kind,
-      errorMessage: null, retryAfterMs: null, redirectTarget: null, robotsBody: null, ...r,
+      status: o.status, startedAt: o.startedAt, durationMs: o.durationMs,
+      errorCode: o.errorCode ?? null, errorMessage: o.errorMessage ?? null,
+      retryAfterMs: o.retryAfterMs ?? null, redirectTarget: o.redirectTarget ?? null, robotsBody,
+      remoteAddress: o.remoteAddress ?? null,
     };
     this.ctx.forward({ key: req.site, value: result, timestamp: Date.now() }, FETCH_RESULTS_SINK);
-  }
-
-  private emitFetched(req: FetchRequest, o: FetchOutcome): void {
+    this.ctx.metrics.inc('fetch_results', 1, req.kind);
     const page: FetchedPage = {
       leaseId: req.leaseId, url: req.url, host: req.host, site: req.site, depth: req.depth, redirectHops: req.redirectHops, attempt: req.attempt,
       fetchedAt: o.startedAt, durationMs: o.durationMs, status: o.status, httpVersion: o.httpVersion ?? null,
-      requestHead: requestHead(req.url, this.config.userAgent),
+      requestHead: head,
       headers: Object.entries(o.headers).map(([name, value]) => ({ name, value })),
       body: o.body, truncated: o.truncated, remoteAddress: o.remoteAddress ?? null,
       errorCode: o.errorCode ?? null, errorMessage: o.errorMessage ?? null, redirectTarget: o.redirectTarget ?? null,
+      kind: req.kind,
     };
-    this.ctx.forward({ key: req.site, value: page, timestamp: Date.now() }, FETCHED_SINK);
+    try {
+      this.ctx.forward({ key: req.site, value: page, timestamp: Date.now() }, FETCHED_SINK);
+    } catch (err) {
+      // the result is already out; the archive still gets a record of this lease, without the body
+      this.ctx.forward({
+        key: req.site, timestamp: Date.now(), value: {
+          ...page, status: 0, headers: [], body: Buffer.alloc(0), truncated: false, errorCode: 'CS_INTERNAL',
+          errorMessage: `fetched record not writable (${(err as Error).message}); original outcome ${o.status} ${o.errorCode ?? ''}`.trimEnd(),
+        },
+      }, FETCHED_SINK);
+    }
   }
 
   async close(): Promise<void> {
@@ -91,21 +122,25 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   }
 }
 
-/** The request head the client sends, rebuilt for the WARC request record. */
-function requestHead(url: string, userAgent: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return `GET ${url} HTTP/1.1\r\n\r\n`;
-  }
-  return [
-    `GET ${u.pathname}${u.search} HTTP/1.1`,
-    `host: ${u.host}`,
-    `user-agent: ${userAgent}`,
-    'accept: text/html,application/xhtml+xml,*/*;q=0.8',
-    'accept-encoding: gzip, deflate, br',
-    '',
-    '',
-  ].join('\r\n');
+/** The lease's validators as request headers. */
+export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifModifiedSince'>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  // a validator that could split the header block is not sent: the fetch just becomes unconditional
+  if (req.ifNoneMatch && !/[\r\n]/.test(req.ifNoneMatch)) headers['if-none-match'] = req.ifNoneMatch;
+  if (req.ifModifiedSince && !/[\r\n]/.test(req.ifModifiedSince)) headers['if-modified-since'] = req.ifModifiedSince;
+  return headers;
+}
+
+function lateOutcome(req: FetchRequest, now: number): FetchOutcome {
+  return {
+    url: req.url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: 0,
+    errorCode: 'CS_LEASE_EXPIRED', errorMessage: `lease started ${now - req.notAfter} ms after its not-after deadline`,
+  };
+}
+
+function failedOutcome(url: string, now: number, err: unknown): FetchOutcome {
+  return {
+    url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: Date.now() - now,
+    errorCode: 'CS_INTERNAL', errorMessage: `fetch failed unexpectedly: ${(err as Error)?.message ?? String(err)}`,
+  };
 }

@@ -1,26 +1,33 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import type { FetchRequest, FetchResult, HostState, LinkBatch, QueueEntry } from '../../schemas/types.js';
+import type { ControlCommand, FetchRequest, FetchResult, HostState, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
+import { TOPICS } from '../../topology/topics.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { isFinalOutcome } from '../outcome.js';
 import { fingerprint64 } from '../parser/fingerprint.js';
-import { siteOf } from '../parser/normalize.js';
-import { HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, type HostStore, type MetaStore, type QueueStore, type SeenStore } from './frontier-stores.js';
+import { hostOf, siteOf } from '../parser/normalize.js';
+import { bandOf, FrontQueues } from './front-queues.js';
+import { FRONT_STORE, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, SITES_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore, type SeenStore, type SiteStore } from './frontier-stores.js';
 import { HostHeap } from './host-heap.js';
-import { backoffAfter, requiredGap, robotsVerdict, RobotsCache } from './politeness.js';
+import { IpLimiter } from './ip-limiter.js';
+import { applyPageOutcome, applyRobotsOutcome, isConnectionError } from './outcomes.js';
+import { requiredGap, RobotsCache } from './politeness.js';
+import { SitePolicy } from './site-policy.js';
 import { trapCheck } from './url-rules.js';
 
-export type FrontierInput = LinkBatch | FetchResult;
+export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
 
 export const FETCH_REQUESTS_SINK = 'fetch-requests-sink';
 const EXPIRY_GRACE_MS = 5_000;
 const DISPATCH_BATCH = 2_000;
 
 /**
- * The polite frontier of one site partition: admits discovered URLs through the seen-set into one
- * FIFO per host, and hands out leases for hosts whose gap has passed. A host holds at most one lease
- * at a time, so one URL per host is in flight; the gap counts from when its result arrives. After
- * every (re)start each host waits a full gap before its next fetch.
+ * The polite frontier of one site partition (Mercator): admitted URLs wait in priority-band front
+ * queues until their host holds one of `activeHostSlots`; then in the host's on-disk FIFO. A heap
+ * of hosts by next-eligible time hands out leases; a host holds at most one, so one URL per host
+ * is in flight, and the next lease's notBefore is the previous fetch's end plus the full gap.
+ * After every (re)start each host waits a full gap. Also applies per-IP limits, per-site budgets
+ * and operator controls.
  */
 export class FrontierProcessor implements Processor<string, FrontierInput, string, FetchRequest> {
   private ctx!: ProcessorContext<string, FetchRequest>;
@@ -28,18 +35,26 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private queue!: QueueStore;
   private seen!: SeenStore;
   private meta!: MetaStore;
+  private front!: FrontQueues;
+  private sites!: SitePolicy;
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
-  /** Hosts whose robots.txt answered 5xx or nothing: disallowed until a retry succeeds. */
+  /** Hosts with URLs in their back queue or a lease out: the active slots in use. */
+  private readonly active = new Set<string>();
+  /** Active hosts that cannot be fetched for now: robots.txt unavailable or too many connection errors. */
   private readonly parked = new Set<string>();
+  /** Active hosts of paused sites, by site. */
+  private readonly held = new Map<string, Set<string>>();
   private readonly robots: RobotsCache;
+  private readonly ips: IpLimiter;
   private epoch = 0;
   private startedAt = 0;
   private leaseCounter = 0;
-  private queued = 0;
+  private backQueued = 0;
 
   constructor(private readonly config: CrawlConfig) {
     this.robots = new RobotsCache(config.userAgent);
+    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs);
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
@@ -48,53 +63,73 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.queue = context.getStateStore(QUEUE_STORE);
     this.seen = context.getStateStore(SEEN_STORE);
     this.meta = context.getStateStore(META_STORE);
+    this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
+    this.front = new FrontQueues(context.getStateStore<FrontStore>(FRONT_STORE), (k) => readNumber(this.meta.get(k)), (k, v) => this.meta.put(k, numberBytes(v)));
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
     this.meta.put('epoch', numberBytes(this.epoch));
     this.startedAt = context.currentTimeMs();
     for (const [host, state] of this.hosts.range('', '\uffff')) {
-      this.queued += state.tailSeq - state.headSeq;
-      if (state.robotsState === 'UNAVAILABLE') this.parked.add(host);
-      if (state.lease) this.leases.set(state.lease.leaseId, { host, expiresAt: state.lease.expiresAt });
-      else if (state.tailSeq > state.headSeq) this.heap.push(host, this.eligibleAt(state));
+      const queued = state.tailSeq - state.headSeq;
+      this.backQueued += queued;
+      if (queued > 0 || state.lease) this.active.add(host);
+      if (queued > 0 && (state.robotsState === 'UNAVAILABLE' || state.parkedUntil > 0)) this.parked.add(host);
+      if (state.lease) {
+        this.leases.set(state.lease.leaseId, { host, expiresAt: state.lease.expiresAt });
+        this.ips.holdExisting(state.ip);
+      } else if (queued > 0) this.heap.push(host, this.eligibleAt(state));
     }
     context.schedule(20, (now) => this.dispatch(now));
     context.schedule(500, (now) => this.expireLeases(now));
     context.schedule(1_000, () => this.reportGauges());
+    this.refill();
     this.reportGauges();
   }
 
   process(record: StreamRecord<string, FrontierInput>): void {
-    const value = record.value;
-    if ('links' in value) this.admit(value, record.timestamp);
-    else this.complete(value);
+    switch (this.ctx.recordMetadata?.topic) {
+      case TOPICS.links:
+        return this.admit(record.value as LinkBatch, record.timestamp);
+      case TOPICS.fetchResults:
+        return this.complete(record.value as FetchResult);
+      case TOPICS.control:
+        return this.control(record.value as ControlCommand);
+      case TOPICS.pageRecords: {
+        const page = record.value as PageRecord;
+        if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc('sites_dup_cut');
+        return;
+      }
+    }
   }
 
   close(): void {
-    // final gauges for the run summary; stores are still open here
     this.reportGauges();
   }
 
   /**
-   * Idle when nothing is in flight and every queued URL waits on a host parked because its
-   * robots.txt is unavailable (those resume on a later run or retry; they are not lost).
+   * Idle when nothing is in flight or in the front queues and every queued URL waits on a parked
+   * host or a paused site (those resume later; they are not lost).
    */
   isIdle(): boolean {
-    if (this.leases.size > 0) return false;
-    return this.queued === this.parkedQueued();
+    if (this.leases.size > 0 || this.front.size > 0) return false;
+    return this.backQueued === this.waitingQueued();
   }
 
-  private parkedQueued(): number {
+  private waitingQueued(): number {
     let n = 0;
-    for (const host of this.parked) {
-      const state = this.hosts.get(host);
-      if (state) n += state.tailSeq - state.headSeq;
-    }
+    const count = (host: string) => {
+      const s = this.hosts.get(host);
+      if (s) n += s.tailSeq - s.headSeq;
+    };
+    for (const host of this.parked) count(host);
+    for (const hosts of this.held.values()) for (const host of hosts) if (!this.parked.has(host)) count(host);
     return n;
   }
 
-  /** Seen-set first, then trap rules and the site budget; a URL is queued at most once, ever. */
+  /** Seen-set first, then trap rules and the site's budget; a URL is queued at most once, ever. */
   private admit(batch: LinkBatch, timestamp: number): void {
     const m = this.ctx.metrics;
+    const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
+    this.sites.noteInlink(batch.site, fromSite);
     for (const link of batch.links) {
       const reason = trapCheck(link.url, link.redirectHops, this.config);
       if (reason) {
@@ -108,53 +143,89 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       }
       this.seen.put(fp, EMPTY);
       const site = siteOf(link.url);
-      const budgetKey = `budget\u0000${site}`;
-      const admitted = readNumber(this.meta.get(budgetKey));
-      if (admitted >= this.config.sitePageBudget) {
-        m.inc('urls_dropped', 1, 'site-budget');
+      const verdict = this.sites.admit(site);
+      if (verdict !== 'admit') {
+        m.inc('urls_dropped', 1, verdict);
         continue;
       }
-      this.meta.put(budgetKey, numberBytes(admitted + 1));
-      const url = new URL(link.url);
-      const host = url.hostname;
-      const state = this.hosts.get(host) ?? newHost(host, url.origin, site);
-      const entry: QueueEntry = { url: link.url, depth: link.depth, redirectHops: link.redirectHops, attempts: 0, discoveredAt: timestamp };
-      this.queue.put({ host, seq: state.tailSeq }, entry);
-      const wasEmpty = state.tailSeq === state.headSeq;
-      state.tailSeq++;
-      this.queued++;
-      this.hosts.put(host, state);
+      const host = hostOf(link.url);
+      const entry = { url: link.url, host, origin: new URL(link.url).origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp };
       m.inc('urls_admitted');
-      if (wasEmpty && !state.lease) this.heap.push(host, this.eligibleAt(state));
+      // an active host's URLs go straight to its back queue; others wait for a slot by priority
+      if (this.active.has(host)) this.appendBack(entry);
+      else this.front.push(bandOf(link.url, link.depth), entry);
     }
+    this.refill();
+  }
+
+  /** Moves URLs from the front queues to back queues while active slots are free. */
+  private refill(): void {
+    while (this.active.size - this.parked.size < this.config.activeHostSlots) {
+      const e = this.front.pop();
+      if (!e) return;
+      if (this.sites.control(e.site)?.blocked) {
+        this.ctx.metrics.inc('urls_dropped', 1, 'blocked');
+        continue;
+      }
+      this.appendBack(e);
+    }
+  }
+
+  private appendBack(e: { url: string; host: string; origin: string; site: string; depth: number; redirectHops: number; discoveredAt: number }): void {
+    const state = this.hosts.get(e.host) ?? newHost(e.host, e.origin, e.site);
+    const entry: QueueEntry = { url: e.url, depth: e.depth, redirectHops: e.redirectHops, attempts: 0, discoveredAt: e.discoveredAt };
+    this.queue.put({ host: e.host, seq: state.tailSeq }, entry);
+    const wasEmpty = state.tailSeq === state.headSeq;
+    state.tailSeq++;
+    this.backQueued++;
+    this.hosts.put(e.host, state);
+    this.active.add(e.host);
+    if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
   /** The earliest a host may be fetched: its own clock, and a full gap after this task started. */
   private eligibleAt(state: HostState): number {
-    return Math.max(state.nextEligibleAt, this.startedAt + Math.max(state.gapMs, this.config.minDelayMs));
+    const gap = Math.max(state.gapMs, this.config.minDelayMs, this.sites.control(state.site)?.minGapMs ?? 0);
+    return Math.max(state.nextEligibleAt, state.parkedUntil, this.startedAt + gap);
   }
 
   private dispatch(now: number): void {
+    for (const { hosts, at } of this.ips.due(now)) for (const h of hosts) this.heap.push(h, at);
+    const horizon = now + this.config.dispatchLookaheadMs;
     let issued = 0;
     while (issued < DISPATCH_BATCH) {
-      const at = this.heap.peekTime();
-      if (at === undefined || at > now) break;
+      const top = this.heap.peekTime();
+      if (top === undefined || top > horizon) break;
       const { host } = this.heap.pop()!;
       const state = this.hosts.get(host);
       if (!state || state.lease || state.tailSeq === state.headSeq) continue;
       const due = this.eligibleAt(state);
-      if (due > now) {
+      if (due > horizon) {
         this.heap.push(host, due);
         continue;
       }
-      if (this.needsRobots(state, now)) {
-        this.lease(state, now, { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 }, false);
-        issued++;
+      if (state.parkedUntil > 0) {
+        state.parkedUntil = 0;
+        this.parked.delete(host);
+      }
+      const control = this.sites.control(state.site);
+      if (control?.blocked) {
+        this.dropBack(state, 'blocked');
         continue;
       }
-      const entry = this.nextAllowed(state);
-      if (!entry) continue;
-      this.lease(state, now, entry, true);
+      if (control?.paused) {
+        let set = this.held.get(state.site);
+        if (!set) this.held.set(state.site, (set = new Set()));
+        set.add(host);
+        continue;
+      }
+      const robots = this.needsRobots(state, now);
+      const entry = robots ? undefined : this.nextAllowed(state);
+      if (!robots && !entry) continue;
+      const notBefore = Math.max(now, due);
+      if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
+      if (robots) this.lease(state, now, notBefore, { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 }, false);
+      else this.lease(state, now, notBefore, entry!, true);
       issued++;
     }
   }
@@ -169,27 +240,20 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     while (state.headSeq < state.tailSeq) {
       const key = { host: state.host, seq: state.headSeq };
       const entry = this.queue.get(key);
-      if (!entry) {
-        state.headSeq++;
-        this.queued--;
-        continue;
-      }
-      if (state.robotsState === 'READY' && state.robotsBody !== null && !this.robots.isAllowed(state.origin, state.robotsBody, entry.url)) {
-        this.queue.delete(key);
-        state.headSeq++;
-        this.queued--;
-        this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
-        continue;
-      }
-      return entry;
+      if (entry && !(state.robotsState === 'READY' && state.robotsBody !== null && !this.robots.isAllowed(state.origin, state.robotsBody, entry.url))) return entry;
+      if (entry) this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      this.queue.delete(key);
+      state.headSeq++;
+      this.backQueued--;
     }
     this.hosts.put(state.host, state);
+    this.deactivate(state);
     return undefined;
   }
 
-  private lease(state: HostState, now: number, entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts'>, fromQueue: boolean): void {
+  private lease(state: HostState, now: number, notBefore: number, entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts'>, fromQueue: boolean): void {
     const leaseId = `${this.epoch}-${this.ctx.taskId.partition}-${(this.leaseCounter++).toString(36)}`;
-    const notAfter = now + this.config.leaseWindowMs;
+    const notAfter = notBefore + this.config.leaseWindowMs;
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? 'PAGE' : 'ROBOTS';
     state.lease = { leaseId, url: entry.url, kind, depth: entry.depth, redirectHops: entry.redirectHops, attempts: entry.attempts, issuedAt: now, expiresAt, fromQueue };
@@ -198,7 +262,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const request: FetchRequest = {
       leaseId, ownerEpoch: this.epoch, url: entry.url, host: state.host, site: state.site, kind,
       depth: entry.depth, redirectHops: entry.redirectHops, attempt: entry.attempts + 1,
-      issuedAt: now, notAfter, ifNoneMatch: null, ifModifiedSince: null,
+      issuedAt: now, notBefore, notAfter, ifNoneMatch: null, ifModifiedSince: null,
     };
     this.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     this.ctx.metrics.inc('leases_issued', 1, kind);
@@ -215,58 +279,49 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const lease = state.lease;
     state.lease = null;
     this.leases.delete(result.leaseId);
-    const fetched = result.errorCode !== 'CS_LEASE_EXPIRED';
-    if (fetched) {
+    const freed = this.ips.release(state.ip);
+    for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
+    if (result.remoteAddress) state.ip = result.remoteAddress;
+    if (result.errorCode !== 'CS_LEASE_EXPIRED') {
       state.fetches++;
       state.gapMs = requiredGap(this.config, result.durationMs, state.crawlDelayMs);
-      // the gap counts from when the result is known here: never earlier than the fetch's end
-      state.nextEligibleAt = Math.max(now, result.startedAt + result.durationMs) + state.gapMs;
+      // the gap counts from the fetch's end as the fetcher saw it (never before the server's end)
+      state.nextEligibleAt = Math.max(state.nextEligibleAt, result.startedAt + result.durationMs + state.gapMs);
+      if (isConnectionError(result.errorCode)) {
+        state.connErrors++;
+        if (state.connErrors >= this.config.connErrorsToPark) {
+          state.parkedUntil = now + this.config.backoffMaxMs;
+          this.parked.add(state.host);
+          this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
+        }
+      } else if (result.errorCode === null) {
+        state.connErrors = 0;
+      }
     }
-    if (lease.kind === 'ROBOTS') this.applyRobots(state, result, now);
-    else this.applyPage(state, lease.fromQueue, result, now);
+    if (lease.kind === 'ROBOTS') {
+      const verdict = applyRobotsOutcome(state, result, now, this.config, this.robots);
+      this.ctx.metrics.inc('robots_results', 1, verdict);
+      if (state.robotsState === 'UNAVAILABLE') this.parked.add(state.host);
+      else if (state.parkedUntil === 0) this.parked.delete(state.host);
+    } else if (lease.fromQueue) {
+      this.applyPage(state, result, now);
+    }
     this.hosts.put(state.host, state);
     if (state.tailSeq > state.headSeq) this.heap.push(state.host, this.eligibleAt(state));
+    else this.deactivate(state);
   }
 
-  private applyRobots(state: HostState, result: FetchResult, now: number): void {
-    const verdict = robotsVerdict(result.status, result.errorCode);
-    this.ctx.metrics.inc('robots_results', 1, verdict);
-    if (result.errorCode === 'CS_LEASE_EXPIRED') return;
-    state.robotsFetchedAt = now;
-    if (verdict === 'UNAVAILABLE') {
-      // disallow all and retry later; the queue is kept (parked), never dropped
-      state.robotsState = 'UNAVAILABLE';
-      state.robotsFailures++;
-      this.parked.add(state.host);
-      const wait = Math.min(this.config.robotsRetryMs * 2 ** (state.robotsFailures - 1), this.config.backoffMaxMs);
-      state.nextEligibleAt = Math.max(state.nextEligibleAt, now + wait);
-      return;
-    }
-    this.parked.delete(state.host);
-    state.robotsFailures = 0;
-    state.robotsState = verdict;
-    state.robotsBody = verdict === 'READY' ? (result.robotsBody ?? '') : null;
-    state.crawlDelayMs = state.robotsBody !== null ? this.robots.crawlDelayMs(state.origin, state.robotsBody) : 0;
-    state.gapMs = Math.max(state.gapMs, requiredGap(this.config, result.durationMs, state.crawlDelayMs));
-    state.nextEligibleAt = Math.max(state.nextEligibleAt, now + state.gapMs);
-  }
-
-  private applyPage(state: HostState, fromQueue: boolean, result: FetchResult, now: number): void {
+  private applyPage(state: HostState, result: FetchResult, now: number): void {
     const m = this.ctx.metrics;
     const key = { host: state.host, seq: state.headSeq };
-    const entry = fromQueue ? this.queue.get(key) : undefined;
-    if (result.status === 429 || result.status === 503) {
-      state.backoffMs = backoffAfter(this.config, result.retryAfterMs, state.backoffMs);
-      state.nextEligibleAt = Math.max(state.nextEligibleAt, now + state.backoffMs);
-      m.inc('backoffs', 1, String(result.status));
-    } else if (result.errorCode === null) {
-      state.backoffMs = 0;
-    }
+    const entry = this.queue.get(key);
+    const backoff = applyPageOutcome(state, result, now, this.config);
+    if (backoff !== undefined) m.inc('backoffs', 1, String(result.status));
     if (!entry) return;
     const attempts = entry.attempts + (result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : 1);
     this.queue.delete(key);
     state.headSeq++;
-    this.queued--;
+    this.backQueued--;
     if (isFinalOutcome(result.status, result.errorCode, attempts, this.config.maxAttempts)) {
       if (result.errorCode === null) m.inc('pages_fetched');
       else m.inc('fetch_errors', 1, result.errorCode);
@@ -275,34 +330,67 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     // retried at the back of the host's queue; the URL keeps its single place in the seen-set
     this.queue.put({ host: state.host, seq: state.tailSeq }, { ...entry, attempts });
     state.tailSeq++;
-    this.queued++;
+    this.backQueued++;
     m.inc('fetch_retries', 1, result.errorCode ?? String(result.status));
   }
 
-  /** A lease with no result by its expiry is presumed lost: the URL is retried after a full gap. */
+  /** A host with no queued URL and no lease gives its slot back (keeping its clock) and the slot is refilled. */
+  private deactivate(state: HostState): void {
+    if (state.lease || state.tailSeq > state.headSeq) return;
+    this.active.delete(state.host);
+    this.parked.delete(state.host);
+    this.held.get(state.site)?.delete(state.host);
+    this.refill();
+  }
+
+  private dropBack(state: HostState, reason: string): void {
+    for (let seq = state.headSeq; seq < state.tailSeq; seq++) this.queue.delete({ host: state.host, seq });
+    const n = state.tailSeq - state.headSeq;
+    this.backQueued -= n;
+    state.headSeq = state.tailSeq;
+    this.hosts.put(state.host, state);
+    this.ctx.metrics.inc('urls_dropped', n, reason);
+    this.deactivate(state);
+  }
+
+  private control(cmd: ControlCommand): void {
+    this.sites.apply(cmd);
+    this.ctx.metrics.inc('control_commands', 1, cmd.action);
+    // held hosts go back to the schedule, where the new control decides (dispatch drops blocked ones)
+    const held = this.held.get(cmd.site);
+    this.held.delete(cmd.site);
+    const now = this.ctx.currentTimeMs();
+    for (const host of held ?? []) this.heap.push(host, now);
+  }
+
+  /** A lease with no result by its expiry is presumed lost: the URL is retried after a full gap from now. */
   private expireLeases(now: number): void {
     for (const [leaseId, { host, expiresAt }] of this.leases) {
       if (expiresAt > now) continue;
       const state = this.hosts.get(host);
-      this.leases.delete(leaseId);
-      if (!state || !state.lease || state.lease.leaseId !== leaseId) continue;
+      if (!state || !state.lease || state.lease.leaseId !== leaseId) {
+        this.leases.delete(leaseId);
+        continue;
+      }
       this.ctx.metrics.inc('leases_expired');
       this.complete({
         leaseId, ownerEpoch: this.epoch, url: state.lease.url, host, site: state.site, kind: state.lease.kind === 'ROBOTS' ? 'ROBOTS' : 'PAGE',
-        status: 0, startedAt: state.lease.issuedAt, durationMs: 0, errorCode: 'CS_TIMEOUT', errorMessage: 'lease expired without a result',
-        retryAfterMs: null, redirectTarget: null, robotsBody: null,
+        status: 0, startedAt: now, durationMs: 0, errorCode: 'CS_TIMEOUT', errorMessage: 'lease expired without a result',
+        retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: null,
       });
     }
   }
 
   private reportGauges(): void {
     const owner = String(this.ctx.taskId.partition);
-    this.ctx.metrics.setGauge('frontier_queued_urls', owner, this.queued);
-    this.ctx.metrics.setGauge('frontier_leases', owner, this.leases.size);
-    this.ctx.metrics.setGauge('frontier_parked_hosts', owner, this.parked.size);
-    this.ctx.metrics.setGauge('frontier_parked_urls', owner, this.parkedQueued());
-    // heap entries are hints (a host may appear twice), so this is an upper bound of hosts waiting with work
-    this.ctx.metrics.setGauge('frontier_hosts_waiting', owner, this.heap.size);
+    const g = (name: string, v: number) => this.ctx.metrics.setGauge(name, owner, v);
+    g('frontier_queued_urls', this.backQueued + this.front.size);
+    g('frontier_front_queued_urls', this.front.size);
+    g('frontier_leases', this.leases.size);
+    g('frontier_active_hosts', this.active.size);
+    g('frontier_hosts_waiting', this.heap.size);
+    g('frontier_parked_hosts', this.parked.size);
+    g('frontier_parked_urls', this.waitingQueued());
   }
 }
 
@@ -312,7 +400,16 @@ function newHost(host: string, origin: string, site: string): HostState {
   return {
     host, origin, site, headSeq: 0, tailSeq: 0, nextEligibleAt: 0, gapMs: 0, backoffMs: 0,
     robotsState: 'UNKNOWN', robotsBody: null, robotsFetchedAt: 0, robotsFailures: 0, crawlDelayMs: 0, lease: null, fetches: 0,
+    ip: null, connErrors: 0, lastBackoffAt: 0, parkedUntil: 0,
   };
+}
+
+function safeSite(url: string): string | null {
+  try {
+    return siteOf(url);
+  } catch {
+    return null;
+  }
 }
 
 function fingerprintBytes(url: string): Buffer {

@@ -2,12 +2,15 @@ import type { Codec, KeyValueStore } from '../../state/state-store.js';
 import { bufferCodec, stringCodec } from '../../state/state-store.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { loadSchema } from '../../schemas/index.js';
-import type { HostState, QueueEntry } from '../../schemas/types.js';
+import type { FrontEntry, HostState, QueueEntry, SiteState } from '../../schemas/types.js';
+import { frontKeyCodec, type FrontKey } from './front-queues.js';
 
 export const HOSTS_STORE = 'frontier-hosts';
 export const QUEUE_STORE = 'frontier-queue';
 export const SEEN_STORE = 'frontier-seen';
 export const META_STORE = 'frontier-meta';
+export const SITES_STORE = 'frontier-sites';
+export const FRONT_STORE = 'frontier-front';
 
 /** Position of one waiting URL: its host's FIFO, ordered by sequence number. */
 export interface QueueKey {
@@ -31,7 +34,7 @@ export const queueKeyCodec: Codec<QueueKey> = {
   },
 };
 
-function avroCodec<T>(name: 'HostState' | 'QueueEntry'): Codec<T> {
+function avroCodec<T>(name: 'HostState' | 'QueueEntry' | 'SiteState' | 'FrontEntry'): Codec<T> {
   const type = loadSchema(name).type;
   return { encode: (v) => type.toBuffer(v), decode: (b) => type.fromBuffer(b) as T };
 }
@@ -41,6 +44,8 @@ export type QueueStore = KeyValueStore<QueueKey, QueueEntry>;
 /** Exact 8-byte URL fingerprints of every URL ever admitted: the seen-set. */
 export type SeenStore = KeyValueStore<Buffer, Buffer>;
 export type MetaStore = KeyValueStore<string, Buffer>;
+export type SiteStore = KeyValueStore<string, SiteState>;
+export type FrontStore = KeyValueStore<FrontKey, FrontEntry>;
 
 export function frontierStores(): StoreBuilder[] {
   return [
@@ -48,5 +53,7 @@ export function frontierStores(): StoreBuilder[] {
     keyValueStore(QUEUE_STORE, queueKeyCodec, avroCodec<QueueEntry>('QueueEntry')),
     keyValueStore(SEEN_STORE, bufferCodec, bufferCodec),
     keyValueStore(META_STORE, stringCodec, bufferCodec),
+    keyValueStore(SITES_STORE, stringCodec, avroCodec<SiteState>('SiteState')),
+    keyValueStore(FRONT_STORE, frontKeyCodec, avroCodec<FrontEntry>('FrontEntry')),
   ];
 }

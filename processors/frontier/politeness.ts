@@ -2,9 +2,15 @@ import { createRequire } from 'node:module';
 import type { CrawlConfig } from '../crawl-config.js';
 import { productToken } from '../crawl-config.js';
 
-/** Gap before the next fetch to a host: max(min delay, slowFactor × last duration, capped Crawl-delay). */
+/**
+ * Slack added to every gap: the gap is measured on the fetcher's clock, and the host sees it on
+ * its own; a few milliseconds of timer and clock disagreement must never make it short.
+ */
+export const GAP_SAFETY_MS = 30;
+
+/** Gap before the next fetch to a host: max(min delay, slowFactor × last duration, capped Crawl-delay), plus the safety slack. */
 export function requiredGap(config: CrawlConfig, lastDurationMs: number, crawlDelayMs: number): number {
-  return Math.max(config.minDelayMs, config.slowFactor * Math.max(0, lastDurationMs), Math.min(crawlDelayMs, config.maxCrawlDelayMs));
+  return Math.max(config.minDelayMs, config.slowFactor * Math.max(0, lastDurationMs), Math.min(crawlDelayMs, config.maxCrawlDelayMs)) + GAP_SAFETY_MS;
 }
 
 /** Wait after 429/503: Retry-After when given, else backoffMs doubling per consecutive time, capped. */

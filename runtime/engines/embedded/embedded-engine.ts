@@ -228,7 +228,8 @@ export class EmbeddedEngine implements Engine {
     try {
       for (const [k, offset] of floors) {
         const [topic, partition] = k.split('\u0000') as [string, string];
-        if (this.topology.topic(topic).compacted) continue;
+        const spec = this.topology.topic(topic);
+        if (spec.compacted || spec.keep) continue;
         this.log.truncateBefore(topic, Number(partition), offset);
       }
     } catch (err) {

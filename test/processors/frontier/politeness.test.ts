@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffAfter, requiredGap, robotsVerdict, RobotsCache } from '../../../processors/frontier/politeness.js';
+import { backoffAfter, GAP_SAFETY_MS, requiredGap as gapWithSlack, robotsVerdict, RobotsCache } from '../../../processors/frontier/politeness.js';
 import { defaultCrawlConfig as config } from '../../../processors/crawl-config.js';
+
+// the rule's value; every gap also carries the fixed clock slack, checked once below
+const requiredGap = (...args: Parameters<typeof gapWithSlack>) => gapWithSlack(...args) - GAP_SAFETY_MS;
+
+test('every gap carries a small positive slack against clock and timer disagreement', () => {
+  assert.ok(GAP_SAFETY_MS > 0 && GAP_SAFETY_MS <= 50);
+  assert.equal(gapWithSlack(config, 0, 0), 1000 + GAP_SAFETY_MS);
+});
 
 test('the gap is never below the min-delay floor', () => {
   assert.equal(requiredGap(config, 0, 0), 1000);

@@ -1,0 +1,101 @@
+import type { KeyValueStore } from '../../state/state-store.js';
+import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
+import type { CrawlConfig } from '../crawl-config.js';
+
+export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
+
+/**
+ * Per-site budgets, inlinks, the duplicate cut and operator controls, in store `frontier-sites`.
+ * A site's budget per cycle is sitePageBudget + siteBudgetPerInlink × distinct linking sites
+ * (capped); once its recent pages are mostly duplicates the budget freezes where it is.
+ */
+export class SitePolicy {
+  /** Controls in force, cached: consulted on every dispatch. */
+  private readonly controls = new Map<string, SiteControl>();
+  private static readonly MAX_LINKING_TRACKED = 1_000;
+
+  constructor(private readonly store: KeyValueStore<string, SiteState>, private readonly config: CrawlConfig) {
+    for (const [site, state] of store.range('', '\uffff')) if (state.control) this.controls.set(site, state.control);
+  }
+
+  private state(site: string): SiteState {
+    return this.store.get(site) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+  }
+
+  budget(state: SiteState): number {
+    return Math.min(this.config.siteBudgetMax, this.config.sitePageBudget + this.config.siteBudgetPerInlink * state.linkingSites.length);
+  }
+
+  /** Notes that `fromSite` links into `site` (a seed when fromSite is null). */
+  noteInlink(site: string, fromSite: string | null): void {
+    if (fromSite === site) return;
+    const state = this.state(site);
+    if (fromSite === null) {
+      if (state.seeded) return;
+      state.seeded = true;
+    } else {
+      if (state.linkingSites.length >= SitePolicy.MAX_LINKING_TRACKED || state.linkingSites.includes(fromSite)) return;
+      state.linkingSites.push(fromSite);
+    }
+    this.store.put(site, state);
+  }
+
+  /** Decides one new URL of `site`; counts it against the budget when admitted. */
+  admit(site: string): SiteVerdict {
+    if (this.controls.get(site)?.blocked) return 'blocked';
+    const state = this.state(site);
+    if (state.dupCut) return 'dup-cut';
+    if (state.admitted >= this.budget(state)) return 'site-budget';
+    state.admitted++;
+    this.store.put(site, state);
+    return 'admit';
+  }
+
+  /** A page of the site was recorded; a window of recent pages that is mostly copies cuts the budget. */
+  notePage(site: string, duplicate: boolean): boolean {
+    const state = this.state(site);
+    state.recentPages++;
+    if (duplicate) state.recentDuplicates++;
+    let cut = false;
+    if (state.recentPages >= this.config.dupCutWindow) {
+      if (!state.dupCut && state.recentDuplicates * 100 >= this.config.dupCutPercent * state.recentPages) {
+        state.dupCut = true;
+        cut = true;
+      }
+      state.recentPages = 0;
+      state.recentDuplicates = 0;
+    }
+    this.store.put(site, state);
+    return cut;
+  }
+
+  control(site: string): SiteControl | undefined {
+    return this.controls.get(site);
+  }
+
+  /** Applies an operator command; returns the control now in force (undefined after RESUME). */
+  apply(cmd: ControlCommand): SiteControl | undefined {
+    const state = this.state(cmd.site);
+    const prev = state.control ?? { blocked: false, paused: false, minGapMs: 0, issuedAt: 0 };
+    let next: SiteControl | null;
+    switch (cmd.action) {
+      case 'BLOCK':
+        next = { ...prev, blocked: true, issuedAt: cmd.issuedAt };
+        break;
+      case 'PAUSE':
+        next = { ...prev, paused: true, issuedAt: cmd.issuedAt };
+        break;
+      case 'SLOW':
+        next = { ...prev, minGapMs: cmd.minGapMs ?? prev.minGapMs, issuedAt: cmd.issuedAt };
+        break;
+      case 'RESUME':
+        next = null;
+        break;
+    }
+    state.control = next;
+    this.store.put(cmd.site, state);
+    if (next) this.controls.set(cmd.site, next);
+    else this.controls.delete(cmd.site);
+    return next ?? undefined;
+  }
+}
