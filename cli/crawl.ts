@@ -6,6 +6,7 @@ import type { LinkBatch } from '../schemas/types.js';
 import { normalizeUrl, siteOf } from '../processors/parser/normalize.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import type { CrawlCommand } from './options.js';
+import { drainControlInbox } from './control.js';
 
 export interface CrawlRun {
   readonly exitCode: number;
@@ -51,6 +52,23 @@ export async function runCrawl(cmd: CrawlCommand, out: (line: string) => void = 
   const batches = seedBatches(cmd.seeds, started, err);
   if (batches.length > 0) await engine.produce(TOPICS.links, batches.map((b) => ({ key: b.site, value: b, timestamp: started })));
 
+  // operator commands (crawlstream control …) arrive through the data dir's inbox
+  let draining = false;
+  const drain = async () => {
+    if (draining || stopping) return;
+    draining = true;
+    try {
+      const n = await drainControlInbox(cmd.dataDir, engine, err);
+      if (n > 0) out(`applied ${n} control command(s)`);
+    } catch (e) {
+      err(`control inbox: ${(e as Error).message}`);
+    } finally {
+      draining = false;
+    }
+  };
+  await drain();
+  const inboxTimer = setInterval(() => void drain(), 1_000);
+
   let idleChecks = 0;
   let lastPages = 0;
   let lastProgress = started;
@@ -78,6 +96,7 @@ export async function runCrawl(cmd: CrawlCommand, out: (line: string) => void = 
     exitCode = 1;
   } finally {
     clearInterval(watcher);
+    clearInterval(inboxTimer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

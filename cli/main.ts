@@ -4,19 +4,27 @@ import { runCrawl } from './crawl.js';
 import { runDemo } from './demo.js';
 import { runExport } from './export.js';
 import { parseCrawlArgs } from './options.js';
+import { parseControlArgs, writeControl } from './control.js';
+import { kafkaCommand } from './kafka-commands.js';
 
 const USAGE = `crawlstream — a polite web crawler built as a stream topology
 
 usage:
   crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]   crawl on the embedded engine
   crawlstream export page-records --data DIR                       page records as JSON lines
+  crawlstream control block|slow|pause|resume SITE --data DIR     operator control of one site
   crawlstream demo [--data DIR]                                    crawl the bundled test web, judge politeness
+  crawlstream topics create --brokers B [--partitions N]           create every Kafka topic (compacted changelogs)
+  crawlstream run --role R --brokers B --registry URL --data DIR   one instance of a role on Kafka (frontier|fetcher|parser|all)
+  crawlstream inject --seeds FILE --brokers B --registry URL       seed URLs into the links topic
 
 run 'crawlstream crawl --help' for crawl options`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   const out = (line: string) => process.stdout.write(`${line}\n`);
+  const kafka = await kafkaCommand(command, args, out);
+  if (kafka !== undefined) return kafka;
   switch (command) {
     case 'crawl':
       if (args.includes('--help')) {
@@ -27,6 +35,12 @@ async function main(argv: string[]): Promise<number> {
     case 'export':
       await runExport(args, out);
       return 0;
+    case 'control': {
+      const { dataDir, command } = parseControlArgs(args);
+      writeControl(dataDir, command);
+      out(`queued ${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}; a running crawl on ${dataDir} applies it within seconds, otherwise the next run does`);
+      return 0;
+    }
     case 'demo':
       return runDemo(args, out);
     case undefined:

@@ -29,6 +29,12 @@ export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --d
   --user-agent UA        User-Agent; its first token is matched against robots.txt
   --fetch-timeout MS     total time one fetch may take (default 30000)
   --robots-retry MS      first wait after robots.txt answered 5xx (default 60000, doubling)
+  --site-budget N        URLs a site may get before any other site links to it (default 1000)
+  --site-budget-per-inlink N  budget added per distinct linking site (default 100)
+  --host-slots N         hosts with URLs in flight or queued at once, per partition (default 1000;
+                         size it as target pages/s × typical gap s / partitions)
+  --ip-concurrency N     leases in flight per IP address (default 8)
+  --ip-gap MS            least time between two fetch starts on one IP address (default 100)
   --partitions N         partitions per topic for a new data dir (default 4)
   --no-system-dns        resolve only names matched by --resolve
   --quiet                no progress lines`;
@@ -62,6 +68,11 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
         'fetch-timeout': { type: 'string' },
         'robots-retry': { type: 'string' },
         partitions: { type: 'string' },
+        'site-budget': { type: 'string' },
+        'site-budget-per-inlink': { type: 'string' },
+        'host-slots': { type: 'string' },
+        'ip-concurrency': { type: 'string' },
+        'ip-gap': { type: 'string' },
         'no-system-dns': { type: 'boolean' },
         quiet: { type: 'boolean' },
       },
@@ -112,6 +123,11 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
       ? { fetchTimeoutMs, headersTimeoutMs: Math.min(15_000, fetchTimeoutMs), connectTimeoutMs: Math.min(5_000, fetchTimeoutMs), leaseWindowMs: Math.min(10_000, fetchTimeoutMs) }
       : {}),
     ...(v['robots-retry'] !== undefined ? { robotsRetryMs: wholeNumber('robots-retry', v['robots-retry'], 100)! } : {}),
+    ...(v['site-budget'] !== undefined ? { sitePageBudget: wholeNumber('site-budget', v['site-budget'], 1)! } : {}),
+    ...(v['site-budget-per-inlink'] !== undefined ? { siteBudgetPerInlink: wholeNumber('site-budget-per-inlink', v['site-budget-per-inlink'], 0)! } : {}),
+    ...(v['host-slots'] !== undefined ? { activeHostSlots: wholeNumber('host-slots', v['host-slots'], 1)! } : {}),
+    ...(v['ip-concurrency'] !== undefined ? { ipConcurrency: wholeNumber('ip-concurrency', v['ip-concurrency'], 1)! } : {}),
+    ...(v['ip-gap'] !== undefined ? { ipGapMs: wholeNumber('ip-gap', v['ip-gap'], 0)! } : {}),
   });
   const duration = wholeNumber('duration', v.duration, 1);
   return {

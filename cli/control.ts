@@ -1,0 +1,84 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InvalidOptionError } from '../runtime/errors.js';
+import type { Engine } from '../runtime/engine.js';
+import type { ControlAction, ControlCommand } from '../schemas/types.js';
+import { siteOf } from '../processors/parser/normalize.js';
+import { TOPICS } from '../topology/topics.js';
+
+export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
+
+  block   drop the site's queued URLs and admit no more
+  slow    raise the gap between fetches to each of its hosts to --min-gap MS
+  pause   fetch nothing from it until resume
+  resume  lift block, slow and pause
+A running crawl on DIR applies the command within a few seconds; otherwise the next run does.`;
+
+const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
+
+/** The inbox a running embedded crawl polls for operator commands. */
+export function controlInbox(dataDir: string): string {
+  return join(dataDir, 'control-inbox');
+}
+
+/** Validates a control command line into the record it produces. */
+export function parseControlArgs(args: string[], now = Date.now()): { dataDir: string; command: ControlCommand } {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { data: { type: 'string' }, 'min-gap': { type: 'string' } } });
+  const [verb, rawSite] = positionals;
+  const action = verb === undefined ? undefined : ACTIONS[verb];
+  if (!action) throw new InvalidOptionError(`control needs one of ${Object.keys(ACTIONS).join(', ')}, got ${JSON.stringify(verb ?? '')}\n${CONTROL_USAGE}`);
+  if (!rawSite) throw new InvalidOptionError(`control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`);
+  if (!values.data) throw new InvalidOptionError(`--data DIR is required\n${CONTROL_USAGE}`);
+  let site: string;
+  try {
+    site = siteOf(rawSite.includes('://') ? rawSite : `http://${rawSite}/`);
+  } catch {
+    throw new InvalidOptionError(`SITE ${JSON.stringify(rawSite)} is not a host name`);
+  }
+  let minGapMs: number | null = null;
+  if (action === 'SLOW') {
+    const raw = values['min-gap'];
+    if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1000) throw new InvalidOptionError(`control slow needs --min-gap MS of at least 1000, got ${JSON.stringify(raw ?? '')}`);
+    minGapMs = Number(raw);
+  }
+  return { dataDir: values.data, command: { site, action, minGapMs, issuedAt: now, issuedBy: process.env.USER ?? null } };
+}
+
+/** Queues a command for the crawl on `dataDir` (atomically: write, then rename into the inbox). */
+export function writeControl(dataDir: string, command: ControlCommand): string {
+  if (!existsSync(dataDir)) throw new InvalidOptionError(`--data ${dataDir} does not exist`);
+  const inbox = controlInbox(dataDir);
+  mkdirSync(inbox, { recursive: true });
+  const name = `${command.issuedAt}-${process.pid}-${Math.random().toString(36).slice(2, 8)}.json`;
+  const tmp = join(inbox, `.${name}.tmp`);
+  writeFileSync(tmp, JSON.stringify(command));
+  renameSync(tmp, join(inbox, name));
+  return join(inbox, name);
+}
+
+/**
+ * Moves queued commands from the inbox into the control topic, oldest first; a file is deleted
+ * only after its record is committed. Unreadable files are renamed `.bad` and reported.
+ */
+export async function drainControlInbox(dataDir: string, engine: Engine, warn: (line: string) => void): Promise<number> {
+  const inbox = controlInbox(dataDir);
+  if (!existsSync(inbox)) return 0;
+  let n = 0;
+  for (const name of readdirSync(inbox).filter((f) => f.endsWith('.json')).sort()) {
+    const file = join(inbox, name);
+    let command: ControlCommand;
+    try {
+      command = JSON.parse(readFileSync(file, 'utf8')) as ControlCommand;
+      if (typeof command.site !== 'string' || !Object.values(ACTIONS).includes(command.action)) throw new Error('not a control command');
+    } catch (err) {
+      warn(`control inbox: ${name} is not a control command (${(err as Error).message}); kept as ${name}.bad`);
+      renameSync(file, `${file}.bad`);
+      continue;
+    }
+    await engine.produce(TOPICS.control, [{ key: command.site, value: command, timestamp: command.issuedAt }]);
+    unlinkSync(file);
+    n++;
+  }
+  return n;
+}

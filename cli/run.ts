@@ -1,0 +1,70 @@
+import { join } from 'node:path';
+import { InvalidOptionError } from '../runtime/errors.js';
+import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
+import type { Subtopology } from '../runtime/topology.js';
+import { crawlTopology } from '../topology/crawl-topology.js';
+import type { RunCommand } from './run-options.js';
+
+/** The sub-topologies of a role: the one holding the processor named like the role, or all. */
+export function roleFilter(role: RunCommand['role']): (sub: Subtopology) => boolean {
+  if (role === 'all') return () => true;
+  return (sub) => sub.nodes.some((n) => n.kind === 'processor' && n.name === role);
+}
+
+/**
+ * Runs one instance of a role on Kafka until SIGTERM/SIGINT (graceful: last commits, then it
+ * leaves its groups), a fatal error, or with --until-idle a quiet spell. Prints `[status] idle`
+ * and `[status] busy` whenever that changes, so a supervisor or test can tell when work is done.
+ */
+export async function runRole(cmd: RunCommand, out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  if (!cmd.registryUrl) throw new InvalidOptionError('--registry URL is required');
+  const topology = crawlTopology({ config: cmd.crawl.config, partitions: cmd.crawl.partitions, warcDir: join(cmd.crawl.dataDir, 'warc') });
+  const engine = new KafkaEngine(topology, {
+    brokers: cmd.brokers,
+    registryUrl: cmd.registryUrl,
+    dataDir: cmd.crawl.dataDir,
+    runs: roleFilter(cmd.role),
+    ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
+    ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
+    log: (l) => err(`[kafka] ${l}`),
+  });
+  const started = Date.now();
+  let stopping: string | undefined;
+  const stop = (why: string): void => {
+    if (stopping) return;
+    stopping = why;
+    void engine.stop();
+  };
+  const onSignal = (sig: NodeJS.Signals): void => stop(`signal ${sig}`);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  await engine.start();
+  out(`[status] started role ${cmd.role}`);
+  let idleChecks = 0;
+  let reported: 'idle' | 'busy' | undefined;
+  let lastProgress = started;
+  const watcher = setInterval(() => {
+    idleChecks = engine.isIdle() ? idleChecks + 1 : 0;
+    const now: 'idle' | 'busy' = idleChecks >= 3 ? 'idle' : 'busy';
+    if (now !== reported) out(`[status] ${(reported = now)}`);
+    if (cmd.crawl.untilIdle && idleChecks >= 10) stop('idle');
+    if (!cmd.crawl.quiet && Date.now() - lastProgress >= 10_000) {
+      lastProgress = Date.now();
+      const m = engine.metrics;
+      out(`[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.counter('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`);
+    }
+  }, 500);
+  let exitCode = 0;
+  try {
+    await engine.done;
+  } catch (e) {
+    err(`run failed: ${(e as Error).message}`);
+    exitCode = 1;
+  } finally {
+    clearInterval(watcher);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  out(`[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.counter('page_records')}`);
+  return exitCode;
+}
