@@ -56,6 +56,9 @@ export interface CrawlConfig {
   /** Random extra wait on back-offs, in percent. */
   readonly backoffJitterPercent: number;
   readonly maxOutlinksPerPage: number;
+  /** URLs one frontier partition is expected to see (sizes its Bloom filter), and the filter's target false-positive rate. */
+  readonly seenExpectedUrls: number;
+  readonly seenFalsePositiveRate: number;
   /** `--resolve` rules (PATTERN=IP) and `--allow-ip` CIDRs for the fetcher. */
   readonly resolve: readonly string[];
   readonly allowIps: readonly string[];
@@ -101,6 +104,8 @@ export const defaultCrawlConfig: CrawlConfig = {
   backoffQuietMs: 600_000,
   backoffJitterPercent: 20,
   maxOutlinksPerPage: 1_000,
+  seenExpectedUrls: 1_000_000,
+  seenFalsePositiveRate: 0.01,
   resolve: [],
   allowIps: [],
   systemDns: true,
@@ -114,7 +119,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
   const wholeNumbers: (keyof CrawlConfig)[] = [
     'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'backoffMs', 'backoffMaxMs',
     'maxAttempts', 'leaseWindowMs', 'connectTimeoutMs', 'headersTimeoutMs', 'fetchTimeoutMs', 'maxBodyBytes', 'maxDecodedBytes',
-    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'sitePageBudget', 'siteBudgetPerInlink', 'siteBudgetMax', 'dupCutWindow', 'dupCutPercent', 'activeHostSlots', 'dispatchLookaheadMs', 'ipConcurrency', 'ipGapMs', 'connErrorsToPark', 'backoffQuietMs', 'backoffJitterPercent', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
+    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'seenExpectedUrls', 'sitePageBudget', 'siteBudgetPerInlink', 'siteBudgetMax', 'dupCutWindow', 'dupCutPercent', 'activeHostSlots', 'dispatchLookaheadMs', 'ipConcurrency', 'ipGapMs', 'connErrorsToPark', 'backoffQuietMs', 'backoffJitterPercent', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
   ];
   for (const key of wholeNumbers) {
     const v = c[key];
@@ -125,6 +130,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
   }
   if (c.dispatchLookaheadMs >= c.minDelayMs) throw new InvalidOptionError(`dispatch look-ahead (${c.dispatchLookaheadMs} ms) must be below the min delay (${c.minDelayMs} ms)`);
+  if (!(c.seenFalsePositiveRate > 0 && c.seenFalsePositiveRate < 1)) throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
   if (c.dupCutPercent > 100) throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent)) throw new InvalidOptionError(`user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`);
   return c;

@@ -2,10 +2,12 @@ import type { RocksPort, RocksWrite } from './rocks.js';
 import type { Codec, KeyValueStore } from './state-store.js';
 import type { ChangeloggedStore } from './store-builder.js';
 
+/** A write waiting for the commit; encoded once, at the commit, however often it was overwritten. */
 interface Pending<V> {
   key: Buffer;
-  value: Buffer | null;
+  deleted: boolean;
   decoded: V | undefined;
+  encoded: Buffer | undefined;
 }
 
 const CHECKPOINT_PREFIX = Buffer.from('\u0000checkpoint\u0000');
@@ -14,6 +16,9 @@ const CHECKPOINT_PREFIX = Buffer.from('\u0000checkpoint\u0000');
  * A KeyValueStore in a task's RocksDB under the prefix `s\0<name>\0`. Writes wait in memory
  * until the runtime commits them (after the changelog is durable), so local state never runs
  * ahead of the changelog; the checkpoint key records how far it has been applied.
+ *
+ * Ownership: a value read back while its write is pending is the very object that was put; the
+ * store encodes it at commit time, so put it back after changing it (the frontier always does).
  */
 export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, ChangeloggedStore {
   private readonly prefix: Buffer;
@@ -35,22 +40,42 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   get(key: K): V | undefined {
     const raw = this.keyCodec.encode(key);
     const p = this.pending.get(raw.toString('latin1'));
-    if (p) {
-      if (p.value === null) return undefined;
-      return (p.decoded ??= this.valueCodec.decode(p.value));
-    }
+    if (p) return p.deleted ? undefined : p.decoded;
     const stored = this.db.get(Buffer.concat([this.prefix, raw]));
     return stored === undefined ? undefined : this.valueCodec.decode(stored);
   }
 
+  getMany(keys: readonly K[]): (V | undefined)[] {
+    const out: (V | undefined)[] = new Array(keys.length);
+    const misses: Buffer[] = [];
+    const missAt: number[] = [];
+    const checkPending = this.pending.size > 0;
+    for (let i = 0; i < keys.length; i++) {
+      const raw = this.keyCodec.encode(keys[i]!);
+      const p = checkPending ? this.pending.get(raw.toString('latin1')) : undefined;
+      if (p) {
+        out[i] = p.deleted ? undefined : p.decoded;
+        continue;
+      }
+      misses.push(Buffer.concat([this.prefix, raw]));
+      missAt.push(i);
+    }
+    const stored = this.db.getMany(misses);
+    for (let j = 0; j < stored.length; j++) {
+      const raw = stored[j];
+      out[missAt[j]!] = raw === undefined ? undefined : this.valueCodec.decode(raw);
+    }
+    return out;
+  }
+
   put(key: K, value: V): void {
     const raw = this.keyCodec.encode(key);
-    this.pending.set(raw.toString('latin1'), { key: raw, value: this.valueCodec.encode(value), decoded: value });
+    this.pending.set(raw.toString('latin1'), { key: raw, deleted: false, decoded: value, encoded: undefined });
   }
 
   delete(key: K): void {
     const raw = this.keyCodec.encode(key);
-    this.pending.set(raw.toString('latin1'), { key: raw, value: null, decoded: undefined });
+    this.pending.set(raw.toString('latin1'), { key: raw, deleted: true, decoded: undefined, encoded: undefined });
   }
 
   *range(gte: K, lt: K): IterableIterator<[K, V]> {
@@ -64,28 +89,36 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
       const key = fullKey.subarray(this.prefix.length);
       while (i < overlay.length && Buffer.compare(overlay[i]!.key, key) < 0) {
         const p = overlay[i++]!;
-        if (p.value !== null) yield [this.keyCodec.decode(p.key), this.valueCodec.decode(p.value)];
+        if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
       }
       if (i < overlay.length && Buffer.compare(overlay[i]!.key, key) === 0) {
         const p = overlay[i++]!;
-        if (p.value !== null) yield [this.keyCodec.decode(p.key), this.valueCodec.decode(p.value)];
+        if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
         continue;
       }
       yield [this.keyCodec.decode(key), this.valueCodec.decode(value)];
     }
     for (; i < overlay.length; i++) {
       const p = overlay[i]!;
-      if (p.value !== null) yield [this.keyCodec.decode(p.key), this.valueCodec.decode(p.value)];
+      if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
     }
   }
 
+  private encoded(p: Pending<V>): Buffer | null {
+    return p.deleted ? null : (p.encoded ??= this.valueCodec.encode(p.decoded as V));
+  }
+
   pendingChanges(): { key: Buffer; value: Buffer | null }[] {
-    return [...this.pending.values()].map((p) => ({ key: p.key, value: p.value }));
+    return [...this.pending.values()].map((p) => ({ key: p.key, value: this.encoded(p) }));
+  }
+
+  pendingCount(): number {
+    return this.pending.size;
   }
 
   applyCommitted(nextOffset: number): void {
     const batch: RocksWrite[] = [];
-    for (const p of this.pending.values()) batch.push({ key: Buffer.concat([this.prefix, p.key]), value: p.value });
+    for (const p of this.pending.values()) batch.push({ key: Buffer.concat([this.prefix, p.key]), value: this.encoded(p) });
     batch.push({ key: this.checkpointKey, value: offsetBytes(nextOffset) });
     // no fsync: the changelog is the durable copy; a lost tail is replayed from the checkpoint
     this.db.write(batch);

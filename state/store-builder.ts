@@ -27,6 +27,8 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
 export interface ChangeloggedStore extends StateStore {
   /** Writes since the last commit, last write per key; `value: null` is a delete. */
   pendingChanges(): { key: Buffer; value: Buffer | null }[];
+  /** How many keys have pending writes; cheap. */
+  pendingCount(): number;
   /** Makes the pending writes durable locally, recording that the changelog is applied up to `nextOffset`. */
   applyCommitted(nextOffset: number): void;
   /** Drops the pending writes (the commit failed or the task is abandoned). */

@@ -1,6 +1,6 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import type { ControlCommand, FetchRequest, FetchResult, HostState, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
+import type { ControlCommand, FetchRequest, FetchResult, HostState, Lease, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
 import { TOPICS } from '../../topology/topics.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { isFinalOutcome } from '../outcome.js';
@@ -14,6 +14,7 @@ import { applyPageOutcome, applyRobotsOutcome, isConnectionError } from './outco
 import { requiredGap, RobotsCache } from './politeness.js';
 import { SitePolicy } from './site-policy.js';
 import { trapCheck } from './url-rules.js';
+import { SeenSet } from '../../state/seen-set.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
 
@@ -37,7 +38,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private meta!: MetaStore;
   private front!: FrontQueues;
   private sites!: SitePolicy;
+  private seenSet!: SeenSet;
   private readonly heap = new HostHeap();
+  /** Decoded states of active hosts: the hot set stays off RocksDB (written through on every put). */
+  private readonly hostCache = new Map<string, HostState>();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
   /** Hosts with URLs in their back queue or a lease out: the active slots in use. */
   private readonly active = new Set<string>();
@@ -62,6 +66,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.hosts = context.getStateStore(HOSTS_STORE);
     this.queue = context.getStateStore(QUEUE_STORE);
     this.seen = context.getStateStore(SEEN_STORE);
+    this.seenSet = new SeenSet(this.seen, { expectedCount: this.config.seenExpectedUrls, falsePositiveRate: this.config.seenFalsePositiveRate });
+    this.seenSet.init();
     this.meta = context.getStateStore(META_STORE);
     this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
     this.front = new FrontQueues(context.getStateStore<FrontStore>(FRONT_STORE), (k) => readNumber(this.meta.get(k)), (k, v) => this.meta.put(k, numberBytes(v)));
@@ -105,6 +111,19 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.reportGauges();
   }
 
+  private getHost(host: string): HostState | undefined {
+    const cached = this.hostCache.get(host);
+    if (cached) return cached;
+    const state = this.hosts.get(host);
+    if (state && this.active.has(host)) this.hostCache.set(host, state);
+    return state;
+  }
+
+  private putHost(host: string, state: HostState): void {
+    this.hosts.put(host, state);
+    if (this.active.has(host)) this.hostCache.set(host, state);
+  }
+
   /**
    * Idle when nothing is in flight or in the front queues and every queued URL waits on a parked
    * host or a paused site (those resume later; they are not lost).
@@ -117,7 +136,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private waitingQueued(): number {
     let n = 0;
     const count = (host: string) => {
-      const s = this.hosts.get(host);
+      const s = this.getHost(host);
       if (s) n += s.tailSeq - s.headSeq;
     };
     for (const host of this.parked) count(host);
@@ -130,18 +149,20 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const m = this.ctx.metrics;
     const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
     this.sites.noteInlink(batch.site, fromSite);
+    const candidates: { url: string; depth: number; redirectHops: number }[] = [];
     for (const link of batch.links) {
       const reason = trapCheck(link.url, link.redirectHops, this.config);
-      if (reason) {
-        m.inc('urls_dropped', 1, reason);
-        continue;
-      }
-      const fp = fingerprintBytes(link.url);
-      if (this.seen.get(fp) !== undefined) {
+      if (reason) m.inc('urls_dropped', 1, reason);
+      else candidates.push(link);
+    }
+    // one batched seen-set check: the Bloom answers "new" alone, every "maybe seen" is confirmed
+    const fresh = this.seenSet.admit(candidates.map((l) => fingerprintBytes(l.url)));
+    for (let i = 0; i < candidates.length; i++) {
+      const link = candidates[i]!;
+      if (!fresh[i]) {
         m.inc('urls_seen');
         continue;
       }
-      this.seen.put(fp, EMPTY);
       const site = siteOf(link.url);
       const verdict = this.sites.admit(site);
       if (verdict !== 'admit') {
@@ -172,14 +193,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   }
 
   private appendBack(e: { url: string; host: string; origin: string; site: string; depth: number; redirectHops: number; discoveredAt: number }): void {
-    const state = this.hosts.get(e.host) ?? newHost(e.host, e.origin, e.site);
+    const state = this.getHost(e.host) ?? newHost(e.host, e.origin, e.site);
     const entry: QueueEntry = { url: e.url, depth: e.depth, redirectHops: e.redirectHops, attempts: 0, discoveredAt: e.discoveredAt };
     this.queue.put({ host: e.host, seq: state.tailSeq }, entry);
     const wasEmpty = state.tailSeq === state.headSeq;
     state.tailSeq++;
     this.backQueued++;
-    this.hosts.put(e.host, state);
     this.active.add(e.host);
+    this.putHost(e.host, state);
     if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
@@ -197,7 +218,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const top = this.heap.peekTime();
       if (top === undefined || top > horizon) break;
       const { host } = this.heap.pop()!;
-      const state = this.hosts.get(host);
+      const state = this.getHost(host);
       if (!state || state.lease || state.tailSeq === state.headSeq) continue;
       const due = this.eligibleAt(state);
       if (due > horizon) {
@@ -246,7 +267,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       state.headSeq++;
       this.backQueued--;
     }
-    this.hosts.put(state.host, state);
+    this.putHost(state.host, state);
     this.deactivate(state);
     return undefined;
   }
@@ -257,7 +278,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? 'PAGE' : 'ROBOTS';
     state.lease = { leaseId, url: entry.url, kind, depth: entry.depth, redirectHops: entry.redirectHops, attempts: entry.attempts, issuedAt: now, expiresAt, fromQueue };
-    this.hosts.put(state.host, state);
+    this.putHost(state.host, state);
     this.leases.set(leaseId, { host: state.host, expiresAt });
     const request: FetchRequest = {
       leaseId, ownerEpoch: this.epoch, url: entry.url, host: state.host, site: state.site, kind,
@@ -271,7 +292,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** Applies a fetch result to its lease; results for unknown or replaced leases are ignored. */
   private complete(result: FetchResult): void {
     const now = this.ctx.currentTimeMs();
-    const state = this.hosts.get(result.host);
+    const state = this.getHost(result.host);
     if (!state || !state.lease || state.lease.leaseId !== result.leaseId) {
       this.ctx.metrics.inc('results_ignored');
       return;
@@ -304,17 +325,18 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (state.robotsState === 'UNAVAILABLE') this.parked.add(state.host);
       else if (state.parkedUntil === 0) this.parked.delete(state.host);
     } else if (lease.fromQueue) {
-      this.applyPage(state, result, now);
+      this.applyPage(state, lease, result, now);
     }
-    this.hosts.put(state.host, state);
+    this.putHost(state.host, state);
     if (state.tailSeq > state.headSeq) this.heap.push(state.host, this.eligibleAt(state));
     else this.deactivate(state);
   }
 
-  private applyPage(state: HostState, result: FetchResult, now: number): void {
+  private applyPage(state: HostState, lease: Lease, result: FetchResult, now: number): void {
     const m = this.ctx.metrics;
     const key = { host: state.host, seq: state.headSeq };
-    const entry = this.queue.get(key);
+    // the lease carries the head entry: no store read on the hot path
+    const entry: QueueEntry | undefined = state.tailSeq > state.headSeq ? { url: lease.url, depth: lease.depth, redirectHops: lease.redirectHops, attempts: lease.attempts, discoveredAt: lease.issuedAt } : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);
     if (backoff !== undefined) m.inc('backoffs', 1, String(result.status));
     if (!entry) return;
@@ -338,6 +360,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private deactivate(state: HostState): void {
     if (state.lease || state.tailSeq > state.headSeq) return;
     this.active.delete(state.host);
+    this.hostCache.delete(state.host);
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
     this.refill();
@@ -348,7 +371,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const n = state.tailSeq - state.headSeq;
     this.backQueued -= n;
     state.headSeq = state.tailSeq;
-    this.hosts.put(state.host, state);
+    this.putHost(state.host, state);
     this.ctx.metrics.inc('urls_dropped', n, reason);
     this.deactivate(state);
   }
@@ -367,7 +390,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private expireLeases(now: number): void {
     for (const [leaseId, { host, expiresAt }] of this.leases) {
       if (expiresAt > now) continue;
-      const state = this.hosts.get(host);
+      const state = this.getHost(host);
       if (!state || !state.lease || state.lease.leaseId !== leaseId) {
         this.leases.delete(leaseId);
         continue;
@@ -391,10 +414,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     g('frontier_hosts_waiting', this.heap.size);
     g('frontier_parked_hosts', this.parked.size);
     g('frontier_parked_urls', this.waitingQueued());
+    this.seenSet.reportMetrics(this.ctx.metrics, owner);
   }
 }
-
-const EMPTY = Buffer.alloc(0);
 
 function newHost(host: string, origin: string, site: string): HostState {
   return {

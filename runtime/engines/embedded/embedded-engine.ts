@@ -254,7 +254,7 @@ export class EmbeddedEngine implements Engine {
     if (this.outputs.size > 0) return false;
     for (const t of this.tasks) {
       if (!t.runner.caughtUp() || !t.task.isIdle()) return false;
-      for (const { store } of t.changelogged) if (store.pendingChanges().length > 0) return false;
+      for (const { store } of t.changelogged) if (store.pendingCount() > 0) return false;
     }
     return true;
   }

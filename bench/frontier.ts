@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Metrics } from '../runtime/metrics.js';
+import { buildSerdes } from '../runtime/serdes.js';
+import { StreamTask } from '../runtime/task.js';
+import type { ConsumedRawRecord } from '../runtime/record.js';
+import { validateCrawlConfig } from '../processors/crawl-config.js';
+import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
+import { openRocks } from '../state/rocks.js';
+import { isChangelogged } from '../state/store-builder.js';
+import type { StateStore } from '../state/state-store.js';
+import type { SchemaRegistry } from '../schemas/index.js';
+import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
+import { figure, machineLine } from './machine.js';
+
+// The frontier task alone, on real RocksDB stores, fed serialized records as the engine would:
+// admit (seen-set, budgets, front queues) and dispatch (leases) rates on one core, and RSS with
+// N URLs queued. Changelog appends are the engine's cost, measured by bench/store.ts.
+const N = Number(process.argv[2] ?? 10_000_000);
+const HOSTS = Number(process.argv[3] ?? 100_000);
+const LINKS_PER_BATCH = 100;
+
+class MemoryRegistry implements SchemaRegistry {
+  private readonly schemas: string[] = [];
+  async register(_subject: string, text: string): Promise<number> {
+    const i = this.schemas.indexOf(text);
+    return i >= 0 ? i + 1 : this.schemas.push(text);
+  }
+  async schemaById(id: number): Promise<string> {
+    return this.schemas[id - 1]!;
+  }
+}
+
+console.log(machineLine());
+const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-frontier-'));
+try {
+  const config = validateCrawlConfig({ sitePageBudget: 1_000_000, activeHostSlots: HOSTS, ipConcurrency: 1_000_000, ipGapMs: 0 });
+  const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc') });
+  const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
+  const serdes = await buildSerdes(topology, new MemoryRegistry());
+  const db = await openRocks(join(dir, 'rocks'));
+  const stores = new Map<string, StateStore>();
+  for (const b of sub.stores) stores.set(b.name, b.build({ taskId: { subtopology: sub.id, partition: 0 }, db, dir }));
+  let clock = 1_000_000;
+  const requests: FetchRequest[] = [];
+  const task = new StreamTask({ subtopology: sub.id, partition: 0 }, sub, topology, {
+    send: (topic, _p, _k, value) => {
+      if (topic === TOPICS.fetchRequests && value) requests.push(serdes.value(topic).deserialize(value) as FetchRequest);
+    },
+  }, stores, serdes, new Metrics(), () => clock);
+  task.init();
+  let offset = 0;
+  const feed = (topic: string, key: string, value: unknown) => {
+    const raw: ConsumedRawRecord = { topic, partition: 0, offset: offset++, timestamp: clock, key: Buffer.from(key), value: serdes.value(topic).serialize(value) };
+    task.process(raw);
+  };
+  const commit = () => {
+    for (const s of stores.values()) if (isChangelogged(s)) s.applyCommitted(0);
+  };
+
+  // admit: N new URLs spread over HOSTS hosts of HOSTS sites, 100 links per record
+  let t = performance.now();
+  let cpu = process.cpuUsage();
+  for (let i = 0; i < N; i += LINKS_PER_BATCH) {
+    const h = (i / LINKS_PER_BATCH) % HOSTS;
+    const site = `site${h}.example`;
+    const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
+    for (let j = 0; j < LINKS_PER_BATCH; j++) batch.links.push({ url: `https://www.${site}/p/${i + j}`, depth: 2, redirectHops: 0 });
+    feed(TOPICS.links, site, batch);
+    if (i % 20_000 === 0) commit();
+  }
+  commit();
+  let s = (performance.now() - t) / 1000;
+  let used = process.cpuUsage(cpu);
+  figure(`admit ${N.toLocaleString('en-US')} new links over ${HOSTS.toLocaleString('en-US')} hosts`, N / s, 'links/s');
+  figure('admit CPU', N / ((used.user + used.system) / 1e6), 'links/CPU-s');
+  if (global.gc) global.gc();
+  figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, process.memoryUsage().rss / 2 ** 20, 'MiB');
+
+  // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
+  const DISPATCHES = Math.min(N, 1_000_000);
+  let dispatched = 0;
+  t = performance.now();
+  cpu = process.cpuUsage();
+  while (dispatched < DISPATCHES) {
+    clock += 60_000;
+    await Promise.all(task.punctuate(clock));
+    if (requests.length === 0) break;
+    for (const r of requests.splice(0)) {
+      dispatched++;
+      const result: FetchResult = {
+        leaseId: r.leaseId, ownerEpoch: r.ownerEpoch, url: r.url, host: r.host, site: r.site, kind: r.kind, status: r.kind === 'ROBOTS' ? 404 : 200,
+        startedAt: clock, durationMs: 50, errorCode: null, errorMessage: null, retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: '192.0.2.1',
+      };
+      feed(TOPICS.fetchResults, r.site, result);
+    }
+    commit();
+  }
+  s = (performance.now() - t) / 1000;
+  used = process.cpuUsage(cpu);
+  figure(`dispatch + complete ${dispatched.toLocaleString('en-US')} leases`, dispatched / s, 'URLs/s');
+  figure('dispatch CPU', dispatched / ((used.user + used.system) / 1e6), 'URLs/CPU-s');
+  figure('RSS after dispatch', process.memoryUsage().rss / 2 ** 20, 'MiB');
+  await task.close();
+  await db.close();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
