@@ -76,7 +76,11 @@ try {
   figure(`admit ${N.toLocaleString('en-US')} new links over ${HOSTS.toLocaleString('en-US')} hosts`, N / s, 'links/s');
   figure('admit CPU', N / ((used.user + used.system) / 1e6), 'links/CPU-s');
   if (global.gc) global.gc();
-  figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, process.memoryUsage().rss / 2 ** 20, 'MiB');
+  if (process.env.HEAPSNAP) (await import('node:v8')).writeHeapSnapshot(process.env.HEAPSNAP);
+  const mem = process.memoryUsage();
+  figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, mem.rss / 2 ** 20, 'MiB');
+  figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
+  figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
 
   // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
   const DISPATCHES = Math.min(N, 1_000_000);

@@ -25,6 +25,7 @@ export interface RocksPort {
 }
 
 type Binding = RocksLevel & {
+  detachResource(resource: unknown): void;
   _getManySync(keys: Buffer[], options: object): (Buffer | undefined)[];
   _iterator(options: object): { _nextvSync(size: number, options: object): { rows: Buffer[]; finished: boolean }; _closeSync(): void };
 };
@@ -72,6 +73,9 @@ class NxteditionRocks implements RocksPort {
       throw storeError('write', this.path, err);
     } finally {
       b._closeSync?.();
+      // the binding's private close skips abstract-level's bookkeeping: without this every batch
+      // (and the buffers it references) stays reachable from the db for ever
+      this.db.detachResource(b);
     }
   }
 
@@ -85,6 +89,7 @@ class NxteditionRocks implements RocksPort {
       }
     } finally {
       it._closeSync();
+      this.db.detachResource(it);
     }
   }
 
@@ -103,6 +108,7 @@ class NxteditionRocks implements RocksPort {
       throw err instanceof CrawlError ? err : storeError('deleteRange', this.path, err);
     } finally {
       it._closeSync();
+      this.db.detachResource(it);
     }
   }
 
