@@ -205,3 +205,24 @@ test('a stored frame that cannot be decoded comes back with the x-crawlstream-co
       await log.close();
     }
   }));
+
+test('a partition emptied by retention keeps its end offset across a reopen, so consumers see new records', () =>
+  withDir(async (dir) => {
+    let log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.commit([{ topic: 't', partition: 0, records: [rec('a', '1'), rec('b', '2'), rec('c', '3')] }], [{ group: 'g', topic: 't', partition: 0, offset: 3 }]);
+    log.truncateBefore('t', 0, 3);
+    assert.deepEqual(summary(log, 't', 0), []);
+    await log.close();
+    log = await EmbeddedLog.open(dir);
+    try {
+      log.ensureTopic('t', 1);
+      assert.equal(log.endOffset('t', 0), 3, 'the end offset went back after every record was deleted');
+      assert.equal(log.startOffset('t', 0), 3);
+      log.commit([{ topic: 't', partition: 0, records: [rec('d', '4')] }], []);
+      // the consumer's committed position is 3: the new record must be at 3, not at 0
+      assert.deepEqual(summary(log, 't', 0, log.committedPosition('g', 't', 0)), ['3:d=4']);
+    } finally {
+      await log.close();
+    }
+  }));

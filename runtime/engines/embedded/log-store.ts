@@ -52,8 +52,10 @@ export class EmbeddedLog {
       const tp = tpKey(topic, p);
       const prefix = recordPrefix(topic, p);
       const upper = recordPrefix(topic, p + 1);
-      let end = 0;
-      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 })) end = Number(k.readBigUInt64BE(k.length - 8)) + 1;
+      // the stored end survives retention deleting every record of the partition
+      const storedEnd = this.db.get(endKey(topic, p));
+      let end = storedEnd === undefined ? 0 : Number(storedEnd.readBigUInt64BE(0));
+      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 })) end = Math.max(end, Number(k.readBigUInt64BE(k.length - 8)) + 1);
       let start = end;
       for (const [k] of this.db.iterate(prefix, upper, { limit: 1 })) start = Number(k.readBigUInt64BE(k.length - 8));
       this.ends.set(tp, end);
@@ -115,6 +117,12 @@ export class EmbeddedLog {
       for (const r of a.records) batch.push({ key: recordKey(a.topic, a.partition, next++), value: encodeRecord(r) });
       nextEnds.set(tp, next);
     }
+    for (const [tp, end] of nextEnds) {
+      const [topic, partition] = tp.split('\u0000') as [string, string];
+      const b = Buffer.allocUnsafe(8);
+      b.writeBigUInt64BE(BigInt(end));
+      batch.push({ key: endKey(topic, Number(partition)), value: b });
+    }
     for (const p of positions) {
       const b = Buffer.allocUnsafe(8);
       b.writeBigUInt64BE(BigInt(p.offset));
@@ -165,6 +173,10 @@ function recordKey(topic: string, partition: number, offset: number): Buffer {
   p.copy(b);
   b.writeBigUInt64BE(BigInt(offset), p.length);
   return b;
+}
+
+function endKey(topic: string, partition: number): Buffer {
+  return Buffer.from(`e\u0000${topic}\u0000${partition}`);
 }
 
 function positionKey(group: string, topic: string, partition: number): Buffer {
