@@ -40,6 +40,9 @@ export type CrawlErrorCode =
   | 'CS_SCHEMA'
   | 'CS_STORE'
   | 'CS_DISK_FULL'
+  // Kafka engine: a newer producer owns this task's transactional id / any other client failure
+  | 'CS_FENCED'
+  | 'CS_KAFKA'
   | 'CS_INTERNAL';
 
 export function isCrawlError(err: unknown): err is CrawlError {

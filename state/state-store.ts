@@ -22,6 +22,11 @@ export interface Codec<T> {
  */
 export interface KeyValueStore<K, V> extends StateStore {
   get(key: K): V | undefined;
+  /**
+   * The values of `keys`, in order, as `get` would return them one by one (this task's
+   * uncommitted writes included), but looked up in one batched read of the committed state.
+   */
+  getMany(keys: readonly K[]): (V | undefined)[];
   put(key: K, value: V): void;
   delete(key: K): void;
   /** Entries with gte <= key < lt in key order (encoded-byte order), uncommitted writes included. */

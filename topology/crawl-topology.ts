@@ -7,6 +7,7 @@ import { FrontierProcessor, FETCH_REQUESTS_SINK } from '../processors/frontier/f
 import { frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE } from '../processors/frontier/frontier-stores.js';
 import { LINKS_SINK, PAGE_RECORDS_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
 import { warcStore } from '../processors/parser/warc-store.js';
+import { dedupeStores } from '../processors/parser/dedupe.js';
 import { keyValueStore } from '../state/store-builder.js';
 import { bufferCodec } from '../state/state-store.js';
 
@@ -63,6 +64,8 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   t.addSink(LINKS_SINK, TOPICS.links, 'parser');
   t.addStateStore(keyValueStore(RECORDED_STORE, bufferCodec, bufferCodec), 'parser');
   t.addStateStore(warcStore(warcDir, config.warcMaxFileBytes), 'parser');
+  // duplicates are found within a parser partition (one site's pages): see docs/SCHEMAS.md
+  for (const store of dedupeStores()) t.addStateStore(store, 'parser');
   return t;
 }
 

@@ -86,3 +86,49 @@ function inflateEither(input: Buffer, options: zlib.ZlibOptions): Buffer {
     return zlib.inflateRawSync(input, options);
   }
 }
+
+/**
+ * Whether `raw`, undone per its Content-Encoding, is larger than `maxDecodedBytes`: the bomb test,
+ * made without keeping any decoded byte (streamed and counted, stopped at the cap), so a 1 GB bomb
+ * costs the time to inflate `maxDecodedBytes` and a few KB of memory. Corrupt, cut-short or
+ * unknown codings answer false (the parser reports those); identity answers false. Never rejects.
+ */
+export function decodedSizeExceeds(raw: Buffer, contentEncoding: string | undefined, maxDecodedBytes: number): Promise<boolean> {
+  const codings = (contentEncoding ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  if (codings.length === 0 || codings.length > MAX_CODINGS || codings.some((c) => DECODERS[c] === undefined)) return Promise.resolve(false);
+  const stages = codings.reverse().map((c, i) => decoderStream(c, i === 0 ? raw : undefined));
+  return new Promise((resolve) => {
+    let total = 0;
+    let settled = false;
+    const finish = (exceeded: boolean): void => {
+      if (settled) return;
+      settled = true;
+      for (const s of stages) s.destroy();
+      resolve(exceeded);
+    };
+    for (let i = 0; i < stages.length; i++) {
+      stages[i]!.on('error', () => finish(false));
+      if (i + 1 < stages.length) stages[i]!.pipe(stages[i + 1]!);
+    }
+    const last = stages[stages.length - 1]!;
+    last.on('data', (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > maxDecodedBytes) finish(true);
+    });
+    last.on('end', () => finish(false));
+    stages[0]!.end(raw);
+  });
+}
+
+function decoderStream(coding: string, firstInput: Buffer | undefined): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
+  if (coding === 'br') return zlib.createBrotliDecompress();
+  if (coding === 'deflate') {
+    // a zlib header is CMF/FLG with method 8 and a multiple of 31; otherwise the stream is raw deflate
+    const zlibWrapped = firstInput === undefined || firstInput.length < 2 || ((firstInput[0]! & 0x0f) === 8 && ((firstInput[0]! << 8) | firstInput[1]!) % 31 === 0);
+    return zlibWrapped ? zlib.createInflate() : zlib.createInflateRaw();
+  }
+  return zlib.createGunzip();
+}

@@ -48,7 +48,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   async process(record: StreamRecord<string, FetchRequest>): Promise<void> {
     const req = record.value;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
-    // timers may fire a millisecond early; never start before notBefore on the wall clock
+    // (looped: timers may fire a millisecond early)
     for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now()) await sleep(early);
     const now = Date.now();
     if (now > req.notAfter) {
@@ -67,11 +67,13 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.ctx.metrics.inc('fetches', 1, req.kind);
     let robotsBody: string | null = null;
     try {
-      if (outcome.errorCode === undefined && outcome.status >= 200 && outcome.status < 300) {
+      // a body cut at the cap is still checked: a bomb is the more telling verdict than its size
+      const complete = outcome.errorCode === undefined || outcome.errorCode === 'CS_TOO_LARGE';
+      if (complete && outcome.status >= 200 && outcome.status < 300) {
         if (await decodedSizeExceeds(outcome.body, outcome.headers['content-encoding'], this.config.maxDecodedBytes)) {
           outcome.errorCode = 'CS_BOMB';
           outcome.errorMessage = `${outcome.headers['content-encoding']} body of ${outcome.body.length} bytes decodes to more than ${this.config.maxDecodedBytes} bytes`;
-        } else if (req.kind === 'ROBOTS') {
+        } else if (req.kind === 'ROBOTS' && outcome.errorCode === undefined) {
           const decoded = decodeBody(outcome.body, outcome.headers['content-encoding'], this.config.maxDecodedBytes);
           robotsBody = decoded.body.subarray(0, ROBOTS_MAX_BYTES).toString('utf8');
         }

@@ -40,7 +40,7 @@ export interface FetchOutcome {
   remoteAddress?: string;
   errorCode?: CrawlErrorCode;
   errorMessage?: string;
-  /** For a 3xx with Location: absolute, resolved against `url`. Never followed. */
+  /** For a 301/302/303/307/308 with Location: absolute, resolved against `url`. Never followed. */
   redirectTarget?: string;
   /** Retry-After (delta-seconds or HTTP-date) as milliseconds from now. */
   retryAfterMs?: number;
@@ -187,6 +187,18 @@ export class HttpClient {
     }
   }
 
+  /**
+   * The request head `fetch(url, headers)` sends, as HTTP/1.1 text ending in an empty line, for
+   * the WARC request record. A URL that cannot be fetched gets its bare request line.
+   */
+  requestHead(url: string, headers: Record<string, string> = {}): string {
+    const target = parseTarget(url);
+    if (typeof target === 'string') return `GET ${url.replace(/[\r\n]/g, '')} HTTP/1.1\r\n\r\n`;
+    const lines = [`GET ${target.path} HTTP/1.1`, `host: ${new URL(target.origin).host}`];
+    for (const [name, value] of Object.entries(this.requestHeaders(headers))) lines.push(`${name}: ${value}`);
+    return `${lines.join('\r\n')}\r\n\r\n`;
+  }
+
   /** Closes idle connections and waits for fetches in flight. */
   async close(): Promise<void> {
     await this.agent.close();
@@ -268,10 +280,13 @@ function flattenHeaders(raw: Record<string, string | string[] | undefined>): Rec
   return flat;
 }
 
+/** Statuses whose Location is a redirect to follow (as a new link); 304 and 300 are not. */
+const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
+
 /** Adds redirectTarget and retryAfterMs from the response headers. */
 function annotate(outcome: FetchOutcome, base: string, now: number): void {
   const location = outcome.headers['location'];
-  if (outcome.status >= 300 && outcome.status < 400 && location !== undefined) {
+  if (REDIRECT_STATUS.has(outcome.status) && location !== undefined) {
     try {
       outcome.redirectTarget = new URL(location, base).href;
     } catch {
@@ -306,7 +321,7 @@ function classifyError(err: unknown): { code: CrawlErrorCode; message: string } 
     if (TIMEOUT_CODES.has(code)) return { code: 'CS_TIMEOUT', message };
     if (isTlsError(e, code)) return { code: 'CS_TLS', message };
     if (CONNECT_CODES.has(code)) return { code: 'CS_CONNECT', message };
-    if (code.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW') return { code: 'CS_HTTP', message };
+    if (code.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW' || e.name === 'HTTPParserError') return { code: 'CS_HTTP', message };
   }
   // checked after the whole chain: undici wraps TLS and refusal causes in generic socket errors
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {

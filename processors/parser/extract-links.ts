@@ -264,8 +264,11 @@ function hasToken(list: string | undefined, token: string): boolean {
   return list.toLowerCase().split(/\s+/).includes(token);
 }
 
+// whitespace runs other than a lone space: a lone space, by far the most common, is left alone
+const NOT_A_LONE_SPACE = /[^\S ]\s*| \s+/g;
+
 function collapse(s: string): string {
-  return s.replace(/\s+/g, ' ').trim();
+  return s.replace(NOT_A_LONE_SPACE, ' ').trim();
 }
 
 /**
@@ -300,7 +303,7 @@ class TextCollector {
   }
 
   private compact(): void {
-    const text = this.parts.join('').replace(/\s+/g, ' ').trimStart();
+    const text = this.parts.join('').replace(NOT_A_LONE_SPACE, ' ').trimStart();
     this.parts = [text];
     this.rawLength = text.length;
     if (text.length > this.cap) this.full = true;

@@ -9,6 +9,9 @@ import { decodeBody } from '../fetcher/decode.js';
 import { extractLinks } from './extract-links.js';
 import { fingerprint64 } from './fingerprint.js';
 import { normalizeUrl, siteOf } from './normalize.js';
+import { DIGESTS_STORE, Deduplicator, SIMHASH_STORE, type CopyVerdict } from './dedupe.js';
+import { simhash64 } from './simhash.js';
+import { sha1Digest } from './warc-records.js';
 import { WARC_STORE, type WarcStore } from './warc-store.js';
 import type { WarcLocation } from './warc-writer.js';
 
@@ -19,12 +22,21 @@ export const LINKS_SINK = 'links-sink';
 /**
  * Turns each fetch into WARC records and, for a URL's final outcome, exactly one page record plus
  * its outlinks grouped per target site. A repeated fetch of a URL already recorded (a lease redone
- * after a crash) is archived but publishes nothing.
+ * after a crash) is archived but publishes nothing. Every fetched record is archived — request +
+ * response, or a metadata record when no response came (incl. leases dropped as CS_LEASE_EXPIRED) —
+ * but only PAGE kinds publish: ROBOTS fetches and expired leases are archive-only.
+ *
+ * Duplicates (per partition, see docs/SCHEMAS.md): a final 2xx body whose payload digest was
+ * archived before is written as a WARC revisit (identical-payload-digest) instead of a response;
+ * an HTML page whose SimHash is within 3 bits of an indexed original keeps its response record.
+ * Either way the page record names the original in `duplicateOf` and the copy's links are not
+ * published.
  */
 export class ParserProcessor implements Processor<string, FetchedPage, string, PageRecord | LinkBatch> {
   private ctx!: ProcessorContext<string, PageRecord | LinkBatch>;
   private warc!: WarcStore;
   private recorded!: KeyValueStore<Buffer, Buffer>;
+  private dedupe!: Deduplicator;
 
   constructor(private readonly config: CrawlConfig) {}
 
@@ -32,12 +44,20 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
     this.ctx = context;
     this.warc = context.getStateStore(WARC_STORE);
     this.recorded = context.getStateStore(RECORDED_STORE);
+    this.dedupe = new Deduplicator(context.getStateStore(DIGESTS_STORE), context.getStateStore(SIMHASH_STORE));
   }
 
   process(record: StreamRecord<string, FetchedPage>): void {
     const page = record.value;
     const m = this.ctx.metrics;
-    const { location, payloadDigest } = this.archive(page);
+    const dedupable = this.isDedupable(page);
+    const digest = dedupable ? sha1Digest(page.body) : null;
+    // a payload archived before becomes a revisit record, not a second copy of the bytes
+    const exact = digest !== null ? this.dedupe.exactCopy(digest) : undefined;
+    const { location, payloadDigest } = exact ? this.archiveRevisit(page, digest!, exact) : this.archive(page);
+    m.inc('warc_archived', 1, page.kind);
+    // robots.txt is read by the frontier, and a lease dropped unfetched says nothing about its URL
+    if (page.kind === 'ROBOTS' || page.errorCode === 'CS_LEASE_EXPIRED') return;
     if (!isFinalOutcome(page.status, page.errorCode, page.attempt, this.config.maxAttempts)) {
       m.inc('parser_transient_outcomes');
       return;
@@ -55,7 +75,14 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
     const outlinks: Link[] = [];
     let canonicalUrl: string | null = null;
     let errorCode = page.errorCode;
-    if (page.status >= 200 && page.status < 300 && isHtml(contentType, page.body)) {
+    let simhash: Buffer | undefined = exact?.of.simhash ? Buffer.from(exact.of.simhash, 'hex') : undefined;
+    let near: CopyVerdict | undefined;
+    if (exact) {
+      // an alias of a page already parsed: nothing to extract, its links are not followed again
+    } else if (
+      // a bomb (flagged by the fetcher) is archived as received but never inflated here
+      page.status >= 200 && page.status < 300 && page.errorCode !== 'CS_BOMB' && isHtml(contentType, page.body)
+    ) {
       const decoded = decodeBody(page.body, headers.get('content-encoding'), this.config.maxDecodedBytes);
       if (decoded.errorCode) {
         errorCode = decoded.errorCode;
@@ -63,7 +90,10 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
       } else {
         const extracted = extractLinks(decoded.body.toString('utf8'), page.url, { maxLinks: this.config.maxOutlinksPerPage });
         canonicalUrl = extracted.canonical ?? null;
-        if (!extracted.nofollow) {
+        simhash = simhash64(extracted.text);
+        if (dedupable && simhash !== undefined) near = this.dedupe.nearCopy(simhash, page.url);
+        // a near-duplicate keeps its response record, but its links are the original's: not followed again
+        if (!extracted.nofollow && near === undefined) {
           for (const l of extracted.links) if (!l.nofollow && l.kind !== 'canonical') outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
         }
         m.inc('links_extracted', outlinks.length);
@@ -74,9 +104,17 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
       if (target.ok) outlinks.push({ url: target.url, depth: page.depth, redirectHops: page.redirectHops + 1 });
     }
 
+    const copy = exact ?? near;
+    const duplicateOf = copy !== undefined && copy.original !== page.url ? copy.original : null;
+    if (copy !== undefined) m.inc('parser_duplicates', 1, copy.kind);
+    if (dedupable && !exact && digest !== null && location !== undefined) {
+      const entry = { url: page.url, fetchedAt: page.fetchedAt, recordId: location.recordId, duplicateOf, simhash: simhash?.toString('hex') ?? null };
+      this.dedupe.record(digest, entry, simhash);
+    }
+
     const pageRecord: PageRecord = {
       url: page.url, canonicalUrl, site: page.site, host: page.host, fetchTime: page.fetchedAt, status: page.status,
-      contentType, contentLength: page.body.length, payloadDigest, simhash: null, duplicateOf: null,
+      contentType, contentLength: page.body.length, payloadDigest, simhash: simhash ?? null, duplicateOf,
       warcFile: location?.file ?? null, warcOffset: location?.offset ?? null, warcLength: location?.length ?? null,
       outlinkCount: outlinks.length, depth: page.depth, errorCode, redirectTarget: page.redirectTarget,
     };
@@ -85,6 +123,24 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
       this.ctx.forward({ key: batch.site, value: batch, timestamp: record.timestamp }, LINKS_SINK);
     }
     m.inc('page_records');
+  }
+
+  /** Final 2xx page responses with a body take part in duplicate detection; robots.txt never does. */
+  private isDedupable(page: FetchedPage): boolean {
+    if (page.kind === 'ROBOTS' || page.status < 200 || page.status >= 300 || page.errorCode !== null || page.body.length === 0) return false;
+    return isFinalOutcome(page.status, page.errorCode, page.attempt, this.config.maxAttempts);
+  }
+
+  /** An exact copy: a revisit record (identical-payload-digest) referring to the first record of the payload. */
+  private archiveRevisit(page: FetchedPage, payloadDigest: string, copy: CopyVerdict & { kind: 'exact' }): { location: WarcLocation; payloadDigest: string } {
+    const location = this.warc.writer.writeRevisit({
+      targetUri: page.url, date: new Date(page.fetchedAt),
+      refersToUri: copy.of.url, refersToDate: new Date(copy.of.fetchedAt), refersToRecordId: copy.of.recordId,
+      payloadDigest, profile: 'identical-payload-digest',
+      statusLine: statusLine(page),
+      responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
+    });
+    return { location, payloadDigest };
   }
 
   /** Every fetch is archived: request + response when a response came, a metadata record otherwise. */
@@ -107,6 +163,10 @@ export class ParserProcessor implements Processor<string, FetchedPage, string, P
     });
     return { location, payloadDigest: null };
   }
+}
+
+function statusLine(page: FetchedPage): string {
+  return `HTTP/${page.httpVersion ?? '1.1'} ${page.status} ${STATUS_CODES[page.status] ?? ''}`.trimEnd();
 }
 
 function isHtml(contentType: string | null, body: Buffer): boolean {

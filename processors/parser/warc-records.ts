@@ -68,9 +68,12 @@ export function warcRecord(fields: WarcFields, block: Buffer): Buffer {
   return Buffer.concat([Buffer.from(head, 'utf8'), block, Buffer.from(CRLF + CRLF)]);
 }
 
-/** A record as its own gzip member, so any record can be read from its offset alone. */
-export function gzipMember(record: Buffer): Buffer {
-  return gzipSync(record);
+/**
+ * A record as its own gzip member, so any record can be read from its offset alone. `level` is
+ * zlib's 1 (fastest) to 9 (smallest); 6 by default.
+ */
+export function gzipMember(record: Buffer, level = 6): Buffer {
+  return gzipSync(record, { level });
 }
 
 /** An `application/warc-fields` block: `name: value` lines. */

@@ -22,13 +22,16 @@ export class WarcStore implements StateStore {
   }
 }
 
-/** One WARC writer per parser task, all writing into `dir` with the partition in the file names. */
-export function warcStore(dir: string, maxFileBytes: number): StoreBuilder<WarcStore> {
+/**
+ * One WARC writer per parser task, all writing into `dir` with the partition in the file names;
+ * `gzipLevel` as in WarcWriterOptions.
+ */
+export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number): StoreBuilder<WarcStore> {
   return {
     name: WARC_STORE,
     changelog: false,
     build: (context) => {
-      const writer = new WarcWriter({ dir: join(dir), partition: context.taskId.partition, maxFileBytes, software: 'crawlstream/0.1' });
+      const writer = new WarcWriter({ dir: join(dir), partition: context.taskId.partition, maxFileBytes, software: 'crawlstream/0.1', ...(gzipLevel !== undefined ? { gzipLevel } : {}) });
       writer.open();
       return new WarcStore(writer);
     },

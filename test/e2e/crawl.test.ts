@@ -5,13 +5,16 @@ import { SyntheticWeb } from '../web/synthetic-web.js';
 import { standardExpectations } from '../web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
 import { countByUrl, crawlArgs, exportPageRecords, finallyFetchedUrls, removeDir, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
+import { assertCopiesRecorded, colocatingPartitions, warcRevisits } from './duplicates.js';
 
 test('crawl --until-idle fetches the whole test web politely and records every page once', { timeout: 180_000 }, async () => {
   const web = await SyntheticWeb.start();
   const dir = tempDir('crawl');
   try {
     const seeds = writeSeeds(dir, web.seedUrls());
-    const { exited } = startCli(crawlArgs(seeds, join(dir, 'data')));
+    // duplicates are found per site partition: the mirror must share alpha.test's (see docs/SCHEMAS.md)
+    const partitions = colocatingPartitions('alpha.test', 'mirror.test');
+    const { exited } = startCli(crawlArgs(seeds, join(dir, 'data'), ['--partitions', String(partitions)]));
     const run = await exited;
     assert.equal(run.code, 0, `crawl exited ${run.code}\n${run.stderr}`);
     assert.match(run.stdout, /crawl stopped \(idle\)/);
@@ -46,6 +49,15 @@ test('crawl --until-idle fetches the whole test web politely and records every p
     const warc = warcioCheck(join(dir, 'data', 'warc'));
     assert.ok(warc.files.length > 0, 'no WARC files written');
     assert.equal(warc.status, 0, warc.output);
+
+    // mirror copies and the news article's editions are aliases of their first fetch; nothing else is
+    const copies = assertCopiesRecorded(records, web.port);
+    // each byte-identical copy is a WARC revisit of the first record of its payload
+    const revisits = warcRevisits(warc.files);
+    assert.deepEqual(
+      revisits.map((r) => [r.url, r.refersTo, r.profile]).sort(),
+      copies.exact.map((r) => [r.url, r.duplicateOf, 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest']).sort(),
+    );
   } finally {
     await web.close();
     removeDir(dir);

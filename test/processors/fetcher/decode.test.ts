@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import zlib from 'node:zlib';
-import { decodeBody } from '../../../processors/fetcher/decode.js';
+import { decodeBody, decodedSizeExceeds } from '../../../processors/fetcher/decode.js';
 
 const MiB = 1024 * 1024;
 const page = Buffer.from('<html><body>' + 'crawl me gently. '.repeat(2000) + '</body></html>');
@@ -94,5 +94,35 @@ describe('decodeBody', () => {
     const stacked = decodeBody(page, 'gzip, gzip, gzip, gzip, gzip', MiB);
     assert.equal(stacked.errorCode, 'CS_PARSE');
     assert.match(stacked.message ?? '', /too many content codings \(5\)/);
+  });
+});
+
+describe('decodedSizeExceeds', () => {
+  const zeros = Buffer.alloc(8 * MiB);
+
+  test('flags a body whose decoded size passes the cap, in every coding and stacked', async () => {
+    const bombs: Array<[string, Buffer]> = [
+      ['gzip', zlib.gzipSync(zeros)],
+      ['deflate', zlib.deflateSync(zeros)],
+      ['deflate', zlib.deflateRawSync(zeros)],
+      ['br', zlib.brotliCompressSync(zeros)],
+      ['gzip, br', zlib.brotliCompressSync(zlib.gzipSync(zeros))],
+    ];
+    for (const [coding, raw] of bombs) {
+      assert.equal(await decodedSizeExceeds(raw, coding, MiB), true, coding);
+      assert.equal(await decodedSizeExceeds(raw, coding, 8 * MiB), false, `${coding} at exactly the cap`);
+    }
+  });
+
+  test('answers false for identity, corrupt, unknown and cut-short bodies under the cap', async () => {
+    assert.equal(await decodedSizeExceeds(zeros, undefined, MiB), false, 'identity is capped by the body cap, not this one');
+    assert.equal(await decodedSizeExceeds(Buffer.from('not gzip at all'), 'gzip', MiB), false);
+    assert.equal(await decodedSizeExceeds(zlib.gzipSync(page), 'compress', 1), false);
+    assert.equal(await decodedSizeExceeds(zlib.gzipSync(page).subarray(0, 100), 'gzip', MiB), false);
+  });
+
+  test('counts a cut-short bomb up to the cap', async () => {
+    const cut = zlib.gzipSync(zeros).subarray(0, 4000);
+    assert.equal(await decodedSizeExceeds(cut, 'gzip', 64 * 1024), true);
   });
 });

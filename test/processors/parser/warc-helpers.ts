@@ -15,7 +15,7 @@ export function listFiles(dir: string): string[] {
 }
 
 /** Reads one record the way a downstream consumer would: seek, read `length` bytes, gunzip. */
-export function readAt(dir: string, loc: WarcLocation): Buffer {
+export function readAt(dir: string, loc: Pick<WarcLocation, 'file' | 'offset' | 'length'>): Buffer {
   const fd = openSync(join(dir, loc.file), 'r');
   try {
     const buf = Buffer.alloc(loc.length);

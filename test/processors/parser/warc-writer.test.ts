@@ -228,6 +228,8 @@ test('invalid options are refused with InvalidOptionError naming the option', ()
     [{ dir: '/tmp/x', partition: -1 }, /partition/],
     [{ dir: '/tmp/x', maxFileBytes: 0 }, /maxFileBytes/],
     [{ dir: '/tmp/x', maxFileBytes: 1.5 }, /maxFileBytes/],
+    [{ dir: '/tmp/x', gzipLevel: 0 }, /gzipLevel/],
+    [{ dir: '/tmp/x', gzipLevel: 10 }, /gzipLevel/],
   ];
   for (const [options, message] of cases) {
     assert.throws(
@@ -268,4 +270,20 @@ test('while a file is written it carries the .open suffix, and locations name th
   assert.deepEqual(listFiles(dir), [`${loc.file}.open`]);
   w.close();
   assert.deepEqual(listFiles(dir), [loc.file]);
+});
+
+test('a faster gzip level writes records warcio reads back, larger than at the default level', (t) => {
+  const dir = tempDir(t);
+  const page = Buffer.from('<html><body>' + '<p>the same words over and over, as HTML often is</p>'.repeat(2_000) + '</body></html>');
+  const sizes: number[] = [];
+  for (const gzipLevel of [1, 6]) {
+    const w = new WarcWriter({ dir, prefix: `level${gzipLevel}`, gzipLevel });
+    w.open();
+    const written = w.writeRequestResponse({ ...fetchOf('http://example.com/big', 0), payload: page, responseHeaders: [['Content-Type', 'text/html']] });
+    w.close();
+    assert.deepEqual(httpBody(parseRecord(readAt(dir, written.response)).block), page);
+    sizes.push(written.response.length);
+    assertWarcioCheckPasses(join(dir, written.response.file));
+  }
+  assert.ok(sizes[0]! > sizes[1]!, `level 1 (${sizes[0]} B) should compress less than level 6 (${sizes[1]} B)`);
 });

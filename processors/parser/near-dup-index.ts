@@ -1,0 +1,114 @@
+import type { KeyValueStore } from '../../state/state-store.js';
+import { hammingDistance } from './simhash.js';
+
+/** Two SimHashes this close (differing bits) are near-duplicates. */
+export const NEAR_DUP_BITS = 3;
+
+// the 64 bits as 6 blocks, most significant first; any two SimHashes within 3 bits agree on at
+// least 3 whole blocks, so one of the C(6,3) = 20 tables below keys them alike
+const BLOCK_SIZES = [11, 11, 11, 11, 10, 10] as const;
+const BLOCK_SHIFTS = BLOCK_SIZES.map((_, i) => BLOCK_SIZES.slice(i + 1).reduce((s, n) => s + n, 0));
+
+interface Table {
+  /** Blocks in the order they are laid out in the permuted key: the 3 leading blocks first. */
+  order: number[];
+  /** Bits of the permuted key that must match exactly: the 3 leading blocks. */
+  prefixBits: number;
+}
+
+/** The 20 tables: every choice of 3 leading blocks out of 6, the rest following in order. */
+export const TABLES: readonly Table[] = (() => {
+  const out: Table[] = [];
+  for (let a = 0; a < 6; a++) {
+    for (let b = a + 1; b < 6; b++) {
+      for (let c = b + 1; c < 6; c++) {
+        const lead = [a, b, c];
+        const rest = [0, 1, 2, 3, 4, 5].filter((x) => !lead.includes(x));
+        out.push({ order: [...lead, ...rest], prefixBits: BLOCK_SIZES[a]! + BLOCK_SIZES[b]! + BLOCK_SIZES[c]! });
+      }
+    }
+  }
+  return out;
+})();
+
+/** A SimHash with its blocks laid out in the table's order: a bit permutation, so distances are kept. */
+export function permute(simhash: bigint, table: Table): bigint {
+  let out = 0n;
+  for (const block of table.order) {
+    const size = BigInt(BLOCK_SIZES[block]!);
+    out = (out << size) | ((simhash >> BigInt(BLOCK_SHIFTS[block]!)) & ((1n << size) - 1n));
+  }
+  return out;
+}
+
+/** Store key of one table entry: table number (1 byte), then the permuted SimHash (8 bytes, big-endian). */
+function entryKey(table: number, permuted: bigint): Buffer {
+  const key = Buffer.allocUnsafe(9);
+  key[0] = table;
+  key.writeBigUInt64BE(permuted, 1);
+  return key;
+}
+
+export interface NearDupMatch {
+  /** The indexed SimHash (original bit order). */
+  simhash: Buffer;
+  /** What was indexed with it: the original page's URL. */
+  url: string;
+  distance: number;
+}
+
+/**
+ * The 6-block / 20-table index of Manku, Jain and Das Sarma (WWW 2007) over 64-bit SimHashes, in
+ * a changelogged store, so it survives restarts and moves with its partition. Each indexed
+ * SimHash is stored 20 times, once per table, under its permuted form; a query reads, per table,
+ * the sorted run of keys sharing its 3 leading blocks (one range scan each) and checks the
+ * distance of every candidate. Finds every indexed SimHash within NEAR_DUP_BITS of the query.
+ */
+export class NearDupIndex {
+  constructor(private readonly store: KeyValueStore<Buffer, Buffer>) {}
+
+  /** The closest indexed SimHash within NEAR_DUP_BITS bits (the first found on ties), or undefined. */
+  find(simhash: Buffer): NearDupMatch | undefined {
+    const value = simhash.readBigUInt64BE(0);
+    let best: NearDupMatch | undefined;
+    for (let t = 0; t < TABLES.length; t++) {
+      const table = TABLES[t]!;
+      const permuted = permute(value, table);
+      const low = 64n - BigInt(table.prefixBits);
+      const prefix = permuted >> low;
+      const from = entryKey(t, prefix << low);
+      const last = (1n << BigInt(table.prefixBits)) - 1n;
+      const to = prefix === last ? Buffer.from([t + 1]) : entryKey(t, (prefix + 1n) << low);
+      const candidate = Buffer.allocUnsafe(8);
+      candidate.writeBigUInt64BE(permuted);
+      for (const [key, url] of this.store.range(from, to)) {
+        const distance = hammingDistance(candidate, key.subarray(1));
+        if (distance > NEAR_DUP_BITS || (best !== undefined && best.distance <= distance)) continue;
+        best = { simhash: unpermuteKey(key, table), url: url.toString('utf8'), distance };
+        if (distance === 0) return best;
+      }
+    }
+    return best;
+  }
+
+  /** Indexes `simhash` for `url` (20 store writes). */
+  add(simhash: Buffer, url: string): void {
+    const value = simhash.readBigUInt64BE(0);
+    const urlBytes = Buffer.from(url, 'utf8');
+    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(t, permute(value, TABLES[t]!)), urlBytes);
+  }
+}
+
+function unpermuteKey(key: Buffer, table: Table): Buffer {
+  const permuted = key.readBigUInt64BE(1);
+  let rest = 64n;
+  let out = 0n;
+  for (const block of table.order) {
+    const size = BigInt(BLOCK_SIZES[block]!);
+    rest -= size;
+    out |= ((permuted >> rest) & ((1n << size) - 1n)) << BigInt(BLOCK_SHIFTS[block]!);
+  }
+  const b = Buffer.allocUnsafe(8);
+  b.writeBigUInt64BE(out);
+  return b;
+}

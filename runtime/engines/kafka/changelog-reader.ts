@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { CrawlError } from '../../errors.js';
+import type { ConsumedRawRecord } from '../../record.js';
+import type { GroupConsumer, KafkaPort } from './kafka-port.js';
+import { tp } from './kafka-task.js';
+
+export interface ChangelogRange {
+  readonly topic: string;
+  readonly partition: number;
+  /** First offset to read (a store's checkpoint). */
+  readonly from: number;
+}
+
+/**
+ * Reads committed records of changelog partitions from `from` up to each partition's current end,
+ * handing them over in offset order per partition. Call it after the task's producer has fenced
+ * earlier owners: then no transaction is open on those partitions and the end is final.
+ *
+ * kafkajs has no manual partition assignment, so this joins a throwaway consumer group (deleted
+ * afterwards), seeks the wanted partitions and ignores the others (they start at their end).
+ */
+export async function readChangelogs(
+  port: KafkaPort,
+  ranges: readonly ChangelogRange[],
+  onRecords: (topic: string, partition: number, records: ConsumedRawRecord[], next: number) => void,
+  timeoutMs = 120_000,
+): Promise<number> {
+  const admin = await port.admin();
+  const ends = new Map<string, number>();
+  try {
+    for (const topic of new Set(ranges.map((r) => r.topic))) {
+      const offsets = await admin.endOffsets(topic);
+      for (const r of ranges) if (r.topic === topic) ends.set(tp(topic, r.partition), offsets.get(r.partition) ?? 0);
+    }
+  } finally {
+    await admin.close();
+  }
+  const todo = ranges.filter((r) => r.from < ends.get(tp(r.topic, r.partition))!);
+  if (todo.length === 0) return 0;
+  const wanted = new Map(todo.map((r) => [tp(r.topic, r.partition), r]));
+  const reached = new Map<string, number>(todo.map((r) => [tp(r.topic, r.partition), r.from]));
+  const groupId = `${port.clientId}-restore-${randomUUID()}`;
+  let count = 0;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const check = (): void => {
+    for (const [key, next] of reached) if (next < ends.get(key)!) return;
+    finish();
+  };
+  let consumer: GroupConsumer | undefined;
+  consumer = await port.groupConsumer(
+    { groupId, topics: [...new Set(todo.map((r) => r.topic))], fromBeginning: false, sessionTimeoutMs: 6_000 },
+    {
+      onAssignment: (assigned) => {
+        for (const a of assigned) {
+          const r = wanted.get(tp(a.topic, a.partition));
+          if (r) consumer?.seek(a.topic, a.partition, reached.get(tp(a.topic, a.partition))!);
+        }
+      },
+      onRecords: async (records) => {
+        const first = records[0]!;
+        const key = tp(first.topic, first.partition);
+        if (!wanted.has(key)) return;
+        const fresh = records.filter((r) => r.offset >= reached.get(key)!);
+        if (fresh.length === 0) return;
+        const next = fresh[fresh.length - 1]!.offset + 1;
+        onRecords(first.topic, first.partition, fresh, next);
+        count += fresh.length;
+        reached.set(key, next);
+        check();
+      },
+      onProgress: (topic, partition, next) => {
+        const key = tp(topic, partition);
+        if (wanted.has(key) && next > reached.get(key)!) {
+          reached.set(key, next);
+          check();
+        }
+      },
+    },
+  );
+  // seek once the consumer exists; assignments that arrived before are sought here
+  for (const r of todo) consumer.seek(r.topic, r.partition, reached.get(tp(r.topic, r.partition))!);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      done,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new CrawlError('CS_KAFKA', `restore of ${todo.map((r) => `${r.topic}-${r.partition}`).join(', ')} did not reach the end in ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    await consumer?.close().catch(() => undefined);
+    const cleanup = await port.admin();
+    await cleanup.deleteGroups([groupId]);
+    await cleanup.close();
+  }
+  return count;
+}

@@ -1,0 +1,59 @@
+import confluent from '@kafkajs/confluent-schema-registry';
+import { CrawlError } from '../../errors.js';
+import type { SchemaRegistry } from '../../../schemas/index.js';
+
+const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
+
+/**
+ * A Confluent-compatible schema registry (Apicurio's `/apis/ccompat/v7`, or Confluent's own)
+ * through @kafkajs/confluent-schema-registry. `register` also loads the subject's earlier
+ * versions, so `versions()` can answer synchronously as `buildSerdes` needs.
+ */
+export class ConfluentSchemaRegistry implements SchemaRegistry {
+  private readonly client: InstanceType<typeof RegistryClient>;
+  private readonly known = new Map<string, { id: number; schema: string }[]>();
+
+  constructor(readonly url: string) {
+    if (!/^https?:\/\/[^\s]+$/.test(url)) throw new CrawlError('CS_INVALID_OPTION', `--registry must be an http(s) URL, got ${JSON.stringify(url)}`);
+    this.client = new RegistryClient({ host: url.replace(/\/+$/, ''), retry: { retries: 3 } });
+  }
+
+  async register(subject: string, schemaText: string): Promise<number> {
+    let id: number;
+    try {
+      ({ id } = await this.client.register({ type: SchemaType.AVRO, schema: schemaText }, { subject }));
+    } catch (err) {
+      throw new CrawlError('CS_SCHEMA', `registry ${this.url} refused ${subject}: ${(err as Error).message}`, { cause: err });
+    }
+    this.known.set(subject, await this.loadVersions(subject));
+    return id;
+  }
+
+  async schemaById(id: number): Promise<string> {
+    try {
+      return JSON.stringify(await this.client.getSchema(id));
+    } catch (err) {
+      throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to ${this.url}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Every version registered under the subject, as of the last `register` of it. */
+  versions(subject: string): { id: number; schema: string }[] {
+    return this.known.get(subject) ?? [];
+  }
+
+  private async loadVersions(subject: string): Promise<{ id: number; schema: string }[]> {
+    const base = `${this.url.replace(/\/+$/, '')}/subjects/${encodeURIComponent(subject)}/versions`;
+    const res = await fetch(base);
+    if (!res.ok) throw new CrawlError('CS_SCHEMA', `GET ${base} answered ${res.status}`);
+    const versions = (await res.json()) as number[];
+    const out: { id: number; schema: string }[] = [];
+    for (const v of versions) {
+      const r = await fetch(`${base}/${v}`);
+      if (!r.ok) throw new CrawlError('CS_SCHEMA', `GET ${base}/${v} answered ${r.status}`);
+      const body = (await r.json()) as { id: number; schema: string };
+      out.push({ id: body.id, schema: body.schema });
+    }
+    return out;
+  }
+}

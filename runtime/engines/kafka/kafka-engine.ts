@@ -1,0 +1,275 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Engine } from '../../engine.js';
+import { CrawlError } from '../../errors.js';
+import { Metrics } from '../../metrics.js';
+import { partitionFor } from '../../partitioner.js';
+import type { StreamRecord } from '../../record.js';
+import { buildSerdes, type SerdeSet } from '../../serdes.js';
+import { StreamTask } from '../../task.js';
+import type { Subtopology, Topology } from '../../topology.js';
+import { openRocks } from '../../../state/rocks.js';
+import { isChangelogged, type ChangeloggedStore } from '../../../state/store-builder.js';
+import type { StateStore } from '../../../state/state-store.js';
+import { readChangelogs } from './changelog-reader.js';
+import { ConfluentSchemaRegistry } from './confluent-registry.js';
+import { KafkaPort, type GroupConsumer } from './kafka-port.js';
+import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
+import { deadLetterTopic, topicDefinitions } from './topics.js';
+
+export interface KafkaEngineOptions {
+  readonly brokers: readonly string[];
+  /** Confluent-compatible registry base URL (Apicurio: `.../apis/ccompat/v7`). */
+  readonly registryUrl: string;
+  /** Local state: one RocksDB (and WARC dir) per task; one running engine per directory. */
+  readonly dataDir: string;
+  /** The sub-topologies this instance runs (a role); all when omitted. */
+  readonly runs?: (sub: Subtopology) => boolean;
+  readonly commitIntervalMs?: number;
+  /** Consumer-group session timeout: how soon a dead instance's partitions move. */
+  readonly sessionTimeoutMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+/** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
+export function groupIdOf(topology: Topology, sub: Subtopology): string {
+  return `${topology.applicationId}-${sub.nodes.filter((n) => n.kind === 'processor').map((n) => n.name).join('+')}`;
+}
+
+/** The transactional id of a task: `<app>-<subtopology>_<partition>`; a new owner fences the old one. */
+export function transactionalIdOf(topology: Topology, subtopology: number, partition: number): string {
+  return `${topology.applicationId}-${subtopology}_${partition}`;
+}
+
+const HIGH_WATER = 2_000;
+
+/**
+ * Runs a Topology on Kafka. Each sub-topology is a consumer group; a task is created when its
+ * partition is assigned: its transactional producer fences the previous owner, its changelogged
+ * stores catch up from `<app>-<store>-changelog` (from the local checkpoint on), then it processes.
+ * Commits are per task, one transaction each (see KafkaTask). Topics must exist (`topics create`).
+ */
+export class KafkaEngine implements Engine {
+  readonly name = 'kafka' as const;
+  readonly metrics = new Metrics();
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private rejectDone!: (err: unknown) => void;
+  private port!: KafkaPort;
+  private serdes!: SerdeSet;
+  private readonly consumers: GroupConsumer[] = [];
+  /** Open or opening tasks by `sub_partition`. */
+  private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+
+  constructor(private readonly topology: Topology, private readonly options: KafkaEngineOptions) {
+    this.done = new Promise((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    this.done.catch(() => undefined);
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', 'engine already started');
+    mkdirSync(this.options.dataDir, { recursive: true });
+    const subtopologies = this.topology.build();
+    this.port = new KafkaPort(this.options.brokers, this.topology.applicationId, (l) => this.say(l));
+    await this.checkTopics();
+    this.serdes = await buildSerdes(this.topology, new ConfluentSchemaRegistry(this.options.registryUrl));
+    this.state = 'running';
+    for (const sub of subtopologies.filter(this.options.runs ?? (() => true))) {
+      const holder: { consumer?: GroupConsumer } = {};
+      const consumer = await this.port.groupConsumer(
+        { groupId: groupIdOf(this.topology, sub), topics: sub.sourceTopics, sessionTimeoutMs: this.options.sessionTimeoutMs ?? 10_000 },
+        {
+          onAssignment: (assigned) => this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer),
+          onRecords: async (records, heartbeat) => {
+            const task = await this.tasks.get(`${sub.id}_${records[0]!.partition}`);
+            if (!task) return;
+            task.enqueue(records);
+            while (task.backlog() > HIGH_WATER && this.state === 'running') {
+              await sleep(100);
+              await heartbeat();
+            }
+          },
+          onProgress: (topic, partition, next, end) => void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end)),
+        },
+      );
+      holder.consumer = consumer;
+      this.consumers.push(consumer);
+    }
+    this.say(`kafka engine started on ${this.options.brokers.join(',')}: groups ${subtopologies.filter(this.options.runs ?? (() => true)).map((s) => groupIdOf(this.topology, s)).join(', ')}`);
+  }
+
+  private async checkTopics(): Promise<void> {
+    const admin = await this.port.admin();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = topicDefinitions(this.topology).filter((t) => !existing.has(t.name)).map((t) => t.name);
+      if (missing.length > 0) throw new CrawlError('CS_TOPOLOGY', `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`);
+    } finally {
+      await admin.close();
+    }
+  }
+
+  /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
+  private assign(sub: Subtopology, partitions: Set<number>, consumer: GroupConsumer | undefined): void {
+    if (this.state !== 'running') return;
+    for (const [key, opening] of this.tasks) {
+      const [s, p] = key.split('_').map(Number) as [number, number];
+      if (s !== sub.id || partitions.has(p)) continue;
+      this.tasks.delete(key);
+      void opening.then((t) => t?.close(true)).catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
+    }
+    for (const p of partitions) {
+      const key = `${sub.id}_${p}`;
+      if (!this.tasks.has(key)) {
+        this.tasks.set(key, this.openTask(sub, p).catch((err) => {
+          void this.fail(err);
+          return undefined;
+        }));
+      }
+      if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
+    }
+  }
+
+  private async openTask(sub: Subtopology, partition: number): Promise<KafkaTask> {
+    const id = { subtopology: sub.id, partition };
+    const txId = transactionalIdOf(this.topology, sub.id, partition);
+    // fence first: after this no earlier owner can commit, so the changelog end below is final
+    const producer = await this.port.transactionalProducer(txId);
+    const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
+    const db = await openRocks(join(taskDir, 'rocksdb'));
+    const stores = new Map<string, StateStore>();
+    const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
+    for (const builder of sub.stores) {
+      const store = builder.build({ taskId: id, db, dir: join(taskDir, builder.name) });
+      stores.set(builder.name, store);
+      if (builder.changelog && isChangelogged(store)) changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+    }
+    const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
+    const started = Date.now();
+    const restored = await readChangelogs(
+      this.port,
+      changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
+      (topic, _p, records, next) => byTopic.get(topic)!.restore(records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })), next),
+    );
+    if (restored > 0) this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
+    let kafkaTask!: KafkaTask;
+    const task = new StreamTask(id, sub, this.topology, { send: (t, p, k, v, ts, h) => kafkaTask.collect(t, p, k, v, ts, h) }, stores, this.serdes, this.metrics);
+    kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
+    if (this.state !== 'running') {
+      await kafkaTask.close(false);
+      throw new CrawlError('CS_INTERNAL', 'engine stopped while a task was opening');
+    }
+    task.init();
+    kafkaTask.start();
+    return kafkaTask;
+  }
+
+  private taskHost(sub: Subtopology): KafkaTaskHost {
+    return {
+      groupId: groupIdOf(this.topology, sub),
+      commitIntervalMs: this.options.commitIntervalMs ?? 200,
+      deadLetterTopic: deadLetterTopic(this.topology.applicationId),
+      metrics: this.metrics,
+      log: (l) => this.say(l),
+      lost: (task, err) => {
+        // only fencing is expected (a rebalance moved the partition; positions reset on the next assignment);
+        // anything else leaves the fetch position past uncommitted records, so the instance must restart
+        if (err.code !== 'CS_FENCED') {
+          void this.fail(err);
+          return;
+        }
+        this.say(`task ${task.name} lost (${err.code}): ${err.message}; its partition waits for the next assignment`);
+        const key = task.name;
+        this.tasks.delete(key);
+        const consumer = this.consumers[this.consumerIndex(sub)];
+        for (const topic of sub.sourceTopics) consumer?.pause(topic, task.task.id.partition);
+        void task.close(false);
+      },
+      fatal: (err) => void this.fail(err),
+    };
+  }
+
+  private consumerIndex(sub: Subtopology): number {
+    const subs = this.topology.build().filter(this.options.runs ?? (() => true));
+    return subs.findIndex((s) => s.id === sub.id);
+  }
+
+  async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
+    if (this.state !== 'running') throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
+    const spec = this.topology.topic(topic);
+    const producer = await this.port.producer();
+    try {
+      await producer.send(records.map((r) => {
+        const key = this.serdes.key(topic).serialize(r.key);
+        return { topic, partition: partitionFor(key, spec.partitions), key, value: this.serdes.value(topic).serialize(r.value), timestamp: r.timestamp, ...(r.headers ? { headers: r.headers } : {}) };
+      }));
+    } finally {
+      await producer.close();
+    }
+  }
+
+  /** True when every task of this instance has nothing buffered, in flight or uncommitted, and has processed up to the end it last fetched. */
+  isIdle(): boolean {
+    if (this.state !== 'running') return false;
+    for (const opening of this.tasks.values()) {
+      const settled = settledValue(opening);
+      if (settled === PENDING || (settled && !settled.isIdle())) return false;
+    }
+    return true;
+  }
+
+  async stop(graceMs = 5_000): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return this.done.catch(() => undefined);
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      this.resolveDone();
+      return;
+    }
+    this.state = 'stopping';
+    // commit while still a group member, so no one fences the last commit; then leave the groups
+    const tasks = (await Promise.all(this.tasks.values())).filter((t): t is KafkaTask => t !== undefined);
+    this.tasks.clear();
+    await Promise.all(tasks.map((t) => t.close(true, graceMs)));
+    await Promise.allSettled(this.consumers.map((c) => c.close()));
+    await this.port.close();
+    this.state = 'stopped';
+    this.resolveDone();
+  }
+
+  private async fail(err: unknown): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
+    this.state = 'stopped';
+    const tasks = await Promise.all([...this.tasks.values()].map((p) => p.catch(() => undefined)));
+    this.tasks.clear();
+    // no final commit: whatever was not committed is redone by the next owner
+    await Promise.allSettled(tasks.map((t) => t?.close(false)));
+    await Promise.allSettled(this.consumers.map((c) => c.close()));
+    await this.port?.close();
+    this.rejectDone(err);
+  }
+
+  private say(line: string): void {
+    this.options.log?.(line);
+  }
+}
+
+const PENDING = Symbol('pending');
+const settledTasks = new WeakMap<Promise<KafkaTask | undefined>, KafkaTask | undefined>();
+
+/** The value of a settled task promise, or PENDING (promises cannot be inspected synchronously). */
+function settledValue(p: Promise<KafkaTask | undefined>): KafkaTask | undefined | typeof PENDING {
+  if (settledTasks.has(p)) return settledTasks.get(p);
+  void p.then((t) => settledTasks.set(p, t), () => settledTasks.set(p, undefined));
+  return PENDING;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export { tp };

@@ -1,0 +1,288 @@
+import { isCrawlError, CrawlError } from '../../errors.js';
+import type { Metrics } from '../../metrics.js';
+import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import type { StreamTask } from '../../task.js';
+import type { RocksPort } from '../../../state/rocks.js';
+import type { ChangeloggedStore } from '../../../state/store-builder.js';
+import type { OutRecord, TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
+
+export interface KafkaTaskHost {
+  readonly groupId: string;
+  readonly commitIntervalMs: number;
+  readonly deadLetterTopic: string;
+  readonly metrics: Metrics;
+  log(line: string): void;
+  /** The task cannot go on (fenced, or a commit failed): the engine drops it until the next assignment. */
+  lost(task: KafkaTask, err: CrawlError): void;
+  /** A fault that no retry can fix (a topology bug): the engine stops. */
+  fatal(err: unknown): void;
+}
+
+const MAX_TAKE = 500;
+
+/**
+ * Runs one StreamTask on Kafka: a loop that processes buffered records, runs punctuators and
+ * commits. A commit is one Kafka transaction of the task's producer (transactional id per task):
+ * its outputs, its stores' changelog records and its input offsets; local stores apply their
+ * writes only after it committed. Stateful work never runs during a commit, so what a commit
+ * snapshots is exactly what its changelog records describe.
+ */
+export class KafkaTask {
+  private buffer: ConsumedRawRecord[] = [];
+  /** Next offset to process per input partition; records below it are repeats after a rebalance. */
+  private readonly positions = new Map<string, TopicPartitionOffset>();
+  /** Fetch progress per input partition: next offset fetched and the partition's end. */
+  private readonly fetched = new Map<string, { next: number; end: number }>();
+  private readonly dirty = new Set<string>();
+  private outputs: OutRecord[] = [];
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private lastCommit = Date.now();
+  private active = 0;
+  private readonly slotWaiters: (() => void)[] = [];
+  private punctuating: Promise<void>[] = [];
+  private committing = false;
+
+  constructor(
+    readonly task: StreamTask,
+    private readonly producer: TransactionalProducer,
+    private readonly db: RocksPort,
+    readonly changelogged: readonly { store: ChangeloggedStore; topic: string }[],
+    private readonly host: KafkaTaskHost,
+  ) {}
+
+  get name(): string {
+    return this.task.name;
+  }
+
+  /** Collects a sink's output for the next commit (the StreamTask's RecordCollector). */
+  collect(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void {
+    this.outputs.push(headers ? { topic, partition, key, value, timestamp, headers } : { topic, partition, key, value, timestamp });
+  }
+
+  start(): void {
+    this.running = true;
+    this.loop = this.run().catch((err) => this.host.fatal(err));
+  }
+
+  /** Adds fetched records; ones already processed by this task (re-fetched after a rebalance) are dropped. */
+  enqueue(records: readonly ConsumedRawRecord[]): void {
+    for (const r of records) {
+      const key = tp(r.topic, r.partition);
+      const pos = this.positions.get(key);
+      if (pos !== undefined && r.offset < pos.offset) continue;
+      this.buffer.push(r);
+      const f = this.fetched.get(key);
+      if (!f || f.next < r.offset + 1) this.fetched.set(key, { next: r.offset + 1, end: Math.max(f?.end ?? 0, r.offset + 1) });
+    }
+    this.notify();
+  }
+
+  progress(topic: string, partition: number, next: number, end: number): void {
+    const key = tp(topic, partition);
+    const f = this.fetched.get(key);
+    this.fetched.set(key, { next: Math.max(f?.next ?? 0, next), end: Math.max(end, f?.end ?? 0) });
+    // a partition whose fetched tail is only transaction markers has nothing left to process
+    const pos = this.positions.get(key);
+    if (this.buffer.length === 0 && this.busy() === 0 && (pos === undefined || pos.offset < next)) {
+      this.positions.set(key, { topic, partition, offset: next });
+    }
+  }
+
+  backlog(): number {
+    return this.buffer.length;
+  }
+
+  busy(): number {
+    return this.active + this.punctuating.length + (this.committing ? 1 : 0);
+  }
+
+  isIdle(): boolean {
+    if (this.buffer.length > 0 || this.busy() > 0 || this.outputs.length > 0 || this.dirty.size > 0) return false;
+    for (const { store } of this.changelogged) if (store.pendingChanges().length > 0) return false;
+    for (const [key, f] of this.fetched) if ((this.positions.get(key)?.offset ?? 0) < f.end) return false;
+    return this.task.isIdle();
+  }
+
+  notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      if (this.buffer.length > 0) {
+        const records = this.buffer.splice(0, MAX_TAKE);
+        if (this.task.commitInputs === 'before') await this.takeBefore(records);
+        else await this.processAfter(records);
+      }
+      this.punctuate();
+      const now = Date.now();
+      if (this.task.commitRequested || now - this.lastCommit >= this.host.commitIntervalMs) await this.commit();
+      if (!this.running) break;
+      if (this.buffer.length === 0) {
+        const waitMs = Math.max(5, Math.min(this.host.commitIntervalMs - (Date.now() - this.lastCommit), this.task.nextPunctuationIn(Date.now())));
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          setTimeout(resolve, waitMs).unref();
+        });
+      } else {
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+  }
+
+  private punctuate(): void {
+    try {
+      for (const p of this.task.punctuate(Date.now())) {
+        const tracked = p.catch((err) => this.host.fatal(err)).finally(() => (this.punctuating = this.punctuating.filter((x) => x !== tracked)));
+        this.punctuating.push(tracked);
+      }
+    } catch (err) {
+      this.host.fatal(err);
+    }
+  }
+
+  private async processAfter(records: ConsumedRawRecord[]): Promise<void> {
+    for (const r of records) {
+      if (!this.running) {
+        this.buffer.unshift(...records.slice(records.indexOf(r)));
+        return;
+      }
+      try {
+        const result = this.task.process(r);
+        if (result instanceof Promise) {
+          this.active++;
+          try {
+            await result;
+          } finally {
+            this.active--;
+          }
+        }
+      } catch (err) {
+        this.failed(r, err);
+      }
+      this.advance(r);
+    }
+  }
+
+  /** Commits the taken positions before any record is processed: a crash loses work, never repeats it. */
+  private async takeBefore(records: ConsumedRawRecord[]): Promise<void> {
+    for (const r of records) this.advance(r);
+    await this.commit();
+    if (!this.running) return;
+    for (const r of records) {
+      while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
+      this.active++;
+      let result: void | Promise<void>;
+      try {
+        result = this.task.process(r);
+      } catch (err) {
+        this.failed(r, err);
+        this.release();
+        continue;
+      }
+      if (result instanceof Promise) result.catch((err) => this.failed(r, err)).finally(() => this.release());
+      else this.release();
+    }
+  }
+
+  private release(): void {
+    this.active--;
+    this.slotWaiters.shift()?.();
+  }
+
+  private advance(r: ConsumedRawRecord): void {
+    const key = tp(r.topic, r.partition);
+    this.positions.set(key, { topic: r.topic, partition: r.partition, offset: r.offset + 1 });
+    this.dirty.add(key);
+  }
+
+  private failed(r: ConsumedRawRecord, error: unknown): void {
+    if (isCrawlError(error) && error.code === 'CS_TOPOLOGY') {
+      this.host.fatal(error);
+      return;
+    }
+    const err = error as { code?: string; message?: string };
+    const code = err.code ?? 'CS_INTERNAL';
+    this.host.metrics.inc('dead_letters', 1, code);
+    this.host.log(`dead letter ${r.topic}-${r.partition}@${r.offset}: ${code} ${err.message ?? String(error)}`);
+    this.collect(this.host.deadLetterTopic, 0, Buffer.from(r.key), r.value === null ? null : Buffer.from(r.value), r.timestamp, {
+      'x-error-code': code,
+      'x-error-message': (err.message ?? String(error)).slice(0, 1000),
+      'x-source': `${r.topic}-${r.partition}@${r.offset}`,
+    });
+  }
+
+  /**
+   * One transaction: outputs, changelog records and advanced input offsets. Waits for running
+   * punctuators first (stateful tasks: their store writes belong to this commit). On failure the
+   * task is lost to the engine: pending store writes are dropped and local state stays at the
+   * last committed changelog offset.
+   */
+  async commit(): Promise<void> {
+    if (this.committing) return;
+    this.committing = true;
+    try {
+      if (this.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
+      for (const s of this.task.stores.values()) s.flush();
+      const records = this.outputs;
+      this.outputs = [];
+      const applied: { store: ChangeloggedStore; topic: string; count: number }[] = [];
+      const now = Date.now();
+      for (const { store, topic } of this.changelogged) {
+        const changes = store.pendingChanges();
+        if (changes.length === 0) continue;
+        for (const c of changes) records.push({ topic, partition: this.task.id.partition, key: c.key, value: c.value, timestamp: now });
+        applied.push({ store, topic, count: changes.length });
+      }
+      const offsets = [...this.dirty].map((k) => this.positions.get(k)!);
+      this.dirty.clear();
+      this.task.commitRequested = false;
+      this.lastCommit = now;
+      if (records.length === 0 && offsets.length === 0) return;
+      let bases: Map<string, number>;
+      try {
+        bases = await this.producer.commit(records, this.host.groupId, offsets);
+      } catch (err) {
+        for (const { store } of this.changelogged) store.discardPending();
+        this.running = false;
+        this.host.lost(this, isCrawlError(err) ? err : new CrawlError('CS_KAFKA', String(err), { cause: err }));
+        return;
+      }
+      for (const a of applied) a.store.applyCommitted(bases.get(tp(a.topic, this.task.id.partition))! + a.count);
+      this.host.metrics.inc('commits');
+    } finally {
+      this.committing = false;
+    }
+  }
+
+  /**
+   * Stops processing; with `commit`, waits up to `graceMs` for work in flight and commits once
+   * more (best effort: a fenced task's last commit fails harmlessly). Then closes processors,
+   * stores, the RocksDB and the producer. Idempotent.
+   */
+  async close(commit: boolean, graceMs = 5_000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.running = false;
+    this.notify();
+    await this.loop;
+    const deadline = Date.now() + graceMs;
+    while (commit && this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (commit) await this.commit().catch(() => undefined);
+    else for (const { store } of this.changelogged) store.discardPending();
+    await this.task.close();
+    for (const s of this.task.stores.values()) s.close();
+    await this.db.close();
+    await this.producer.close().catch(() => undefined);
+  }
+
+  private closed = false;
+}
+
+export function tp(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}

@@ -1,0 +1,32 @@
+import type { Topology } from '../../topology.js';
+import type { TopicDefinition } from './kafka-port.js';
+
+/** Kafka configs `topics create` sets and the tests check. */
+export const TOPIC_CONFIG_NAMES = ['cleanup.policy', 'max.message.bytes'] as const;
+
+/** The dead-letter topic of an application: undecodable records and processor failures, with their codes. */
+export function deadLetterTopic(applicationId: string): string {
+  return `${applicationId}-dead-letters`;
+}
+
+/**
+ * Every topic a topology needs on Kafka, nothing left to auto-creation: its declared topics
+ * (`cleanup.policy=delete`, `max.message.bytes` where declared), one compacted changelog per
+ * changelogged store with the partition count of its sub-topology, and the dead-letter topic.
+ */
+export function topicDefinitions(topology: Topology): TopicDefinition[] {
+  const subtopologies = topology.build();
+  const defs: TopicDefinition[] = [];
+  for (const spec of topology.topics.values()) {
+    const config: Record<string, string> = { 'cleanup.policy': spec.compacted ? 'compact' : 'delete' };
+    if (spec.maxMessageBytes !== undefined) config['max.message.bytes'] = String(spec.maxMessageBytes);
+    defs.push({ name: spec.name, partitions: spec.partitions, config });
+  }
+  for (const sub of subtopologies) {
+    for (const store of sub.stores) {
+      if (store.changelog) defs.push({ name: topology.changelogTopic(store.name), partitions: sub.partitions, config: { 'cleanup.policy': 'compact' } });
+    }
+  }
+  defs.push({ name: deadLetterTopic(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
+  return defs;
+}

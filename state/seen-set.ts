@@ -1,0 +1,234 @@
+import { InvalidOptionError } from '../runtime/errors.js';
+import type { Metrics } from '../runtime/metrics.js';
+import { BloomFilter, bloomSizing, expectedFill, type BloomSizing } from './bloom-filter.js';
+
+/**
+ * The exact layer under the seen-set: 8-byte fingerprints as keys (values unused). A
+ * `KeyValueStore<Buffer, Buffer>` (RocksDB, changelogged) is one; reads must see this task's
+ * uncommitted writes.
+ */
+export interface FingerprintStore {
+  get(key: Buffer): Buffer | undefined;
+  getMany(keys: readonly Buffer[]): (Buffer | undefined)[];
+  put(key: Buffer, value: Buffer): void;
+  /** Every key with gte <= key < lt, uncommitted writes included. */
+  range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]>;
+}
+
+export interface SeenSetOptions {
+  /** Fingerprints this partition is expected to hold (n); sizes the first filter. */
+  readonly expectedCount: number;
+  /** Target Bloom false-positive rate (p) at `expectedCount`, e.g. 0.01. */
+  readonly falsePositiveRate: number;
+  /** `warning` turns on when the fill reaches that of this many × the sized-for count. Default 1. */
+  readonly warnAtLoad?: number;
+  /** The filter is rebuilt, twice the size, when its fill passes that of this many × the sized-for count. Default 1.25. */
+  readonly rebuildAtLoad?: number;
+}
+
+/** Gauges of one seen-set, as plain numbers for metrics. */
+export interface SeenSetStats {
+  /** Fingerprints recorded (those found at init plus those admitted since). */
+  readonly count: number;
+  readonly bloomBits: number;
+  readonly bloomHashes: number;
+  /** RAM of the Bloom bit array. */
+  readonly bloomBytes: number;
+  /** Fraction of Bloom bits set. */
+  readonly fill: number;
+  /** fill^k: the current chance a new fingerprint needs a store read. */
+  readonly estimatedFalsePositiveRate: number;
+  readonly targetFalsePositiveRate: number;
+  /** The fill is past the warning threshold: a rebuild (a full scan of the store) is coming. */
+  readonly warning: boolean;
+  readonly rebuilds: number;
+  /** Fingerprints the Bloom called "maybe seen" that the store then confirmed or refuted. */
+  readonly storeChecks: number;
+  /** Of those, the ones the store did not hold: Bloom false positives, admitted as new. */
+  readonly bloomFalsePositives: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+// not 8 bytes long, so never taken for a fingerprint: the count as of the last admit, which lets
+// init() size the filter before its one scan
+const COUNT_KEY = Buffer.from('count');
+const ALL_FROM = Buffer.alloc(0);
+// one byte longer than any fingerprint: every 8-byte key sorts below it
+const ALL_TO = Buffer.alloc(9, 0xff);
+
+/**
+ * The seen-set of one partition: a Bloom filter in RAM in front of exact 8-byte fingerprints in
+ * a store. "Definitely new" skips the store; every "maybe seen" is confirmed against the store in
+ * one batched read, so a Bloom false positive never loses a new URL: the only errors left are
+ * 64-bit fingerprint collisions.
+ *
+ * The filter is built at `init()` from the stored fingerprints, sized for max(expectedCount,
+ * 2 × stored), and rebuilt the same way (a synchronous scan of the store) when its fill passes
+ * the rebuild threshold; `warning` says the threshold is near. Bits set by writes the runtime
+ * later discards (a failed commit) stay set: that only costs a store read, never a lost URL.
+ *
+ * Not thread-safe; one instance per task, used from `process()` and punctuators.
+ */
+export class SeenSet {
+  private readonly target: number;
+  private readonly warnAtLoad: number;
+  private readonly rebuildAtLoad: number;
+  private readonly expectedCount: number;
+  private bloom!: BloomFilter;
+  private sizedFor = 0;
+  private warnFill = 1;
+  private rebuildFill = 1;
+  private recorded = 0;
+  private rebuildCount = 0;
+  private storeChecks = 0;
+  private falsePositives = 0;
+
+  constructor(
+    private readonly store: FingerprintStore,
+    options: SeenSetOptions,
+  ) {
+    const warnAtLoad = options.warnAtLoad ?? 1;
+    const rebuildAtLoad = options.rebuildAtLoad ?? 1.25;
+    if (!(warnAtLoad > 0) || !(rebuildAtLoad >= warnAtLoad)) {
+      throw new InvalidOptionError(`seen-set needs 0 < warnAtLoad <= rebuildAtLoad, got ${warnAtLoad} and ${rebuildAtLoad}`);
+    }
+    bloomSizing(options.expectedCount, options.falsePositiveRate); // validates both
+    this.expectedCount = options.expectedCount;
+    this.target = options.falsePositiveRate;
+    this.warnAtLoad = warnAtLoad;
+    this.rebuildAtLoad = rebuildAtLoad;
+  }
+
+  /** Builds the Bloom filter from every fingerprint in the store. Call once before `admit`. */
+  init(): void {
+    const raw = this.store.get(COUNT_KEY);
+    this.rebuild(raw === undefined || raw.length !== 8 ? 0 : Number(raw.readBigUInt64BE(0)), false);
+  }
+
+  /**
+   * For each fingerprint (8 bytes): true when it was new, and is now recorded (in the Bloom and,
+   * as a pending write, in the store); false when it was seen before, including earlier in the
+   * same batch. Store reads: one `getMany` for the "maybe seen" ones, plus a single `get` for each
+   * that turned out absent but may have been admitted earlier in the batch.
+   */
+  admit(fingerprints: readonly Buffer[]): boolean[] {
+    const n = fingerprints.length;
+    const out: boolean[] = new Array(n);
+    let admitted = 0;
+    const maybe: Buffer[] = [];
+    const maybeAt: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (this.bloom.mightContain(fingerprints[i]!)) {
+        maybe.push(fingerprints[i]!);
+        maybeAt.push(i);
+      } else {
+        out[i] = true;
+      }
+    }
+    if (maybe.length > 0) {
+      const found = this.store.getMany(maybe);
+      this.storeChecks += maybe.length;
+      for (let j = 0; j < found.length; j++) {
+        const present = found[j] !== undefined;
+        if (!present) this.falsePositives++;
+        out[maybeAt[j]!] = !present;
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      if (!out[i]) continue;
+      const fp = fingerprints[i]!;
+      // `add` reports all bits already set: an earlier fingerprint of this batch may be the same
+      // one (then the store's pending overlay has it), or it is a Bloom false positive
+      if (this.bloom.add(fp) && this.store.get(fp) !== undefined) {
+        out[i] = false;
+        continue;
+      }
+      this.store.put(fp, EMPTY);
+      this.recorded++;
+      admitted++;
+    }
+    if (admitted > 0) this.store.put(COUNT_KEY, countBytes(this.recorded));
+    if (this.bloom.fill() > this.rebuildFill) this.rebuild(this.recorded, true);
+    return out;
+  }
+
+  /** Like `admit` without recording anything: true = seen before. Batched the same way. */
+  has(fingerprints: readonly Buffer[]): boolean[] {
+    const out: boolean[] = new Array(fingerprints.length).fill(false);
+    const maybe: Buffer[] = [];
+    const maybeAt: number[] = [];
+    fingerprints.forEach((fp, i) => {
+      if (this.bloom.mightContain(fp)) {
+        maybe.push(fp);
+        maybeAt.push(i);
+      }
+    });
+    const found = maybe.length === 0 ? [] : this.store.getMany(maybe);
+    this.storeChecks += maybe.length;
+    for (let j = 0; j < found.length; j++) {
+      out[maybeAt[j]!] = found[j] !== undefined;
+      if (found[j] === undefined) this.falsePositives++;
+    }
+    return out;
+  }
+
+  stats(): SeenSetStats {
+    const fill = this.bloom.fill();
+    return {
+      count: this.recorded,
+      bloomBits: this.bloom.bits,
+      bloomHashes: this.bloom.hashes,
+      bloomBytes: this.bloom.byteLength,
+      fill,
+      estimatedFalsePositiveRate: this.bloom.estimatedFalsePositiveRate(),
+      targetFalsePositiveRate: this.target,
+      warning: fill >= this.warnFill,
+      rebuilds: this.rebuildCount,
+      storeChecks: this.storeChecks,
+      bloomFalsePositives: this.falsePositives,
+    };
+  }
+
+  /** Publishes `stats()` as gauges `seen_set_*{owner}` (warning as 0/1). */
+  reportMetrics(metrics: Metrics, owner: string): void {
+    const s = this.stats();
+    metrics.setGauge('seen_set_fingerprints', owner, s.count);
+    metrics.setGauge('seen_set_bloom_bytes', owner, s.bloomBytes);
+    metrics.setGauge('seen_set_bloom_fill', owner, s.fill);
+    metrics.setGauge('seen_set_bloom_fp_rate_estimate', owner, s.estimatedFalsePositiveRate);
+    metrics.setGauge('seen_set_bloom_warning', owner, s.warning ? 1 : 0);
+    metrics.setGauge('seen_set_bloom_rebuilds', owner, s.rebuilds);
+  }
+
+  /** The current filter's sizing and the count it was sized for (for tests and benches). */
+  sizing(): BloomSizing & { sizedFor: number } {
+    return { bits: this.bloom.bits, hashes: this.bloom.hashes, sizedFor: this.sizedFor };
+  }
+
+  /** A fresh filter for max(expectedCount, 2 × count) entries, filled from the store in one scan. */
+  private rebuild(count: number, grown: boolean): void {
+    const sizedFor = Math.max(this.expectedCount, 2 * count);
+    const sizing = bloomSizing(sizedFor, this.target);
+    const bloom = new BloomFilter(sizing);
+    let stored = 0;
+    for (const [key] of this.store.range(ALL_FROM, ALL_TO)) {
+      if (key.length !== 8) continue;
+      bloom.add(key);
+      stored++;
+    }
+    this.bloom = bloom;
+    this.sizedFor = sizedFor;
+    this.recorded = stored;
+    this.warnFill = expectedFill(sizing, this.warnAtLoad * sizedFor);
+    this.rebuildFill = expectedFill(sizing, this.rebuildAtLoad * sizedFor);
+    if (grown) this.rebuildCount++;
+    // a count lost with an uncommitted write leaves the filter over-full: grow it now
+    if (bloom.fill() > this.rebuildFill) this.rebuild(stored, grown);
+  }
+}
+
+function countBytes(n: number): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+}

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import type http from 'node:http';
+import { after, describe, test } from 'node:test';
+import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/crawl-config.js';
+import { RobotsCache } from '../../../processors/frontier/politeness.js';
+import { startHttp, type LoopbackServer } from './loopback.js';
+import { byType, lease, loopbackConfig, runLeases } from './pipeline.js';
+
+const servers: LoopbackServer[] = [];
+const track = <T extends LoopbackServer>(s: T): T => (servers.push(s), s);
+after(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+});
+
+const ETAG = '"v1"';
+const LAST_MODIFIED = 'Wed, 21 Oct 2026 07:28:00 GMT';
+
+describe('FetcherProcessor', () => {
+  test('sends the lease\'s If-None-Match and If-Modified-Since; a 304 is a result, a WARC response and a page record, not an error', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const server = track(await startHttp((req, res) => {
+      seen.push(req.headers);
+      if (req.headers['if-none-match'] === ETAG) {
+        res.writeHead(304, { etag: ETAG, 'last-modified': LAST_MODIFIED });
+        return void res.end();
+      }
+      res.writeHead(200, { 'content-type': 'text/html', etag: ETAG, 'last-modified': LAST_MODIFIED });
+      res.end('<a href="/other">other</a>');
+    }));
+    const url = `http://cond.test:${server.port}/page`;
+    const plainUrl = `http://plain.test:${server.port}/page`;
+    const run = await runLeases(loopbackConfig(), [
+      lease(url, { ifNoneMatch: ETAG, ifModifiedSince: LAST_MODIFIED }),
+      lease(plainUrl),
+    ]);
+
+    const conditional = seen.find((h) => h.host?.startsWith('cond.test'))!;
+    assert.equal(conditional['if-none-match'], ETAG);
+    assert.equal(conditional['if-modified-since'], LAST_MODIFIED);
+    const plain = seen.find((h) => h.host?.startsWith('plain.test'))!;
+    assert.equal(plain['if-none-match'], undefined, 'a lease without validators sends none');
+
+    const result = run.results.find((r) => r.url === url)!;
+    assert.deepEqual({ status: result.status, errorCode: result.errorCode, redirectTarget: result.redirectTarget }, { status: 304, errorCode: null, redirectTarget: null });
+    const record = run.pageRecords.find((p) => p.url === url)!;
+    assert.deepEqual({ status: record.status, errorCode: record.errorCode, outlinks: record.outlinkCount }, { status: 304, errorCode: null, outlinks: 0 });
+    assert.ok(record.warcFile !== null && record.warcOffset !== null, 'the 304 points at its WARC record');
+    assert.deepEqual(byType(run.warc, 'response').filter((r) => r['warc-target-uri'] === url).map((r) => r['http:status']), ['304']);
+    const archivedHead = run.warcRequests.find((h) => h.includes('host: cond.test'))!;
+    assert.match(archivedHead, /^GET \/page HTTP\/1\.1\r\n/);
+    assert.match(archivedHead, /\r\nif-none-match: "v1"\r\n/, 'the archived request shows the validator sent');
+    assert.match(archivedHead, /\r\nif-modified-since: Wed, 21 Oct 2026 07:28:00 GMT\r\n/);
+    assert.equal(run.pageRecords.find((p) => p.url === plainUrl)?.status, 200);
+  });
+
+  test('sends the configured User-Agent, and robots.txt groups are matched against its product token', async () => {
+    const agents: string[] = [];
+    const server = track(await startHttp((req, res) => {
+      agents.push(req.headers['user-agent'] ?? '');
+      res.end('ok');
+    }));
+    const userAgent = 'acmebot/2.0 (+https://acme.test/bot)';
+    await runLeases(loopbackConfig({ userAgent }), [lease(`http://ua.test:${server.port}/`)]);
+    assert.deepEqual(agents, [userAgent]);
+
+    const origin = 'http://site.test';
+    const robots = 'User-agent: acmebot\nDisallow: /private/\nCrawl-delay: 3\n\nUser-agent: *\nDisallow: /\n';
+    const acme = new RobotsCache(userAgent);
+    assert.equal(productToken(userAgent), 'acmebot');
+    assert.equal(acme.isAllowed(origin, robots, `${origin}/public.html`), true, 'the acmebot group applies, not *');
+    assert.equal(acme.isAllowed(origin, robots, `${origin}/private/x.html`), false);
+    assert.equal(acme.crawlDelayMs(origin, robots), 3_000);
+    const other = new RobotsCache('otherbot/1.0 (+https://other.test/)');
+    assert.equal(other.isAllowed(origin, robots, `${origin}/public.html`), false, 'another token falls to the * group');
+
+    assert.equal(productToken(DEFAULT_USER_AGENT), 'crawlstream');
+    assert.match(DEFAULT_USER_AGENT, /^crawlstream\/\S+ \(\+https?:\/\/\S+\)$/, 'the default names a product token and a contact URL');
+    const ours = 'User-agent: crawlstream\nDisallow: /\n\nUser-agent: *\nDisallow:\n';
+    assert.equal(new RobotsCache(DEFAULT_USER_AGENT).isAllowed(origin, ours, `${origin}/a.html`), false);
+    assert.throws(() => validateCrawlConfig({ userAgent: '(+https://acme.test/bot)' }), { code: 'CS_INVALID_OPTION' });
+  });
+
+  test('a robots.txt lease returns its body in the result and is archived, but publishes no page record', async () => {
+    const body = 'User-agent: *\nDisallow: /private/\n';
+    const server = track(await startHttp((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(body);
+    }));
+    const url = `http://robots.test:${server.port}/robots.txt`;
+    const run = await runLeases(loopbackConfig(), [lease(url, { kind: 'ROBOTS' })]);
+    assert.equal(run.results.length, 1);
+    assert.deepEqual({ kind: run.results[0]!.kind, status: run.results[0]!.status, robotsBody: run.results[0]!.robotsBody }, { kind: 'ROBOTS', status: 200, robotsBody: body });
+    assert.deepEqual(byType(run.warc, 'response').map((r) => r['warc-target-uri']), [url]);
+    assert.deepEqual(run.pageRecords, []);
+    assert.deepEqual(run.links, []);
+  });
+
+  test('a late lease is answered CS_LEASE_EXPIRED without a connection, archived as metadata, and publishes nothing', async () => {
+    const server = track(await startHttp((_req, res) => res.end('too late')));
+    const url = `http://late.test:${server.port}/`;
+    const run = await runLeases(loopbackConfig(), [lease(url, { notAfter: Date.now() - 1, attempt: 5 })]);
+    assert.equal(server.connections(), 0);
+    assert.deepEqual(run.results.map((r) => [r.status, r.errorCode]), [[0, 'CS_LEASE_EXPIRED']]);
+    assert.deepEqual(byType(run.warc, 'metadata').map((r) => r['warc-target-uri']), [url]);
+    assert.deepEqual(run.pageRecords, [], 'even on its last attempt, an expired lease says nothing about the page');
+  });
+
+  test('a lease is not started before its notBefore', async () => {
+    const arrivals: number[] = [];
+    const server = track(await startHttp((_req, res) => {
+      arrivals.push(Date.now());
+      res.end('ok');
+    }));
+    const notBefore = Date.now() + 700;
+    const run = await runLeases(loopbackConfig(), [lease(`http://early.test:${server.port}/`, { notBefore })]);
+    assert.equal(arrivals.length, 1);
+    assert.ok(arrivals[0]! >= notBefore, `fetched ${notBefore - arrivals[0]!} ms early`);
+    assert.equal(run.results[0]?.status, 200);
+  });
+});

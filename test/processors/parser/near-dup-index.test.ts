@@ -1,0 +1,89 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { NearDupIndex, TABLES, permute } from '../../../processors/parser/near-dup-index.js';
+import { hammingDistance } from '../../../processors/parser/simhash.js';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { RocksKeyValueStore } from '../../../state/rocks-store.js';
+import { bufferCodec } from '../../../state/state-store.js';
+
+async function withDb(fn: (db: RocksPort) => Promise<void> | void): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-neardup-'));
+  const db = await openRocks(path.join(dir, 'db'));
+  try {
+    await fn(db);
+  } finally {
+    await db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const store = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('parser-simhash', db, bufferCodec, bufferCodec);
+
+let seed = 0x12345678;
+function random32(): number {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return seed >>> 0;
+}
+function randomSimhash(): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeUInt32BE(random32(), 0);
+  b.writeUInt32BE(random32(), 4);
+  return b;
+}
+function flipBits(h: Buffer, count: number): Buffer {
+  const out = Buffer.from(h);
+  const bits = new Set<number>();
+  while (bits.size < count) bits.add(random32() % 64);
+  for (const bit of bits) out[bit >> 3]! ^= 0x80 >> (bit & 7);
+  return out;
+}
+
+test('the 20 tables each lead with 3 of the 6 blocks and permute bits without losing any', () => {
+  assert.equal(TABLES.length, 20);
+  assert.equal(new Set(TABLES.map((t) => t.order.slice(0, 3).join())).size, 20);
+  for (const t of TABLES) {
+    assert.ok(t.prefixBits >= 31 && t.prefixBits <= 33);
+    for (let bit = 0; bit < 64; bit++) {
+      const p = permute(1n << BigInt(bit), t);
+      assert.equal(p.toString(2).replace(/0/g, '').length, 1, 'one bit in, one bit out');
+    }
+  }
+});
+
+test('near-dup index finds every SimHash within 3 bits, none farther, and survives a restart', () =>
+  withDb((db) => {
+    let s = store(db);
+    let index = new NearDupIndex(s);
+    const originals = Array.from({ length: 1_000 }, () => randomSimhash());
+    originals.forEach((h, i) => index.add(h, `http://site.test/${i}`));
+    assert.equal(index.find(flipBits(originals[3]!, 3))?.url, 'http://site.test/3', 'uncommitted entries are found');
+    s.applyCommitted(1);
+    for (const [i, h] of originals.entries()) {
+      for (let d = 0; d <= 3; d++) {
+        const match = index.find(flipBits(h, d));
+        assert.ok(match, `a ${d}-bit variant of #${i} was not found`);
+        assert.equal(match.url, `http://site.test/${i}`);
+        assert.equal(match.distance, d);
+        assert.deepEqual(match.simhash, h);
+      }
+    }
+    let far = 0;
+    for (const h of originals.slice(0, 500)) {
+      const q = flipBits(h, 4 + (random32() % 8));
+      const m = index.find(q);
+      if (m !== undefined) {
+        assert.ok(hammingDistance(m.simhash, q) <= 3, 'a match is never farther than 3 bits');
+        far++;
+      }
+    }
+    assert.equal(far, 0, 'random 1,000 SimHashes leave no neighbour within 3 bits of a 4+-bit variant');
+
+    s = store(db);
+    index = new NearDupIndex(s);
+    assert.equal(index.find(flipBits(originals[7]!, 2))?.url, 'http://site.test/7', 'found again after reopening the store');
+  }));

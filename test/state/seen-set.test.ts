@@ -1,0 +1,105 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BloomFilter, bloomSizing, expectedFalsePositiveRate, expectedFill } from '../../state/bloom-filter.js';
+import { SeenSet } from '../../state/seen-set.js';
+import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
+
+test('Bloom sizing follows m = -n ln p / (ln 2)^2 and k = (m/n) ln 2', () => {
+  const s = bloomSizing(10_000_000, 0.01);
+  assert.ok(Math.abs(s.bits / 10_000_000 - 9.585) < 0.001, `bits per entry ${s.bits / 10_000_000}`);
+  assert.equal(s.hashes, 7);
+  const t = bloomSizing(1_000_000, 0.001);
+  assert.ok(Math.abs(t.bits / 1_000_000 - 14.378) < 0.001);
+  assert.equal(t.hashes, 10);
+  assert.throws(() => bloomSizing(0, 0.01), { code: 'CS_INVALID_OPTION' });
+  assert.throws(() => bloomSizing(10, 1), { code: 'CS_INVALID_OPTION' });
+  assert.throws(() => bloomSizing(2 ** 40, 0.01), { code: 'CS_INVALID_OPTION' });
+});
+
+test('a Bloom filter never forgets an added fingerprint', () => {
+  const sizing = bloomSizing(50_000, 0.01);
+  const bloom = new BloomFilter(sizing);
+  for (let i = 0; i < 50_000; i++) bloom.add(syntheticFingerprint(i));
+  for (let i = 0; i < 50_000; i++) assert.ok(bloom.mightContain(syntheticFingerprint(i)), `fingerprint ${i} forgotten`);
+  // k = 7 rounds 6.64 up, so the fill at the design load is a little above one half
+  assert.ok(Math.abs(bloom.fill() - expectedFill(sizing, 50_000)) < 0.005, `fill at design load ${bloom.fill()}`);
+});
+
+test('seen-set of 10 M fingerprints admits every new one and its Bloom misses within 20 % of target', { timeout: 60_000 }, () => {
+  const n = 10_000_000;
+  const p = 0.01;
+  const exact = new MemoryFingerprintStore(24);
+  const seen = new SeenSet(exact, { expectedCount: n, falsePositiveRate: p });
+  seen.init();
+  const batch = 1_000;
+  let lost = 0;
+  for (let start = 0; start < n; start += batch) {
+    const fps: Buffer[] = new Array(batch);
+    for (let j = 0; j < batch; j++) fps[j] = syntheticFingerprint(start + j);
+    const fresh = seen.admit(fps);
+    for (let j = 0; j < batch; j++) if (!fresh[j]) lost++;
+  }
+  assert.equal(lost, 0, 'new fingerprints were treated as seen');
+  assert.equal(exact.size, n);
+  const afterLoad = seen.stats();
+  assert.equal(afterLoad.count, n);
+  assert.equal(afterLoad.rebuilds, 0);
+  // while filling, some new fingerprints hit the Bloom and were cleared by the exact layer
+  assert.ok(afterLoad.bloomFalsePositives > 1_000, `only ${afterLoad.bloomFalsePositives} Bloom false positives confirmed`);
+  assert.equal(afterLoad.storeChecks, afterLoad.bloomFalsePositives, 'only Bloom false positives needed a store read');
+
+  // fresh fingerprints (never admitted) measure the false-positive rate at the design load
+  const probes = 2_000_000;
+  const probe: Buffer[] = [];
+  let wronglySeen = 0;
+  for (let i = n; i < n + probes; i++) {
+    probe.push(syntheticFingerprint(i));
+    if (probe.length === batch) {
+      for (const s of seen.has(probe)) if (s) wronglySeen++;
+      probe.length = 0;
+    }
+  }
+  assert.equal(wronglySeen, 0, 'the exact layer must refute every Bloom false positive');
+  const measured = (seen.stats().bloomFalsePositives - afterLoad.bloomFalsePositives) / probes;
+  const theory = expectedFalsePositiveRate(seen.sizing(), n);
+  console.log(`# Bloom FP rate at 10 M: measured ${(measured * 100).toFixed(4)} %, target ${p * 100} %, theory ${(theory * 100).toFixed(4)} %`);
+  assert.ok(Math.abs(measured - p) <= 0.2 * p, `measured FP rate ${measured} is not within 20 % of ${p}`);
+  assert.ok(Math.abs(seen.stats().estimatedFalsePositiveRate - p) <= 0.2 * p, 'the fill-based estimate tracks the target');
+
+  // every admitted fingerprint is seen again (sample of 1 M spread over the whole range)
+  const again: Buffer[] = [];
+  for (let i = 0; i < n; i += 10) again.push(syntheticFingerprint(i));
+  for (let i = 0; i < again.length; i += batch) {
+    assert.ok(seen.admit(again.slice(i, i + batch)).every((fresh) => !fresh), 'a seen fingerprint was admitted twice');
+  }
+  assert.equal(exact.size, n);
+});
+
+test('a batch admits a repeated fingerprint once', () => {
+  const seen = new SeenSet(new MemoryFingerprintStore(10), { expectedCount: 100, falsePositiveRate: 0.01 });
+  seen.init();
+  const a = syntheticFingerprint(1);
+  const b = syntheticFingerprint(2);
+  assert.deepEqual(seen.admit([a, b, Buffer.from(a), a]), [true, true, false, false]);
+  assert.deepEqual(seen.admit([b, syntheticFingerprint(3)]), [false, true]);
+  assert.deepEqual(seen.has([a, syntheticFingerprint(4)]), [true, false]);
+});
+
+test('the seen-set warns before it rebuilds, and a rebuild keeps every fingerprint', () => {
+  const exact = new MemoryFingerprintStore(16);
+  const seen = new SeenSet(exact, { expectedCount: 1_000, falsePositiveRate: 0.01 });
+  seen.init();
+  let warnedAt = -1;
+  let rebuiltAt = -1;
+  for (let i = 0; i < 20_000; i++) {
+    assert.deepEqual(seen.admit([syntheticFingerprint(i)]), [true], `fingerprint ${i} lost`);
+    const s = seen.stats();
+    if (warnedAt < 0 && s.warning) warnedAt = i;
+    if (rebuiltAt < 0 && s.rebuilds > 0) rebuiltAt = i;
+  }
+  assert.ok(warnedAt >= 900 && warnedAt < rebuiltAt, `warned at ${warnedAt}, rebuilt at ${rebuiltAt}`);
+  const s = seen.stats();
+  assert.ok(s.rebuilds >= 4, `${s.rebuilds} rebuilds`);
+  assert.ok(s.fill < 0.6 && s.estimatedFalsePositiveRate < 2.5 * 0.01, `fill ${s.fill} after rebuilds`);
+  assert.ok(seen.has(Array.from({ length: 20_000 }, (_, i) => syntheticFingerprint(i))).every(Boolean));
+});
