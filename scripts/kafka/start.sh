@@ -53,7 +53,9 @@ KAFKA_JVM=(-Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt
   "-Dlog4j2.configurationFile=$RUN_DIR/log4j2.properties" -cp "$KAFKA_LIBS/*")
 # a KRaft cluster id is 16 random bytes, URL-safe base64 without padding
 cluster_id="$(head -c 16 /dev/urandom | base64 | tr "+/" "-_" | tr -d "=")"
-"$JAVA" "${KAFKA_JVM[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$RUN_DIR/server.properties" --ignore-formatted >"$RUN_DIR/format.log" 2>&1 \
+# a leading '-' would be read as an option by the tool's argument parser
+while [ "${cluster_id:0:1}" = "-" ]; do cluster_id="$(head -c 16 /dev/urandom | base64 | tr "+/" "-_" | tr -d "=")"; done
+"$JAVA" "${KAFKA_JVM[@]}" kafka.tools.StorageTool format --cluster-id="$cluster_id" -c "$RUN_DIR/server.properties" --ignore-formatted >"$RUN_DIR/format.log" 2>&1 \
   || { cat "$RUN_DIR/format.log" >&2; exit 1; }
 setsid nohup "$JAVA" "${KAFKA_JVM[@]}" kafka.Kafka "$RUN_DIR/server.properties" >"$RUN_DIR/kafka.out" 2>&1 </dev/null &
 echo $! >"$RUN_DIR/kafka.pid"
