@@ -4,8 +4,8 @@ import type { ControlCommand, FetchRequest, FetchResult, HostState, Lease, LinkB
 import { TOPICS } from '../../topology/topics.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { isFinalOutcome } from '../outcome.js';
-import { fingerprint64 } from '../parser/fingerprint.js';
 import { hostOf, siteOf } from '../parser/normalize.js';
+import { fingerprintBytes, newHost, numberBytes, readNumber, safeSite } from './host-state.js';
 import { bandOf, FrontQueues } from './front-queues.js';
 import { FRONT_STORE, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, SITES_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore, type SeenStore, type SiteStore } from './frontier-stores.js';
 import { HostHeap } from './host-heap.js';
@@ -416,36 +416,4 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     g('frontier_parked_urls', this.waitingQueued());
     this.seenSet.reportMetrics(this.ctx.metrics, owner);
   }
-}
-
-function newHost(host: string, origin: string, site: string): HostState {
-  return {
-    host, origin, site, headSeq: 0, tailSeq: 0, nextEligibleAt: 0, gapMs: 0, backoffMs: 0,
-    robotsState: 'UNKNOWN', robotsBody: null, robotsFetchedAt: 0, robotsFailures: 0, crawlDelayMs: 0, lease: null, fetches: 0,
-    ip: null, connErrors: 0, lastBackoffAt: 0, parkedUntil: 0,
-  };
-}
-
-function safeSite(url: string): string | null {
-  try {
-    return siteOf(url);
-  } catch {
-    return null;
-  }
-}
-
-function fingerprintBytes(url: string): Buffer {
-  const b = Buffer.allocUnsafe(8);
-  b.writeBigUInt64BE(fingerprint64(url));
-  return b;
-}
-
-function readNumber(b: Buffer | undefined): number {
-  return b === undefined ? 0 : Number(b.readBigUInt64BE(0));
-}
-
-function numberBytes(n: number): Buffer {
-  const b = Buffer.allocUnsafe(8);
-  b.writeBigUInt64BE(BigInt(n));
-  return b;
 }
