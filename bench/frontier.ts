@@ -80,7 +80,12 @@ try {
   const mem = process.memoryUsage();
   figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, mem.rss / 2 ** 20, 'MiB');
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
+  figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
+  for (const prop of ['rocksdb.cur-size-all-mem-tables', 'rocksdb.estimate-table-readers-mem', 'rocksdb.block-cache-usage', 'rocksdb.estimate-num-keys']) {
+    const v = Number(db.property(prop));
+    if (Number.isFinite(v)) figure(`  ${prop}`, prop.endsWith('keys') ? v : v / 2 ** 20, prop.endsWith('keys') ? 'keys' : 'MiB');
+  }
 
   // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
   const DISPATCHES = Math.min(N, 1_000_000);

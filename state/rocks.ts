@@ -21,6 +21,8 @@ export interface RocksPort {
   /** Entries with gte <= key < lt, in key order (or reverse), at most `limit`. Close by finishing or `return()`. */
   iterate(gte: Buffer, lt: Buffer, options?: { reverse?: boolean; limit?: number }): IterableIterator<[Buffer, Buffer]>;
   deleteRange(gte: Buffer, lt: Buffer): void;
+  /** A RocksDB property such as `rocksdb.cur-size-all-mem-tables`; undefined when unknown. */
+  property(name: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -109,6 +111,14 @@ class NxteditionRocks implements RocksPort {
     } finally {
       it._closeSync();
       this.db.detachResource(it);
+    }
+  }
+
+  property(name: string): string | undefined {
+    try {
+      return String((this.db as unknown as { getProperty(n: string): unknown }).getProperty(name));
+    } catch {
+      return undefined;
     }
   }
 
