@@ -38,6 +38,8 @@ export class StreamTask {
   private readonly processors = new Map<string, Processor>();
   private readonly contexts = new Map<string, NodeContext>();
   private readonly punctuators: ScheduledPunctuator[] = [];
+  /** Children of the source that reads each input topic. */
+  private readonly sourceChildren = new Map<string, readonly string[]>();
   private closed = false;
 
   constructor(
@@ -58,6 +60,7 @@ export class StreamTask {
       this.processors.set(node.name, node.supplier());
       this.contexts.set(node.name, new NodeContext(this, node));
     }
+    for (const node of subtopology.nodes) if (node.kind === 'source') for (const t of node.topics) this.sourceChildren.set(t, node.children);
   }
 
   /** Calls every processor's init, parents before children. */
@@ -67,8 +70,8 @@ export class StreamTask {
 
   /** Deserializes a consumed record and hands it to the children of the source that reads its topic. */
   process(raw: ConsumedRawRecord): void | Promise<void> {
-    const source = this.subtopology.nodes.find((n) => n.kind === 'source' && n.topics.includes(raw.topic));
-    if (!source || source.kind !== 'source') throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
+    const children = this.sourceChildren.get(raw.topic);
+    if (!children) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
     if (raw.value === null) return; // tombstones carry nothing for processors
     const corrupt = raw.headers?.['x-crawlstream-corrupt'];
     if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
@@ -79,7 +82,7 @@ export class StreamTask {
       ...(raw.headers ? { headers: raw.headers } : {}),
     };
     const meta: RecordMetadata = { topic: raw.topic, partition: raw.partition, offset: raw.offset };
-    return this.dispatch(source.children, record, meta);
+    return this.dispatch(children, record, meta);
   }
 
   /** Routes a record to the named nodes; returns a promise only if some processor returned one. */

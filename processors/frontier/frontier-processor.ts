@@ -4,7 +4,7 @@ import type { ControlCommand, FetchRequest, FetchResult, HostState, Lease, LinkB
 import { TOPICS } from '../../topology/topics.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { isFinalOutcome } from '../outcome.js';
-import { hostOf, siteOf } from '../parser/normalize.js';
+import { hostOf } from '../parser/normalize.js';
 import { fingerprintBytes, newHost, numberBytes, readNumber, safeSite } from './host-state.js';
 import { bandOf, FrontQueues } from './front-queues.js';
 import { FRONT_STORE, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, SITES_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore, type SeenStore, type SiteStore } from './frontier-stores.js';
@@ -163,7 +163,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         m.inc('urls_seen');
         continue;
       }
-      const site = siteOf(link.url);
+      // a batch holds one target site's links (LinkBatch contract): no public-suffix lookup per link
+      const site = batch.site;
       const verdict = this.sites.admit(site);
       if (verdict !== 'admit') {
         m.inc('urls_dropped', 1, verdict);

@@ -100,7 +100,7 @@ export class KafkaTask {
 
   isIdle(): boolean {
     if (this.buffer.length > 0 || this.busy() > 0 || this.outputs.length > 0 || this.dirty.size > 0) return false;
-    for (const { store } of this.changelogged) if (store.pendingChanges().length > 0) return false;
+    for (const { store } of this.changelogged) if (store.pendingCount() > 0) return false;
     for (const [key, f] of this.fetched) if ((this.positions.get(key)?.offset ?? 0) < f.end) return false;
     return this.task.isIdle();
   }
