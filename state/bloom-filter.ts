@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../runtime/errors.js';
+import { fmix32 } from '../runtime/hashing.js';
 
 /** Size of a Bloom filter: `bits` (m) and `hashes` (k). */
 export interface BloomSizing {
@@ -138,13 +139,4 @@ export class BloomFilter {
     this.h1 = (a >>> 0) * 2097152 + ((b >>> 0) >>> 11);
     this.h2 = (c >>> 0) * 2097152 + ((d >>> 0) >>> 11);
   }
-}
-
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h;
 }

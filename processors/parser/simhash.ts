@@ -1,3 +1,5 @@
+import { fmix32 } from '../../runtime/hashing.js';
+
 /** Words per shingle: a feature is three consecutive words. */
 export const SHINGLE_WORDS = 3;
 /** Fewer shingles than this give no SimHash: tiny texts would all look alike. */
@@ -142,13 +144,4 @@ function lowerNonAscii(c: number): number {
   if (c >= 0xd800 && c <= 0xdfff) return c;
   const lower = String.fromCharCode(c).toLowerCase();
   return lower.length === 1 ? lower.charCodeAt(0) : c;
-}
-
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h;
 }
