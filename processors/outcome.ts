@@ -1,6 +1,6 @@
 /** Outcomes that say "try again later" rather than anything about the page. */
 const TRANSIENT_STATUS = new Set([429, 503]);
-const TRANSIENT_ERRORS = new Set(['CS_LEASE_EXPIRED', 'CS_CONNECT', 'CS_RESET', 'CS_TIMEOUT', 'CS_DNS']);
+const TRANSIENT_ERRORS = new Set(['CS_LEASE_EXPIRED', 'CS_LEASE_LOST', 'CS_CONNECT', 'CS_RESET', 'CS_TIMEOUT', 'CS_DNS']);
 
 export function isTransient(status: number, errorCode: string | null): boolean {
   return errorCode !== null ? TRANSIENT_ERRORS.has(errorCode) : TRANSIENT_STATUS.has(status);

@@ -30,6 +30,8 @@ export type CrawlErrorCode =
   | 'CS_BAD_URL'
   | 'CS_HTTP'
   | 'CS_LEASE_EXPIRED'
+  // the frontier gave up on a lease with no result: the fetch may or may not have happened
+  | 'CS_LEASE_LOST'
   | 'CS_ROBOTS_DISALLOWED'
   | 'CS_ROBOTS_UNAVAILABLE'
   | 'CS_PARSE'

@@ -399,7 +399,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.ctx.metrics.inc('leases_expired');
       this.complete({
         leaseId, ownerEpoch: this.epoch, url: state.lease.url, host, site: state.site, kind: state.lease.kind === 'ROBOTS' ? 'ROBOTS' : 'PAGE',
-        status: 0, startedAt: now, durationMs: 0, errorCode: 'CS_TIMEOUT', errorMessage: 'lease expired without a result',
+        status: 0, startedAt: now, durationMs: 0, errorCode: 'CS_LEASE_LOST', errorMessage: 'lease expired without a result',
         retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: null,
       });
     }

@@ -17,7 +17,9 @@ function jitter(ms: number, config: CrawlConfig): number {
  * and parks the host until a retry, doubling from robotsRetryMs. Mutates `state`.
  */
 export function applyRobotsOutcome(state: HostState, result: FetchResult, now: number, config: CrawlConfig, robots: RobotsCache): RobotsVerdict | 'EXPIRED' {
-  if (result.errorCode === 'CS_LEASE_EXPIRED') return 'EXPIRED';
+  // no answer is known (dropped unfetched, or lost with its fetcher): that says nothing about
+  // robots.txt, so try again after the gap instead of parking the host as unavailable
+  if (result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST') return 'EXPIRED';
   const verdict = robotsVerdict(result.status, result.errorCode);
   state.robotsFetchedAt = now;
   if (verdict === 'UNAVAILABLE') {
