@@ -5,15 +5,19 @@ import { InvalidOptionError } from '../runtime/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
 import { siteOf } from '../processors/parser/normalize.js';
+import { kafkaEndpoints } from './run-options.js';
 import { TOPICS } from '../topology/topics.js';
 
 export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
+       crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS]
 
   block   drop the site's queued URLs and admit no more
   slow    raise the gap between fetches to each of its hosts to --min-gap MS
   pause   fetch nothing from it until resume
   resume  lift block, slow and pause
-A running crawl on DIR applies the command within a few seconds; otherwise the next run does.`;
+With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
+the next run does. With --brokers, the command goes to the 'control' topic on Kafka, where the
+frontier instance owning the site's partition applies it.`;
 
 const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
 
@@ -22,14 +26,33 @@ export function controlInbox(dataDir: string): string {
   return join(dataDir, 'control-inbox');
 }
 
-/** Validates a control command line into the record it produces. */
-export function parseControlArgs(args: string[], now = Date.now()): { dataDir: string; command: ControlCommand } {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { data: { type: 'string' }, 'min-gap': { type: 'string' } } });
+/** Where a control command goes: an embedded crawl's data directory, or the control topic on Kafka. */
+export type ControlTarget = { readonly dataDir: string } | { readonly brokers: string[]; readonly registryUrl: string; readonly partitions: string | undefined };
+
+/** Validates a control command line into the record it produces and where it goes. */
+export function parseControlArgs(args: string[], now = Date.now()): { target: ControlTarget; command: ControlCommand } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { data: { type: 'string' }, 'min-gap': { type: 'string' }, brokers: { type: 'string' }, registry: { type: 'string' }, partitions: { type: 'string' } } });
+  } catch (err) {
+    throw new InvalidOptionError(`${(err as Error).message}\n${CONTROL_USAGE}`);
+  }
+  const { values, positionals } = parsed;
   const [verb, rawSite] = positionals;
   const action = verb === undefined ? undefined : ACTIONS[verb];
   if (!action) throw new InvalidOptionError(`control needs one of ${Object.keys(ACTIONS).join(', ')}, got ${JSON.stringify(verb ?? '')}\n${CONTROL_USAGE}`);
   if (!rawSite) throw new InvalidOptionError(`control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`);
-  if (!values.data) throw new InvalidOptionError(`--data DIR is required\n${CONTROL_USAGE}`);
+  if (values.data !== undefined && values.brokers !== undefined) throw new InvalidOptionError(`give --data DIR (embedded crawl) or --brokers (Kafka), not both\n${CONTROL_USAGE}`);
+  let target: ControlTarget;
+  if (values.brokers !== undefined) {
+    const { brokers, registryUrl } = kafkaEndpoints(values.brokers, values.registry, CONTROL_USAGE);
+    if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${CONTROL_USAGE}`);
+    target = { brokers, registryUrl, partitions: values.partitions };
+  } else if (values.data !== undefined) {
+    target = { dataDir: values.data };
+  } else {
+    throw new InvalidOptionError(`--data DIR or --brokers HOST:PORT is required\n${CONTROL_USAGE}`);
+  }
   let site: string;
   try {
     site = siteOf(rawSite.includes('://') ? rawSite : `http://${rawSite}/`);
@@ -42,7 +65,7 @@ export function parseControlArgs(args: string[], now = Date.now()): { dataDir: s
     if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1000) throw new InvalidOptionError(`control slow needs --min-gap MS of at least 1000, got ${JSON.stringify(raw ?? '')}`);
     minGapMs = Number(raw);
   }
-  return { dataDir: values.data, command: { site, action, minGapMs, issuedAt: now, issuedBy: process.env.USER ?? null } };
+  return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: process.env.USER ?? null } };
 }
 
 /** Queues a command for the crawl on `dataDir` (atomically: write, then rename into the inbox). */

@@ -4,7 +4,9 @@ import { runCrawl } from './crawl.js';
 import { runDemo } from './demo.js';
 import { runExport } from './export.js';
 import { parseCrawlArgs } from './options.js';
-import { parseControlArgs, writeControl } from './control.js';
+import { CONTROL_USAGE, parseControlArgs, writeControl } from './control.js';
+import { produceToKafka } from './kafka-produce.js';
+import { TOPICS } from '../topology/topics.js';
 import { kafkaCommand } from './kafka-commands.js';
 
 const USAGE = `crawlstream — a polite web crawler built as a stream topology
@@ -12,11 +14,12 @@ const USAGE = `crawlstream — a polite web crawler built as a stream topology
 usage:
   crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]   crawl on the embedded engine
   crawlstream export page-records --data DIR                       page records as JSON lines
-  crawlstream control block|slow|pause|resume SITE --data DIR     operator control of one site
+  crawlstream control block|slow|pause|resume SITE --data DIR     operator control of one site (or --brokers B --registry URL)
   crawlstream demo [--data DIR]                                    crawl the bundled test web, judge politeness
   crawlstream topics create --brokers B [--partitions N]           create every Kafka topic (compacted changelogs)
   crawlstream run --role R --brokers B --registry URL --data DIR   one instance of a role on Kafka (frontier|fetcher|parser|all)
   crawlstream inject --seeds FILE --brokers B --registry URL       seed URLs into the links topic
+  crawlstream replay --store NAME|all --brokers B --data DIR       verify local stores against their changelogs
 
 run 'crawlstream crawl --help' for crawl options`;
 
@@ -36,9 +39,19 @@ async function main(argv: string[]): Promise<number> {
       await runExport(args, out);
       return 0;
     case 'control': {
-      const { dataDir, command } = parseControlArgs(args);
-      writeControl(dataDir, command);
-      out(`queued ${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}; a running crawl on ${dataDir} applies it within seconds, otherwise the next run does`);
+      if (args.includes('--help')) {
+        out(CONTROL_USAGE);
+        return 0;
+      }
+      const { target, command } = parseControlArgs(args);
+      const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}`;
+      if ('dataDir' in target) {
+        writeControl(target.dataDir, command);
+        out(`queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`);
+      } else {
+        await produceToKafka(target.brokers, target.registryUrl, target.partitions, TOPICS.control, [{ key: command.site, value: command, timestamp: command.issuedAt }]);
+        out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
+      }
       return 0;
     }
     case 'demo':

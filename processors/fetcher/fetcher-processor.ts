@@ -18,7 +18,8 @@ const ROBOTS_MAX_BYTES = 500 * 1024;
  * one fetched record (to the parser, which archives every one in WARC and publishes PAGE kinds).
  * This holds for every outcome: a response, a failure (status 0 and an error code), and a lease
  * whose not-after deadline has passed, which is dropped unfetched as CS_LEASE_EXPIRED so a backlog
- * of requests can never burst a host.
+ * of requests can never burst a host. A lease from an older frontier owner epoch than one this
+ * task has already seen (the partition moved to a new owner) is dropped the same way.
  *
  * The lease's `ifNoneMatch` / `ifModifiedSince` are sent as conditional headers; a 304 is an
  * ordinary outcome (status 304, no error). A 2xx body whose content coding decodes to more than
@@ -27,6 +28,8 @@ const ROBOTS_MAX_BYTES = 500 * 1024;
 export class FetcherProcessor implements Processor<string, FetchRequest, string, FetchResult | FetchedPage> {
   private ctx!: ProcessorContext<string, FetchResult | FetchedPage>;
   private client!: HttpClient;
+  /** The newest frontier owner epoch seen on this partition's leases; older leases are stale. */
+  private newestEpoch = 0;
 
   constructor(private readonly config: CrawlConfig) {}
 
@@ -47,13 +50,14 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   async process(record: StreamRecord<string, FetchRequest>): Promise<void> {
     const req = record.value;
+    if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)
     for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now()) await sleep(early);
     const now = Date.now();
-    if (now > req.notAfter) {
-      this.ctx.metrics.inc('leases_dropped_late');
-      this.emit(req, lateOutcome(req, now), null);
+    if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
+      this.ctx.metrics.inc(now > req.notAfter ? 'leases_dropped_late' : 'leases_dropped_stale');
+      this.emit(req, lateOutcome(req, now, this.newestEpoch), null);
       return;
     }
     const headers = conditionalHeaders(req);
@@ -133,11 +137,12 @@ export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifMo
   return headers;
 }
 
-function lateOutcome(req: FetchRequest, now: number): FetchOutcome {
-  return {
-    url: req.url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: 0,
-    errorCode: 'CS_LEASE_EXPIRED', errorMessage: `lease started ${now - req.notAfter} ms after its not-after deadline`,
-  };
+/** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
+function lateOutcome(req: FetchRequest, now: number, newestEpoch: number): FetchOutcome {
+  const why = now > req.notAfter
+    ? `lease started ${now - req.notAfter} ms after its not-after deadline`
+    : `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`;
+  return { url: req.url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: 0, errorCode: 'CS_LEASE_EXPIRED', errorMessage: why };
 }
 
 function failedOutcome(url: string, now: number, err: unknown): FetchOutcome {

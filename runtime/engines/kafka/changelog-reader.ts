@@ -9,10 +9,13 @@ export interface ChangelogRange {
   readonly partition: number;
   /** First offset to read (a store's checkpoint). */
   readonly from: number;
+  /** Stop before this offset (a replay up to a store's checkpoint); the partition's end when omitted. */
+  readonly to?: number;
 }
 
 /**
- * Reads committed records of changelog partitions from `from` up to each partition's current end,
+ * Reads committed records of changelog partitions from `from` up to each partition's current end
+ * (or `to`, when that comes first),
  * handing them over in offset order per partition. Call it after the task's producer has fenced
  * earlier owners: then no transaction is open on those partitions and the end is final.
  *
@@ -30,7 +33,7 @@ export async function readChangelogs(
   try {
     for (const topic of new Set(ranges.map((r) => r.topic))) {
       const offsets = await admin.endOffsets(topic);
-      for (const r of ranges) if (r.topic === topic) ends.set(tp(topic, r.partition), offsets.get(r.partition) ?? 0);
+      for (const r of ranges) if (r.topic === topic) ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));
     }
   } finally {
     await admin.close();
@@ -61,10 +64,11 @@ export async function readChangelogs(
         const first = records[0]!;
         const key = tp(first.topic, first.partition);
         if (!wanted.has(key)) return;
-        const fresh = records.filter((r) => r.offset >= reached.get(key)!);
-        if (fresh.length === 0) return;
-        const next = fresh[fresh.length - 1]!.offset + 1;
-        onRecords(first.topic, first.partition, fresh, next);
+        const end = ends.get(key)!;
+        const fresh = records.filter((r) => r.offset >= reached.get(key)! && r.offset < end);
+        const next = Math.min(records[records.length - 1]!.offset + 1, end);
+        if (next <= reached.get(key)!) return;
+        if (fresh.length > 0) onRecords(first.topic, first.partition, fresh, next);
         count += fresh.length;
         reached.set(key, next);
         check();
@@ -72,7 +76,7 @@ export async function readChangelogs(
       onProgress: (topic, partition, next) => {
         const key = tp(topic, partition);
         if (wanted.has(key) && next > reached.get(key)!) {
-          reached.set(key, next);
+          reached.set(key, Math.min(next, ends.get(key)!));
           check();
         }
       },

@@ -1,0 +1,35 @@
+import { tmpdir } from 'node:os';
+import { ConfluentSchemaRegistry } from '../runtime/engines/kafka/confluent-registry.js';
+import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
+import { partitionFor } from '../runtime/partitioner.js';
+import { buildSerdes } from '../runtime/serdes.js';
+import type { StreamRecord } from '../runtime/record.js';
+import { crawlTopology } from '../topology/crawl-topology.js';
+import { parseCrawlArgs } from './options.js';
+
+/**
+ * Writes records to one of the topology's topics on Kafka, Avro-encoded through the registry
+ * (registering the schema if needed) and placed by the Java murmur2 partitioner, as the engine
+ * would. Idempotent producer; resolves when every record is acknowledged by all replicas.
+ */
+export async function produceToKafka(brokers: readonly string[], registryUrl: string, partitions: string | undefined, topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
+  const crawl = parseCrawlArgs(['--data', tmpdir(), ...(partitions !== undefined ? ['--partitions', partitions] : [])]);
+  const topology = crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() });
+  topology.build();
+  const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registryUrl));
+  const spec = topology.topic(topic);
+  const port = new KafkaPort(brokers, `${topology.applicationId}-cli`);
+  try {
+    const producer = await port.producer();
+    try {
+      await producer.send(records.map((r) => {
+        const key = serdes.key(topic).serialize(r.key);
+        return { topic, partition: partitionFor(key, spec.partitions), key, value: serdes.value(topic).serialize(r.value), timestamp: r.timestamp };
+      }));
+    } finally {
+      await producer.close();
+    }
+  } finally {
+    await port.close();
+  }
+}
