@@ -118,3 +118,23 @@ describe('FetcherProcessor', () => {
     assert.equal(run.results[0]?.status, 200);
   });
 });
+
+test('a lease of an older frontier owner epoch is dropped unfetched once a newer epoch has been seen (the partition moved)', async () => {
+  const hits: string[] = [];
+  const server = await startHttp((req, res) => {
+    hits.push(req.headers.host ?? '');
+    res.end('ok');
+  });
+  try {
+    const stale = lease(`http://stale.test:${server.port}/`, { ownerEpoch: 1, notBefore: Date.now() + 600 });
+    const fresh = lease(`http://fresh.test:${server.port}/`, { ownerEpoch: 2 });
+    const run = await runLeases(loopbackConfig(), [stale, fresh]);
+    assert.deepEqual(hits.map((h) => h.split(':')[0]), ['fresh.test']);
+    const byLease = new Map(run.results.map((r) => [r.leaseId, r]));
+    assert.equal(byLease.get(stale.leaseId)?.errorCode, 'CS_LEASE_EXPIRED');
+    assert.match(byLease.get(stale.leaseId)?.errorMessage ?? '', /owner epoch 1; epoch 2 owns/);
+    assert.equal(byLease.get(fresh.leaseId)?.status, 200);
+  } finally {
+    await server.close();
+  }
+});
