@@ -88,8 +88,11 @@ test('two instances of each stateful role crawl the test web on Kafka; one is SI
     }
     t.diagnostic(`crawl on Kafka: ${web.requests().length} requests, quiet after ${quietSince - began} ms`);
     for (const i of instances) i.child.kill('SIGTERM');
+    const stderrs: string[] = [`== frontier-a before SIGKILL\n${killed.stderr.slice(-6000)}`];
+    const logs = (): string => stderrs.join('\n');
     for (const i of instances) {
       const ended = await i.exited;
+      stderrs.push(`== ${i.name}\n${ended.stderr.slice(-6000)}`);
       assert.equal(ended.code, 0, `${i.name} exited ${ended.code}/${ended.signal}\n${ended.stderr.slice(-4000)}`);
       assert.match(ended.stdout, /\[status\] stopped \(signal SIGTERM\)/, i.name);
     }
@@ -105,8 +108,8 @@ test('two instances of each stateful role crawl the test web on Kafka; one is SI
     const counts = new Map<string, number>();
     for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
     assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'a URL has more than one committed page record');
-    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port), 'fetched pages and committed page records differ');
-    assert.ok(counts.size >= 50, `only ${counts.size} pages recorded`);
+    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port), `fetched pages and committed page records differ\n${logs()}`);
+    assert.ok(counts.size >= 50, `only ${counts.size} pages recorded; the instances said:\n${logs()}`);
 
     // every local store copy equals a replay of its changelog, and every store partition has a current copy somewhere
     const current = new Set<string>();

@@ -1,5 +1,5 @@
-import { CrawlError, isCrawlError } from '../../errors.js';
 import type { ConsumedRawRecord } from '../../record.js';
+import { RecordDriver } from '../../record-driver.js';
 import type { StreamTask } from '../../task.js';
 import type { EmbeddedLog } from './log-store.js';
 
@@ -21,11 +21,10 @@ export interface RunnerHost {
 export class TaskRunner {
   /** Next offset to read per input topic-partition. */
   readonly positions = new Map<string, { topic: string; partition: number; offset: number }>();
-  private inFlight = 0;
+  private readonly driver: RecordDriver;
   private wake: (() => void) | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
-  private readonly slotWaiters: (() => void)[] = [];
 
   constructor(
     readonly task: StreamTask,
@@ -33,6 +32,7 @@ export class TaskRunner {
     private readonly host: RunnerHost,
     private readonly pollBatch: number,
   ) {
+    this.driver = new RecordDriver(task, { advance: (r) => this.advance(r), deadLetter: (r, err) => host.deadLetter(r, err), fatal: (err) => host.fatal(err) });
     for (const topic of task.subtopology.sourceTopics) {
       const partition = task.id.partition;
       const committed = host.log.committedPosition(group, topic, partition);
@@ -96,29 +96,9 @@ export class TaskRunner {
         continue;
       }
       if (this.task.commitInputs === 'before') await this.runBefore(records);
-      else await this.runAfter(records);
+      else await this.driver.processInOrder(records, () => this.running);
       // let commits, punctuators and I/O run between batches
       await new Promise((r) => setImmediate(r));
-    }
-  }
-
-  private async runAfter(records: ConsumedRawRecord[]): Promise<void> {
-    for (const r of records) {
-      if (!this.running) return;
-      try {
-        const result = this.task.process(r);
-        if (result instanceof Promise) {
-          this.inFlight++;
-          try {
-            await result;
-          } finally {
-            this.inFlight--;
-          }
-        }
-      } catch (err) {
-        this.failed(r, err);
-      }
-      this.advance(r);
     }
   }
 
@@ -128,52 +108,20 @@ export class TaskRunner {
     this.host.requestCommit();
     // positions must be durable before any fetch starts, so a crash can never repeat one
     await this.host.nextCommit();
-    for (let i = 0; i < records.length; i++) {
-      const r = records[i]!;
-      if (!this.running) {
-        this.waiting -= records.length - i;
-        return;
-      }
-      while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
-      this.waiting--;
-      this.active++;
-      let result: void | Promise<void>;
-      try {
-        result = this.task.process(r);
-      } catch (err) {
-        this.failed(r, err);
-        this.release();
-        continue;
-      }
-      if (result instanceof Promise) result.catch((err) => this.failed(r, err)).finally(() => this.release());
-      else this.release();
-    }
+    this.waiting -= records.length;
+    await this.driver.startConcurrently(records, () => this.running);
   }
 
   private waiting = 0;
-  private active = 0;
-
-  private release(): void {
-    this.active--;
-    this.slotWaiters.shift()?.();
-  }
 
   /** Records taken but not finished: awaiting their commit, or being processed. */
   busy(): number {
-    return this.waiting + this.active + this.inFlight;
+    return this.waiting + this.driver.busy();
   }
 
   private advance(r: ConsumedRawRecord): void {
     const p = this.positions.get(`${r.topic}\u0000${r.partition}`)!;
     p.offset = r.offset + 1;
-  }
-
-  private failed(r: ConsumedRawRecord, err: unknown): void {
-    if (isCrawlError(err) && err.code === 'CS_TOPOLOGY') {
-      this.host.fatal(err);
-      return;
-    }
-    this.host.deadLetter(r, err instanceof Error ? err : new CrawlError('CS_INTERNAL', String(err)));
   }
 }
 

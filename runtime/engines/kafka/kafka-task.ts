@@ -1,6 +1,7 @@
 import { isCrawlError, CrawlError } from '../../errors.js';
 import type { Metrics } from '../../metrics.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import { RecordDriver } from '../../record-driver.js';
 import type { StreamTask } from '../../task.js';
 import type { RocksPort } from '../../../state/rocks.js';
 import type { ChangeloggedStore } from '../../../state/store-builder.js';
@@ -39,8 +40,7 @@ export class KafkaTask {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastCommit = Date.now();
-  private active = 0;
-  private readonly slotWaiters: (() => void)[] = [];
+  private readonly driver: RecordDriver;
   private punctuating: Promise<void>[] = [];
   private committing = false;
 
@@ -50,7 +50,9 @@ export class KafkaTask {
     private readonly db: RocksPort,
     readonly changelogged: readonly { store: ChangeloggedStore; topic: string }[],
     private readonly host: KafkaTaskHost,
-  ) {}
+  ) {
+    this.driver = new RecordDriver(task, { advance: (r) => this.advance(r), deadLetter: (r, err) => this.deadLetter(r, err), fatal: (err) => host.fatal(err) });
+  }
 
   get name(): string {
     return this.task.name;
@@ -95,7 +97,7 @@ export class KafkaTask {
   }
 
   busy(): number {
-    return this.active + this.punctuating.length + (this.committing ? 1 : 0);
+    return this.driver.busy() + this.punctuating.length + (this.committing ? 1 : 0);
   }
 
   isIdle(): boolean {
@@ -146,26 +148,9 @@ export class KafkaTask {
   }
 
   private async processAfter(records: ConsumedRawRecord[]): Promise<void> {
-    for (const r of records) {
-      if (!this.running) {
-        this.buffer.unshift(...records.slice(records.indexOf(r)));
-        return;
-      }
-      try {
-        const result = this.task.process(r);
-        if (result instanceof Promise) {
-          this.active++;
-          try {
-            await result;
-          } finally {
-            this.active--;
-          }
-        }
-      } catch (err) {
-        this.failed(r, err);
-      }
-      this.advance(r);
-    }
+    const taken = await this.driver.processInOrder(records, () => this.running);
+    // stopped part-way: the rest stays buffered (a graceful close commits only what was processed)
+    if (taken < records.length) this.buffer.unshift(...records.slice(taken));
   }
 
   /** Commits the taken positions before any record is processed: a crash loses work, never repeats it. */
@@ -173,25 +158,7 @@ export class KafkaTask {
     for (const r of records) this.advance(r);
     await this.commit();
     if (!this.running) return;
-    for (const r of records) {
-      while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
-      this.active++;
-      let result: void | Promise<void>;
-      try {
-        result = this.task.process(r);
-      } catch (err) {
-        this.failed(r, err);
-        this.release();
-        continue;
-      }
-      if (result instanceof Promise) result.catch((err) => this.failed(r, err)).finally(() => this.release());
-      else this.release();
-    }
-  }
-
-  private release(): void {
-    this.active--;
-    this.slotWaiters.shift()?.();
+    await this.driver.startConcurrently(records, () => this.running);
   }
 
   private advance(r: ConsumedRawRecord): void {
@@ -200,11 +167,7 @@ export class KafkaTask {
     this.dirty.add(key);
   }
 
-  private failed(r: ConsumedRawRecord, error: unknown): void {
-    if (isCrawlError(error) && error.code === 'CS_TOPOLOGY') {
-      this.host.fatal(error);
-      return;
-    }
+  private deadLetter(r: ConsumedRawRecord, error: Error): void {
     const err = error as { code?: string; message?: string };
     const code = err.code ?? 'CS_INTERNAL';
     this.host.metrics.inc('dead_letters', 1, code);
@@ -271,7 +234,7 @@ export class KafkaTask {
     this.notify();
     await this.loop;
     const deadline = Date.now() + graceMs;
-    while (commit && this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (commit && this.driver.busy() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     if (commit) await this.commit().catch(() => undefined);
     else for (const { store } of this.changelogged) store.discardPending();
     await this.task.close();

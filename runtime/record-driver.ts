@@ -1,0 +1,95 @@
+import { CrawlError, isCrawlError } from './errors.js';
+import type { ConsumedRawRecord } from './record.js';
+import type { StreamTask } from './task.js';
+
+/** What a driver reports to its engine's runner. */
+export interface RecordDriverHost {
+  /** The record's position is taken: the next commit records `offset + 1`. */
+  advance(record: ConsumedRawRecord): void;
+  /** The record failed in a processor: it goes to the dead-letter topic with the error's code. */
+  deadLetter(record: ConsumedRawRecord, error: Error): void;
+  /** A fault no retry can fix (a topology bug): the engine stops. */
+  fatal(error: unknown): void;
+}
+
+/**
+ * The one record loop both engines share: hands records to a StreamTask, counts work in flight,
+ * routes failures (CS_TOPOLOGY is fatal, anything else a dead letter) and advances positions.
+ * Engines differ only in where records come from and how commits happen.
+ */
+export class RecordDriver {
+  private inFlight = 0;
+  private active = 0;
+  private readonly slotWaiters: (() => void)[] = [];
+
+  constructor(private readonly task: StreamTask, private readonly host: RecordDriverHost) {}
+
+  /** Records started and not finished. */
+  busy(): number {
+    return this.inFlight + this.active;
+  }
+
+  /**
+   * 'after' semantics: processes records one by one, awaiting async ones, advancing each position
+   * once its record is done. Stops early when `running()` turns false; returns how many were taken.
+   */
+  async processInOrder(records: readonly ConsumedRawRecord[], running: () => boolean): Promise<number> {
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      if (!running()) return i;
+      try {
+        const result = this.task.process(r);
+        if (result instanceof Promise) {
+          this.inFlight++;
+          try {
+            await result;
+          } finally {
+            this.inFlight--;
+          }
+        }
+      } catch (err) {
+        this.failed(r, err);
+      }
+      this.host.advance(r);
+    }
+    return records.length;
+  }
+
+  /**
+   * 'before' semantics, once the records' positions are committed: starts each record, at most
+   * the task's `concurrency` at a time, without waiting for them to finish. Stops early when
+   * `running()` turns false; returns how many were started.
+   */
+  async startConcurrently(records: readonly ConsumedRawRecord[], running: () => boolean): Promise<number> {
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      if (!running()) return i;
+      while (this.active >= this.task.concurrency) await new Promise<void>((res) => this.slotWaiters.push(res));
+      this.active++;
+      let result: void | Promise<void>;
+      try {
+        result = this.task.process(r);
+      } catch (err) {
+        this.failed(r, err);
+        this.release();
+        continue;
+      }
+      if (result instanceof Promise) result.catch((err) => this.failed(r, err)).finally(() => this.release());
+      else this.release();
+    }
+    return records.length;
+  }
+
+  private release(): void {
+    this.active--;
+    this.slotWaiters.shift()?.();
+  }
+
+  private failed(r: ConsumedRawRecord, err: unknown): void {
+    if (isCrawlError(err) && err.code === 'CS_TOPOLOGY') {
+      this.host.fatal(err);
+      return;
+    }
+    this.host.deadLetter(r, err instanceof Error ? err : new CrawlError('CS_INTERNAL', String(err)));
+  }
+}
