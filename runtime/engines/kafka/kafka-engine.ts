@@ -60,6 +60,8 @@ export class KafkaEngine implements Engine {
   private readonly consumers: GroupConsumer[] = [];
   /** Open or opening tasks by `sub_partition`. */
   private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
+  /** The running task of each `sub_partition` this instance owns, once opened. */
+  private readonly live = new Map<string, KafkaTask>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
 
   constructor(private readonly topology: Topology, private readonly options: KafkaEngineOptions) {
@@ -120,7 +122,10 @@ export class KafkaEngine implements Engine {
       const [s, p] = key.split('_').map(Number) as [number, number];
       if (s !== sub.id || partitions.has(p)) continue;
       this.tasks.delete(key);
-      void opening.then((t) => t?.close(true)).catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
+      void opening.then((t) => {
+        if (t && this.live.get(key) === t) this.live.delete(key);
+        return t?.close(true);
+      }).catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
     }
     for (const p of partitions) {
       const key = `${sub.id}_${p}`;
@@ -165,6 +170,7 @@ export class KafkaEngine implements Engine {
     }
     task.init();
     kafkaTask.start();
+    this.live.set(kafkaTask.name, kafkaTask);
     return kafkaTask;
   }
 
@@ -184,6 +190,12 @@ export class KafkaEngine implements Engine {
         }
         this.say(`task ${task.name} lost (${err.code}): ${err.message}; its partition waits for the next assignment`);
         const key = task.name;
+        // a task closed by a rebalance may be fenced by its successor on this very instance: leave that one alone
+        if (this.live.get(key) !== task) {
+          void task.close(false);
+          return;
+        }
+        this.live.delete(key);
         this.tasks.delete(key);
         const consumer = this.consumers[this.consumerIndex(sub)];
         for (const topic of sub.sourceTopics) consumer?.pause(topic, task.task.id.partition);
@@ -233,6 +245,7 @@ export class KafkaEngine implements Engine {
     // commit while still a group member, so no one fences the last commit; then leave the groups
     const tasks = (await Promise.all(this.tasks.values())).filter((t): t is KafkaTask => t !== undefined);
     this.tasks.clear();
+    this.live.clear();
     await Promise.all(tasks.map((t) => t.close(true, graceMs)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));
     await this.port.close();
@@ -246,6 +259,7 @@ export class KafkaEngine implements Engine {
     this.state = 'stopped';
     const tasks = await Promise.all([...this.tasks.values()].map((p) => p.catch(() => undefined)));
     this.tasks.clear();
+    this.live.clear();
     // no final commit: whatever was not committed is redone by the next owner
     await Promise.allSettled(tasks.map((t) => t?.close(false)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));

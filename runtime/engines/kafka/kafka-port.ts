@@ -240,8 +240,16 @@ export class KafkaAdmin {
 
   /** High watermark of every partition of a topic (the next offset to be written). */
   async endOffsets(topic: string): Promise<Map<number, number>> {
-    const offsets = await this.admin.fetchTopicOffsets(topic);
-    return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+    // right after a topic is created or a leader moves, brokers answer NOT_LEADER until metadata settles
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const offsets = await this.admin.fetchTopicOffsets(topic);
+        return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+      } catch (err) {
+        if ((err as { retriable?: boolean }).retriable !== true || attempt >= 10) throw kafkaError(`cannot read the end offsets of ${topic}`, err);
+        await new Promise((r) => setTimeout(r, 100 * 2 ** Math.min(attempt, 4)));
+      }
+    }
   }
 
   async deleteGroups(groupIds: string[]): Promise<void> {

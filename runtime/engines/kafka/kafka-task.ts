@@ -68,12 +68,17 @@ export class KafkaTask {
     this.loop = this.run().catch((err) => this.host.fatal(err));
   }
 
-  /** Adds fetched records; ones already processed by this task (re-fetched after a rebalance) are dropped. */
+  /**
+   * Adds fetched records. After a rebalance the consumer fetches again from the committed offset:
+   * records this task has already taken or still holds in its buffer are dropped, so none is
+   * processed twice.
+   */
   enqueue(records: readonly ConsumedRawRecord[]): void {
     for (const r of records) {
       const key = tp(r.topic, r.partition);
       const pos = this.positions.get(key);
       if (pos !== undefined && r.offset < pos.offset) continue;
+      if (r.offset < (this.fetched.get(key)?.next ?? 0)) continue;
       this.buffer.push(r);
       const f = this.fetched.get(key);
       if (!f || f.next < r.offset + 1) this.fetched.set(key, { next: r.offset + 1, end: Math.max(f?.end ?? 0, r.offset + 1) });
