@@ -149,9 +149,11 @@ describe('politeness checker on a live server log', () => {
   test('a client that waits between requests is judged polite; one that rushes is not', async () => {
     const web = await SyntheticWeb.start();
     try {
+      // a polite client: waits max(min gap, 10 × the last fetch's duration), with a margin (the gap counts from the server's end)
       for (const path of ['/robots.txt', '/', '/one.html']) {
+        const started = Date.now();
         await get(web, 'beta.test', path);
-        await sleep(150);
+        await sleep(Math.max(150, 12 * (Date.now() - started) + 20));
       }
       const gentle = checkPoliteness(web.requests(), web.sites, { minGapMs: 100 });
       assert.deepEqual(gentle.violations, [], formatPolitenessReport(gentle));
