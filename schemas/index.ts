@@ -9,6 +9,7 @@ export const SCHEMA_FILES = {
   FetchRequest: 'fetch-request.avsc',
   FetchResult: 'fetch-result.avsc',
   FetchedPage: 'fetched-page.avsc',
+  ParsedPage: 'parsed-page.avsc',
   PageRecord: 'page-record.avsc',
   ControlCommand: 'control-command.avsc',
   HostState: 'host-state.avsc',

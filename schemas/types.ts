@@ -77,6 +77,37 @@ export interface FetchedPage {
   redirectTarget: string | null;
   /** Added later with default PAGE: records written before it read as PAGE. */
   kind: FetchKind;
+  /**
+   * `sha1:BASE32` of `body` when the page takes part in duplicate detection (a 2xx PAGE with a
+   * body and no error), which is then also the record's key. Added later with default null.
+   */
+  payloadDigest?: string | null;
+}
+
+/** How a page's payload relates to the rest of the crawl: see schemas/parsed-page.avsc. */
+export type PayloadRole = 'NONE' | 'FIRST' | 'COPY';
+
+export interface ParsedPage {
+  url: string;
+  site: string;
+  host: string;
+  depth: number;
+  fetchTime: number;
+  status: number;
+  contentType: string | null;
+  contentLength: number;
+  payloadDigest: string | null;
+  simhash: Buffer | null;
+  canonicalUrl: string | null;
+  errorCode: string | null;
+  redirectTarget: string | null;
+  warcFile: string | null;
+  warcOffset: number | null;
+  warcLength: number | null;
+  outlinks: Link[];
+  payloadRole: PayloadRole;
+  copyOf: string | null;
+  duplicateOf: string | null;
 }
 
 export interface PageRecord {

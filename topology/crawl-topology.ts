@@ -5,11 +5,8 @@ import type { CrawlConfig } from '../processors/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
 import { FrontierProcessor, FETCH_REQUESTS_SINK } from '../processors/frontier/frontier-processor.js';
 import { frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE } from '../processors/frontier/frontier-stores.js';
-import { LINKS_SINK, PAGE_RECORDS_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
-import { warcStore } from '../processors/parser/warc-store.js';
-import { dedupeStores } from '../processors/parser/dedupe.js';
-import { keyValueStore } from '../state/store-builder.js';
-import { bufferCodec } from '../state/state-store.js';
+import { LINKS_SINK, PAGE_RECORDS_SINK, PARSED_PAGES_SINK, ParserProcessor, parserStores } from '../processors/parser/parser-processor.js';
+import { MAX_URL_LENGTH } from '../processors/parser/normalize.js';
 
 export const APPLICATION_ID = 'crawlstream';
 
@@ -28,8 +25,12 @@ export interface CrawlTopologyOptions {
  *
  *   links ─┐
  *          ├─> frontier ──> fetch-requests ──> fetcher ──┬─> fetch-results ─> (frontier)
- *   fetch-results ┘                                     └─> fetched ──> parser ──┬─> page-records
- *                                                                                 └─> links ─> (frontier)
+ *   fetch-results ┘                                     └─> fetched (by payload digest) ──> parser ─┬─> page-records
+ *                                                                 parsed-pages (by site) <──┘ <──┘  └─> links ─> (frontier)
+ *
+ * The parser reads two co-partitioned topics with different keys: `fetched` by payload digest
+ * (exact duplicates across sites meet there) and its own `parsed-pages` by site (near duplicates,
+ * URLs recorded once, publishing). See processors/parser/parser-processor.ts.
  */
 export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOptions): Topology {
   const t = new Topology(APPLICATION_ID);
@@ -39,6 +40,7 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   topic(TOPICS.fetchRequests, 'FetchRequest');
   topic(TOPICS.fetchResults, 'FetchResult');
   topic(TOPICS.fetched, 'FetchedPage', { maxMessageBytes: config.maxBodyBytes + 1024 * 1024 });
+  topic(TOPICS.parsedPages, 'ParsedPage', { maxMessageBytes: parsedPageMaxBytes(config) });
   topic(TOPICS.pageRecords, 'PageRecord', { keep: true });
   topic(TOPICS.control, 'ControlCommand', { keep: true });
 
@@ -58,15 +60,27 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   t.addSink(FETCH_RESULTS_SINK, TOPICS.fetchResults, 'fetcher');
   t.addSink(FETCHED_SINK, TOPICS.fetched, 'fetcher');
 
+  addParser(t, config, warcDir);
+  return t;
+}
+
+/**
+ * The parser's sources, processor, sinks and stores, on topics `fetched`, `parsed-pages`,
+ * `page-records` and `links` already declared in `t` (with equal partition counts for the first two).
+ */
+export function addParser(t: Topology, config: CrawlConfig, warcDir: string): void {
   t.addSource('fetched-source', TOPICS.fetched);
-  t.addProcessor('parser', () => new ParserProcessor(config), ['fetched-source']);
+  t.addSource('parsed-pages-source', TOPICS.parsedPages);
+  t.addProcessor('parser', () => new ParserProcessor(config), ['fetched-source', 'parsed-pages-source']);
+  t.addSink(PARSED_PAGES_SINK, TOPICS.parsedPages, 'parser');
   t.addSink(PAGE_RECORDS_SINK, TOPICS.pageRecords, 'parser');
   t.addSink(LINKS_SINK, TOPICS.links, 'parser');
-  t.addStateStore(keyValueStore(RECORDED_STORE, bufferCodec, bufferCodec), 'parser');
-  t.addStateStore(warcStore(warcDir, config.warcMaxFileBytes), 'parser');
-  // duplicates are found within a parser partition (one site's pages): see docs/SCHEMAS.md
-  for (const store of dedupeStores()) t.addStateStore(store, 'parser');
-  return t;
+  for (const store of parserStores(config, warcDir)) t.addStateStore(store, 'parser');
+}
+
+/** Largest `parsed-pages` value: up to maxOutlinksPerPage links of up to MAX_URL_LENGTH, plus the page's own fields. */
+export function parsedPageMaxBytes(config: CrawlConfig): number {
+  return config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16) + 1024 * 1024;
 }
 
 export { HOSTS_STORE, QUEUE_STORE, SEEN_STORE, META_STORE };

@@ -7,6 +7,8 @@ import { decodeBody, decodedSizeExceeds } from './decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpClient, type FetchOutcome } from './http-client.js';
+import { isDedupable } from '../parser/dedupe.js';
+import { sha1Digest } from '../parser/warc-records.js';
 
 export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
@@ -15,7 +17,8 @@ const ROBOTS_MAX_BYTES = 500 * 1024;
 
 /**
  * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
- * one fetched record (to the parser, which archives every one in WARC and publishes PAGE kinds).
+ * one fetched record (to the parser, which archives every one in WARC and publishes PAGE kinds). A fetched
+ * 2xx page body carries its payload digest, which is also its key (see schemas/fetched-page.avsc).
  * This holds for every outcome: a response, a failure (status 0 and an error code), and a lease
  * whose not-after deadline has passed, which is dropped unfetched as CS_LEASE_EXPIRED so a backlog
  * of requests can never burst a host. A lease from an older frontier owner epoch than one this
@@ -110,13 +113,16 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       errorCode: o.errorCode ?? null, errorMessage: o.errorMessage ?? null, redirectTarget: o.redirectTarget ?? null,
       kind: req.kind,
     };
+    // keyed by payload digest when it takes part in duplicate detection, so that every copy of a
+    // payload, on any site, reaches the parser partition that archived the first one
+    if (isDedupable(page)) page.payloadDigest = sha1Digest(page.body);
     try {
-      this.ctx.forward({ key: req.site, value: page, timestamp: Date.now() }, FETCHED_SINK);
+      this.ctx.forward({ key: page.payloadDigest ?? req.site, value: page, timestamp: Date.now() }, FETCHED_SINK);
     } catch (err) {
       // the result is already out; the archive still gets a record of this lease, without the body
       this.ctx.forward({
         key: req.site, timestamp: Date.now(), value: {
-          ...page, status: 0, headers: [], body: Buffer.alloc(0), truncated: false, errorCode: 'CS_INTERNAL',
+          ...page, status: 0, headers: [], body: Buffer.alloc(0), truncated: false, errorCode: 'CS_INTERNAL', payloadDigest: null,
           errorMessage: `fetched record not writable (${(err as Error).message}); original outcome ${o.status} ${o.errorCode ?? ''}`.trimEnd(),
         },
       }, FETCHED_SINK);

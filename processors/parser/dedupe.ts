@@ -1,22 +1,35 @@
 import type { Codec, KeyValueStore } from '../../state/state-store.js';
 import { bufferCodec, stringCodec } from '../../state/state-store.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
+import type { FetchedPage } from '../../schemas/types.js';
 import { NearDupIndex } from './near-dup-index.js';
 
-/** Payload digest (`sha1:BASE32`) → the first record with that payload. Changelogged. */
+/**
+ * Payload digest → the first record of that payload anywhere in the crawl. Changelogged. Lives
+ * with the payload-keyed half of the parser: `fetched` is keyed by payload digest, so every copy
+ * of a payload meets the first one in the same partition, whatever sites they are on.
+ */
 export const DIGESTS_STORE = 'parser-digests';
-/** The 20 tables of the near-duplicate index (see near-dup-index.ts). Changelogged. */
-export const SIMHASH_STORE = 'parser-simhash';
+/** Per-site SimHash index (see near-dup-index.ts). Changelogged; lives with the site-keyed half. */
+export const SIMHASH_STORE = 'parser-site-simhash';
+/**
+ * Payload digest → the original that copies of the payload are aliases of: the URL of the
+ * payload's first record, or the page that one was found a near copy of. Changelogged; lives
+ * with the site-keyed half, in the partition of the first record's site.
+ */
+export const ORIGINALS_STORE = 'parser-originals';
 
-/** The first page seen with a given payload: what a later copy becomes an alias of. */
+/** The first record seen with a given payload: what a later copy's revisit refers to. */
 export interface DigestEntry {
   /** URL whose response record holds the payload. */
   url: string;
+  /** Its site, where its near-duplicate verdict is kept (absent in entries written before sites were kept). */
+  site?: string;
   /** Its fetch time (= that record's WARC-Date), epoch ms. */
   fetchedAt: number;
   /** WARC-Record-ID of its response record. */
   recordId: string;
-  /** When that page was itself a near-duplicate: the original it is an alias of. */
+  /** No longer written (always null): the near-duplicate verdict is the site-keyed half's (ORIGINALS_STORE). */
   duplicateOf: string | null;
   /** Its SimHash as 16 hex digits, when it had one. */
   simhash: string | null;
@@ -30,55 +43,77 @@ export const digestEntryCodec: Codec<DigestEntry> = {
 
 export type DigestStore = KeyValueStore<string, DigestEntry>;
 export type SimhashStore = KeyValueStore<Buffer, Buffer>;
+export type OriginalsStore = KeyValueStore<string, string>;
 
-/** The parser's duplicate-detection stores, to add to the parser in the topology. */
+/** The parser's duplicate-detection stores (both halves), to add to the parser in the topology. */
 export function dedupeStores(): StoreBuilder[] {
-  return [keyValueStore(DIGESTS_STORE, stringCodec, digestEntryCodec), keyValueStore(SIMHASH_STORE, bufferCodec, bufferCodec)];
+  return [
+    keyValueStore(DIGESTS_STORE, stringCodec, digestEntryCodec),
+    keyValueStore(SIMHASH_STORE, bufferCodec, bufferCodec),
+    keyValueStore(ORIGINALS_STORE, stringCodec, stringCodec),
+  ];
 }
 
-/** What the parser does with a page that is a copy. */
-export type CopyVerdict =
-  | { kind: 'exact'; of: DigestEntry; original: string }
-  | { kind: 'near'; original: string; distance: number };
+/**
+ * Whether a fetch takes part in duplicate detection: a 2xx page response with a body and no
+ * error (so also a final outcome). robots.txt, redirects, errors and empty bodies never do.
+ */
+export function isDedupable(page: Pick<FetchedPage, 'kind' | 'status' | 'errorCode' | 'body'>): boolean {
+  return page.kind !== 'ROBOTS' && page.status >= 200 && page.status < 300 && page.errorCode === null && page.body.length > 0;
+}
 
 /**
- * Duplicate detection for one parser partition: exact payload digest first, then SimHash
- * (≤ NEAR_DUP_BITS differing bits). The first page of a payload or of a near-duplicate cluster is
- * the original; later ones are copies, aliases of it. Only 2xx responses with a body take part.
+ * Exact duplicates, for the payload-keyed half: the first record archived with a payload is the
+ * one every later record with the same payload digest becomes a revisit of.
  */
-export class Deduplicator {
+export class PayloadIndex {
+  constructor(private readonly digests: DigestStore) {}
+
+  /** The first record archived with this payload, if any (possibly an earlier fetch of the same URL). */
+  firstRecord(payloadDigest: string): DigestEntry | undefined {
+    return this.digests.get(payloadDigest);
+  }
+
+  /** Remembers the first record of a payload; a payload already known keeps its first record. */
+  recordFirst(payloadDigest: string, entry: DigestEntry): void {
+    if (this.digests.get(payloadDigest) === undefined) this.digests.put(payloadDigest, entry);
+  }
+}
+
+/**
+ * Near duplicates and the originals of payloads, for the site-keyed half: SimHash within
+ * NEAR_DUP_BITS of a page of the same site indexed before, and, per payload whose first record
+ * was on one of this partition's sites, the original its copies are aliases of.
+ */
+export class SiteDuplicates {
   private readonly index: NearDupIndex;
 
   constructor(
-    private readonly digests: DigestStore,
     simhashes: SimhashStore,
+    private readonly originals: OriginalsStore,
   ) {
     this.index = new NearDupIndex(simhashes);
   }
 
-  /**
-   * The first record with this payload, when it belongs to another URL or an earlier fetch of
-   * this one. `original` is the URL the copy is an alias of (the cluster's original, never a copy).
-   */
-  exactCopy(payloadDigest: string): CopyVerdict & { kind: 'exact' } | undefined {
-    const of = this.digests.get(payloadDigest);
-    if (of === undefined) return undefined;
-    return { kind: 'exact', of, original: of.duplicateOf ?? of.url };
-  }
-
-  /** The original of the closest indexed page within NEAR_DUP_BITS of `simhash`, other than `url` itself. */
-  nearCopy(simhash: Buffer, url: string): CopyVerdict & { kind: 'near' } | undefined {
-    const match = this.index.find(simhash);
+  /** The original of the closest page of `site` within NEAR_DUP_BITS of `simhash`, other than `url` itself. */
+  nearCopy(site: string, simhash: Buffer, url: string): { original: string; distance: number } | undefined {
+    const match = this.index.find(site, simhash);
     if (match === undefined || match.url === url) return undefined;
-    return { kind: 'near', original: match.url, distance: match.distance };
+    return { original: match.url, distance: match.distance };
   }
 
-  /**
-   * Records a page whose response record was written: its payload digest (so byte-identical
-   * copies become revisits of it) and, for an original with a SimHash, its place in the index.
-   */
-  record(payloadDigest: string, entry: DigestEntry, simhash: Buffer | undefined): void {
-    if (this.digests.get(payloadDigest) === undefined) this.digests.put(payloadDigest, entry);
-    if (simhash !== undefined && entry.duplicateOf === null) this.index.add(simhash, entry.url);
+  /** Indexes an original (a page that is no copy) so later pages of its site can be found near it. */
+  addOriginal(site: string, simhash: Buffer, url: string): void {
+    this.index.add(site, simhash, url);
+  }
+
+  /** The original that copies of a payload are aliases of, once its first record was seen here. */
+  originalOf(payloadDigest: string): string | undefined {
+    return this.originals.get(payloadDigest);
+  }
+
+  /** Remembers, for the first record of a payload, the original its copies are aliases of. */
+  setOriginal(payloadDigest: string, original: string): void {
+    if (this.originals.get(payloadDigest) === undefined) this.originals.put(payloadDigest, original);
   }
 }

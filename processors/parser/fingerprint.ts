@@ -7,7 +7,7 @@ import * as crypto from 'node:crypto';
  * U+FFFD, as `Buffer.from(s, 'utf8')` does.
  */
 export function fingerprint64(s: string): bigint {
-  return sha256(s).readBigUInt64BE(0);
+  return BigInt('0x' + fingerprintHex(s));
 }
 
 /**
@@ -15,11 +15,12 @@ export function fingerprint64(s: string): bigint {
  * also its 8-byte big-endian key encoding in hex.
  */
 export function fingerprintHex(s: string): string {
-  return sha256(s).toString('hex', 0, 8);
+  return sha256Hex(s).slice(0, 16);
 }
 
-// crypto.hash (Node >= 20.12) is one-shot and about 3x faster than createHash for short input
-const sha256: (s: string) => Buffer =
+// crypto.hash (Node >= 20.12) is one-shot and about 3x faster than createHash for short input,
+// and a hex digest comes out of it about twice as cheaply as a Buffer
+const sha256Hex: (s: string) => string =
   typeof crypto.hash === 'function'
-    ? (s) => crypto.hash('sha256', s, 'buffer')
-    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest();
+    ? (s) => crypto.hash('sha256', s, 'hex')
+    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');

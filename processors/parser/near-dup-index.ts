@@ -41,12 +41,18 @@ export function permute(simhash: bigint, table: Table): bigint {
   return out;
 }
 
-/** Store key of one table entry: table number (1 byte), then the permuted SimHash (8 bytes, big-endian). */
-function entryKey(table: number, permuted: bigint): Buffer {
-  const key = Buffer.allocUnsafe(9);
-  key[0] = table;
-  key.writeBigUInt64BE(permuted, 1);
+/** Store key of one table entry: the site (UTF-8), 0, table number (1 byte), the permuted SimHash (8 bytes, big-endian). */
+function entryKey(scope: Buffer, table: number, permuted: bigint): Buffer {
+  const key = Buffer.allocUnsafe(scope.length + 9);
+  scope.copy(key);
+  key[scope.length] = table;
+  key.writeBigUInt64BE(permuted, scope.length + 1);
   return key;
+}
+
+/** The key prefix of a site's entries: its name and a 0 byte, which no site name contains. */
+function scopeOf(site: string): Buffer {
+  return Buffer.from(site + '\0', 'utf8');
 }
 
 export interface NearDupMatch {
@@ -58,49 +64,51 @@ export interface NearDupMatch {
 }
 
 /**
- * The 6-block / 20-table index of Manku, Jain and Das Sarma (WWW 2007) over 64-bit SimHashes, in
- * a changelogged store, so it survives restarts and moves with its partition. Each indexed
- * SimHash is stored 20 times, once per table, under its permuted form; a query reads, per table,
- * the sorted run of keys sharing its 3 leading blocks (one range scan each) and checks the
- * distance of every candidate. Finds every indexed SimHash within NEAR_DUP_BITS of the query.
+ * The 6-block / 20-table index of Manku, Jain and Das Sarma (WWW 2007) over 64-bit SimHashes, one
+ * per site, in a changelogged store, so it survives restarts and moves with its partition. Each
+ * indexed SimHash is stored 20 times, once per table, under its site and permuted form; a query
+ * reads, per table, the sorted run of the site's keys sharing its 3 leading blocks (one range scan
+ * each) and checks the distance of every candidate. Finds every SimHash indexed for the site
+ * within NEAR_DUP_BITS of the query, and none of another site's.
  */
 export class NearDupIndex {
   constructor(private readonly store: KeyValueStore<Buffer, Buffer>) {}
 
-  /** The closest indexed SimHash within NEAR_DUP_BITS bits (the first found on ties), or undefined. */
-  find(simhash: Buffer): NearDupMatch | undefined {
+  /** The closest SimHash indexed for `site` within NEAR_DUP_BITS bits (the first found on ties), or undefined. */
+  find(site: string, simhash: Buffer): NearDupMatch | undefined {
+    const scope = scopeOf(site);
     const value = simhash.readBigUInt64BE(0);
     let best: NearDupMatch | undefined;
+    const candidate = Buffer.allocUnsafe(8);
     for (let t = 0; t < TABLES.length; t++) {
       const table = TABLES[t]!;
       const permuted = permute(value, table);
       const low = 64n - BigInt(table.prefixBits);
       const prefix = permuted >> low;
-      const from = entryKey(t, prefix << low);
+      const from = entryKey(scope, t, prefix << low);
       const last = (1n << BigInt(table.prefixBits)) - 1n;
-      const to = prefix === last ? Buffer.from([t + 1]) : entryKey(t, (prefix + 1n) << low);
-      const candidate = Buffer.allocUnsafe(8);
+      const to = prefix === last ? Buffer.concat([scope, Buffer.from([t + 1])]) : entryKey(scope, t, (prefix + 1n) << low);
       candidate.writeBigUInt64BE(permuted);
       for (const [key, url] of this.store.range(from, to)) {
-        const distance = hammingDistance(candidate, key.subarray(1));
+        const distance = hammingDistance(candidate, key.subarray(scope.length + 1));
         if (distance > NEAR_DUP_BITS || (best !== undefined && best.distance <= distance)) continue;
-        best = { simhash: unpermuteKey(key, table), url: url.toString('utf8'), distance };
+        best = { simhash: unpermuteKey(key.readBigUInt64BE(scope.length + 1), table), url: url.toString('utf8'), distance };
         if (distance === 0) return best;
       }
     }
     return best;
   }
 
-  /** Indexes `simhash` for `url` (20 store writes). */
-  add(simhash: Buffer, url: string): void {
+  /** Indexes `simhash` for `url` of `site` (20 store writes). */
+  add(site: string, simhash: Buffer, url: string): void {
+    const scope = scopeOf(site);
     const value = simhash.readBigUInt64BE(0);
     const urlBytes = Buffer.from(url, 'utf8');
-    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(t, permute(value, TABLES[t]!)), urlBytes);
+    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), urlBytes);
   }
 }
 
-function unpermuteKey(key: Buffer, table: Table): Buffer {
-  const permuted = key.readBigUInt64BE(1);
+function unpermuteKey(permuted: bigint, table: Table): Buffer {
   let rest = 64n;
   let out = 0n;
   for (const block of table.order) {

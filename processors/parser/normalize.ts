@@ -79,6 +79,14 @@ const PCT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
  * Normalizing an already normalized URL returns it unchanged. Never throws.
  */
 export function normalizeUrl(raw: string, base?: string): NormalizeResult {
+  return normalizeSimple(raw.trim(), base) ?? normalizeByParser(raw, base);
+}
+
+/**
+ * `normalizeUrl` by the WHATWG URL parser alone, without the fast path for simple URLs: the
+ * reference the fast path is tested against.
+ */
+export function normalizeByParser(raw: string, base?: string): NormalizeResult {
   let parsed: URL;
   try {
     parsed = base === undefined ? new URL(raw.trim()) : new URL(raw.trim(), base);
@@ -171,7 +179,8 @@ function isDroppedParam(rawName: string): boolean {
     }
   }
   if (SESSION_PARAMS.has(name) || TRACKING_PARAMS.has(name)) return true;
-  return DROPPED_PREFIXES.some((prefix) => name.startsWith(prefix));
+  for (const prefix of DROPPED_PREFIXES) if (name.startsWith(prefix)) return true;
+  return false;
 }
 
 function normalizeEscapes(s: string): string {
@@ -192,4 +201,166 @@ function isUnreserved(code: number): boolean {
     code === 0x5f || // _
     code === 0x7e // ~
   );
+}
+
+// ---- fast path -------------------------------------------------------------------------------
+//
+// Most links on a page are plain: an absolute http(s) URL with a lowercase DNS name, or a path
+// relative to a plain page URL, made of characters the URL parser leaves as they are and the
+// normalizer has nothing to do with (no escapes, no dot segments, no path parameters). For those,
+// the normalized form is the string itself, resolved and with its query filtered, and building
+// it costs a character scan instead of a URL parse. Anything else — any character outside the
+// tables below, a port, userinfo, an IP address, an IDN, upper case in scheme or host — returns
+// undefined and goes to the parser. test/processors/parser/normalize-fast.test.ts checks that
+// both paths agree on every table case and on generated URLs.
+
+const HOST = 1;
+const PATH = 2;
+const QUERY = 4;
+const RELATIVE_START = 8;
+const CHAR_CLASS = (() => {
+  const t = new Uint8Array(128);
+  const set = (chars: string, bits: number) => {
+    for (const c of chars) t[c.charCodeAt(0)]! |= bits;
+  };
+  const alnum = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+  set('abcdefghijklmnopqrstuvwxyz0123456789-.', HOST);
+  // left raw by the URL parser in paths, and not touched by the normalizer (no ; % \)
+  set(alnum + "-._~!$&'()*+,=:@/", PATH);
+  // left raw by the URL parser in special-scheme queries (no ' or %), # excluded as the end
+  set(alnum + '-._~!$&()*+,;=:@/?', QUERY);
+  set(alnum + '_~-', RELATIVE_START);
+  return t;
+})();
+
+interface SimpleUrl {
+  /** `scheme://host[:port]`, normalized. */
+  origin: string;
+  /** The path, starting with `/`. */
+  path: string;
+  /** `?` and the raw query, or ''. */
+  search: string;
+}
+
+/** The normalized URL when `raw` (trimmed) and `base` are simple enough to skip the URL parser. */
+function normalizeSimple(raw: string, base: string | undefined): NormalizeResult | undefined {
+  const hash = raw.indexOf('#');
+  const ref = hash === -1 ? raw : raw.slice(0, hash);
+  let url: SimpleUrl | undefined;
+  const first = ref.charCodeAt(0);
+  if (first === 0x68 /* h */ && (ref.startsWith('http://') || ref.startsWith('https://'))) {
+    // the URL parser refuses an invalid base even for an absolute reference
+    if (base !== undefined && !baseOf(base).valid) return undefined;
+    url = parseSimple(ref);
+  } else if (base !== undefined && first === 0x2f /* / */) {
+    if (ref.charCodeAt(1) === 0x2f) return undefined; // scheme-relative
+    const b = baseOf(base).simple;
+    if (b === undefined) return undefined;
+    url = splitPathQuery(ref, 0, b.origin);
+  } else if (base !== undefined && ref.length > 0 && isRelativeStart(first)) {
+    const end = firstOf(ref, 0);
+    if (ref.lastIndexOf(':', end) !== -1) return undefined; // may be a scheme
+    const b = baseOf(base).simple;
+    if (b === undefined) return undefined;
+    url = splitPathQuery(b.path.slice(0, b.path.lastIndexOf('/') + 1) + ref, 0, b.origin);
+  }
+  if (url === undefined) return undefined;
+  const query = normalizeQuery(url.search);
+  const out = `${url.origin}${url.path}${query === '' ? '' : '?' + query}`;
+  if (out.length > MAX_URL_LENGTH) return { ok: false, reason: 'too-long' };
+  return { ok: true, url: out };
+}
+
+let lastBase: { raw: string; simple: SimpleUrl | undefined; valid: boolean } | undefined;
+
+/** `base` parsed as a simple URL, and whether it parses at all; the last one is remembered, as a page resolves all its links against one base. */
+function baseOf(base: string): { simple: SimpleUrl | undefined; valid: boolean } {
+  if (lastBase?.raw !== base) {
+    // not trimmed: the URL parser strips other characters than String#trim, so a padded base takes the slow path
+    const hash = base.indexOf('#');
+    const absolute = base.startsWith('http://') || base.startsWith('https://');
+    const simple = absolute ? parseSimple(hash === -1 ? base : base.slice(0, hash)) : undefined;
+    lastBase = { raw: base, simple, valid: simple !== undefined || URL.canParse(base) };
+  }
+  return lastBase;
+}
+
+/** An absolute `http://` or `https://` URL without fragment, if simple. */
+function parseSimple(ref: string): SimpleUrl | undefined {
+  const https = ref.charCodeAt(4) === 0x73; /* s */
+  const hostStart = https ? 8 : 7;
+  let i = hostStart;
+  let port = -1;
+  let lastLabel = hostStart;
+  for (; i < ref.length; i++) {
+    const c = ref.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f) break; // / ?
+    if (c === 0x3a /* : */) {
+      port = i;
+      break;
+    }
+    if (c >= 128 || (CHAR_CLASS[c]! & HOST) === 0) return undefined;
+    if (c === 0x2e /* . */) {
+      // no empty labels, no trailing dot
+      if (i === lastLabel) return undefined;
+      lastLabel = i + 1;
+    }
+  }
+  const hostEnd = port === -1 ? i : port;
+  if (hostEnd === lastLabel) return undefined; // empty host or trailing dot
+  // a last label starting with a digit may make the host an IPv4 address (`0x7f.1`, `2130706433`)
+  const lead = ref.charCodeAt(lastLabel);
+  if (lead < 0x61 || lead > 0x7a) return undefined;
+  const host = ref.slice(hostStart, hostEnd);
+  if (host.includes('xn--')) return undefined;
+  let origin = (https ? 'https://' : 'http://') + host;
+  if (port !== -1) {
+    let end = port + 1;
+    while (end < ref.length && ref.charCodeAt(end) >= 0x30 && ref.charCodeAt(end) <= 0x39) end++;
+    const digits = ref.slice(port + 1, end);
+    if (end < ref.length && ref.charCodeAt(end) !== 0x2f && ref.charCodeAt(end) !== 0x3f) return undefined;
+    if (digits.length === 0 || digits.length > 5 || digits.charCodeAt(0) === 0x30) return undefined;
+    const n = Number(digits);
+    if (n > 65_535) return undefined;
+    if (n !== (https ? 443 : 80)) origin += ':' + digits;
+    i = end;
+  }
+  if (i === ref.length || ref.charCodeAt(i) === 0x3f) {
+    // an empty path is `/`
+    return splitPathQuery('/' + ref.slice(i), 0, origin);
+  }
+  return splitPathQuery(ref, i, origin);
+}
+
+/** `ref` from `start` as a path (starting with `/`) and query, if every character is simple. */
+function splitPathQuery(ref: string, start: number, origin: string): SimpleUrl | undefined {
+  const q = ref.indexOf('?', start);
+  const pathEnd = q === -1 ? ref.length : q;
+  for (let i = start; i < pathEnd; i++) {
+    const c = ref.charCodeAt(i);
+    if (c >= 128 || (CHAR_CLASS[c]! & PATH) === 0) return undefined;
+  }
+  const path = ref.slice(start, pathEnd);
+  // dot segments, and the ASP.NET cookieless marker, are the parser's and normalizer's business
+  if (path.includes('/.') || path.startsWith('/(')) return undefined;
+  if (q === -1) return { origin, path, search: '' };
+  for (let i = q + 1; i < ref.length; i++) {
+    const c = ref.charCodeAt(i);
+    if (c >= 128 || (CHAR_CLASS[c]! & QUERY) === 0) return undefined;
+  }
+  return { origin, path, search: ref.slice(q) };
+}
+
+/** A path-relative reference's first character: a letter, digit, `_`, `~` or `-`. */
+function isRelativeStart(c: number): boolean {
+  return c < 128 && (CHAR_CLASS[c]! & RELATIVE_START) !== 0;
+}
+
+/** Index of the first `/` or `?` in `s` from `from`, or `s.length`. */
+function firstOf(s: string, from: number): number {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f) return i;
+  }
+  return s.length;
 }

@@ -20,9 +20,9 @@ export const MIN_SHINGLES = 8;
  */
 export function simhash64(text: string): Buffer | undefined {
   const ones = new Int32Array(64);
-  // 4 bit counters of 8 bits packed per int32, one int32 per nibble of the 64-bit hash: 16 adds
-  // per feature instead of 64; flushed into `ones` before a byte can overflow
-  const packed = new Int32Array(16);
+  // 8 bit counters of 4 bits packed per int32, one int32 per byte of the 64-bit hash: 8 table
+  // adds per feature instead of 64; flushed into `ones` before a nibble can overflow
+  const packed = new Int32Array(8);
   let pendingFeatures = 0;
   let features = 0;
   // the two 32-bit hashes of the last three words
@@ -71,12 +71,16 @@ export function simhash64(text: string): Buffer | undefined {
       // order matters: "a b c" and "c b a" are different shingles
       const hi = fmix32(Math.imul(fmix32(Math.imul(a1 ^ 0x9747b28c, 0xcc9e2d51) ^ b1), 0x1b873593) ^ w1);
       const lo = fmix32(Math.imul(fmix32(Math.imul(a2 ^ 0x2545f491, 0x85ebca6b) ^ b2), 0xc2b2ae35) ^ w2);
-      for (let nib = 0; nib < 8; nib++) {
-        packed[nib] = packed[nib]! + SPREAD[(hi >>> (28 - 4 * nib)) & 15]!;
-        packed[8 + nib] = packed[8 + nib]! + SPREAD[(lo >>> (28 - 4 * nib)) & 15]!;
-      }
+      packed[0] = packed[0]! + SPREAD[hi >>> 24]!;
+      packed[1] = packed[1]! + SPREAD[(hi >>> 16) & 255]!;
+      packed[2] = packed[2]! + SPREAD[(hi >>> 8) & 255]!;
+      packed[3] = packed[3]! + SPREAD[hi & 255]!;
+      packed[4] = packed[4]! + SPREAD[lo >>> 24]!;
+      packed[5] = packed[5]! + SPREAD[(lo >>> 16) & 255]!;
+      packed[6] = packed[6]! + SPREAD[(lo >>> 8) & 255]!;
+      packed[7] = packed[7]! + SPREAD[lo & 255]!;
       features++;
-      if (++pendingFeatures === 255) {
+      if (++pendingFeatures === 15) {
         flush(packed, ones);
         pendingFeatures = 0;
       }
@@ -100,17 +104,26 @@ export function simhash64(text: string): Buffer | undefined {
   return out;
 }
 
-// nibble → its 4 bits spread over the 4 bytes of an int32, most significant bit in the top byte
-const SPREAD = Int32Array.from({ length: 16 }, (_, v) => ((v & 8) << 21) | ((v & 4) << 14) | ((v & 2) << 7) | (v & 1));
+// byte → its 8 bits spread over the 8 nibbles of an int32, most significant bit in the top nibble
+const SPREAD = Int32Array.from({ length: 256 }, (_, v) => {
+  let spread = 0;
+  for (let b = 0; b < 8; b++) if (v & (0x80 >> b)) spread |= 1 << (28 - 4 * b);
+  return spread;
+});
 
 function flush(packed: Int32Array, ones: Int32Array): void {
-  for (let nib = 0; nib < 16; nib++) {
-    const p = packed[nib]!;
-    ones[4 * nib] = ones[4 * nib]! + ((p >>> 24) & 255);
-    ones[4 * nib + 1] = ones[4 * nib + 1]! + ((p >>> 16) & 255);
-    ones[4 * nib + 2] = ones[4 * nib + 2]! + ((p >>> 8) & 255);
-    ones[4 * nib + 3] = ones[4 * nib + 3]! + (p & 255);
-    packed[nib] = 0;
+  for (let k = 0; k < 8; k++) {
+    const p = packed[k]!;
+    const at = 8 * k;
+    ones[at] = ones[at]! + (p >>> 28);
+    ones[at + 1] = ones[at + 1]! + ((p >>> 24) & 15);
+    ones[at + 2] = ones[at + 2]! + ((p >>> 20) & 15);
+    ones[at + 3] = ones[at + 3]! + ((p >>> 16) & 15);
+    ones[at + 4] = ones[at + 4]! + ((p >>> 12) & 15);
+    ones[at + 5] = ones[at + 5]! + ((p >>> 8) & 15);
+    ones[at + 6] = ones[at + 6]! + ((p >>> 4) & 15);
+    ones[at + 7] = ones[at + 7]! + (p & 15);
+    packed[k] = 0;
   }
 }
 

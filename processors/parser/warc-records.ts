@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { constants, crc32, deflateRawSync, gzipSync } from 'node:zlib';
 
 /** An HTTP header list as the fetcher hands it over; arrays keep order and repeats. */
 export type HttpHeaders = Record<string, string> | [string, string][];
@@ -32,12 +32,35 @@ export function warcDate(d: Date): string {
   return d.toISOString();
 }
 
+/** gzip level of WARC records unless a writer is told otherwise (see WarcWriterOptions.gzipLevel). */
+export const DEFAULT_GZIP_LEVEL = 1;
+
 /** `sha1:` followed by the RFC 4648 base32 SHA-1 of `data`, the form WARC digests use. */
 export function sha1Digest(...data: Buffer[]): string {
   const hash = createHash('sha1');
   for (const d of data) hash.update(d);
   return 'sha1:' + base32(hash.digest());
 }
+
+/**
+ * Whether an HTTP payload is already compressed, so deflating it again would only cost CPU: it
+ * carries a content coding (gzip, br, deflate, zstd), or its media type is a compressed format.
+ */
+export function isCompressedPayload(headers: HttpHeaders): boolean {
+  const list = Array.isArray(headers) ? headers : Object.entries(headers);
+  for (const [name, value] of list) {
+    const lower = name.toLowerCase();
+    if (lower === 'content-encoding') {
+      const coding = String(value).trim().toLowerCase();
+      if (coding !== '' && coding !== 'identity') return true;
+    } else if (lower === 'content-type' && COMPRESSED_TYPES.test(String(value))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const COMPRESSED_TYPES = /^\s*(?:image\/(?:jpeg|png|gif|webp|avif)|video\/|audio\/(?:mpeg|mp4|aac|ogg|opus|webm)|application\/(?:zip|gzip|x-gzip|zstd|x-bzip2|x-xz|x-7z-compressed|vnd\.rar))/i;
 
 /** RFC 4648 base32, uppercase, without padding (a SHA-1 digest is exactly 32 characters). */
 export function base32(bytes: Buffer): string {
@@ -62,18 +85,87 @@ export function base32(bytes: Buffer): string {
  * forge a field or end the header early.
  */
 export function warcRecord(fields: WarcFields, block: Buffer): Buffer {
-  let head = WARC_VERSION + CRLF;
-  for (const [name, value] of fields) head += `${name}: ${oneLine(value)}${CRLF}`;
-  head += `Content-Length: ${block.length}${CRLF}${CRLF}`;
-  return Buffer.concat([Buffer.from(head, 'utf8'), block, Buffer.from(CRLF + CRLF)]);
+  return Buffer.concat(warcRecordParts(fields, [block]));
 }
 
 /**
- * A record as its own gzip member, so any record can be read from its offset alone. `level` is
- * zlib's 1 (fastest) to 9 (smallest); 6 by default.
+ * The same record as `warcRecord` with the block given in pieces (e.g. an HTTP head and its
+ * payload), returned in pieces: the record head, each block piece, the closing CRLFs. Nothing is
+ * copied; `gzipMember` takes the pieces as they are.
  */
-export function gzipMember(record: Buffer, level = 6): Buffer {
-  return gzipSync(record, { level });
+export function warcRecordParts(fields: WarcFields, block: readonly Buffer[]): Buffer[] {
+  let length = 0;
+  for (const b of block) length += b.length;
+  let head = WARC_VERSION + CRLF;
+  for (const [name, value] of fields) head += `${name}: ${oneLine(value)}${CRLF}`;
+  head += `Content-Length: ${length}${CRLF}${CRLF}`;
+  return [Buffer.from(head, 'utf8'), ...block, RECORD_END];
+}
+
+const RECORD_END = Buffer.from(CRLF + CRLF);
+// gzip member header: magic, deflate, no flags, no mtime, no extra flags, OS unknown
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+// deflate stored blocks carry at most this many bytes each
+const MAX_STORED_BLOCK = 65_535;
+// fewer bytes than this to compress are stored: see gzipMember
+const MIN_DEFLATE_BYTES = 2_048;
+
+/**
+ * A record as its own gzip member, so any record can be read from its offset alone. `level` is
+ * zlib's 1 (fastest, the default) to 9 (smallest). `parts` are the record's bytes in order.
+ *
+ * The part at index `storedPart`, if given, is already compressed (a gzip- or br-encoded HTTP
+ * body, an image): it goes into deflate stored blocks, copied as is, because deflating compressed
+ * bytes again costs more CPU than anything else in archiving a page and saves nothing. The parts
+ * before it are deflated and sync-flushed (so the stored blocks start on a byte boundary), the
+ * parts after it stored too. When the bytes left to deflate are fewer than MIN_DEFLATE_BYTES (a
+ * request record, a revisit, the heads of a stored payload), the whole member is stored: setting
+ * up a zlib stream costs more CPU than the few hundred bytes it would save are worth. Any gzip
+ * reader inflates the member to exactly the parts joined.
+ */
+export function gzipMember(parts: Buffer | readonly Buffer[], level = DEFAULT_GZIP_LEVEL, storedPart = -1): Buffer {
+  const list = Buffer.isBuffer(parts) ? [parts] : parts;
+  let crc = 0;
+  let size = 0;
+  for (const p of list) {
+    // zlib.crc32 of an empty buffer returns 0, not the running value (Node 20.20)
+    if (p.length === 0) continue;
+    crc = crc32(p, crc);
+    size += p.length;
+  }
+  const stored = storedPart >= 0 && storedPart < list.length ? list[storedPart]!.length : 0;
+  const storeAll = size - stored < MIN_DEFLATE_BYTES;
+  if (!storeAll && stored === 0) return gzipSync(list.length === 1 ? list[0]! : Buffer.concat(list), { level });
+  const out: Buffer[] = [GZIP_HEADER];
+  if (storeAll) {
+    storedBlocks(list.length === 1 ? list[0]! : Buffer.concat(list), true, out);
+  } else {
+    const head = list.slice(0, storedPart);
+    const tail = list.slice(storedPart + 1);
+    if (head.length > 0) out.push(deflateRawSync(head.length === 1 ? head[0]! : Buffer.concat(head), { level, finishFlush: constants.Z_SYNC_FLUSH }));
+    storedBlocks(list[storedPart]!, false, out);
+    storedBlocks(tail.length === 1 ? tail[0]! : Buffer.concat(tail), true, out);
+  }
+  const trailer = Buffer.allocUnsafe(8);
+  trailer.writeUInt32LE(crc >>> 0, 0);
+  trailer.writeUInt32LE(size % 2 ** 32, 4);
+  out.push(trailer);
+  return Buffer.concat(out);
+}
+
+/** Appends `data` as deflate stored blocks (RFC 1951 §3.2.4), the last one final if `final`. */
+function storedBlocks(data: Buffer, final: boolean, out: Buffer[]): void {
+  let at = 0;
+  do {
+    const n = Math.min(MAX_STORED_BLOCK, data.length - at);
+    const last = final && at + n === data.length;
+    const header = Buffer.allocUnsafe(5);
+    header[0] = last ? 1 : 0;
+    header.writeUInt16LE(n, 1);
+    header.writeUInt16LE(~n & 0xffff, 3);
+    out.push(header, data.subarray(at, at + n));
+    at += n;
+  } while (at < data.length);
 }
 
 /** An `application/warc-fields` block: `name: value` lines. */

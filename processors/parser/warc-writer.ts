@@ -5,17 +5,19 @@ import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
 import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import {
+  DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
   type HttpHeaders,
   type WarcFields,
   gzipMember,
   httpRequestBlock,
   httpResponseHead,
+  isCompressedPayload,
   newRecordId,
   sha1Digest,
   warcDate,
   warcFieldsBlock,
-  warcRecord,
+  warcRecordParts,
 } from './warc-records.js';
 
 /** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
@@ -43,8 +45,10 @@ export interface WarcWriterOptions {
   /** `operator` field of the warcinfo record. */
   operator?: string;
   /**
-   * gzip level of each record, 1–9. Default 6. Compressing uncompressed payloads is the largest
-   * CPU cost of archiving (docs/BENCHMARKS.md); 1 is ~2.5× faster for ~10–35 % larger files.
+   * gzip level of each record, 1–9. Default 1: deflating an uncompressed payload is the largest
+   * CPU cost of archiving (docs/BENCHMARKS.md), and 6 is ~2.5× slower for files ~10–35 % smaller.
+   * Payloads that arrive compressed (content-encoded, or a compressed media type) are stored in
+   * the gzip member as they are, at any level.
    */
   gzipLevel?: number;
 }
@@ -60,6 +64,8 @@ export interface RequestResponseArgs {
   responseHeaders: HttpHeaders;
   /** Body as received after transfer decoding; content encoding (gzip, br) is kept. */
   payload: Buffer;
+  /** `sha1Digest(payload)` when the caller has it already; it is trusted, not recomputed. */
+  payloadDigest?: string;
   truncated?: 'length' | 'time';
 }
 
@@ -79,6 +85,16 @@ export interface MetadataArgs {
   targetUri: string;
   date: Date;
   fields: Record<string, string>;
+}
+
+/** One record's bytes in pieces, and which piece (if any) is stored rather than deflated. */
+interface MemberSpec {
+  parts: Buffer[];
+  storedPart?: number;
+}
+
+function recordMember(fields: WarcFields, block: Buffer): MemberSpec {
+  return { parts: warcRecordParts(fields, [block]) };
 }
 
 const DEFAULT_PREFIX = 'crawlstream';
@@ -134,7 +150,7 @@ export class WarcWriter {
     this.maxFileBytes = maxFileBytes;
     this.software = o.software ?? 'crawlstream';
     this.operator = o.operator;
-    const gzipLevel = o.gzipLevel ?? 6;
+    const gzipLevel = o.gzipLevel ?? DEFAULT_GZIP_LEVEL;
     if (!Number.isInteger(gzipLevel) || gzipLevel < 1 || gzipLevel > 9) {
       throw new InvalidOptionError(`WARC gzipLevel must be an integer in 1..9, got ${gzipLevel}`);
     }
@@ -179,46 +195,52 @@ export class WarcWriter {
   } {
     const date = warcDate(args.date);
     const responseHead = httpResponseHead(args.statusLine, args.responseHeaders, args.payload.length);
-    const responseBlock = Buffer.concat([responseHead, args.payload]);
-    const payloadDigest = sha1Digest(args.payload);
-    const blockDigest = sha1Digest(responseBlock);
+    const payloadDigest = args.payloadDigest ?? sha1Digest(args.payload);
+    const blockDigest = sha1Digest(responseHead, args.payload);
     const requestBlock = httpRequestBlock(args.requestHeaders);
     const requestDigest = sha1Digest(requestBlock);
     const responseId = newRecordId();
     const requestId = newRecordId();
     const ipField: WarcFields = args.ip === undefined ? [] : [['WARC-IP-Address', args.ip]];
+    // the payload is part 2 of the response record: [record head, HTTP head, payload, CRLF CRLF]
+    const storedPart = isCompressedPayload(args.responseHeaders) ? 2 : -1;
 
     const [response, request] = this.append([responseId, requestId], (warcinfoId) => [
-      warcRecord(
-        [
-          ['WARC-Type', 'response'],
-          ['WARC-Record-ID', responseId],
-          ['WARC-Date', date],
-          ['WARC-Target-URI', args.targetUri],
-          ...ipField,
-          ['WARC-Concurrent-To', requestId],
-          ['WARC-Warcinfo-ID', warcinfoId],
-          ['WARC-Payload-Digest', payloadDigest],
-          ['WARC-Block-Digest', blockDigest],
-          ...(args.truncated === undefined ? [] : ([['WARC-Truncated', args.truncated]] as WarcFields)),
-          ['Content-Type', 'application/http;msgtype=response'],
-        ],
-        responseBlock,
-      ),
-      warcRecord(
-        [
-          ['WARC-Type', 'request'],
-          ['WARC-Record-ID', requestId],
-          ['WARC-Date', date],
-          ['WARC-Target-URI', args.targetUri],
-          ...ipField,
-          ['WARC-Concurrent-To', responseId],
-          ['WARC-Warcinfo-ID', warcinfoId],
-          ['WARC-Block-Digest', requestDigest],
-          ['Content-Type', 'application/http;msgtype=request'],
-        ],
-        requestBlock,
-      ),
+      {
+        parts: warcRecordParts(
+          [
+            ['WARC-Type', 'response'],
+            ['WARC-Record-ID', responseId],
+            ['WARC-Date', date],
+            ['WARC-Target-URI', args.targetUri],
+            ...ipField,
+            ['WARC-Concurrent-To', requestId],
+            ['WARC-Warcinfo-ID', warcinfoId],
+            ['WARC-Payload-Digest', payloadDigest],
+            ['WARC-Block-Digest', blockDigest],
+            ...(args.truncated === undefined ? [] : ([['WARC-Truncated', args.truncated]] as WarcFields)),
+            ['Content-Type', 'application/http;msgtype=response'],
+          ],
+          [responseHead, args.payload],
+        ),
+        storedPart,
+      },
+      {
+        parts: warcRecordParts(
+          [
+            ['WARC-Type', 'request'],
+            ['WARC-Record-ID', requestId],
+            ['WARC-Date', date],
+            ['WARC-Target-URI', args.targetUri],
+            ...ipField,
+            ['WARC-Concurrent-To', responseId],
+            ['WARC-Warcinfo-ID', warcinfoId],
+            ['WARC-Block-Digest', requestDigest],
+            ['Content-Type', 'application/http;msgtype=request'],
+          ],
+          [requestBlock],
+        ),
+      },
     ]);
     return { request: request!, response: response!, payloadDigest, blockDigest };
   }
@@ -232,7 +254,7 @@ export class WarcWriter {
     const refersTo: WarcFields = args.refersToRecordId === undefined ? [] : [['WARC-Refers-To', args.refersToRecordId]];
     const recordId = newRecordId();
     return this.append([recordId], (warcinfoId) => [
-      warcRecord(
+      recordMember(
         [
           ['WARC-Type', 'revisit'],
           ['WARC-Record-ID', recordId],
@@ -257,7 +279,7 @@ export class WarcWriter {
     const block = warcFieldsBlock(args.fields);
     const recordId = newRecordId();
     return this.append([recordId], (warcinfoId) => [
-      warcRecord(
+      recordMember(
         [
           ['WARC-Type', 'metadata'],
           ['WARC-Record-ID', recordId],
@@ -288,18 +310,18 @@ export class WarcWriter {
    * Writes records built for the current file's warcinfo id, as adjacent members, rotating first
    * when they would push the file past maxFileBytes. Returns one location per record.
    */
-  private append(recordIds: string[], build: (warcinfoId: string) => Buffer[]): WarcLocation[] {
+  private append(recordIds: string[], build: (warcinfoId: string) => MemberSpec[]): WarcLocation[] {
     if (this.state !== 'open') {
       throw new CrawlError('CS_INTERNAL', `WarcWriter is ${this.state === 'new' ? 'not open yet' : 'closed'}`);
     }
     let file = this.current ?? this.startFile();
-    let members = build(file.warcinfoId).map((r) => gzipMember(r, this.gzipLevel));
+    let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
     let total = members.reduce((n, m) => n + m.length, 0);
     if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
       this.finishFile();
       file = this.startFile();
       // the records name their file's warcinfo record, so they are built again for the new file
-      members = build(file.warcinfoId).map((r) => gzipMember(r, this.gzipLevel));
+      members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
       total = members.reduce((n, m) => n + m.length, 0);
     }
     const locations: WarcLocation[] = [];
@@ -333,7 +355,7 @@ export class WarcWriter {
     if (this.operator !== undefined) info.operator = this.operator;
     const block = warcFieldsBlock(info);
     const member = gzipMember(
-      warcRecord(
+      warcRecordParts(
         [
           ['WARC-Type', 'warcinfo'],
           ['WARC-Record-ID', warcinfoId],
@@ -342,8 +364,9 @@ export class WarcWriter {
           ['WARC-Block-Digest', sha1Digest(block)],
           ['Content-Type', 'application/warc-fields'],
         ],
-        block,
+        [block],
       ),
+      this.gzipLevel,
     );
     try {
       writeAll(fd, member, 0);

@@ -1,16 +1,6 @@
 import assert from 'node:assert/strict';
-import { partitionFor } from '../../runtime/partitioner.js';
 import type { PageRecord } from '../../schemas/types.js';
 import { warcioIndex } from '../processors/parser/warcio.js';
-
-/** The smallest partition count ≥ 2 that puts every one of `sites` in the same partition. */
-export function colocatingPartitions(...sites: string[]): number {
-  for (let n = 2; n <= 64; n++) {
-    const first = partitionFor(Buffer.from(sites[0]!, 'utf8'), n);
-    if (sites.every((s) => partitionFor(Buffer.from(s, 'utf8'), n) === first)) return n;
-  }
-  throw new Error(`no partition count up to 64 co-locates ${sites.join(', ')}`);
-}
 
 /** Pages of the standard test web that are copies of each other (sites.ts): byte-identical or near. */
 export function copyGroups(port: number): { exact: string[][]; near: string[][] } {
@@ -28,9 +18,9 @@ export function copyGroups(port: number): { exact: string[][]; near: string[][] 
 /**
  * Asserts that ≥ 95 % of the expected copies among `records` carry `duplicateOf` (an original of
  * their own group, which is itself no copy), that no page outside a group is marked a copy, and
- * that copies publish no outlinks. Returns the copies found.
+ * that copies publish no outlinks. Returns the copies found and how many were expected.
  */
-export function assertCopiesRecorded(records: PageRecord[], port: number): { exact: PageRecord[]; near: PageRecord[] } {
+export function assertCopiesRecorded(records: PageRecord[], port: number): { exact: PageRecord[]; near: PageRecord[]; expected: number } {
   const groups = copyGroups(port);
   const byUrl = new Map(records.map((r) => [r.url, r]));
   const groupOf = new Map<string, string[]>();
@@ -56,7 +46,7 @@ export function assertCopiesRecorded(records: PageRecord[], port: number): { exa
     assert.equal(byUrl.get(r.duplicateOf)?.duplicateOf ?? null, null, `${r.url} points at ${r.duplicateOf}, itself a copy`);
     assert.equal(r.outlinkCount, 0, `the links of copy ${r.url} were followed`);
   }
-  return found;
+  return { ...found, expected };
 }
 
 /** Revisit records in the WARC files, as warcio indexes them. */

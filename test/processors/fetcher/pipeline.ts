@@ -4,9 +4,6 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../../../processors/fetcher/fetcher-processor.js';
-import { LINKS_SINK, PAGE_RECORDS_SINK, ParserProcessor, RECORDED_STORE } from '../../../processors/parser/parser-processor.js';
-import { dedupeStores } from '../../../processors/parser/dedupe.js';
-import { warcStore } from '../../../processors/parser/warc-store.js';
 import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
 import { readTopic } from '../../../runtime/engines/embedded/topic-reader.js';
 import type { Engine } from '../../../runtime/engine.js';
@@ -14,8 +11,7 @@ import type { Processor } from '../../../runtime/processor.js';
 import type { StreamRecord } from '../../../runtime/record.js';
 import { stringSerde } from '../../../runtime/serde.js';
 import { Topology } from '../../../runtime/topology.js';
-import { bufferCodec } from '../../../state/state-store.js';
-import { keyValueStore } from '../../../state/store-builder.js';
+import { addParser, parsedPageMaxBytes } from '../../../topology/crawl-topology.js';
 import type { FetchKind, FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
 import { parseRecord, readAt } from '../parser/warc-helpers.js';
 import { warcioIndex } from '../parser/warcio.js';
@@ -56,30 +52,24 @@ export interface PipelineRun {
   engine: Engine;
 }
 
-const TOPIC = { requests: 'fetch-requests', results: 'fetch-results', fetched: 'fetched', pages: 'page-records', links: 'links' };
+const TOPIC = { requests: 'fetch-requests', results: 'fetch-results', fetched: 'fetched', parsed: 'parsed-pages', pages: 'page-records', links: 'links' };
 
 /**
- * The fetcher and parser stages of the crawl topology (`topology/crawl-topology.ts`), wired the
- * same way (keep the parser's stores in step with it), on the embedded engine. Tests hand it leases and read what came out.
+ * The fetcher and parser stages of the crawl topology (`topology/crawl-topology.ts`), the parser
+ * wired by the same `addParser`, on the embedded engine. Tests hand it leases and read what came out.
  */
 export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
   const t = new Topology('fetchtest');
   for (const [name, schema] of [
-    [TOPIC.requests, 'FetchRequest'], [TOPIC.results, 'FetchResult'], [TOPIC.fetched, 'FetchedPage'], [TOPIC.pages, 'PageRecord'], [TOPIC.links, 'LinkBatch'],
+    [TOPIC.requests, 'FetchRequest'], [TOPIC.results, 'FetchResult'], [TOPIC.fetched, 'FetchedPage'], [TOPIC.parsed, 'ParsedPage'], [TOPIC.pages, 'PageRecord'], [TOPIC.links, 'LinkBatch'],
   ] as const) {
-    t.addTopic({ name, partitions: 1, keySerde: stringSerde, schema });
+    t.addTopic({ name, partitions: 1, keySerde: stringSerde, schema, ...(name === TOPIC.parsed ? { maxMessageBytes: parsedPageMaxBytes(config) } : {}) });
   }
   t.addSource('requests', TOPIC.requests);
   t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], { concurrency: config.fetchConcurrency, commitInputs: 'before' });
   t.addSink(FETCH_RESULTS_SINK, TOPIC.results, 'fetcher');
   t.addSink(FETCHED_SINK, TOPIC.fetched, 'fetcher');
-  t.addSource('fetched-source', TOPIC.fetched);
-  t.addProcessor('parser', () => new ParserProcessor(config), ['fetched-source']);
-  t.addSink(PAGE_RECORDS_SINK, TOPIC.pages, 'parser');
-  t.addSink(LINKS_SINK, TOPIC.links, 'parser');
-  t.addStateStore(keyValueStore(RECORDED_STORE, bufferCodec, bufferCodec), 'parser');
-  t.addStateStore(warcStore(warcDir, config.warcMaxFileBytes), 'parser');
-  for (const store of dedupeStores()) t.addStateStore(store, 'parser');
+  addParser(t, config, warcDir);
   return t;
 }
 

@@ -3,61 +3,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Metrics } from '../../../runtime/metrics.js';
-import type { ProcessorContext } from '../../../runtime/processor.js';
-import type { StateStore } from '../../../state/state-store.js';
-import { bufferCodec, stringCodec } from '../../../state/state-store.js';
-import { openRocks, type RocksPort } from '../../../state/rocks.js';
-import { RocksKeyValueStore } from '../../../state/rocks-store.js';
-import { defaultCrawlConfig } from '../../../processors/crawl-config.js';
-import { DIGESTS_STORE, SIMHASH_STORE, digestEntryCodec } from '../../../processors/parser/dedupe.js';
-import { PAGE_RECORDS_SINK, ParserProcessor, RECORDED_STORE } from '../../../processors/parser/parser-processor.js';
-import { WARC_STORE, WarcStore } from '../../../processors/parser/warc-store.js';
-import { WarcWriter } from '../../../processors/parser/warc-writer.js';
-import type { FetchedPage, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import type { FetchedPage, PageRecord } from '../../../schemas/types.js';
 import { prose } from '../../web/sites.js';
+import { ParserTasks } from './parser-tasks.js';
 import { assertWarcioCheckPasses, warcioIndex } from './warcio.js';
 
-/** One parser task on a real RocksDB and a real WARC writer; `commit()` applies pending store writes. */
-function parserTask(db: RocksPort, warcDir: string) {
-  const stores = new Map<string, StateStore>([
-    [RECORDED_STORE, new RocksKeyValueStore(RECORDED_STORE, db, bufferCodec, bufferCodec)],
-    [DIGESTS_STORE, new RocksKeyValueStore(DIGESTS_STORE, db, stringCodec, digestEntryCodec)],
-    [SIMHASH_STORE, new RocksKeyValueStore(SIMHASH_STORE, db, bufferCodec, bufferCodec)],
-  ]);
-  const writer = new WarcWriter({ dir: warcDir, partition: 0 });
-  writer.open();
-  stores.set(WARC_STORE, new WarcStore(writer));
-  const records: PageRecord[] = [];
-  const links: LinkBatch[] = [];
-  const context: ProcessorContext<string, PageRecord | LinkBatch> = {
-    applicationId: 'test', taskId: { subtopology: 2, partition: 0 }, metrics: new Metrics(), recordMetadata: undefined,
-    forward: (r, child) => (child === PAGE_RECORDS_SINK ? records.push(r.value as PageRecord) : links.push(r.value as LinkBatch)),
-    schedule: () => ({ cancel() {} }),
-    getStateStore: <S extends StateStore>(name: string) => stores.get(name) as S,
-    commit: () => {},
-    currentTimeMs: () => Date.now(),
-  };
-  const parser = new ParserProcessor(defaultCrawlConfig);
-  parser.init(context);
-  let offset = 0;
-  return {
-    parser, records, links,
-    process: (page: FetchedPage) => parser.process({ key: page.site, value: page, timestamp: page.fetchedAt }),
-    commit: () => {
-      for (const [name, s] of stores) if (name !== WARC_STORE) (s as RocksKeyValueStore<unknown, unknown>).applyCommitted(++offset);
-      writer.flush();
-    },
-    close: () => writer.close(),
-  };
-}
-
 let clock = Date.parse('2026-05-01T12:00:00Z');
-function fetched(url: string, html: string): FetchedPage {
+function fetched(url: string, html: string, status = 200): FetchedPage {
   const u = new URL(url);
   return {
     leaseId: `l-${clock}`, url, host: u.hostname, site: u.hostname.split('.').slice(-2).join('.'), depth: 1, redirectHops: 0, attempt: 1,
-    fetchedAt: clock += 1_000, durationMs: 20, status: 200, httpVersion: '1.1',
+    fetchedAt: clock += 1_000, durationMs: 20, status, httpVersion: '1.1',
     requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
     headers: [{ name: 'Content-Type', value: 'text/html; charset=utf-8' }], body: Buffer.from(html, 'utf8'),
     truncated: false, remoteAddress: '127.0.0.1', errorCode: null, errorMessage: null, redirectTarget: null, kind: 'PAGE',
@@ -68,77 +24,130 @@ const article = (edition: number) =>
   `<html><head><title>Harbour</title></head><body><p>Updated 2026-05-0${edition}T10:0${edition}:00Z, edition ${edition}</p><p>${prose('harbour', 300)}</p><a href="/more.html">more</a></body></html>`;
 const distinct = (seed: string) => `<html><body><p>${prose(seed, 150)}</p><a href="/${seed}.html">next</a></body></html>`;
 
-async function withTask(fn: (db: RocksPort, warcDir: string) => Promise<void> | void): Promise<void> {
+const short = (url: string | null) => url?.replace('http://', '') ?? null;
+
+interface Crawl {
+  dupOf: Record<string, string | null>;
+  records: PageRecord[];
+  linkSources: string[];
+  warc: Record<string, string>[];
+}
+
+/** The pages below through `partitions` parser tasks, with a restart of every task halfway. */
+async function crawl(partitions: number): Promise<Crawl> {
+  clock = Date.parse('2026-05-01T12:00:00Z');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-dedupe-'));
-  const db = await openRocks(path.join(dir, 'db'));
   try {
-    await fn(db, path.join(dir, 'warc'));
+    let tasks = await ParserTasks.open(dir, partitions);
+    const records: PageRecord[] = [];
+    const linkSources: string[] = [];
+    const feed = (pages: FetchedPage[]) => {
+      for (const p of pages) {
+        tasks.fetched(p);
+        tasks.drain();
+      }
+      tasks.commit();
+    };
+    feed([
+      fetched('http://www.site.test/a.html', distinct('alpha')),
+      // byte for byte on another site: a revisit, found whatever partitions the two sites hash to
+      fetched('http://mirror.test/a.html', distinct('alpha')),
+      fetched('http://www.site.test/story.html', article(1)),
+      // a new edition of the article on its own site: a near copy, keeps its response record
+      fetched('http://www.site.test/print/story.html', article(2)),
+      // the near copy mirrored byte for byte: a revisit of it, but an alias of its original
+      fetched('http://mirror.test/print/story.html', article(2)),
+      fetched('http://www.site.test/b.html', distinct('beta')),
+      fetched('http://other.test/c.html', distinct('gamma')),
+      fetched('http://other.test/copy.html', article(1)),
+      // a near copy on another site is another site's page: near copies are found within a site
+      fetched('http://other.test/story.html', article(4)),
+      fetched('http://www.site.test/missing.html', distinct('alpha'), 404),
+    ]);
+    await tasks.close();
+    records.push(...tasks.records);
+    linkSources.push(...tasks.links.map((l) => l.sourceUrl!));
+
+    // restarted tasks: the same RocksDBs, digests and indexes are read back from them
+    tasks = await ParserTasks.open(dir, partitions);
+    feed([
+      fetched('http://www.site.test/copy-of-a.html', distinct('alpha')),
+      fetched('http://www.site.test/story.html?amp=1', article(3)),
+      fetched('http://www.site.test/c.html', distinct('gamma')),
+      // a repeated fetch of a recorded URL: archived as a revisit of itself, publishes nothing
+      fetched('http://www.site.test/a.html', distinct('alpha')),
+    ]);
+    await tasks.close();
+    records.push(...tasks.records);
+    linkSources.push(...tasks.links.map((l) => l.sourceUrl!));
+
+    const warc = tasks.warcFiles().flatMap((f) => {
+      assertWarcioCheckPasses(f);
+      return warcioIndex(f, ['warc-type', 'warc-target-uri', 'warc-record-id', 'warc-refers-to-target-uri', 'warc-refers-to', 'warc-profile']).map((r) => ({ ...r, file: path.basename(f) }));
+    });
+    const dupOf = Object.fromEntries(records.map((r) => [short(r.url)!, short(r.duplicateOf)]));
+    return { dupOf, records, linkSources, warc };
   } finally {
-    await db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-test('exact copies become revisits and near copies aliases, links unfollowed, and both survive a restart', () =>
-  withTask((db, warcDir) => {
-    let task = parserTask(db, warcDir);
-    task.process(fetched('http://www.site.test/a.html', distinct('alpha')));
-    task.process(fetched('http://mirror.site.test/a.html', distinct('alpha')));
-    task.process(fetched('http://www.site.test/story.html', article(1)));
-    task.process(fetched('http://www.site.test/print/story.html', article(2)));
-    task.process(fetched('http://www.site.test/b.html', distinct('beta')));
-    task.commit();
-    task.close();
-    const records = [...task.records];
-    const linkSources = task.links.map((l) => l.sourceUrl);
+const EXPECTED = {
+  'www.site.test/a.html': null,
+  'mirror.test/a.html': 'www.site.test/a.html',
+  'www.site.test/story.html': null,
+  'www.site.test/print/story.html': 'www.site.test/story.html',
+  'mirror.test/print/story.html': 'www.site.test/story.html',
+  'www.site.test/b.html': null,
+  'other.test/c.html': null,
+  'other.test/copy.html': 'www.site.test/story.html',
+  'other.test/story.html': null,
+  'www.site.test/missing.html': null,
+  'www.site.test/copy-of-a.html': 'www.site.test/a.html',
+  'www.site.test/story.html?amp=1': 'www.site.test/story.html',
+  'www.site.test/c.html': 'other.test/c.html',
+};
 
-    // a restarted task: same RocksDB, the digests and the SimHash index are read back from it
-    task = parserTask(db, warcDir);
-    task.process(fetched('http://www.site.test/copy-of-a.html', distinct('alpha')));
-    task.process(fetched('http://www.site.test/story.html?amp=1', article(3)));
-    task.process(fetched('http://www.site.test/c.html', distinct('gamma')));
-    task.commit();
-    task.close();
-    records.push(...task.records);
-    linkSources.push(...task.links.map((l) => l.sourceUrl));
+const EXACT_COPIES = ['mirror.test/a.html', 'mirror.test/print/story.html', 'other.test/copy.html', 'www.site.test/copy-of-a.html', 'www.site.test/c.html'];
 
-    const dupOf = Object.fromEntries(records.map((r) => [r.url.replace('http://', ''), r.duplicateOf?.replace('http://', '') ?? null]));
-    assert.deepEqual(dupOf, {
-      'www.site.test/a.html': null,
-      'mirror.site.test/a.html': 'www.site.test/a.html',
-      'www.site.test/story.html': null,
-      'www.site.test/print/story.html': 'www.site.test/story.html',
-      'www.site.test/b.html': null,
-      'www.site.test/copy-of-a.html': 'www.site.test/a.html',
-      'www.site.test/story.html?amp=1': 'www.site.test/story.html',
-      'www.site.test/c.html': null,
-    });
-    const copies = records.filter((r) => r.duplicateOf !== null);
-    for (const r of copies) assert.equal(r.outlinkCount, 0, `links of ${r.url} were followed`);
-    assert.deepEqual(linkSources.sort(), ['a.html', 'b.html', 'c.html', 'story.html'].map((p) => `http://www.site.test/${p}`).sort());
-    for (const r of records) assert.equal(r.simhash?.length, 8, `${r.url} has a SimHash`);
-    assert.deepEqual(records[1]!.simhash, records[0]!.simhash, 'an exact copy carries the SimHash of its original');
+for (const partitions of [1, 3, 4, 8]) {
+  test(`with ${partitions} partition(s), exact copies on any site are revisits and aliases of their original, near copies within a site too`, async () => {
+    const { dupOf, records, linkSources, warc } = await crawl(partitions);
+    assert.deepEqual(dupOf, EXPECTED);
+    assert.equal(records.length, Object.keys(EXPECTED).length, 'each URL recorded once, the repeated fetch not again');
+    for (const r of records.filter((r) => r.duplicateOf !== null)) assert.equal(r.outlinkCount, 0, `links of ${r.url} were followed`);
+    assert.deepEqual(
+      linkSources.map(short).sort(),
+      ['www.site.test/a.html', 'www.site.test/story.html', 'www.site.test/b.html', 'other.test/c.html', 'other.test/story.html'].sort(),
+    );
+    const byUrl = new Map(records.map((r) => [short(r.url), r]));
+    assert.deepEqual(byUrl.get('mirror.test/a.html')!.simhash, byUrl.get('www.site.test/a.html')!.simhash, 'an exact copy carries the SimHash of its original');
+    assert.equal(byUrl.get('www.site.test/missing.html')!.simhash, null, 'a 404 takes no part in duplicate detection');
 
-    // in the WARC files: revisits for the exact copies, responses for everything else
-    const files = fs.readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz')).sort();
-    assert.equal(files.length, 2);
-    const index = files.flatMap((f) => {
-      assertWarcioCheckPasses(path.join(warcDir, f));
-      return warcioIndex(path.join(warcDir, f), ['warc-type', 'warc-target-uri', 'warc-record-id', 'warc-refers-to-target-uri', 'warc-refers-to', 'warc-profile']);
-    });
-    const revisits = index.filter((r) => r['warc-type'] === 'revisit');
-    assert.deepEqual(revisits.map((r) => [r['warc-target-uri'], r['warc-refers-to-target-uri']]), [
-      ['http://mirror.site.test/a.html', 'http://www.site.test/a.html'],
-      ['http://www.site.test/copy-of-a.html', 'http://www.site.test/a.html'],
-    ]);
-    const original = index.find((r) => r['warc-type'] === 'response' && r['warc-target-uri'] === 'http://www.site.test/a.html')!;
+    // revisits for the exact copies, each referring to the first response record of its payload
+    const revisits = warc.filter((r) => r['warc-type'] === 'revisit');
+    assert.deepEqual(revisits.map((r) => [short(r['warc-target-uri']!), short(r['warc-refers-to-target-uri']!)]).sort(), [
+      ['mirror.test/a.html', 'www.site.test/a.html'],
+      ['mirror.test/print/story.html', 'www.site.test/print/story.html'],
+      ['other.test/copy.html', 'www.site.test/story.html'],
+      ['www.site.test/copy-of-a.html', 'www.site.test/a.html'],
+      ['www.site.test/c.html', 'other.test/c.html'],
+      ['www.site.test/a.html', 'www.site.test/a.html'],
+    ].sort());
     for (const r of revisits) {
+      const original = warc.find((o) => o['warc-type'] === 'response' && o['warc-target-uri'] === r['warc-refers-to-target-uri'])!;
       assert.equal(r['warc-profile'], 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest');
-      assert.equal(r['warc-refers-to'], original['warc-record-id'], 'a revisit names the record holding the payload');
+      assert.equal(r['warc-refers-to'], original['warc-record-id'], `the revisit of ${r['warc-target-uri']} names the record holding the payload`);
     }
-    assert.equal(index.filter((r) => r['warc-type'] === 'response').length, 6, 'near copies keep their response records');
-    for (const r of records.filter((r) => r.url.endsWith('copy-of-a.html') || r.url.startsWith('http://mirror'))) {
-      const at = index.find((i) => Number(i['offset']) === r.warcOffset && i['warc-target-uri'] === r.url);
-      assert.equal(at?.['warc-type'], 'revisit', `the page record of ${r.url} points at its revisit record`);
+    // one response per distinct payload and per near copy, nothing stored twice
+    assert.deepEqual(warc.filter((r) => r['warc-type'] === 'response').map((r) => short(r['warc-target-uri']!)).sort(), [
+      'www.site.test/a.html', 'www.site.test/story.html', 'www.site.test/print/story.html', 'www.site.test/b.html', 'other.test/c.html',
+      'other.test/story.html', 'www.site.test/missing.html', 'www.site.test/story.html?amp=1',
+    ].sort());
+    for (const r of records) {
+      const at = warc.find((i) => i['file'] === r.warcFile && Number(i['offset']) === r.warcOffset);
+      assert.equal(at?.['warc-target-uri'], r.url, `the page record of ${r.url} points at its own WARC record`);
+      assert.equal(at?.['warc-type'], EXACT_COPIES.includes(short(r.url)!) ? 'revisit' : 'response', `the WARC record of ${r.url}`);
     }
-  }));
+  });
+}

@@ -20,7 +20,7 @@ async function withDb(fn: (db: RocksPort) => Promise<void> | void): Promise<void
   }
 }
 
-const store = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('parser-simhash', db, bufferCodec, bufferCodec);
+const store = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('parser-site-simhash', db, bufferCodec, bufferCodec);
 
 let seed = 0x12345678;
 function random32(): number {
@@ -60,12 +60,12 @@ test('near-dup index finds every SimHash within 3 bits, none farther, and surviv
     let s = store(db);
     let index = new NearDupIndex(s);
     const originals = Array.from({ length: 1_000 }, () => randomSimhash());
-    originals.forEach((h, i) => index.add(h, `http://site.test/${i}`));
-    assert.equal(index.find(flipBits(originals[3]!, 3))?.url, 'http://site.test/3', 'uncommitted entries are found');
+    originals.forEach((h, i) => index.add('site.test', h, `http://site.test/${i}`));
+    assert.equal(index.find('site.test', flipBits(originals[3]!, 3))?.url, 'http://site.test/3', 'uncommitted entries are found');
     s.applyCommitted(1);
     for (const [i, h] of originals.entries()) {
       for (let d = 0; d <= 3; d++) {
-        const match = index.find(flipBits(h, d));
+        const match = index.find('site.test', flipBits(h, d));
         assert.ok(match, `a ${d}-bit variant of #${i} was not found`);
         assert.equal(match.url, `http://site.test/${i}`);
         assert.equal(match.distance, d);
@@ -75,7 +75,7 @@ test('near-dup index finds every SimHash within 3 bits, none farther, and surviv
     let far = 0;
     for (const h of originals.slice(0, 500)) {
       const q = flipBits(h, 4 + (random32() % 8));
-      const m = index.find(q);
+      const m = index.find('site.test', q);
       if (m !== undefined) {
         assert.ok(hammingDistance(m.simhash, q) <= 3, 'a match is never farther than 3 bits');
         far++;
@@ -85,5 +85,17 @@ test('near-dup index finds every SimHash within 3 bits, none farther, and surviv
 
     s = store(db);
     index = new NearDupIndex(s);
-    assert.equal(index.find(flipBits(originals[7]!, 2))?.url, 'http://site.test/7', 'found again after reopening the store');
+    assert.equal(index.find('site.test', flipBits(originals[7]!, 2))?.url, 'http://site.test/7', 'found again after reopening the store');
+  }));
+
+test('near-dup index keeps each site apart: a SimHash indexed for one site is never found for another', () =>
+  withDb((db) => {
+    const index = new NearDupIndex(store(db));
+    const h = randomSimhash();
+    index.add('a.test', h, 'http://a.test/x');
+    index.add('a.test.example', flipBits(h, 3), 'http://a.test.example/y');
+    assert.equal(index.find('a.test', flipBits(h, 1))?.url, 'http://a.test/x');
+    assert.equal(index.find('b.test', h), undefined);
+    assert.equal(index.find('a.tes', h), undefined, 'a site name that is a prefix of another is another site');
+    assert.equal(index.find('a.test.example', h)?.url, 'http://a.test.example/y');
   }));

@@ -76,3 +76,14 @@ test('no two distinct pages of the test web are within 3 bits', () => {
   }
   assert.deepEqual(close, []);
 });
+
+test('SimHash values are pinned: stored SimHashes stay comparable across releases', () => {
+  // computed by the first implementation (16 nibble counters); any rewrite must reproduce them
+  const pinned: [string, string][] = [
+    ['one two three four five six seven eight nine ten', '18ab14c2c2408240'],
+    [prose('pinned', 400), '0513f0d49ca93270'],
+    ['Ünïcödé Straße ΑΒΓ δέλτα 東京 タワー 𝒜𝒷𝒸 naïve café 2026-05-01 ' + prose('unicode', 60), '2b0238c89a52709e'],
+    [prose('long pinned page', 5000), '4a8bcf205e144d4b'],
+  ];
+  for (const [text, hex] of pinned) assert.equal(simhash64(text)?.toString('hex'), hex, text.slice(0, 40));
+});

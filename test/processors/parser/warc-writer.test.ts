@@ -2,7 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { gzipMember } from '../../../processors/parser/warc-records.js';
 import { WarcWriter, type WarcLocation } from '../../../processors/parser/warc-writer.js';
 import { CrawlError, InvalidOptionError } from '../../../runtime/errors.js';
 import { fetchOf, httpBody, httpHead, listFiles, parseRecord, readAt, tempDir } from './warc-helpers.js';
@@ -272,7 +274,7 @@ test('while a file is written it carries the .open suffix, and locations name th
   assert.deepEqual(listFiles(dir), [loc.file]);
 });
 
-test('a faster gzip level writes records warcio reads back, larger than at the default level', (t) => {
+test('gzip level 1 (the default) writes records warcio reads back, larger than at level 6', (t) => {
   const dir = tempDir(t);
   const page = Buffer.from('<html><body>' + '<p>the same words over and over, as HTML often is</p>'.repeat(2_000) + '</body></html>');
   const sizes: number[] = [];
@@ -286,4 +288,43 @@ test('a faster gzip level writes records warcio reads back, larger than at the d
     assertWarcioCheckPasses(join(dir, written.response.file));
   }
   assert.ok(sizes[0]! > sizes[1]!, `level 1 (${sizes[0]} B) should compress less than level 6 (${sizes[1]} B)`);
+});
+
+test('a payload that arrives compressed is stored in the gzip member as is, and reads back byte for byte', (t) => {
+  const dir = tempDir(t);
+  const w = new WarcWriter({ dir, gzipLevel: 6 });
+  w.open();
+  // 150 KB of incompressible bytes: three stored blocks, as a gzip- or br-encoded body would need
+  const encoded = gzipSync(randomBytes(150_000));
+  const written = w.writeRequestResponse({
+    ...fetchOf('http://example.com/big.html', 0), payload: encoded,
+    responseHeaders: [['Content-Type', 'text/html'], ['Content-Encoding', 'gzip']],
+  });
+  const image = randomBytes(2_000);
+  const picture = w.writeRequestResponse({ ...fetchOf('http://example.com/a.png', 0), payload: image, responseHeaders: [['Content-Type', 'image/png']] });
+  w.close();
+  assertWarcioCheckPasses(join(dir, written.response.file));
+  assert.deepEqual(httpBody(parseRecord(readAt(dir, written.response)).block), encoded);
+  assert.deepEqual(httpBody(parseRecord(readAt(dir, picture.response)).block), image);
+  // stored: the member is the payload plus its record and HTTP heads, compressed, and a few bytes per 64 KB
+  assert.ok(written.response.length < encoded.length + 1_000, `member of ${written.response.length} B for a ${encoded.length} B payload`);
+  assert.ok(written.response.length > encoded.length, 'compressed bytes do not shrink');
+});
+
+test('gzipMember with a stored part inflates to exactly the parts joined, at every boundary', () => {
+  const text = Buffer.from('WARC/1.1\r\nWARC-Type: response\r\n\r\n'.repeat(20));
+  for (const size of [0, 1, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000]) {
+    const payload = randomBytes(size);
+    for (const parts of [[text, payload, Buffer.from('\r\n\r\n')], [payload, text], [text, payload]]) {
+      const storedPart = parts.indexOf(payload);
+      const member = gzipMember(parts, 1, storedPart);
+      assert.deepEqual(gunzipSync(member), Buffer.concat(parts), `payload of ${size} B at part ${storedPart}`);
+    }
+  }
+  // nothing stored: a small record is stored whole, a large one deflated
+  for (const record of [Buffer.alloc(0), text, Buffer.concat([text, text, text, text])]) {
+    assert.deepEqual(gunzipSync(gzipMember([record, Buffer.from('\r\n\r\n')])), Buffer.concat([record, Buffer.from('\r\n\r\n')]));
+  }
+  const large = Buffer.concat(Array.from({ length: 10 }, () => text));
+  assert.ok(gzipMember(large).length < large.length / 2, 'a large record is deflated');
 });

@@ -1,0 +1,97 @@
+import type { Metrics } from '../../runtime/metrics.js';
+import type { KeyValueStore } from '../../state/state-store.js';
+import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
+import type { SiteDuplicates } from './dedupe.js';
+import { fingerprintHex } from './fingerprint.js';
+import { siteOf } from './normalize.js';
+
+/** Where the recorder's output goes. */
+export interface RecorderSinks {
+  pageRecord(record: PageRecord, timestamp: number): void;
+  links(batch: LinkBatch, timestamp: number): void;
+  /** A resolved exact copy, back to `parsed-pages` keyed by its own site. */
+  parsedPage(key: string, page: ParsedPage, timestamp: number): void;
+}
+
+/**
+ * The site-keyed half of the parser: it reads `parsed-pages`, keyed by site, and publishes each
+ * URL's final outcome once — one page record, plus its outlinks grouped per target site unless
+ * the page is a copy.
+ *
+ * - Exact copy (COPY): it first arrives at the site of its payload's first record, which this
+ *   partition has already seen (the archiver sent both there, in order). Its original becomes
+ *   what that first record is an alias of (itself, or the page it is a near copy of), so
+ *   `duplicateOf` never names a copy; it then goes on to its own site's partition.
+ * - Near copy: a page with a SimHash within 3 bits of an original of the same site (per-site
+ *   index in SIMHASH_STORE). It keeps its response record, but its links are not followed.
+ * - A repeated fetch of a URL already recorded (a lease redone after a crash) publishes nothing.
+ */
+export class PageRecorder {
+  constructor(
+    private readonly recorded: KeyValueStore<Buffer, Buffer>,
+    private readonly duplicates: SiteDuplicates,
+    private readonly metrics: Metrics,
+    private readonly sinks: RecorderSinks,
+  ) {}
+
+  /** Handles one parsed page; `key` is the record's key, i.e. the site of the partition it was sent to. */
+  record(key: string, incoming: ParsedPage, timestamp: number): void {
+    const m = this.metrics;
+    let page = incoming;
+    if (page.payloadRole === 'COPY' && page.duplicateOf === null) {
+      const original = this.duplicates.originalOf(page.payloadDigest!) ?? page.copyOf!;
+      page = { ...page, duplicateOf: original };
+      if (key !== page.site) {
+        m.inc('parser_copies_forwarded');
+        this.sinks.parsedPage(page.site, page, timestamp);
+        return;
+      }
+    }
+
+    // the first record of a payload: whether it is itself a near copy decides what its copies are aliases of
+    let near: { original: string; distance: number } | undefined;
+    if (page.payloadRole === 'FIRST') {
+      if (page.simhash !== null) near = this.duplicates.nearCopy(page.site, page.simhash, page.url);
+      this.duplicates.setOriginal(page.payloadDigest!, near?.original ?? page.url);
+    }
+
+    const fp = Buffer.from(fingerprintHex(page.url), 'hex');
+    if (this.recorded.get(fp) !== undefined) {
+      m.inc('parser_repeat_fetches');
+      return;
+    }
+    this.recorded.put(fp, Buffer.alloc(0));
+
+    const copyOf = page.payloadRole === 'COPY' ? page.duplicateOf : near?.original;
+    const duplicateOf = copyOf !== undefined && copyOf !== null && copyOf !== page.url ? copyOf : null;
+    if (page.payloadRole === 'COPY' || near !== undefined) m.inc('parser_duplicates', 1, page.payloadRole === 'COPY' ? 'exact' : 'near');
+    if (page.payloadRole === 'FIRST' && near === undefined && page.simhash !== null) this.duplicates.addOriginal(page.site, page.simhash, page.url);
+    // a copy's links are its original's: not followed again
+    const outlinks = page.payloadRole === 'COPY' || near !== undefined ? [] : page.outlinks;
+
+    this.sinks.pageRecord({
+      url: page.url, canonicalUrl: page.canonicalUrl, site: page.site, host: page.host, fetchTime: page.fetchTime, status: page.status,
+      contentType: page.contentType, contentLength: page.contentLength, payloadDigest: page.payloadDigest, simhash: page.simhash, duplicateOf,
+      warcFile: page.warcFile, warcOffset: page.warcOffset, warcLength: page.warcLength,
+      outlinkCount: outlinks.length, depth: page.depth, errorCode: page.errorCode, redirectTarget: page.redirectTarget,
+    }, timestamp);
+    for (const batch of groupBySite(outlinks, page.url, timestamp)) this.sinks.links(batch, timestamp);
+    m.inc('page_records');
+  }
+}
+
+function groupBySite(links: Link[], sourceUrl: string, timestamp: number): LinkBatch[] {
+  const bySite = new Map<string, Link[]>();
+  for (const link of links) {
+    let site: string;
+    try {
+      site = siteOf(link.url);
+    } catch {
+      continue;
+    }
+    let list = bySite.get(site);
+    if (!list) bySite.set(site, (list = []));
+    list.push(link);
+  }
+  return [...bySite].map(([site, list]) => ({ site, sourceUrl, discoveredAt: timestamp, links: list }));
+}

@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { defaultCrawlConfig } from '../../../processors/crawl-config.js';
+import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntryCodec, isDedupable } from '../../../processors/parser/dedupe.js';
+import { LINKS_SINK, PAGE_RECORDS_SINK, PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../../../processors/parser/parser-processor.js';
+import { sha1Digest } from '../../../processors/parser/warc-records.js';
+import { WARC_STORE, WarcStore } from '../../../processors/parser/warc-store.js';
+import { WarcWriter } from '../../../processors/parser/warc-writer.js';
+import { Metrics } from '../../../runtime/metrics.js';
+import { partitionFor } from '../../../runtime/partitioner.js';
+import type { ProcessorContext } from '../../../runtime/processor.js';
+import { loadSchema } from '../../../schemas/index.js';
+import type { FetchedPage, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { RocksKeyValueStore } from '../../../state/rocks-store.js';
+import { bufferCodec, stringCodec, type StateStore } from '../../../state/state-store.js';
+import { TOPICS } from '../../../topology/topics.js';
+
+interface Task {
+  parser: ParserProcessor;
+  stores: RocksKeyValueStore<unknown, unknown>[];
+  writer: WarcWriter;
+  topic: string;
+}
+
+/**
+ * `partitions` parser tasks on real RocksDB stores and WARC writers, with the topics between them
+ * played by one FIFO queue: a record goes to the task of `partitionFor(key)`, as the engines
+ * route it, and is Avro-encoded and decoded on the way. Records keep their order per topic and
+ * partition, as in a log. `commit()` applies pending store writes and fsyncs WARC files.
+ */
+export class ParserTasks {
+  readonly records: PageRecord[] = [];
+  readonly links: LinkBatch[] = [];
+  readonly metrics = new Metrics();
+  private readonly tasks: Task[] = [];
+  private readonly queue: { topic: string; key: string; value: unknown }[] = [];
+  private offset = 0;
+
+  private constructor(readonly partitions: number, readonly warcDir: string) {}
+
+  /** Opens (or reopens, after `close()`) the tasks with their state under `dir`. */
+  static async open(dir: string, partitions: number): Promise<ParserTasks> {
+    const tasks = new ParserTasks(partitions, path.join(dir, 'warc'));
+    for (let p = 0; p < partitions; p++) await tasks.openTask(path.join(dir, `db-${p}`), p);
+    return tasks;
+  }
+
+  /** A fetch as the fetcher forwards it: keyed by payload digest when it takes part in duplicate detection. */
+  fetched(page: FetchedPage): void {
+    const value = { ...page, payloadDigest: isDedupable(page) ? sha1Digest(page.body) : null };
+    this.queue.push({ topic: TOPICS.fetched, key: value.payloadDigest ?? value.site, value });
+  }
+
+  /** Processes queued records, and everything they cause, until nothing is left. */
+  drain(): void {
+    for (let r = this.queue.shift(); r !== undefined; r = this.queue.shift()) {
+      const type = loadSchema(r.topic === TOPICS.fetched ? 'FetchedPage' : 'ParsedPage').type;
+      const task = this.tasks[partitionFor(Buffer.from(r.key, 'utf8'), this.partitions)]!;
+      task.topic = r.topic;
+      task.parser.process({ key: r.key, value: type.fromBuffer(type.toBuffer(r.value)) as never, timestamp: Date.now() });
+    }
+  }
+
+  commit(): void {
+    this.offset++;
+    for (const t of this.tasks) {
+      for (const s of t.stores) s.applyCommitted(this.offset);
+      t.writer.flush();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.tasks) t.writer.close();
+    await Promise.all(this.dbs.map((db) => db.close()));
+  }
+
+  /** WARC files written, final names. */
+  warcFiles(): string[] {
+    return fs.readdirSync(this.warcDir).filter((f) => f.endsWith('.warc.gz')).sort().map((f) => path.join(this.warcDir, f));
+  }
+
+  private readonly dbs: RocksPort[] = [];
+
+  private async openTask(dbDir: string, partition: number): Promise<void> {
+    const db = await openRocks(dbDir);
+    this.dbs.push(db);
+    const stores: RocksKeyValueStore<unknown, unknown>[] = [
+      new RocksKeyValueStore(RECORDED_STORE, db, bufferCodec, bufferCodec),
+      new RocksKeyValueStore(DIGESTS_STORE, db, stringCodec, digestEntryCodec),
+      new RocksKeyValueStore(SIMHASH_STORE, db, bufferCodec, bufferCodec),
+      new RocksKeyValueStore(ORIGINALS_STORE, db, stringCodec, stringCodec),
+    ] as RocksKeyValueStore<unknown, unknown>[];
+    const byName = new Map<string, StateStore>(stores.map((s) => [s.name, s]));
+    const writer = new WarcWriter({ dir: this.warcDir, partition });
+    writer.open();
+    byName.set(WARC_STORE, new WarcStore(writer));
+    const task: Task = { parser: new ParserProcessor(defaultCrawlConfig), stores, writer, topic: TOPICS.fetched };
+    const context: ProcessorContext<string, unknown> = {
+      applicationId: 'test', taskId: { subtopology: 2, partition }, metrics: this.metrics,
+      get recordMetadata() {
+        return { topic: task.topic, partition, offset: 0 };
+      },
+      forward: (r, child) => {
+        if (child === PAGE_RECORDS_SINK) this.records.push(r.value as PageRecord);
+        else if (child === LINKS_SINK) this.links.push(r.value as LinkBatch);
+        else if (child === PARSED_PAGES_SINK) this.queue.push({ topic: TOPICS.parsedPages, key: r.key as string, value: r.value });
+        else throw new Error(`unknown child ${child}`);
+      },
+      schedule: () => ({ cancel() {} }),
+      getStateStore: <S extends StateStore>(name: string) => byName.get(name) as S,
+      commit: () => {},
+      currentTimeMs: () => Date.now(),
+    };
+    task.parser.init(context as ProcessorContext<string, never>);
+    this.tasks.push(task);
+  }
+}
