@@ -25,7 +25,7 @@ test('topics create makes every topic with its partitions, compacted changelogs 
   const admin = await port.admin();
   try {
     const topics = new Set(await admin.listTopics());
-    for (const t of ['links', 'fetch-requests', 'fetch-results', 'fetched', 'page-records', 'crawlstream-dead-letters']) assert.ok(topics.has(t), `${t} missing`);
+    for (const t of ['links', 'fetch-requests', 'fetch-results', 'fetched', 'parsed-pages', 'page-records', 'control', 'crawlstream-dead-letters']) assert.ok(topics.has(t), `${t} missing`);
     const changelogs = [...topics].filter((t) => t.endsWith('-changelog'));
     assert.ok(changelogs.includes('crawlstream-frontier-hosts-changelog') && changelogs.includes('crawlstream-parser-recorded-changelog'), changelogs.join(', '));
     for (const t of changelogs) {
