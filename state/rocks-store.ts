@@ -10,6 +10,9 @@ interface Pending<V> {
   encoded: Buffer | undefined;
 }
 
+/** The pending map's key of an encoded key; without `toString`'s argument checks. */
+const latin1 = (b: Buffer): string => (b as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(0, b.length);
+
 const CHECKPOINT_PREFIX = Buffer.from('\u0000checkpoint\u0000');
 
 /**
@@ -39,7 +42,7 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
 
   get(key: K): V | undefined {
     const raw = this.keyCodec.encode(key);
-    const p = this.pending.get(raw.toString('latin1'));
+    const p = this.pending.get(latin1(raw));
     if (p) return p.deleted ? undefined : p.decoded;
     const stored = this.db.get(Buffer.concat([this.prefix, raw]));
     return stored === undefined ? undefined : this.valueCodec.decode(stored);
@@ -52,7 +55,7 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     const checkPending = this.pending.size > 0;
     for (let i = 0; i < keys.length; i++) {
       const raw = this.keyCodec.encode(keys[i]!);
-      const p = checkPending ? this.pending.get(raw.toString('latin1')) : undefined;
+      const p = checkPending ? this.pending.get(latin1(raw)) : undefined;
       if (p) {
         out[i] = p.deleted ? undefined : p.decoded;
         continue;
@@ -70,12 +73,12 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
 
   put(key: K, value: V): void {
     const raw = this.keyCodec.encode(key);
-    this.pending.set(raw.toString('latin1'), { key: raw, deleted: false, decoded: value, encoded: undefined });
+    this.pending.set(latin1(raw), { key: raw, deleted: false, decoded: value, encoded: undefined });
   }
 
   delete(key: K): void {
     const raw = this.keyCodec.encode(key);
-    this.pending.set(raw.toString('latin1'), { key: raw, deleted: true, decoded: undefined, encoded: undefined });
+    this.pending.set(latin1(raw), { key: raw, deleted: true, decoded: undefined, encoded: undefined });
   }
 
   *range(gte: K, lt: K): IterableIterator<[K, V]> {
@@ -117,9 +120,25 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   }
 
   applyCommitted(nextOffset: number): void {
-    const batch: RocksWrite[] = [];
-    for (const p of this.pending.values()) batch.push({ key: Buffer.concat([this.prefix, p.key]), value: this.encoded(p) });
-    batch.push({ key: this.checkpointKey, value: offsetBytes(nextOffset) });
+    const pending = [...this.pending.values()];
+    const n = pending.length;
+    const order = keyOrder(pending);
+    // full keys (prefix + key) as views of one buffer: no allocation per key
+    const pl = this.prefix.length;
+    let bytes = n * pl;
+    for (let i = 0; i < n; i++) bytes += pending[i]!.key.length;
+    const slab = Buffer.allocUnsafe(bytes);
+    const batch: RocksWrite[] = new Array(n + 1);
+    let at = 0;
+    for (let j = 0; j < n; j++) {
+      const p = pending[order[j]!]!;
+      const start = at;
+      slab.set(this.prefix, at);
+      slab.set(p.key, at + pl);
+      at += pl + p.key.length;
+      batch[j] = { key: slab.subarray(start, at), value: this.encoded(p) };
+    }
+    batch[n] = { key: this.checkpointKey, value: offsetBytes(nextOffset) };
     // no fsync: the changelog is the durable copy; a lost tail is replayed from the checkpoint
     this.db.write(batch);
     this.pending = new Map();
@@ -151,6 +170,40 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   close(): void {
     this.pending = new Map();
   }
+}
+
+const MAX_SORTED = 2 ** 20;
+
+/**
+ * Indexes of `pending` in the order of their keys' first 4 bytes after the prefix all of them
+ * share (ties in any order): RocksDB's memtable inserts keys in order about twice as fast as
+ * random ones. Sorted as packed numbers, natively; left as they are past MAX_SORTED writes.
+ */
+function keyOrder(pending: readonly Pending<unknown>[]): Uint32Array {
+  const n = pending.length;
+  const out = new Uint32Array(n);
+  if (n < 2 || n > MAX_SORTED) {
+    for (let i = 0; i < n; i++) out[i] = i;
+    return out;
+  }
+  const first = pending[0]!.key;
+  let common = first.length;
+  for (let i = 1; i < n && common > 0; i++) {
+    const k = pending[i]!.key;
+    let j = 0;
+    while (j < common && j < k.length && k[j] === first[j]) j++;
+    common = j;
+  }
+  const packed = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = pending[i]!.key;
+    const c = common;
+    const head = (k[c] ?? 0) * 2 ** 24 + (k[c + 1] ?? 0) * 2 ** 16 + (k[c + 2] ?? 0) * 2 ** 8 + (k[c + 3] ?? 0);
+    packed[i] = head * MAX_SORTED + i;
+  }
+  packed.sort();
+  for (let j = 0; j < n; j++) out[j] = packed[j]! % MAX_SORTED;
+  return out;
 }
 
 function offsetBytes(offset: number): Buffer {

@@ -108,45 +108,51 @@ export class SeenSet {
   /**
    * For each fingerprint (8 bytes): true when it was new, and is now recorded (in the Bloom and,
    * as a pending write, in the store); false when it was seen before, including earlier in the
-   * same batch. Store reads: one `getMany` for the "maybe seen" ones, plus a single `get` for each
-   * that turned out absent but may have been admitted earlier in the batch.
+   * same batch. Store reads: one `getMany` for the "maybe seen" ones; none for the others.
    */
   admit(fingerprints: readonly Buffer[]): boolean[] {
     const n = fingerprints.length;
     const out: boolean[] = new Array(n);
     let admitted = 0;
-    const maybe: Buffer[] = [];
-    const maybeAt: number[] = [];
+    const maybe: number[] = [];
     for (let i = 0; i < n; i++) {
-      if (this.bloom.mightContain(fingerprints[i]!)) {
-        maybe.push(fingerprints[i]!);
-        maybeAt.push(i);
+      const fp = fingerprints[i]!;
+      // one hash for check and insert: a bit that was not set means "definitely new"
+      if (this.bloom.add(fp)) {
+        maybe.push(i);
       } else {
         out[i] = true;
+        this.store.put(fp, EMPTY);
+        admitted++;
       }
     }
     if (maybe.length > 0) {
-      const found = this.store.getMany(maybe);
+      // reads see the pending puts above, so a repeat of an earlier new one counts as found
+      const found = this.store.getMany(maybe.map((i) => fingerprints[i]!));
       this.storeChecks += maybe.length;
-      for (let j = 0; j < found.length; j++) {
-        const present = found[j] !== undefined;
-        if (!present) this.falsePositives++;
-        out[maybeAt[j]!] = !present;
+      let admittedHere: Set<string> | undefined;
+      for (let j = 0; j < maybe.length; j++) {
+        const i = maybe[j]!;
+        if (found[j] !== undefined) {
+          out[i] = false;
+          continue;
+        }
+        // a Bloom false positive, unless an earlier one of these was the same fingerprint
+        const fp = fingerprints[i]!;
+        const key = fp.toString('latin1');
+        admittedHere ??= new Set();
+        if (admittedHere.has(key)) {
+          out[i] = false;
+          continue;
+        }
+        admittedHere.add(key);
+        this.falsePositives++;
+        out[i] = true;
+        this.store.put(fp, EMPTY);
+        admitted++;
       }
     }
-    for (let i = 0; i < n; i++) {
-      if (!out[i]) continue;
-      const fp = fingerprints[i]!;
-      // `add` reports all bits already set: an earlier fingerprint of this batch may be the same
-      // one (then the store's pending overlay has it), or it is a Bloom false positive
-      if (this.bloom.add(fp) && this.store.get(fp) !== undefined) {
-        out[i] = false;
-        continue;
-      }
-      this.store.put(fp, EMPTY);
-      this.recorded++;
-      admitted++;
-    }
+    this.recorded += admitted;
     if (admitted > 0) this.store.put(COUNT_KEY, countBytes(this.recorded));
     if (this.bloom.fill() > this.rebuildFill) this.rebuild(this.recorded, true);
     return out;

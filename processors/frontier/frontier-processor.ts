@@ -1,19 +1,21 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import type { ControlCommand, FetchRequest, FetchResult, HostState, Lease, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
+import type { ControlCommand, FetchRequest, FetchResult, FrontEntry, HostState, Lease, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
 import { TOPICS } from '../../topology/topics.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { isFinalOutcome } from '../outcome.js';
-import { hostOf } from '../parser/normalize.js';
-import { fingerprintBytes, newHost, numberBytes, readNumber, safeSite } from './host-state.js';
-import { bandOf, FrontQueues } from './front-queues.js';
+import { admitLinks } from './admission.js';
+import { BackQueues } from './back-queues.js';
+import { newHost, numberBytes, readNumber } from './host-state.js';
+import { FrontQueues } from './front-queues.js';
 import { FRONT_STORE, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, SITES_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore, type SeenStore, type SiteStore } from './frontier-stores.js';
 import { HostHeap } from './host-heap.js';
+import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
+import { migrateQueues } from './queue-migration.js';
 import { applyPageOutcome, applyRobotsOutcome, isConnectionError } from './outcomes.js';
 import { requiredGap, RobotsCache } from './politeness.js';
 import { SitePolicy } from './site-policy.js';
-import { trapCheck } from './url-rules.js';
 import { SeenSet } from '../../state/seen-set.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
@@ -32,16 +34,13 @@ const DISPATCH_BATCH = 2_000;
  */
 export class FrontierProcessor implements Processor<string, FrontierInput, string, FetchRequest> {
   private ctx!: ProcessorContext<string, FetchRequest>;
-  private hosts!: HostStore;
-  private queue!: QueueStore;
-  private seen!: SeenStore;
+  private hosts!: HostTable;
+  private back!: BackQueues;
   private meta!: MetaStore;
   private front!: FrontQueues;
   private sites!: SitePolicy;
   private seenSet!: SeenSet;
   private readonly heap = new HostHeap();
-  /** Decoded states of active hosts: the hot set stays off RocksDB (written through on every put). */
-  private readonly hostCache = new Map<string, HostState>();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
   /** Hosts with URLs in their back queue or a lease out: the active slots in use. */
   private readonly active = new Set<string>();
@@ -63,18 +62,22 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   init(context: ProcessorContext<string, FetchRequest>): void {
     this.ctx = context;
-    this.hosts = context.getStateStore(HOSTS_STORE);
-    this.queue = context.getStateStore(QUEUE_STORE);
-    this.seen = context.getStateStore(SEEN_STORE);
-    this.seenSet = new SeenSet(this.seen, { expectedCount: this.config.seenExpectedUrls, falsePositiveRate: this.config.seenFalsePositiveRate });
-    this.seenSet.init();
+    const hosts = context.getStateStore<HostStore>(HOSTS_STORE);
+    const queue = context.getStateStore<QueueStore>(QUEUE_STORE);
+    const front = context.getStateStore<FrontStore>(FRONT_STORE);
     this.meta = context.getStateStore(META_STORE);
+    const migrated = migrateQueues({ hosts, queue, front, meta: this.meta });
+    if (migrated > 0) context.metrics.inc('frontier_queue_urls_migrated', migrated);
+    this.hosts = new HostTable(hosts, (host) => this.active.has(host));
+    this.back = new BackQueues(queue);
+    this.front = new FrontQueues(front, (k) => readNumber(this.meta.get(k)), (k, v) => this.meta.put(k, numberBytes(v)));
+    this.seenSet = new SeenSet(context.getStateStore<SeenStore>(SEEN_STORE), { expectedCount: this.config.seenExpectedUrls, falsePositiveRate: this.config.seenFalsePositiveRate });
+    this.seenSet.init();
     this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
-    this.front = new FrontQueues(context.getStateStore<FrontStore>(FRONT_STORE), (k) => readNumber(this.meta.get(k)), (k, v) => this.meta.put(k, numberBytes(v)));
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
     this.meta.put('epoch', numberBytes(this.epoch));
     this.startedAt = context.currentTimeMs();
-    for (const [host, state] of this.hosts.range('', '\uffff')) {
+    for (const [host, state] of this.hosts.all()) {
       const queued = state.tailSeq - state.headSeq;
       this.backQueued += queued;
       if (queued > 0 || state.lease) this.active.add(host);
@@ -84,44 +87,47 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         this.ips.holdExisting(state.ip);
       } else if (queued > 0) this.heap.push(host, this.eligibleAt(state));
     }
-    context.schedule(20, (now) => this.dispatch(now));
-    context.schedule(500, (now) => this.expireLeases(now));
+    context.schedule(20, (now) => this.flushed(() => this.dispatch(now)));
+    context.schedule(500, (now) => this.flushed(() => this.expireLeases(now)));
     context.schedule(1_000, () => this.reportGauges());
-    this.refill();
+    this.flushed(() => this.refill());
     this.reportGauges();
   }
 
   process(record: StreamRecord<string, FrontierInput>): void {
-    switch (this.ctx.recordMetadata?.topic) {
-      case TOPICS.links:
-        return this.admit(record.value as LinkBatch, record.timestamp);
-      case TOPICS.fetchResults:
-        return this.complete(record.value as FetchResult);
-      case TOPICS.control:
-        return this.control(record.value as ControlCommand);
-      case TOPICS.pageRecords: {
-        const page = record.value as PageRecord;
-        if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc('sites_dup_cut');
-        return;
+    this.flushed(() => {
+      switch (this.ctx.recordMetadata?.topic) {
+        case TOPICS.links:
+          return this.admit(record.value as LinkBatch, record.timestamp);
+        case TOPICS.fetchResults:
+          return this.complete(record.value as FetchResult);
+        case TOPICS.control:
+          return this.control(record.value as ControlCommand);
+        case TOPICS.pageRecords: {
+          const page = record.value as PageRecord;
+          if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc('sites_dup_cut');
+          return;
+        }
       }
+    });
+  }
+
+  /**
+   * Runs one call's work, then hands what it buffered (queue chunks, front bounds, host states)
+   * to the stores: a commit runs only between calls, so it always sees every change.
+   */
+  private flushed(work: () => void): void {
+    try {
+      work();
+    } finally {
+      this.back.flush();
+      this.front.flush();
+      this.hosts.flush();
     }
   }
 
   close(): void {
     this.reportGauges();
-  }
-
-  private getHost(host: string): HostState | undefined {
-    const cached = this.hostCache.get(host);
-    if (cached) return cached;
-    const state = this.hosts.get(host);
-    if (state && this.active.has(host)) this.hostCache.set(host, state);
-    return state;
-  }
-
-  private putHost(host: string, state: HostState): void {
-    this.hosts.put(host, state);
-    if (this.active.has(host)) this.hostCache.set(host, state);
   }
 
   /**
@@ -136,7 +142,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private waitingQueued(): number {
     let n = 0;
     const count = (host: string) => {
-      const s = this.getHost(host);
+      const s = this.hosts.get(host);
       if (s) n += s.tailSeq - s.headSeq;
     };
     for (const host of this.parked) count(host);
@@ -144,38 +150,11 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     return n;
   }
 
-  /** Seen-set first, then trap rules and the site's budget; a URL is queued at most once, ever. */
+  /** Admitted links of an active host go straight to its back queue; others wait for a slot by priority. */
   private admit(batch: LinkBatch, timestamp: number): void {
-    const m = this.ctx.metrics;
-    const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
-    this.sites.noteInlink(batch.site, fromSite);
-    const candidates: { url: string; depth: number; redirectHops: number }[] = [];
-    for (const link of batch.links) {
-      const reason = trapCheck(link.url, link.redirectHops, this.config);
-      if (reason) m.inc('urls_dropped', 1, reason);
-      else candidates.push(link);
-    }
-    // one batched seen-set check: the Bloom answers "new" alone, every "maybe seen" is confirmed
-    const fresh = this.seenSet.admit(candidates.map((l) => fingerprintBytes(l.url)));
-    for (let i = 0; i < candidates.length; i++) {
-      const link = candidates[i]!;
-      if (!fresh[i]) {
-        m.inc('urls_seen');
-        continue;
-      }
-      // a batch holds one target site's links (LinkBatch contract): no public-suffix lookup per link
-      const site = batch.site;
-      const verdict = this.sites.admit(site);
-      if (verdict !== 'admit') {
-        m.inc('urls_dropped', 1, verdict);
-        continue;
-      }
-      const host = hostOf(link.url);
-      const entry = { url: link.url, host, origin: new URL(link.url).origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp };
-      m.inc('urls_admitted');
-      // an active host's URLs go straight to its back queue; others wait for a slot by priority
-      if (this.active.has(host)) this.appendBack(entry);
-      else this.front.push(bandOf(link.url, link.depth), entry);
+    for (const { entry, band } of admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics)) {
+      if (this.active.has(entry.host)) this.appendBack(entry);
+      else this.front.push(band, entry);
     }
     this.refill();
   }
@@ -193,15 +172,13 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     }
   }
 
-  private appendBack(e: { url: string; host: string; origin: string; site: string; depth: number; redirectHops: number; discoveredAt: number }): void {
-    const state = this.getHost(e.host) ?? newHost(e.host, e.origin, e.site);
-    const entry: QueueEntry = { url: e.url, depth: e.depth, redirectHops: e.redirectHops, attempts: 0, discoveredAt: e.discoveredAt };
-    this.queue.put({ host: e.host, seq: state.tailSeq }, entry);
+  private appendBack(e: FrontEntry): void {
+    const state = this.hosts.get(e.host) ?? newHost(e.host, e.origin, e.site);
     const wasEmpty = state.tailSeq === state.headSeq;
-    state.tailSeq++;
+    this.back.append(state, { url: e.url, depth: e.depth, redirectHops: e.redirectHops, attempts: 0, discoveredAt: e.discoveredAt });
     this.backQueued++;
     this.active.add(e.host);
-    this.putHost(e.host, state);
+    this.hosts.put(state);
     if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
@@ -219,7 +196,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const top = this.heap.peekTime();
       if (top === undefined || top > horizon) break;
       const { host } = this.heap.pop()!;
-      const state = this.getHost(host);
+      const state = this.hosts.get(host);
       if (!state || state.lease || state.tailSeq === state.headSeq) continue;
       const due = this.eligibleAt(state);
       if (due > horizon) {
@@ -259,16 +236,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /** Pops queue heads the host's robots.txt disallows (counting them) until one is allowed. */
   private nextAllowed(state: HostState): QueueEntry | undefined {
-    while (state.headSeq < state.tailSeq) {
-      const key = { host: state.host, seq: state.headSeq };
-      const entry = this.queue.get(key);
-      if (entry && !(state.robotsState === 'READY' && state.robotsBody !== null && !this.robots.isAllowed(state.origin, state.robotsBody, entry.url))) return entry;
-      if (entry) this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
-      this.queue.delete(key);
-      state.headSeq++;
+    const rules = state.robotsState === 'READY' ? state.robotsBody : null;
+    for (;;) {
+      const entry = this.back.head(state);
+      if (entry === undefined) break;
+      if (entry !== null && (rules === null || this.robots.isAllowed(state.origin, rules, entry.url))) return entry;
+      if (entry !== null) this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      this.back.pop(state);
       this.backQueued--;
     }
-    this.putHost(state.host, state);
+    this.hosts.put(state);
     this.deactivate(state);
     return undefined;
   }
@@ -279,7 +256,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? 'PAGE' : 'ROBOTS';
     state.lease = { leaseId, url: entry.url, kind, depth: entry.depth, redirectHops: entry.redirectHops, attempts: entry.attempts, issuedAt: now, expiresAt, fromQueue };
-    this.putHost(state.host, state);
+    this.hosts.put(state);
     this.leases.set(leaseId, { host: state.host, expiresAt });
     const request: FetchRequest = {
       leaseId, ownerEpoch: this.epoch, url: entry.url, host: state.host, site: state.site, kind,
@@ -293,7 +270,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** Applies a fetch result to its lease; results for unknown or replaced leases are ignored. */
   private complete(result: FetchResult): void {
     const now = this.ctx.currentTimeMs();
-    const state = this.getHost(result.host);
+    const state = this.hosts.get(result.host);
     if (!state || !state.lease || state.lease.leaseId !== result.leaseId) {
       this.ctx.metrics.inc('results_ignored');
       return;
@@ -328,22 +305,20 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     } else if (lease.fromQueue) {
       this.applyPage(state, lease, result, now);
     }
-    this.putHost(state.host, state);
+    this.hosts.put(state);
     if (state.tailSeq > state.headSeq) this.heap.push(state.host, this.eligibleAt(state));
     else this.deactivate(state);
   }
 
   private applyPage(state: HostState, lease: Lease, result: FetchResult, now: number): void {
     const m = this.ctx.metrics;
-    const key = { host: state.host, seq: state.headSeq };
     // the lease carries the head entry: no store read on the hot path
     const entry: QueueEntry | undefined = state.tailSeq > state.headSeq ? { url: lease.url, depth: lease.depth, redirectHops: lease.redirectHops, attempts: lease.attempts, discoveredAt: lease.issuedAt } : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);
     if (backoff !== undefined) m.inc('backoffs', 1, String(result.status));
     if (!entry) return;
     const attempts = entry.attempts + (result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : 1);
-    this.queue.delete(key);
-    state.headSeq++;
+    this.back.pop(state);
     this.backQueued--;
     if (isFinalOutcome(result.status, result.errorCode, attempts, this.config.maxAttempts)) {
       if (result.errorCode === null) m.inc('pages_fetched');
@@ -351,8 +326,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       return;
     }
     // retried at the back of the host's queue; the URL keeps its single place in the seen-set
-    this.queue.put({ host: state.host, seq: state.tailSeq }, { ...entry, attempts });
-    state.tailSeq++;
+    this.back.append(state, { ...entry, attempts });
     this.backQueued++;
     m.inc('fetch_retries', 1, result.errorCode ?? String(result.status));
   }
@@ -361,18 +335,17 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private deactivate(state: HostState): void {
     if (state.lease || state.tailSeq > state.headSeq) return;
     this.active.delete(state.host);
-    this.hostCache.delete(state.host);
+    this.hosts.forget(state.host);
+    this.back.forget(state.host);
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
     this.refill();
   }
 
   private dropBack(state: HostState, reason: string): void {
-    for (let seq = state.headSeq; seq < state.tailSeq; seq++) this.queue.delete({ host: state.host, seq });
-    const n = state.tailSeq - state.headSeq;
+    const n = this.back.clear(state);
     this.backQueued -= n;
-    state.headSeq = state.tailSeq;
-    this.putHost(state.host, state);
+    this.hosts.put(state);
     this.ctx.metrics.inc('urls_dropped', n, reason);
     this.deactivate(state);
   }
@@ -391,7 +364,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private expireLeases(now: number): void {
     for (const [leaseId, { host, expiresAt }] of this.leases) {
       if (expiresAt > now) continue;
-      const state = this.getHost(host);
+      const state = this.hosts.get(host);
       if (!state || !state.lease || state.lease.leaseId !== leaseId) {
         this.leases.delete(leaseId);
         continue;

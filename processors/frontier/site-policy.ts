@@ -42,13 +42,25 @@ export class SitePolicy {
 
   /** Decides one new URL of `site`; counts it against the budget when admitted. */
   admit(site: string): SiteVerdict {
-    if (this.controls.get(site)?.blocked) return 'blocked';
+    const { admitted, refused } = this.admitMany(site, 1);
+    return admitted === 1 ? 'admit' : refused;
+  }
+
+  /**
+   * Decides `n` new URLs of `site` as `admit` would one by one: the first `admitted` are admitted
+   * (and counted against the budget), the rest refused for `refused`.
+   */
+  admitMany(site: string, n: number): { admitted: number; refused: Exclude<SiteVerdict, 'admit'> } {
+    if (this.controls.get(site)?.blocked) return { admitted: 0, refused: 'blocked' };
+    if (n <= 0) return { admitted: 0, refused: 'site-budget' };
     const state = this.state(site);
-    if (state.dupCut) return 'dup-cut';
-    if (state.admitted >= this.budget(state)) return 'site-budget';
-    state.admitted++;
-    this.store.put(site, state);
-    return 'admit';
+    if (state.dupCut) return { admitted: 0, refused: 'dup-cut' };
+    const admitted = Math.max(0, Math.min(n, this.budget(state) - state.admitted));
+    if (admitted > 0) {
+      state.admitted += admitted;
+      this.store.put(site, state);
+    }
+    return { admitted, refused: 'site-budget' };
   }
 
   /** A page of the site was recorded; a window of recent pages that is mostly copies cuts the budget. */

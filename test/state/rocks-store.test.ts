@@ -221,3 +221,23 @@ test('openRocks refuses a second open of the same directory with CS_STORE', () =
       return true;
     });
   }));
+
+test('applyCommitted writes many keys in any pending order, each with its own value', () =>
+  withDb((db) => {
+    const s = store(db);
+    const keys = Array.from({ length: 5_000 }, (_, i) => `k${(i * 7_919) % 5_000}`);
+    for (const [i, k] of keys.entries()) s.put(k, i);
+    s.delete('k17');
+    s.applyCommitted(1);
+    const expected = keys.map((k, i) => [k, i] as [string, number]).filter(([k]) => k !== 'k17').sort(([a], [b]) => (a < b ? -1 : 1));
+    assert.deepEqual(all(s), expected);
+    assert.equal(s.checkpoint(), 1);
+  }));
+
+test('RocksPort stays usable after a failed write, with nothing of it left over', () =>
+  withDb((db) => {
+    const b = (s: string) => Buffer.from(s);
+    assert.throws(() => db.write([{ key: b('half'), value: b('1') }, { key: 42 as unknown as Buffer, value: b('2') }]), { code: 'CS_STORE' });
+    db.write([{ key: b('whole'), value: b('3') }]);
+    assert.deepEqual([...db.iterate(b('a'), b('z'))].map(([k]) => k.toString()), ['whole']);
+  }));

@@ -103,3 +103,17 @@ test('the seen-set warns before it rebuilds, and a rebuild keeps every fingerpri
   assert.ok(s.fill < 0.6 && s.estimatedFalsePositiveRate < 2.5 * 0.01, `fill ${s.fill} after rebuilds`);
   assert.ok(seen.has(Array.from({ length: 20_000 }, (_, i) => syntheticFingerprint(i))).every(Boolean));
 });
+
+test('a fingerprint repeated within a batch is new only the first time, false positives included', () => {
+  // a filter this small is nearly full at once: most checks are "maybe seen" and go to the store
+  const seen = new SeenSet(new MemoryFingerprintStore(12), { expectedCount: 8, falsePositiveRate: 0.5, rebuildAtLoad: 1e6, warnAtLoad: 1e6 });
+  seen.init();
+  const fp = (i: number) => syntheticFingerprint(i);
+  assert.deepEqual(seen.admit([fp(1), fp(1), fp(2), fp(1), fp(2), fp(3)]), [true, false, true, false, false, true]);
+  const batch = Array.from({ length: 600 }, (_, i) => fp(100 + (i % 200)));
+  const fresh = seen.admit(batch);
+  assert.deepEqual(fresh, batch.map((_, i) => i < 200), 'each of 200 fingerprints new exactly once in a batch of 600');
+  assert.ok(seen.stats().bloomFalsePositives > 0, 'the filter was full enough to be wrong');
+  assert.ok(seen.admit(batch).every((f) => !f));
+  assert.equal(seen.stats().count, 203);
+});

@@ -1,0 +1,63 @@
+import type { Metrics } from '../../runtime/metrics.js';
+import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
+import type { SeenSet } from '../../state/seen-set.js';
+import type { CrawlConfig } from '../crawl-config.js';
+import { bandOf, type Band } from './front-queues.js';
+import { fingerprintsOf, safeSite } from './host-state.js';
+import type { SitePolicy } from './site-policy.js';
+import { trapRules } from './url-rules.js';
+import { urlShape, type UrlShape } from './url-shape.js';
+
+/** A link that passed admission: where it waits, and the band it waits in if its host has no slot. */
+export interface AdmittedLink {
+  readonly entry: FrontEntry;
+  readonly band: Band;
+}
+
+/**
+ * Which links of a batch enter the frontier: trap rules first (each URL parsed once), then the
+ * seen-set (one batched check: the Bloom answers "new" alone, every "maybe seen" is confirmed in
+ * the store), then the site's budget. A URL is admitted at most once, ever. Returns the admitted
+ * links in batch order; counts the others in `urls_dropped{reason}` and `urls_seen`.
+ */
+export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlConfig, seenSet: SeenSet, sites: SitePolicy, metrics: Metrics): AdmittedLink[] {
+  const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
+  sites.noteInlink(batch.site, fromSite);
+  const links = batch.links;
+  const kept: number[] = [];
+  const shapes: UrlShape[] = [];
+  let drops: Map<string, number> | undefined;
+  for (let i = 0; i < links.length; i++) {
+    const link = links[i]!;
+    const shape = urlShape(link.url);
+    const reason = trapRules(link.url, shape, link.redirectHops, config);
+    if (reason === undefined) {
+      kept.push(i);
+      shapes.push(shape!);
+    } else {
+      drops ??= new Map();
+      drops.set(reason, (drops.get(reason) ?? 0) + 1);
+    }
+  }
+  for (const [reason, n] of drops ?? []) metrics.inc('urls_dropped', n, reason);
+  const fresh = seenSet.admit(fingerprintsOf(kept.map((i) => links[i]!.url)));
+  let freshCount = 0;
+  for (const f of fresh) if (f) freshCount++;
+  if (kept.length > freshCount) metrics.inc('urls_seen', kept.length - freshCount);
+  // a batch holds one target site's links (LinkBatch contract): one budget decision for all
+  const site = batch.site;
+  const { admitted, refused } = sites.admitMany(site, freshCount);
+  if (freshCount > admitted) metrics.inc('urls_dropped', freshCount - admitted, refused);
+  if (admitted > 0) metrics.inc('urls_admitted', admitted);
+  const out: AdmittedLink[] = [];
+  for (let k = 0; k < kept.length && out.length < admitted; k++) {
+    if (!fresh[k]) continue;
+    const link = links[kept[k]!]!;
+    const shape = shapes[k]!;
+    out.push({
+      entry: { url: link.url, host: shape.host, origin: shape.origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp },
+      band: bandOf(link.url, shape, link.depth),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,132 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { RocksKeyValueStore } from '../../../state/rocks-store.js';
+import { bufferCodec, stringCodec } from '../../../state/state-store.js';
+import type { FrontEntry } from '../../../schemas/types.js';
+import { frontKeyCodec, FrontQueues, type Band, type FrontKey } from '../../../processors/frontier/front-queues.js';
+import { numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
+import { chunkCodec, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+
+interface Stores {
+  front: RocksKeyValueStore<FrontKey, QueueChunk>;
+  meta: RocksKeyValueStore<string, Buffer>;
+  queues: FrontQueues;
+}
+
+function open(db: RocksPort): Stores {
+  const front = new RocksKeyValueStore<FrontKey, QueueChunk>('frontier-front', db, frontKeyCodec, chunkCodec);
+  const meta = new RocksKeyValueStore<string, Buffer>('frontier-meta', db, stringCodec, bufferCodec);
+  return { front, meta, queues: new FrontQueues(front, (k) => readNumber(meta.get(k)), (k, v) => meta.put(k, numberBytes(v))) };
+}
+
+function commit(s: Stores, offset: number): void {
+  s.queues.flush();
+  s.front.applyCommitted(offset);
+  s.meta.applyCommitted(offset);
+}
+
+const entry = (band: number, i: number): FrontEntry => ({
+  url: `https://h${i % 5}.test/b${band}/${i}`, host: `h${i % 5}.test`, origin: `https://h${i % 5}.test`, site: `h${i % 5}.test`, depth: band, redirectHops: 0, discoveredAt: i,
+});
+
+async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-front-'));
+  const db = await openRocks(path.join(dir, 'db'));
+  try {
+    await fn(db, dir);
+  } finally {
+    await db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('each band is a FIFO across chunk boundaries; bands are picked 8:4:2:1 while all have URLs', () =>
+  withDb((db) => {
+    const s = open(db);
+    for (let band = 0; band < 4; band++) for (let i = 0; i < 300; i++) s.queues.push(band as Band, entry(band, i));
+    assert.equal(s.queues.size, 1_200);
+    const firstRound = Array.from({ length: 15 }, () => s.queues.pop()!.depth);
+    assert.deepEqual(firstRound, [...Array(8).fill(0), ...Array(4).fill(1), 2, 2, 3]);
+    const rest: FrontEntry[] = [];
+    for (let e = s.queues.pop(); e; e = s.queues.pop()) rest.push(e);
+    assert.equal(rest.length, 1_200 - 15);
+    for (let band = 0; band < 4; band++) {
+      const taken = firstRound.filter((d) => d === band).length;
+      assert.deepEqual(rest.filter((e) => e.depth === band), Array.from({ length: 300 - taken }, (_, i) => entry(band, taken + i)));
+    }
+    commit(s, 1);
+    assert.deepEqual([...s.front.entries()], [], 'every chunk went with its last entry');
+  }));
+
+test('front queues survive a reopen where they were last committed', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-front-'));
+  try {
+    let db = await openRocks(path.join(dir, 'db'));
+    let s = open(db);
+    for (let i = 0; i < 100; i++) s.queues.push(2, entry(2, i));
+    for (let i = 0; i < 30; i++) assert.deepEqual(s.queues.pop(), entry(2, i));
+    commit(s, 1);
+    // a crash between commits: never committed
+    for (let i = 100; i < 200; i++) s.queues.push(2, entry(2, i));
+    for (let i = 0; i < 90; i++) s.queues.pop();
+    s.queues.flush();
+    await db.close();
+
+    db = await openRocks(path.join(dir, 'db'));
+    s = open(db);
+    assert.equal(s.queues.size, 70);
+    const out: FrontEntry[] = [];
+    for (let e = s.queues.pop(); e; e = s.queues.pop()) out.push(e);
+    assert.deepEqual(out, Array.from({ length: 70 }, (_, i) => entry(2, 30 + i)));
+    // and appends after the restart continue the same FIFO
+    s.queues.push(2, entry(2, 500));
+    assert.deepEqual(s.queues.pop(), entry(2, 500));
+    await db.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('pushes and pops interleaved with commits, restarted at every commit, lose and repeat nothing', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-front-'));
+  try {
+    let db = await openRocks(path.join(dir, 'db'));
+    let s = open(db);
+    let pushed = 0;
+    const popped: FrontEntry[] = [];
+    for (let round = 0; round < 30; round++) {
+      for (let i = 0; i < 13 + round * 3; i++) s.queues.push(1, entry(1, pushed++));
+      for (let i = 0; i < 11 + round * 2; i++) {
+        const e = s.queues.pop();
+        if (e) popped.push(e);
+      }
+      commit(s, round + 1);
+      if (round % 4 === 3) {
+        await db.close();
+        db = await openRocks(path.join(dir, 'db'));
+        s = open(db);
+      }
+    }
+    for (let e = s.queues.pop(); e; e = s.queues.pop()) popped.push(e);
+    assert.deepEqual(popped, Array.from({ length: pushed }, (_, i) => entry(1, i)));
+    commit(s, 99);
+    assert.deepEqual([...s.front.entries()], []);
+    await db.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('URLs pushed and popped within one call leave at most a chunk or two of store writes', () =>
+  withDb((db) => {
+    const s = open(db);
+    for (let i = 0; i < 200; i++) s.queues.push(0, entry(0, i));
+    for (let i = 0; i < 200; i++) s.queues.pop();
+    s.queues.flush();
+    // only chunks held neither as head nor as tail in between reach the store (and are deleted)
+    assert.ok(s.front.pendingCount() <= 2, `${s.front.pendingCount()} chunk writes for 200 URLs that never outlived the call`);
+  }));

@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadSchema } from '../../../schemas/index.js';
+import type { FrontEntry, QueueEntry } from '../../../schemas/types.js';
+import { CHUNK_ENTRIES, chunkCodec, chunkOf, FRONT_ENTRY, nextChunkStart, QUEUE_ENTRY, QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+
+const queueEntries: QueueEntry[] = [
+  { url: 'https://www.example.com/', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 1_764_460_800_000 },
+  { url: `https://example.com/${'a'.repeat(62)}`, depth: 1, redirectHops: 5, attempts: 4, discoveredAt: 0 },
+  { url: `https://example.com/${'b'.repeat(2_000)}`, depth: 63, redirectHops: 64, attempts: 65, discoveredAt: 2 ** 52 + 1 },
+  { url: 'https://bücher.example/ä?q=€𝄞', depth: 15, redirectHops: 0, attempts: 1, discoveredAt: -1 },
+  { url: `https://example.com/${'ü'.repeat(5_000)}`, depth: -64, redirectHops: -65, attempts: 2 ** 31 - 1, discoveredAt: -(2 ** 40) },
+  { url: '', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 0 },
+];
+
+const frontEntries: FrontEntry[] = queueEntries.map((e, i) => ({
+  url: e.url, host: `host${i}.example`, origin: `https://host${i}.example`, site: 'example', depth: e.depth, redirectHops: e.redirectHops, discoveredAt: e.discoveredAt,
+}));
+
+test('a queue chunk is the Avro encodings of its entries back to back (schemas/queue-entry.avsc)', () => {
+  const type = loadSchema('QueueEntry').type;
+  const chunk = new QueueChunk();
+  for (const e of queueEntries) QUEUE_ENTRY.write(chunk, e);
+  assert.deepEqual(chunk.bytes(), Buffer.concat(queueEntries.map((e) => type.toBuffer(e))));
+  const decoded = chunkCodec.decode(Buffer.from(chunkCodec.encode(chunk)));
+  assert.deepEqual(queueEntries.map((_, i) => decoded.entryAt(i, QUEUE_ENTRY)), queueEntries);
+});
+
+test('a front chunk is the Avro encodings of its entries back to back (schemas/front-entry.avsc)', () => {
+  const type = loadSchema('FrontEntry').type;
+  const chunk = new QueueChunk();
+  for (const e of frontEntries) FRONT_ENTRY.write(chunk, e);
+  assert.deepEqual(chunk.bytes(), Buffer.concat(frontEntries.map((e) => type.toBuffer(e))));
+  const decoded = new QueueChunk(Buffer.from(chunk.bytes()));
+  assert.deepEqual(frontEntries.map((_, i) => decoded.entryAt(i, FRONT_ENTRY)), frontEntries);
+});
+
+test('entries read back in any order, forward, backward and repeated', () => {
+  const chunk = new QueueChunk();
+  const entries = Array.from({ length: CHUNK_ENTRIES }, (_, i) => ({ ...queueEntries[i % 4]!, attempts: i }));
+  for (const e of entries) QUEUE_ENTRY.write(chunk, e);
+  for (const i of [5, 6, 6, 63, 0, 1, 40, 2, 63]) assert.deepEqual(chunk.entryAt(i, QUEUE_ENTRY), entries[i]);
+  assert.throws(() => chunk.entryAt(CHUNK_ENTRIES, QUEUE_ENTRY), { code: 'CS_STORE' });
+});
+
+test('bytes handed out stay as they were while more entries are appended', () => {
+  const chunk = new QueueChunk();
+  QUEUE_ENTRY.write(chunk, queueEntries[0]!);
+  const before = chunk.bytes();
+  const copy = Buffer.from(before);
+  for (let i = 0; i < 50; i++) QUEUE_ENTRY.write(chunk, queueEntries[2]!);
+  assert.deepEqual(before, copy);
+  assert.deepEqual(chunk.entryAt(50, QUEUE_ENTRY), queueEntries[2]);
+});
+
+test('copyEntries copies a run of entries into a chunk of its own', () => {
+  const chunk = new QueueChunk();
+  for (const e of queueEntries) QUEUE_ENTRY.write(chunk, e);
+  const copy = chunk.copyEntries(1, 4, QUEUE_ENTRY);
+  assert.deepEqual([0, 1, 2].map((i) => copy.entryAt(i, QUEUE_ENTRY)), queueEntries.slice(1, 4));
+  assert.throws(() => copy.entryAt(3, QUEUE_ENTRY), { code: 'CS_STORE' });
+});
+
+test('a truncated chunk is a store error, not a wrong entry', () => {
+  const chunk = new QueueChunk();
+  QUEUE_ENTRY.write(chunk, queueEntries[1]!);
+  const cut = new QueueChunk(chunk.bytes().subarray(0, 10));
+  assert.throws(() => cut.entryAt(0, QUEUE_ENTRY), { code: 'CS_STORE' });
+});
+
+test('sequence numbers map to chunks of CHUNK_ENTRIES', () => {
+  assert.equal(CHUNK_ENTRIES, 64);
+  assert.deepEqual([0, 63, 64, 127, 128].map(chunkOf), [0, 0, 1, 1, 2]);
+  assert.deepEqual([0, 63, 64, 65].map(nextChunkStart), [64, 64, 128, 128]);
+  assert.equal(chunkOf(2 ** 40 + 5), 2 ** 34);
+});

@@ -1,0 +1,116 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { RocksKeyValueStore } from '../../../state/rocks-store.js';
+import { bufferCodec } from '../../../state/state-store.js';
+import { isChangelogged } from '../../../state/store-builder.js';
+import { loadSchema } from '../../../schemas/index.js';
+import type { FrontEntry, HostState, QueueEntry } from '../../../schemas/types.js';
+import { BackQueues } from '../../../processors/frontier/back-queues.js';
+import { FRONT_STORE, frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore } from '../../../processors/frontier/frontier-stores.js';
+import { FrontQueues } from '../../../processors/frontier/front-queues.js';
+import { newHost, numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
+import { migrateQueues, QUEUE_FORMAT_KEY } from '../../../processors/frontier/queue-migration.js';
+
+const queueEntry = (i: number): QueueEntry => ({ url: `https://a.test/p/${i}`, depth: 1, redirectHops: 0, attempts: i % 2, discoveredAt: 10 + i });
+const frontEntry = (i: number): FrontEntry => ({ url: `https://f${i}.test/`, host: `f${i}.test`, origin: `https://f${i}.test`, site: `f${i}.test`, depth: 3, redirectHops: 1, discoveredAt: i });
+
+/** The stores as the frontier had them before chunks: one key per URL, `<key> seq(u64 BE)`. */
+function writeOldLayout(db: RocksPort): void {
+  const oldQueue = new RocksKeyValueStore<Buffer, Buffer>('frontier-queue', db, bufferCodec, bufferCodec);
+  const oldFront = new RocksKeyValueStore<Buffer, Buffer>('frontier-front', db, bufferCodec, bufferCodec);
+  const seqKey = (prefix: Buffer, seq: number) => {
+    const b = Buffer.alloc(prefix.length + 8);
+    prefix.copy(b);
+    b.writeBigUInt64BE(BigInt(seq), prefix.length);
+    return b;
+  };
+  const q = loadSchema('QueueEntry').type;
+  const f = loadSchema('FrontEntry').type;
+  // a.test holds entries 5..204, but 7 was lost; the first 5 were fetched long ago
+  for (let seq = 5; seq < 205; seq++) if (seq !== 7) oldQueue.put(seqKey(Buffer.from('a.test\u0000'), seq), q.toBuffer(queueEntry(seq)));
+  for (let seq = 3; seq < 103; seq++) oldFront.put(seqKey(Buffer.from([2]), seq), f.toBuffer(frontEntry(seq)));
+  oldQueue.applyCommitted(1);
+  oldFront.applyCommitted(1);
+}
+
+async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-migrate-'));
+  const db = await openRocks(path.join(dir, 'db'));
+  try {
+    await fn(db, dir);
+  } finally {
+    await db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function frontierStoresOn(db: RocksPort, dir: string) {
+  const built = new Map(frontierStores().map((b) => [b.name, b.build({ taskId: { subtopology: 0, partition: 0 }, db, dir })]));
+  return {
+    hosts: built.get(HOSTS_STORE) as HostStore,
+    queue: built.get(QUEUE_STORE) as QueueStore,
+    front: built.get(FRONT_STORE) as FrontStore,
+    meta: built.get(META_STORE) as MetaStore,
+    commit: (offset: number) => {
+      for (const s of built.values()) if (isChangelogged(s)) s.applyCommitted(offset);
+    },
+    discard: () => {
+      for (const s of built.values()) if (isChangelogged(s)) s.discardPending();
+    },
+  };
+}
+
+test('queues stored one key per URL are rewritten into chunks once, in order, lost entries skipped', () =>
+  withDb((db, dir) => {
+    writeOldLayout(db);
+    const s = frontierStoresOn(db, dir);
+    s.hosts.put('a.test', { ...newHost('a.test', 'https://a.test', 'a.test'), headSeq: 5, tailSeq: 205 });
+    s.hosts.put('b.test', { ...newHost('b.test', 'https://b.test', 'b.test'), headSeq: 17, tailSeq: 17 });
+    s.meta.put('front-head-2', numberBytes(3));
+    s.meta.put('front-tail-2', numberBytes(103));
+    s.commit(1);
+
+    // a crash before the first commit after the rewrite: it runs again from the old layout
+    assert.equal(migrateQueues(s), 199 + 100);
+    s.discard();
+    assert.equal(migrateQueues(s), 199 + 100);
+    s.commit(2);
+    assert.equal(migrateQueues(s), 0, 'the layout is recorded as chunked');
+    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 2);
+
+    const a = s.hosts.get('a.test')!;
+    assert.deepEqual([a.headSeq, a.tailSeq], [0, 199]);
+    const b = s.hosts.get('b.test')!;
+    assert.deepEqual([b.headSeq, b.tailSeq], [0, 0]);
+    const back = new BackQueues(s.queue);
+    const drained: QueueEntry[] = [];
+    for (let e = back.head(a); e !== undefined; e = back.head(a)) {
+      assert.ok(e !== null);
+      drained.push(e);
+      back.pop(a);
+    }
+    assert.deepEqual(drained, Array.from({ length: 200 }, (_, i) => queueEntry(5 + i)).filter((e) => e.url !== queueEntry(7).url));
+
+    const front = new FrontQueues(s.front, (k) => readNumber(s.meta.get(k)), (k, v) => s.meta.put(k, numberBytes(v)));
+    assert.equal(front.size, 100);
+    const popped: FrontEntry[] = [];
+    for (let e = front.pop(); e; e = front.pop()) popped.push(e);
+    assert.deepEqual(popped, Array.from({ length: 100 }, (_, i) => frontEntry(3 + i)));
+    back.flush();
+    front.flush();
+    s.commit(3);
+    assert.deepEqual([...(s.queue as unknown as RocksKeyValueStore<unknown, unknown>).entries()], [], 'no old key is left behind');
+  }));
+
+test('fresh stores are marked chunked and nothing is moved', () =>
+  withDb((db, dir) => {
+    const s = frontierStoresOn(db, dir);
+    assert.equal(migrateQueues(s), 0);
+    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 2);
+    const state: HostState = newHost('a.test', 'https://a.test', 'a.test');
+    assert.deepEqual([state.headSeq, state.tailSeq], [0, 0]);
+  }));
