@@ -1,21 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SyntheticWeb } from '../web/synthetic-web.js';
-import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
-import { CLI, finallyFetchedUrls, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLI } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
-
-const READER = fileURLToPath(new URL('../../../test/kafka/read_page_records.py', import.meta.url));
 
 function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
-
 
 test('topics create makes every topic with its partitions, compacted changelogs and the fetched size limit', { timeout: 180_000 }, async () => {
   const { brokers } = kafkaInfra();

@@ -7,22 +7,14 @@ import { openRocks, type RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { keyValueStore, isChangelogged } from '../../state/store-builder.js';
 import { stringCodec, type Codec } from '../../state/state-store.js';
+import { withDb as withTempDb } from './temp-rocks.js';
 
 const numberCodec: Codec<number> = {
   encode: (n) => Buffer.from(String(n)),
   decode: (b) => Number(b.toString()),
 };
 
-async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-rocks-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db, dir);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('rocks', fn);
 
 const store = (db: RocksPort, name = 'words') => new RocksKeyValueStore<string, number>(name, db, stringCodec, numberCodec);
 const all = (s: RocksKeyValueStore<string, number>) => [...s.range('', '\u{10ffff}')];

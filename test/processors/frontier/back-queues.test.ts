@@ -9,21 +9,13 @@ import type { HostState, QueueEntry } from '../../../schemas/types.js';
 import { BackQueues, queueKeyCodec, type QueueKey } from '../../../processors/frontier/back-queues.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
 import { CHUNK_ENTRIES, chunkCodec, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 type Store = RocksKeyValueStore<QueueKey, QueueChunk>;
 const queueStore = (db: RocksPort) => new RocksKeyValueStore<QueueKey, QueueChunk>('frontier-queue', db, queueKeyCodec, chunkCodec);
 const entry = (i: number): QueueEntry => ({ url: `https://a.test/p/${i}`, depth: i % 7, redirectHops: 0, attempts: i % 3, discoveredAt: 1_000 + i });
 
-async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-back-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db, dir);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('back', fn);
 
 /** Pops every entry, as a lease and its result would: head, then pop. */
 function drain(q: BackQueues, state: HostState, max = Infinity): QueueEntry[] {

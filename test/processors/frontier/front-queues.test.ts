@@ -10,6 +10,7 @@ import type { FrontEntry } from '../../../schemas/types.js';
 import { frontKeyCodec, FrontQueues, type Band, type FrontKey } from '../../../processors/frontier/front-queues.js';
 import { numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
 import { chunkCodec, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 interface Stores {
   front: RocksKeyValueStore<FrontKey, QueueChunk>;
@@ -33,16 +34,7 @@ const entry = (band: number, i: number): FrontEntry => ({
   url: `https://h${i % 5}.test/b${band}/${i}`, host: `h${i % 5}.test`, origin: `https://h${i % 5}.test`, site: `h${i % 5}.test`, depth: band, redirectHops: 0, discoveredAt: i,
 });
 
-async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-front-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db, dir);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('front', fn);
 
 test('each band is a FIFO across chunk boundaries; bands are picked 8:4:2:1 while all have URLs', () =>
   withDb((db) => {

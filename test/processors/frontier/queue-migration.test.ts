@@ -1,9 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import type { RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import { bufferCodec } from '../../../state/state-store.js';
 import { isChangelogged } from '../../../state/store-builder.js';
@@ -14,6 +11,7 @@ import { FRONT_STORE, frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, type
 import { FrontQueues } from '../../../processors/frontier/front-queues.js';
 import { newHost, numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
 import { migrateQueues, QUEUE_FORMAT_KEY } from '../../../processors/frontier/queue-migration.js';
+import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 const queueEntry = (i: number): QueueEntry => ({ url: `https://a.test/p/${i}`, depth: 1, redirectHops: 0, attempts: i % 2, discoveredAt: 10 + i });
 const frontEntry = (i: number): FrontEntry => ({ url: `https://f${i}.test/`, host: `f${i}.test`, origin: `https://f${i}.test`, site: `f${i}.test`, depth: 3, redirectHops: 1, discoveredAt: i });
@@ -37,16 +35,7 @@ function writeOldLayout(db: RocksPort): void {
   oldFront.applyCommitted(1);
 }
 
-async function withDb(fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-migrate-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db, dir);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('migrate', fn);
 
 function frontierStoresOn(db: RocksPort, dir: string) {
   const built = new Map(frontierStores().map((b) => [b.name, b.build({ taskId: { subtopology: 0, partition: 0 }, db, dir })]));
