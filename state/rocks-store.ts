@@ -159,6 +159,10 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     this.db.write(batch);
   }
 
+  committedRaw(key: Buffer): Buffer | undefined {
+    return this.db.get(Buffer.concat([this.prefix, key]));
+  }
+
   *entries(): IterableIterator<[Buffer, Buffer]> {
     for (const [k, v] of this.db.iterate(this.prefix, this.end)) yield [k.subarray(this.prefix.length), v];
   }

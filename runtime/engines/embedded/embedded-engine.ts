@@ -12,6 +12,7 @@ import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { isChangelogged, type ChangeloggedStore } from '../../../state/store-builder.js';
 import type { StateStore } from '../../../state/state-store.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
+import { ChangelogCompactor } from './changelog-compactor.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 
@@ -44,6 +45,7 @@ export class EmbeddedEngine implements Engine {
   private resolveDone!: () => void;
   private rejectDone!: (err: unknown) => void;
   private log!: EmbeddedLog;
+  private compactor!: ChangelogCompactor;
   private serdes!: SerdeSet;
   private tasks: OpenTask[] = [];
   private outputs = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
@@ -70,6 +72,7 @@ export class EmbeddedEngine implements Engine {
     mkdirSync(dataDir, { recursive: true });
     const subtopologies = this.topology.build();
     this.log = await EmbeddedLog.open(join(dataDir, 'log'));
+    this.compactor = new ChangelogCompactor(this.log);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
     for (const sub of subtopologies) {
@@ -215,7 +218,10 @@ export class EmbeddedEngine implements Engine {
     }
   }
 
-  /** Removes records every consuming group has committed past; output topics without consumers are kept. */
+  /**
+   * Removes records every consuming group has committed past (output topics without consumers
+   * are kept), and compacts changelogs that have grown (changelog-compactor.ts).
+   */
   private retention(): void {
     const floors = new Map<string, number>();
     for (const t of this.tasks) {
@@ -232,6 +238,8 @@ export class EmbeddedEngine implements Engine {
         if (spec.compacted || spec.keep) continue;
         this.log.truncateBefore(topic, Number(partition), offset);
       }
+      const compacted = this.compactor.compactDue(this.tasks.flatMap((t) => t.changelogged.map(({ store, topic }) => ({ store, topic, partition: t.task.id.partition, db: t.db }))));
+      if (compacted > 0) this.metrics.inc('changelog_records_compacted', compacted);
     } catch (err) {
       this.say(`retention failed (will retry): ${(err as Error).message}`);
     }

@@ -144,6 +144,11 @@ export class EmbeddedLog {
     this.starts.set(tp, upTo);
   }
 
+  /** Deletes single records (compaction); reads skip the gaps, offsets never move. Not fsynced: a lost delete only keeps a record. */
+  deleteRecords(topic: string, partition: number, offsets: readonly number[]): void {
+    this.db.write(offsets.map((o) => ({ key: recordKey(topic, partition, o), value: null })));
+  }
+
   /** Called after every commit that appended to (topic, partition). */
   onAppend(listener: (topic: string, partition: number) => void): () => void {
     this.listeners.add(listener);

@@ -1,0 +1,74 @@
+import type { RocksPort } from '../../../state/rocks.js';
+import type { ChangeloggedStore } from '../../../state/store-builder.js';
+import { CORRUPT_HEADER, type EmbeddedLog } from './log-store.js';
+
+const DURABLE_KEY = Buffer.from('\u0000durable');
+const MIN_DIRTY = 10_000;
+const BATCH = 10_000;
+
+/** One store's changelog partition, with what the compactor remembers of it. */
+export interface CompactionTarget {
+  readonly store: ChangeloggedStore;
+  readonly topic: string;
+  readonly partition: number;
+  /** The task's RocksDB, which holds the store. */
+  readonly db: RocksPort;
+}
+
+/**
+ * Keeps embedded changelogs from growing with every write, like Kafka's log cleaner does for
+ * `cleanup.policy=compact`: below the store's checkpoint, a record survives only while it still
+ * holds the store's committed value for its key (a later write or a delete makes it obsolete),
+ * so a replay from the start still rebuilds the store exactly. Runs when the changelog has grown
+ * by at least as many records as survived the last pass (and 10 k), so the work per write stays
+ * constant. Before deleting, the store's RocksDB WAL is fsynced: the checkpoint the pass relies
+ * on can no longer roll back.
+ */
+export class ChangelogCompactor {
+  /** Per `topic\0partition`: offset up to which the last pass ran, and the records it kept. */
+  private readonly passes = new Map<string, { upTo: number; kept: number }>();
+
+  /** `minDirty`: the least growth (records) that makes a pass worth it. */
+  constructor(private readonly log: EmbeddedLog, private readonly minDirty = MIN_DIRTY) {}
+
+  /** Compacts the targets that are due; returns how many records were deleted. */
+  compactDue(targets: readonly CompactionTarget[]): number {
+    let deleted = 0;
+    const synced = new Set<RocksPort>();
+    for (const t of targets) {
+      const key = `${t.topic}\u0000${t.partition}`;
+      const last = this.passes.get(key) ?? { upTo: this.log.startOffset(t.topic, t.partition), kept: 0 };
+      const checkpoint = t.store.checkpoint();
+      if (checkpoint - last.upTo < Math.max(this.minDirty, last.kept)) continue;
+      if (!synced.has(t.db)) {
+        t.db.write([{ key: DURABLE_KEY, value: Buffer.alloc(0) }], { sync: true });
+        synced.add(t.db);
+      }
+      const result = this.compact(t, checkpoint);
+      deleted += result.deleted;
+      this.passes.set(key, { upTo: checkpoint, kept: result.kept });
+    }
+    return deleted;
+  }
+
+  private compact(t: CompactionTarget, checkpoint: number): { deleted: number; kept: number } {
+    let offset = this.log.startOffset(t.topic, t.partition);
+    let deleted = 0;
+    let kept = 0;
+    while (offset < checkpoint) {
+      const records = this.log.read(t.topic, t.partition, offset, BATCH).filter((r) => r.offset < checkpoint);
+      if (records.length === 0) break;
+      const obsolete: number[] = [];
+      for (const r of records) {
+        const current = t.store.committedRaw(Buffer.from(r.key));
+        // an unreadable record is left for restore to report, not silently dropped
+        if (r.headers?.[CORRUPT_HEADER] !== undefined || (r.value !== null && current !== undefined && current.equals(r.value))) kept++;
+        else obsolete.push(r.offset);
+      }
+      if (obsolete.length > 0) this.log.deleteRecords(t.topic, t.partition, obsolete);
+      deleted += obsolete.length;
+      offset = records[records.length - 1]!.offset + 1;
+    }
+    return { deleted, kept };
+  }
+}
