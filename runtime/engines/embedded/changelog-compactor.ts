@@ -25,50 +25,69 @@ export interface CompactionTarget {
  * on can no longer roll back.
  */
 export class ChangelogCompactor {
-  /** Per `topic\0partition`: offset up to which the last pass ran, and the records it kept. */
+  /** Per `topic\0partition`: offset up to which the last finished pass ran, and the records it kept. */
   private readonly passes = new Map<string, { upTo: number; kept: number }>();
+  /** Passes under way, resumed by the next call: [cursor, upTo) is still to scan. */
+  private readonly running = new Map<string, { cursor: number; upTo: number; kept: number }>();
 
-  /** `minDirty`: the least growth (records) that makes a pass worth it. */
-  constructor(private readonly log: EmbeddedLog, private readonly minDirty = MIN_DIRTY) {}
+  /**
+   * `minDirty`: the least growth (records) that makes a pass worth it; `budget`: records scanned
+   * per call at most, so a pass over a large store is spread over calls instead of blocking.
+   */
+  constructor(private readonly log: EmbeddedLog, private readonly minDirty = MIN_DIRTY, private readonly budget = 50_000) {}
 
-  /** Compacts the targets that are due; returns how many records were deleted. */
+  /** Runs or continues the passes that are due, within the budget; returns how many records were deleted. */
   compactDue(targets: readonly CompactionTarget[]): number {
     let deleted = 0;
+    let budget = this.budget;
     const synced = new Set<RocksPort>();
     for (const t of targets) {
+      if (budget <= 0) break;
       const key = `${t.topic}\u0000${t.partition}`;
-      const last = this.passes.get(key) ?? { upTo: this.log.startOffset(t.topic, t.partition), kept: 0 };
-      const checkpoint = t.store.checkpoint();
-      if (checkpoint - last.upTo < Math.max(this.minDirty, last.kept)) continue;
-      if (!synced.has(t.db)) {
-        t.db.write([{ key: DURABLE_KEY, value: Buffer.alloc(0) }], { sync: true });
-        synced.add(t.db);
+      let pass = this.running.get(key);
+      if (!pass) {
+        const last = this.passes.get(key) ?? { upTo: this.log.startOffset(t.topic, t.partition), kept: 0 };
+        const checkpoint = t.store.checkpoint();
+        if (checkpoint - last.upTo < Math.max(this.minDirty, last.kept)) continue;
+        if (!synced.has(t.db)) {
+          t.db.write([{ key: DURABLE_KEY, value: Buffer.alloc(0) }], { sync: true });
+          synced.add(t.db);
+        }
+        pass = { cursor: this.log.startOffset(t.topic, t.partition), upTo: checkpoint, kept: 0 };
+        this.running.set(key, pass);
       }
-      const result = this.compact(t, checkpoint);
-      deleted += result.deleted;
-      this.passes.set(key, { upTo: checkpoint, kept: result.kept });
+      const step = this.scan(t, pass, budget);
+      deleted += step.deleted;
+      budget -= step.scanned;
+      if (pass.cursor >= pass.upTo) {
+        this.running.delete(key);
+        this.passes.set(key, { upTo: pass.upTo, kept: pass.kept });
+      }
     }
     return deleted;
   }
 
-  private compact(t: CompactionTarget, checkpoint: number): { deleted: number; kept: number } {
-    let offset = this.log.startOffset(t.topic, t.partition);
+  private scan(t: CompactionTarget, pass: { cursor: number; upTo: number; kept: number }, budget: number): { deleted: number; scanned: number } {
     let deleted = 0;
-    let kept = 0;
-    while (offset < checkpoint) {
-      const records = this.log.read(t.topic, t.partition, offset, BATCH).filter((r) => r.offset < checkpoint);
-      if (records.length === 0) break;
+    let scanned = 0;
+    while (pass.cursor < pass.upTo && scanned < budget) {
+      const records = this.log.read(t.topic, t.partition, pass.cursor, Math.min(BATCH, budget - scanned)).filter((r) => r.offset < pass.upTo);
+      if (records.length === 0) {
+        pass.cursor = pass.upTo;
+        break;
+      }
       const obsolete: number[] = [];
       for (const r of records) {
         const current = t.store.committedRaw(Buffer.from(r.key));
         // an unreadable record is left for restore to report, not silently dropped
-        if (r.headers?.[CORRUPT_HEADER] !== undefined || (r.value !== null && current !== undefined && current.equals(r.value))) kept++;
+        if (r.headers?.[CORRUPT_HEADER] !== undefined || (r.value !== null && current !== undefined && current.equals(r.value))) pass.kept++;
         else obsolete.push(r.offset);
       }
       if (obsolete.length > 0) this.log.deleteRecords(t.topic, t.partition, obsolete);
       deleted += obsolete.length;
-      offset = records[records.length - 1]!.offset + 1;
+      scanned += records.length;
+      pass.cursor = records[records.length - 1]!.offset + 1;
     }
-    return { deleted, kept };
+    return { deleted, scanned };
   }
 }
