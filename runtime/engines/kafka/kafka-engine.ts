@@ -182,19 +182,21 @@ export class KafkaEngine implements Engine {
       metrics: this.metrics,
       log: (l) => this.say(l),
       lost: (task, err) => {
-        // only fencing is expected (a rebalance moved the partition; positions reset on the next assignment);
-        // anything else leaves the fetch position past uncommitted records, so the instance must restart
+        const key = task.name;
+        // a task already revoked by a rebalance: its last commit may fail in any way (its successor,
+        // perhaps on this very instance, fences it mid-transaction); the successor redoes the work
+        if (this.live.get(key) !== task) {
+          this.say(`revoked task ${key} could not commit (${err.code}); its successor redoes the work`);
+          void task.close(false);
+          return;
+        }
+        // for a live task only fencing is expected (a rebalance is moving the partition; positions reset on the
+        // next assignment); anything else leaves the fetch position past uncommitted records, so the instance must restart
         if (err.code !== 'CS_FENCED') {
           void this.fail(err);
           return;
         }
-        this.say(`task ${task.name} lost (${err.code}): ${err.message}; its partition waits for the next assignment`);
-        const key = task.name;
-        // a task closed by a rebalance may be fenced by its successor on this very instance: leave that one alone
-        if (this.live.get(key) !== task) {
-          void task.close(false);
-          return;
-        }
+        this.say(`task ${key} lost (${err.code}): ${err.message}; its partition waits for the next assignment`);
         this.live.delete(key);
         this.tasks.delete(key);
         const consumer = this.consumers[this.consumerIndex(sub)];
