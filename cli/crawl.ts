@@ -4,7 +4,7 @@ import type { Engine } from '../runtime/engine.js';
 import type { Metrics } from '../runtime/metrics.js';
 import type { LinkBatch } from '../schemas/types.js';
 import { normalizeUrl, siteOf } from '../processors/parser/normalize.js';
-import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
+import { crawlTopology, SEED_BATCH_LINKS, TOPICS } from '../topology/crawl-topology.js';
 import type { CrawlCommand } from './options.js';
 import { drainControlInbox } from './control.js';
 
@@ -14,8 +14,12 @@ export interface CrawlRun {
   readonly elapsedMs: number;
 }
 
-/** Seeds normalized and grouped per site; invalid ones are reported on stderr and skipped. */
+/**
+ * Seeds normalized and grouped per site, at most SEED_BATCH_LINKS to a batch (so a record stays
+ * within the links topic's size limit); invalid ones are reported on stderr and skipped.
+ */
 export function seedBatches(seeds: readonly string[], now: number, warn: (line: string) => void): LinkBatch[] {
+  const full: LinkBatch[] = [];
   const bySite = new Map<string, LinkBatch>();
   for (const raw of seeds) {
     const n = normalizeUrl(raw);
@@ -27,8 +31,12 @@ export function seedBatches(seeds: readonly string[], now: number, warn: (line: 
     let batch = bySite.get(site);
     if (!batch) bySite.set(site, (batch = { site, sourceUrl: null, discoveredAt: now, links: [] }));
     batch.links.push({ url: n.url, depth: 0, redirectHops: 0 });
+    if (batch.links.length >= SEED_BATCH_LINKS) {
+      full.push(batch);
+      bySite.delete(site);
+    }
   }
-  return [...bySite.values()];
+  return [...full, ...bySite.values()];
 }
 
 /**

@@ -13,7 +13,7 @@ export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:POR
        crawlstream topics manifest [--partitions N]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
 
   creates every topic of the topology with its partition count (default 4), compacted changelogs
-  and max.message.bytes for 'fetched'; existing topics are left alone`;
+  and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone`;
 
 /** `topics create|list`: nothing in crawlstream relies on auto-created topics. */
 export async function runTopics(args: string[], out: (line: string) => void): Promise<number> {

@@ -36,7 +36,7 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   const t = new Topology(APPLICATION_ID);
   const topic = (name: string, schema: Parameters<Topology['addTopic']>[0]['schema'], extra: { maxMessageBytes?: number; keep?: boolean } = {}) =>
     t.addTopic({ name, partitions, keySerde: stringSerde, schema, ...extra });
-  topic(TOPICS.links, 'LinkBatch');
+  topic(TOPICS.links, 'LinkBatch', { maxMessageBytes: linkBatchMaxBytes(config) });
   topic(TOPICS.fetchRequests, 'FetchRequest');
   topic(TOPICS.fetchResults, 'FetchResult');
   topic(TOPICS.fetched, 'FetchedPage', { maxMessageBytes: config.maxBodyBytes + 1024 * 1024 });
@@ -81,6 +81,14 @@ export function addParser(t: Topology, config: CrawlConfig, warcDir: string): vo
 /** Largest `parsed-pages` value: up to maxOutlinksPerPage links of up to MAX_URL_LENGTH, plus the page's own fields. */
 export function parsedPageMaxBytes(config: CrawlConfig): number {
   return config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16) + 1024 * 1024;
+}
+
+/** Seeds are sent in batches of at most this many links (one site each), like a page's outlinks. */
+export const SEED_BATCH_LINKS = 1_000;
+
+/** Largest `links` value: one page's outlinks to one site, or one seed batch, of URLs up to MAX_URL_LENGTH. */
+export function linkBatchMaxBytes(config: CrawlConfig): number {
+  return Math.max(config.maxOutlinksPerPage, SEED_BATCH_LINKS) * (MAX_URL_LENGTH + 16) + 1024 * 1024;
 }
 
 export { HOSTS_STORE, QUEUE_STORE, SEEN_STORE, META_STORE };
