@@ -10,7 +10,7 @@ import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { openRocks } from '../state/rocks.js';
 import { isChangelogged } from '../state/store-builder.js';
 import type { StateStore } from '../state/state-store.js';
-import type { SchemaRegistry } from '../schemas/index.js';
+import { MemoryRegistry } from '../schemas/memory-registry.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
 import { figure, machineLine } from './machine.js';
 
@@ -25,16 +25,6 @@ const N = Number(process.argv[2] ?? 10_000_000);
 const HOSTS = Number(process.argv[3] ?? 100_000);
 const LINKS_PER_BATCH = 100;
 
-class MemoryRegistry implements SchemaRegistry {
-  private readonly schemas: string[] = [];
-  async register(_subject: string, text: string): Promise<number> {
-    const i = this.schemas.indexOf(text);
-    return i >= 0 ? i + 1 : this.schemas.push(text);
-  }
-  async schemaById(id: number): Promise<string> {
-    return this.schemas[id - 1]!;
-  }
-}
 
 console.log(machineLine());
 const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-frontier-'));

@@ -4,19 +4,9 @@ import { tmpdir } from 'node:os';
 import { seedBatches } from '../../cli/crawl.js';
 import { validateCrawlConfig } from '../../processors/crawl-config.js';
 import { buildSerdes } from '../../runtime/serdes.js';
-import type { SchemaRegistry } from '../../schemas/index.js';
+import { MemoryRegistry } from '../../schemas/memory-registry.js';
 import { crawlTopology, SEED_BATCH_LINKS, TOPICS } from '../../topology/crawl-topology.js';
 
-class MemoryRegistry implements SchemaRegistry {
-  private readonly schemas: string[] = [];
-  async register(_subject: string, text: string): Promise<number> {
-    const i = this.schemas.indexOf(text);
-    return i >= 0 ? i + 1 : this.schemas.push(text);
-  }
-  async schemaById(id: number): Promise<string> {
-    return this.schemas[id - 1]!;
-  }
-}
 
 test('seeds of one site are split into batches that fit the links topic, in order, none lost', async () => {
   const seeds = Array.from({ length: 2_500 }, (_, i) => `https://www.big.example/${'x'.repeat(1_900)}/${i}`);

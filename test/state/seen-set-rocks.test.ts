@@ -1,24 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openRocks, type RocksPort } from '../../state/rocks.js';
+import type { RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { bufferCodec } from '../../state/state-store.js';
 import { SeenSet } from '../../state/seen-set.js';
 import { syntheticFingerprint } from './seen-set-memory-store.js';
+import { withDb as withTempDb } from './temp-rocks.js';
 
-async function withDb(fn: (db: RocksPort) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-seen-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort) => Promise<void> | void): Promise<void> => withTempDb('seen', fn);
 
 const seenStore = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('frontier-seen', db, bufferCodec, bufferCodec);
 

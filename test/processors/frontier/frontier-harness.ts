@@ -10,19 +10,9 @@ import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import type { StateStore } from '../../../state/state-store.js';
 import { isChangelogged } from '../../../state/store-builder.js';
 import type { ConsumedRawRecord } from '../../../runtime/record.js';
-import type { SchemaRegistry } from '../../../schemas/index.js';
+import { MemoryRegistry } from '../../../schemas/memory-registry.js';
 import type { FetchRequest } from '../../../schemas/types.js';
 
-class MemoryRegistry implements SchemaRegistry {
-  private readonly schemas: string[] = [];
-  async register(_subject: string, text: string): Promise<number> {
-    const i = this.schemas.indexOf(text);
-    return i >= 0 ? i + 1 : this.schemas.push(text);
-  }
-  async schemaById(id: number): Promise<string> {
-    return this.schemas[id - 1]!;
-  }
-}
 
 /**
  * The frontier task of partition 0 on real RocksDB stores, driven by hand: records go in

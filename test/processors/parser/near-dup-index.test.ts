@@ -1,24 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { NearDupIndex, TABLES, permute } from '../../../processors/parser/near-dup-index.js';
 import { hammingDistance } from '../../../processors/parser/simhash.js';
-import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import type { RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import { bufferCodec } from '../../../state/state-store.js';
+import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
-async function withDb(fn: (db: RocksPort) => Promise<void> | void): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-neardup-'));
-  const db = await openRocks(path.join(dir, 'db'));
-  try {
-    await fn(db);
-  } finally {
-    await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withDb = (fn: (db: RocksPort) => Promise<void> | void): Promise<void> => withTempDb('neardup', fn);
 
 const store = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('parser-site-simhash', db, bufferCodec, bufferCodec);
 
