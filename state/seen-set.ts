@@ -1,19 +1,9 @@
 import { InvalidOptionError } from '../runtime/errors.js';
 import type { Metrics } from '../runtime/metrics.js';
 import { BloomFilter, bloomSizing, expectedFill, type BloomSizing } from './bloom-filter.js';
+import { ExactFingerprints, type ExactLayerOptions, type ExactLayerStats, type FingerprintStore } from './seen-exact.js';
 
-/**
- * The exact layer under the seen-set: 8-byte fingerprints as keys (values unused). A
- * `KeyValueStore<Buffer, Buffer>` (RocksDB, changelogged) is one; reads must see this task's
- * uncommitted writes.
- */
-export interface FingerprintStore {
-  get(key: Buffer): Buffer | undefined;
-  getMany(keys: readonly Buffer[]): (Buffer | undefined)[];
-  put(key: Buffer, value: Buffer): void;
-  /** Every key with gte <= key < lt, uncommitted writes included. */
-  range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]>;
-}
+export type { FingerprintStore } from './seen-exact.js';
 
 export interface SeenSetOptions {
   /** Fingerprints this partition is expected to hold (n); sizes the first filter. */
@@ -24,6 +14,8 @@ export interface SeenSetOptions {
   readonly warnAtLoad?: number;
   /** The filter is rebuilt, twice the size, when its fill passes that of this many × the sized-for count. Default 1.25. */
   readonly rebuildAtLoad?: number;
+  /** Tuning of the exact layer's pages and sweeps (see `ExactFingerprints`); defaults suit a crawl. */
+  readonly exact?: Omit<ExactLayerOptions, 'expectedCount'>;
 }
 
 /** Gauges of one seen-set, as plain numbers for metrics. */
@@ -46,26 +38,26 @@ export interface SeenSetStats {
   readonly storeChecks: number;
   /** Of those, the ones the store did not hold: Bloom false positives, admitted as new. */
   readonly bloomFalsePositives: number;
+  /** The exact layer's runs, pages and sweeps. */
+  readonly exact: ExactLayerStats;
 }
 
-const EMPTY = Buffer.alloc(0);
 // not 8 bytes long, so never taken for a fingerprint: the count as of the last admit, which lets
 // init() size the filter before its one scan
 const COUNT_KEY = Buffer.from('count');
-const ALL_FROM = Buffer.alloc(0);
-// one byte longer than any fingerprint: every 8-byte key sorts below it
-const ALL_TO = Buffer.alloc(9, 0xff);
 
 /**
  * The seen-set of one partition: a Bloom filter in RAM in front of exact 8-byte fingerprints in
- * a store. "Definitely new" skips the store; every "maybe seen" is confirmed against the store in
- * one batched read, so a Bloom false positive never loses a new URL: the only errors left are
- * 64-bit fingerprint collisions.
+ * a store (`ExactFingerprints`: runs and sorted pages). "Definitely new" skips the store; every
+ * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
+ * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
  * The filter is built at `init()` from the stored fingerprints, sized for max(expectedCount,
  * 2 × stored), and rebuilt the same way (a synchronous scan of the store) when its fill passes
  * the rebuild threshold; `warning` says the threshold is near. Bits set by writes the runtime
  * later discards (a failed commit) stay set: that only costs a store read, never a lost URL.
+ * After a failed commit the task must be closed and a new one `init()`ed (both engines do): the
+ * exact layer's RAM part follows the store's pending writes.
  *
  * Not thread-safe; one instance per task, used from `process()` and punctuators.
  */
@@ -74,6 +66,7 @@ export class SeenSet {
   private readonly warnAtLoad: number;
   private readonly rebuildAtLoad: number;
   private readonly expectedCount: number;
+  private readonly exact: ExactFingerprints;
   private bloom!: BloomFilter;
   private sizedFor = 0;
   private warnFill = 1;
@@ -97,18 +90,22 @@ export class SeenSet {
     this.target = options.falsePositiveRate;
     this.warnAtLoad = warnAtLoad;
     this.rebuildAtLoad = rebuildAtLoad;
+    this.exact = new ExactFingerprints(store, { ...options.exact, expectedCount: options.expectedCount });
   }
 
-  /** Builds the Bloom filter from every fingerprint in the store. Call once before `admit`. */
+  /** Loads the exact layer and builds the Bloom filter from every stored fingerprint. Call once before `admit`. */
   init(): void {
     const raw = this.store.get(COUNT_KEY);
-    this.rebuild(raw === undefined || raw.length !== 8 ? 0 : Number(raw.readBigUInt64BE(0)), false);
+    const count = raw === undefined || raw.length !== 8 ? undefined : Number(raw.readBigUInt64BE(0));
+    this.rebuild(count ?? 0, (each) => this.exact.load(each), false);
+    // the count is written with every admit, so it is exact; a store without one counts its scan
+    if (count !== undefined) this.recorded = count;
   }
 
   /**
    * For each fingerprint (8 bytes): true when it was new, and is now recorded (in the Bloom and,
    * as a pending write, in the store); false when it was seen before, including earlier in the
-   * same batch. Store reads: one `getMany` for the "maybe seen" ones; none for the others.
+   * same batch. Store reads: one batched page read for the "maybe seen" ones; none for the others.
    */
   admit(fingerprints: readonly Buffer[]): boolean[] {
     const n = fingerprints.length;
@@ -122,18 +119,18 @@ export class SeenSet {
         maybe.push(i);
       } else {
         out[i] = true;
-        this.store.put(fp, EMPTY);
+        this.exact.stage(fp);
         admitted++;
       }
     }
     if (maybe.length > 0) {
-      // reads see the pending puts above, so a repeat of an earlier new one counts as found
-      const found = this.store.getMany(maybe.map((i) => fingerprints[i]!));
+      // staged ones count as found, so a repeat of an earlier new one in this batch is seen
+      const found = this.exact.contains(maybe.map((i) => fingerprints[i]!));
       this.storeChecks += maybe.length;
       let admittedHere: Set<string> | undefined;
       for (let j = 0; j < maybe.length; j++) {
         const i = maybe[j]!;
-        if (found[j] !== undefined) {
+        if (found[j]) {
           out[i] = false;
           continue;
         }
@@ -148,13 +145,16 @@ export class SeenSet {
         admittedHere.add(key);
         this.falsePositives++;
         out[i] = true;
-        this.store.put(fp, EMPTY);
+        this.exact.stage(fp);
         admitted++;
       }
     }
-    this.recorded += admitted;
-    if (admitted > 0) this.store.put(COUNT_KEY, countBytes(this.recorded));
-    if (this.bloom.fill() > this.rebuildFill) this.rebuild(this.recorded, true);
+    if (admitted > 0) {
+      this.recorded += admitted;
+      this.exact.flush(this.recorded);
+      this.store.put(COUNT_KEY, countBytes(this.recorded));
+    }
+    if (this.bloom.fill() > this.rebuildFill) this.rebuild(this.recorded, (each) => this.exact.forEach(each), true);
     return out;
   }
 
@@ -169,11 +169,11 @@ export class SeenSet {
         maybeAt.push(i);
       }
     });
-    const found = maybe.length === 0 ? [] : this.store.getMany(maybe);
+    const found = maybe.length === 0 ? [] : this.exact.contains(maybe);
     this.storeChecks += maybe.length;
     for (let j = 0; j < found.length; j++) {
-      out[maybeAt[j]!] = found[j] !== undefined;
-      if (found[j] === undefined) this.falsePositives++;
+      out[maybeAt[j]!] = found[j]!;
+      if (!found[j]) this.falsePositives++;
     }
     return out;
   }
@@ -192,6 +192,7 @@ export class SeenSet {
       rebuilds: this.rebuildCount,
       storeChecks: this.storeChecks,
       bloomFalsePositives: this.falsePositives,
+      exact: this.exact.stats(),
     };
   }
 
@@ -211,25 +212,23 @@ export class SeenSet {
     return { bits: this.bloom.bits, hashes: this.bloom.hashes, sizedFor: this.sizedFor };
   }
 
-  /** A fresh filter for max(expectedCount, 2 × count) entries, filled from the store in one scan. */
-  private rebuild(count: number, grown: boolean): void {
+  /**
+   * A fresh filter for max(expectedCount, 2 × count) entries, filled by `scan` (one pass over the
+   * store); `recorded` becomes what the scan found until the caller knows better.
+   */
+  private rebuild(count: number, scan: (each: (bytes: Buffer, offset: number) => void) => number, grown: boolean): void {
     const sizedFor = Math.max(this.expectedCount, 2 * count);
     const sizing = bloomSizing(sizedFor, this.target);
     const bloom = new BloomFilter(sizing);
-    let stored = 0;
-    for (const [key] of this.store.range(ALL_FROM, ALL_TO)) {
-      if (key.length !== 8) continue;
-      bloom.add(key);
-      stored++;
-    }
+    const stored = scan((bytes, offset) => bloom.add(bytes, offset));
     this.bloom = bloom;
     this.sizedFor = sizedFor;
-    this.recorded = stored;
+    if (!grown) this.recorded = stored;
     this.warnFill = expectedFill(sizing, this.warnAtLoad * sizedFor);
     this.rebuildFill = expectedFill(sizing, this.rebuildAtLoad * sizedFor);
     if (grown) this.rebuildCount++;
-    // a count lost with an uncommitted write leaves the filter over-full: grow it now
-    if (bloom.fill() > this.rebuildFill) this.rebuild(stored, grown);
+    // an over-full filter (a count lost with an uncommitted write, or copies in runs and pages): grow it now
+    if (bloom.fill() > this.rebuildFill) this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
   }
 }
 

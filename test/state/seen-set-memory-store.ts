@@ -1,32 +1,20 @@
 import type { FingerprintStore } from '../../state/seen-set.js';
 
 /**
- * An exact set of 8-byte fingerprints in RAM: open addressing with linear probing over two
- * Uint32Arrays (16 bytes per slot). The seen-set's exact layer at 10 M entries, where RocksDB
- * would make the test too slow; the RocksDB path is tested separately at 1 M entries.
- * All writes are immediately visible (there is no commit), like a store's pending overlay.
+ * A key-value store in RAM with the read-your-writes behaviour of a store's pending overlay
+ * (there is no commit): the seen-set's exact layer over it at 10 M entries, where RocksDB would make
+ * the test too slow. The RocksDB path is tested separately at 1 M entries.
  */
 export class MemoryFingerprintStore implements FingerprintStore {
-  private readonly hi: Uint32Array;
-  private readonly lo: Uint32Array;
-  private readonly used: Uint8Array;
-  private readonly mask: number;
-  /** Fingerprints held (8-byte keys only). */
-  size = 0;
-  // keys that are not fingerprints (the seen-set's count)
-  private readonly other = new Map<string, Buffer>();
+  private readonly map = new Map<string, Buffer>();
 
-  constructor(capacityLog2: number) {
-    const slots = 2 ** capacityLog2;
-    this.hi = new Uint32Array(slots);
-    this.lo = new Uint32Array(slots);
-    this.used = new Uint8Array(slots);
-    this.mask = slots - 1;
+  /** Keys held. */
+  get keys(): number {
+    return this.map.size;
   }
 
   get(key: Buffer): Buffer | undefined {
-    if (key.length !== 8) return this.other.get(key.toString('latin1'));
-    return this.find(key.readUInt32BE(0), key.readUInt32BE(4)) >= 0 ? key : undefined;
+    return this.map.get(key.toString('latin1'));
   }
 
   getMany(keys: readonly Buffer[]): (Buffer | undefined)[] {
@@ -34,43 +22,25 @@ export class MemoryFingerprintStore implements FingerprintStore {
   }
 
   put(key: Buffer, value: Buffer): void {
-    if (key.length !== 8) {
-      this.other.set(key.toString('latin1'), value);
-      return;
-    }
-    const h = key.readUInt32BE(0);
-    const l = key.readUInt32BE(4);
-    if (this.find(h, l) >= 0) return;
-    if (this.size >= this.mask * 0.75) throw new Error('MemoryFingerprintStore is full');
-    let i = this.slot(h, l);
-    while (this.used[i] === 1) i = (i + 1) & this.mask;
-    this.used[i] = 1;
-    this.hi[i] = h;
-    this.lo[i] = l;
-    this.size++;
+    this.map.set(key.toString('latin1'), value);
   }
 
-  *range(): IterableIterator<[Buffer, Buffer]> {
-    for (let i = 0; i <= this.mask; i++) {
-      if (this.used[i] !== 1) continue;
-      const b = Buffer.allocUnsafe(8);
-      b.writeUInt32BE(this.hi[i]!, 0);
-      b.writeUInt32BE(this.lo[i]!, 4);
-      yield [b, Buffer.alloc(0)];
+  delete(key: Buffer): void {
+    this.map.delete(key.toString('latin1'));
+  }
+
+  *range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]> {
+    const keys = [...this.map.keys()].map((k) => Buffer.from(k, 'latin1')).sort(Buffer.compare);
+    for (const k of keys) {
+      if (Buffer.compare(k, gte) >= 0 && Buffer.compare(k, lt) < 0) yield [k, this.map.get(k.toString('latin1'))!];
     }
   }
 
-  private slot(h: number, l: number): number {
-    return (Math.imul(h ^ l, 0x9e3779b1) ^ l) & this.mask;
-  }
-
-  private find(h: number, l: number): number {
-    let i = this.slot(h, l);
-    while (this.used[i] === 1) {
-      if (this.hi[i] === h && this.lo[i] === l) return i;
-      i = (i + 1) & this.mask;
-    }
-    return -1;
+  /** A copy holding the same entries (a restarted task reading the same store). */
+  copy(): MemoryFingerprintStore {
+    const c = new MemoryFingerprintStore();
+    for (const [k, v] of this.map) c.map.set(k, v);
+    return c;
   }
 }
 

@@ -28,7 +28,7 @@ test('a Bloom filter never forgets an added fingerprint', () => {
 test('seen-set of 10 M fingerprints admits every new one and its Bloom misses within 20 % of target', { timeout: 60_000 }, () => {
   const n = 10_000_000;
   const p = 0.01;
-  const exact = new MemoryFingerprintStore(24);
+  const exact = new MemoryFingerprintStore();
   const seen = new SeenSet(exact, { expectedCount: n, falsePositiveRate: p });
   seen.init();
   const batch = 1_000;
@@ -40,7 +40,9 @@ test('seen-set of 10 M fingerprints admits every new one and its Bloom misses wi
     for (let j = 0; j < batch; j++) if (!fresh[j]) lost++;
   }
   assert.equal(lost, 0, 'new fingerprints were treated as seen');
-  assert.equal(exact.size, n);
+  // the exact layer merged most of them into sorted pages: sweeps ran and its layout grew
+  assert.ok(seen.stats().exact.sweeps >= 8, `${seen.stats().exact.sweeps} sweeps`);
+  assert.ok(seen.stats().exact.pageBits >= 14, `page bits ${seen.stats().exact.pageBits}`);
   const afterLoad = seen.stats();
   assert.equal(afterLoad.count, n);
   assert.equal(afterLoad.rebuilds, 0);
@@ -72,11 +74,20 @@ test('seen-set of 10 M fingerprints admits every new one and its Bloom misses wi
   for (let i = 0; i < again.length; i += batch) {
     assert.ok(seen.admit(again.slice(i, i + batch)).every((fresh) => !fresh), 'a seen fingerprint was admitted twice');
   }
-  assert.equal(exact.size, n);
+  assert.equal(seen.stats().count, n);
+
+  // a restarted task over the same store finds every one of them again
+  const restarted = new SeenSet(exact.copy(), { expectedCount: n, falsePositiveRate: p });
+  restarted.init();
+  assert.equal(restarted.stats().count, n);
+  for (let i = 0; i < again.length; i += batch) {
+    assert.ok(restarted.has(again.slice(i, i + batch)).every(Boolean), 'a fingerprint was lost in a restart');
+  }
+  assert.ok(restarted.admit(Array.from({ length: batch }, (_, j) => syntheticFingerprint(n + probes + j))).every(Boolean));
 });
 
 test('a batch admits a repeated fingerprint once', () => {
-  const seen = new SeenSet(new MemoryFingerprintStore(10), { expectedCount: 100, falsePositiveRate: 0.01 });
+  const seen = new SeenSet(new MemoryFingerprintStore(), { expectedCount: 100, falsePositiveRate: 0.01 });
   seen.init();
   const a = syntheticFingerprint(1);
   const b = syntheticFingerprint(2);
@@ -86,7 +97,7 @@ test('a batch admits a repeated fingerprint once', () => {
 });
 
 test('the seen-set warns before it rebuilds, and a rebuild keeps every fingerprint', () => {
-  const exact = new MemoryFingerprintStore(16);
+  const exact = new MemoryFingerprintStore();
   const seen = new SeenSet(exact, { expectedCount: 1_000, falsePositiveRate: 0.01 });
   seen.init();
   let warnedAt = -1;
@@ -106,7 +117,7 @@ test('the seen-set warns before it rebuilds, and a rebuild keeps every fingerpri
 
 test('a fingerprint repeated within a batch is new only the first time, false positives included', () => {
   // a filter this small is nearly full at once: most checks are "maybe seen" and go to the store
-  const seen = new SeenSet(new MemoryFingerprintStore(12), { expectedCount: 8, falsePositiveRate: 0.5, rebuildAtLoad: 1e6, warnAtLoad: 1e6 });
+  const seen = new SeenSet(new MemoryFingerprintStore(), { expectedCount: 8, falsePositiveRate: 0.5, rebuildAtLoad: 1e6, warnAtLoad: 1e6 });
   seen.init();
   const fp = (i: number) => syntheticFingerprint(i);
   assert.deepEqual(seen.admit([fp(1), fp(1), fp(2), fp(1), fp(2), fp(3)]), [true, false, true, false, false, true]);

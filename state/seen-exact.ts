@@ -1,0 +1,461 @@
+import { InvalidOptionError } from '../runtime/errors.js';
+
+/**
+ * The key-value store under the seen-set's exact layer (values are opaque bytes). A
+ * `KeyValueStore<Buffer, Buffer>` (RocksDB, changelogged) is one; reads must see this task's
+ * uncommitted writes.
+ */
+export interface FingerprintStore {
+  get(key: Buffer): Buffer | undefined;
+  getMany(keys: readonly Buffer[]): (Buffer | undefined)[];
+  put(key: Buffer, value: Buffer): void;
+  delete(key: Buffer): void;
+  /** Every key with gte <= key < lt in key order, uncommitted writes included. */
+  range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]>;
+}
+
+export interface ExactLayerOptions {
+  /** Fingerprints the partition is expected to hold: sizes the first page layout. */
+  readonly expectedCount: number;
+  /** Fingerprints per page the layout aims at when it is (re)sized. Default 512 (4 KiB pages). */
+  readonly pageTarget?: number;
+  /** A sweep merges every page within at least this many new fingerprints. Default 65,536. */
+  readonly minSweep?: number;
+  /** ... or within this fraction of the stored count, if more (RAM: 12 bytes per unmerged fingerprint). Default 1/4. */
+  readonly sweepFraction?: number;
+}
+
+/** Gauges of the exact layer. */
+export interface ExactLayerStats {
+  /** Fingerprints in RAM that are not yet merged into their page (they are in stored runs). */
+  readonly unmerged: number;
+  /** Run records in the store (one per `flush` with new fingerprints, deleted after a full sweep). */
+  readonly runs: number;
+  readonly pageBits: number;
+  readonly sweeps: number;
+  /** Fingerprints stored one key each by versions before runs and pages; read, never rewritten. */
+  readonly legacy: number;
+}
+
+const META_KEY = Buffer.from('meta');
+const META_VERSION = 1;
+const PAGE = 0x70; // 'p' + bits (1 byte) + index (u32 BE): 6 bytes
+const RUN = 0x72; // 'r' + seq (u64 BE): 9 bytes
+const MIN_BITS = 4;
+const MAX_BITS = 22;
+const READ_AHEAD = 256;
+const ALL_FROM = Buffer.alloc(0);
+const ALL_TO = Buffer.alloc(10, 0xff);
+
+/**
+ * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
+ * out so that recording one costs a few bytes of a write instead of a store key of its own.
+ *
+ * - A **run** (`r` + sequence) holds the fingerprints recorded by one `flush`, in any order.
+ * - A **page** (`p` + bits + index) holds, sorted, every merged fingerprint whose top `bits` bits
+ *   are `index`. Pages are sized for about `pageTarget` fingerprints each.
+ * - In RAM, every fingerprint not yet merged into its page, chained per page: "seen?" is a walk of
+ *   one short chain, then (if not there) one binary search in one page read from the store.
+ * - A **sweep** merges the unmerged fingerprints into the pages one page at a time, paced so a full
+ *   sweep completes within max(minSweep, sweepFraction × count) new fingerprints; at its end every
+ *   run written before it began is deleted. A sweep may start with more page bits than the last
+ *   (the count grew): each page of the old layout is split as the sweep passes it.
+ *
+ * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
+ * reads pages, runs and the layout record, and re-chains every run's fingerprints (those already
+ * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
+ * are still found (one extra batched read for what the pages do not hold) but never moved.
+ *
+ * Ownership: buffers passed to `stage` are copied. Not thread-safe; one instance per task.
+ */
+export class ExactFingerprints {
+  private readonly pageTarget: number;
+  private readonly minSweep: number;
+  private readonly sweepFraction: number;
+  private readonly firstBits: number;
+  // layout: pages below `cursor` (in newBits units) are in the new layout, the rest in the old
+  private oldBits = 0;
+  private newBits = 0;
+  private cursor = 0;
+  private sweepStart = 0;
+  private nextSeq = 0;
+  private sweeps = 0;
+  private runs: number[] = [];
+  private legacy = 0;
+  private credit = 0;
+  // unmerged fingerprints: entry i is (hi[i], lo[i]), chained per page of newBits through next[]
+  private hi = new Uint32Array(1024);
+  private lo = new Uint32Array(1024);
+  private next = new Int32Array(1024);
+  private used = 0;
+  private live = 0;
+  private head = new Int32Array(0);
+  private staged: Buffer[] = [];
+  // pages of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
+  private ahead: (Buffer | undefined)[] = [];
+  private aheadFrom = 0;
+  private aheadTo = 0;
+
+  constructor(
+    private readonly store: FingerprintStore,
+    options: ExactLayerOptions,
+  ) {
+    this.pageTarget = options.pageTarget ?? 512;
+    this.minSweep = options.minSweep ?? 65_536;
+    this.sweepFraction = options.sweepFraction ?? 1 / 4;
+    if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
+    if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
+    if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
+    this.firstBits = this.bitsFor(options.expectedCount);
+  }
+
+  /**
+   * Reads the layout and every run into RAM, calling `each(bytes, offset)` for every stored
+   * fingerprint (pages, runs and legacy keys; a fingerprint in both a run and a page comes twice).
+   * Returns how many calls that made. Call once, before anything else.
+   */
+  load(each: (bytes: Buffer, offset: number) => void): number {
+    const meta = this.store.get(META_KEY);
+    if (meta !== undefined && meta.length === 32 && meta[0] === META_VERSION) {
+      this.oldBits = meta[1]!;
+      this.newBits = meta[2]!;
+      this.cursor = meta.readUInt32BE(4);
+      this.sweepStart = Number(meta.readBigUInt64BE(8));
+      this.nextSeq = Number(meta.readBigUInt64BE(16));
+      this.sweeps = Number(meta.readBigUInt64BE(24));
+    } else {
+      this.oldBits = this.newBits = this.firstBits;
+    }
+    this.head = new Int32Array(2 ** this.newBits).fill(-1);
+    this.used = this.live = 0;
+    this.runs = [];
+    this.legacy = 0;
+    return this.scan(each, true);
+  }
+
+  /** Calls `each` for every stored fingerprint, as `load` does, without touching RAM state. */
+  forEach(each: (bytes: Buffer, offset: number) => void): number {
+    return this.scan(each, false);
+  }
+
+  /** True for each fingerprint recorded (staged ones included). Store reads: one batched read of the pages needed. */
+  contains(fps: readonly Buffer[]): boolean[] {
+    const n = fps.length;
+    const out: boolean[] = new Array(n).fill(false);
+    const pageKeys: Buffer[] = [];
+    const pageSlot = new Map<number, number>();
+    const waiting: number[] = [];
+    const slotOf: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const fp = fps[i]!;
+      const h = fp.readUInt32BE(0);
+      const l = fp.readUInt32BE(4);
+      if (this.inRam(h, l)) {
+        out[i] = true;
+        continue;
+      }
+      const [bits, index] = this.pageOf(h);
+      const id = bits * 2 ** 32 + index;
+      let slot = pageSlot.get(id);
+      if (slot === undefined) {
+        slot = pageKeys.length;
+        pageSlot.set(id, slot);
+        pageKeys.push(pageKey(bits, index));
+      }
+      waiting.push(i);
+      slotOf.push(slot);
+    }
+    if (waiting.length === 0) return out;
+    const pages = this.store.getMany(pageKeys);
+    const legacyAsk: number[] = [];
+    for (let w = 0; w < waiting.length; w++) {
+      const i = waiting[w]!;
+      const page = pages[slotOf[w]!];
+      const fp = fps[i]!;
+      if (page !== undefined && inSorted(page, fp.readUInt32BE(0), fp.readUInt32BE(4))) out[i] = true;
+      else if (this.legacy > 0) legacyAsk.push(i);
+    }
+    if (legacyAsk.length > 0) {
+      const found = this.store.getMany(legacyAsk.map((i) => fps[i]!));
+      for (let j = 0; j < legacyAsk.length; j++) if (found[j] !== undefined) out[legacyAsk[j]!] = true;
+    }
+    return out;
+  }
+
+  /** Records `fp` (8 bytes): `contains` sees it at once; the store sees it at the next `flush`. */
+  stage(fp: Buffer): void {
+    this.chain(fp.readUInt32BE(0), fp.readUInt32BE(4));
+    this.staged.push(fp);
+  }
+
+  /**
+   * Writes the staged fingerprints as one run, then merges as many pages as the pace asks for
+   * (`count` is the total recorded, for the pace and the next layout). No-op when nothing is staged.
+   */
+  flush(count: number): void {
+    const staged = this.staged;
+    if (staged.length === 0) return;
+    this.staged = [];
+    const value = Buffer.allocUnsafe(8 * staged.length);
+    for (let i = 0; i < staged.length; i++) value.set(staged[i]!, 8 * i);
+    this.store.put(runKey(this.nextSeq), value);
+    this.runs.push(this.nextSeq++);
+    this.credit += (staged.length * 2 ** this.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
+    while (this.credit >= 1) {
+      this.credit -= 1;
+      this.mergePage(count);
+    }
+    this.store.put(META_KEY, this.meta());
+  }
+
+  stats(): ExactLayerStats {
+    return { unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy };
+  }
+
+  private scan(each: (bytes: Buffer, offset: number) => void, loading: boolean): number {
+    let calls = 0;
+    for (const [key, value] of this.store.range(ALL_FROM, ALL_TO)) {
+      if (key.length === 8) {
+        each(key, 0);
+        calls++;
+        if (loading) this.legacy++;
+      } else if (key.length === 6 && key[0] === PAGE) {
+        for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
+        calls += value.length >>> 3;
+      } else if (key.length === 9 && key[0] === RUN) {
+        for (let o = 0; o + 8 <= value.length; o += 8) {
+          each(value, o);
+          if (loading) this.chain(value.readUInt32BE(o), value.readUInt32BE(o + 4));
+        }
+        calls += value.length >>> 3;
+        if (loading) {
+          const seq = Number(key.readBigUInt64BE(1));
+          this.runs.push(seq); // key order is sequence order
+          if (seq >= this.nextSeq) this.nextSeq = seq + 1;
+        }
+      }
+    }
+    return calls;
+  }
+
+  /** Which stored page would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
+  private pageOf(h: number): [number, number] {
+    const j = h >>> (32 - this.newBits);
+    return j < this.cursor ? [this.newBits, j] : [this.oldBits, h >>> (32 - this.oldBits)];
+  }
+
+  private inRam(h: number, l: number): boolean {
+    for (let i = this.head[h >>> (32 - this.newBits)]!; i >= 0; i = this.next[i]!) {
+      if (this.hi[i] === h && this.lo[i] === l) return true;
+    }
+    return false;
+  }
+
+  private chain(h: number, l: number): void {
+    if (this.used === this.hi.length) this.grow(2 * this.hi.length);
+    const i = this.used++;
+    const page = h >>> (32 - this.newBits);
+    this.hi[i] = h;
+    this.lo[i] = l;
+    this.next[i] = this.head[page]!;
+    this.head[page] = i;
+    this.live++;
+  }
+
+  private grow(capacity: number): void {
+    const hi = new Uint32Array(capacity);
+    const lo = new Uint32Array(capacity);
+    const next = new Int32Array(capacity);
+    hi.set(this.hi.subarray(0, this.used));
+    lo.set(this.lo.subarray(0, this.used));
+    next.set(this.next.subarray(0, this.used));
+    this.hi = hi;
+    this.lo = lo;
+    this.next = next;
+  }
+
+  /** Merges the unmerged fingerprints of page `cursor` (new layout) into it, then moves on. */
+  private mergePage(count: number): void {
+    const j = this.cursor;
+    const split = this.newBits - this.oldBits;
+    const oldIndex = j >>> split;
+    const oldKey = pageKey(this.oldBits, oldIndex);
+    let old = this.oldPage(oldIndex);
+    if (old !== undefined && split > 0) {
+      const shift = 32 - this.newBits;
+      old = old.subarray(8 * lowerBound(old, j * 2 ** shift), 8 * lowerBound(old, (j + 1) * 2 ** shift));
+    }
+    // this page's unmerged fingerprints, sorted
+    const fresh: number[] = [];
+    for (let i = this.head[j]!; i >= 0; i = this.next[i]!) fresh.push(i);
+    this.head[j] = -1;
+    this.live -= fresh.length;
+    if (fresh.length > 0 || split > 0) {
+      fresh.sort((a, b) => this.hi[a]! - this.hi[b]! || this.lo[a]! - this.lo[b]!);
+      const merged = mergeSorted(old, fresh, this.hi, this.lo);
+      if (merged.length > 0) this.store.put(pageKey(this.newBits, j), merged);
+      else if (split === 0 && old !== undefined) this.store.delete(oldKey);
+    }
+    if (split > 0 && (j & (2 ** split - 1)) === 2 ** split - 1) this.store.delete(oldKey);
+    this.cursor++;
+    if (this.cursor === 2 ** this.newBits) this.endSweep(count);
+  }
+
+  /**
+   * Page `index` of the old layout. The sweep reads them in key order, so they are read READ_AHEAD
+   * at a time in one batched read (pending writes included). Only the sweep writes old-layout
+   * pages, and only the one it has just read, so what was read ahead stays current.
+   */
+  private oldPage(index: number): Buffer | undefined {
+    if (index < this.aheadFrom || index >= this.aheadTo) {
+      this.aheadFrom = index;
+      this.aheadTo = Math.min(index + READ_AHEAD, 2 ** this.oldBits);
+      const keys: Buffer[] = [];
+      for (let i = this.aheadFrom; i < this.aheadTo; i++) keys.push(pageKey(this.oldBits, i));
+      this.ahead = this.store.getMany(keys);
+    }
+    return this.ahead[index - this.aheadFrom];
+  }
+
+  /** Every run written before the sweep began is now in pages: delete them; start the next sweep. */
+  private endSweep(count: number): void {
+    let k = 0;
+    while (k < this.runs.length && this.runs[k]! < this.sweepStart) this.store.delete(runKey(this.runs[k++]!));
+    this.runs = this.runs.slice(k);
+    this.sweeps++;
+    this.sweepStart = this.nextSeq;
+    this.oldBits = this.newBits;
+    this.newBits = Math.max(this.oldBits, this.bitsFor(count));
+    this.cursor = 0;
+    this.ahead = [];
+    this.aheadFrom = this.aheadTo = 0;
+    // re-chain what is still unmerged (added since its page was merged), dropping the merged
+    const keep: number[] = [];
+    for (let p = 0; p < this.head.length; p++) for (let i = this.head[p]!; i >= 0; i = this.next[i]!) keep.push(i);
+    const hi = this.hi;
+    const lo = this.lo;
+    this.hi = new Uint32Array(Math.max(1024, 2 * keep.length));
+    this.lo = new Uint32Array(this.hi.length);
+    this.next = new Int32Array(this.hi.length);
+    this.head = new Int32Array(2 ** this.newBits).fill(-1);
+    this.used = this.live = 0;
+    for (const i of keep) this.chain(hi[i]!, lo[i]!);
+  }
+
+  private bitsFor(count: number): number {
+    const bits = Math.ceil(Math.log2(Math.max(1, count) / this.pageTarget));
+    return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
+  }
+
+  private meta(): Buffer {
+    const b = Buffer.alloc(32);
+    b[0] = META_VERSION;
+    b[1] = this.oldBits;
+    b[2] = this.newBits;
+    b.writeUInt32BE(this.cursor, 4);
+    b.writeBigUInt64BE(BigInt(this.sweepStart), 8);
+    b.writeBigUInt64BE(BigInt(this.nextSeq), 16);
+    b.writeBigUInt64BE(BigInt(this.sweeps), 24);
+    return b;
+  }
+}
+
+function pageKey(bits: number, index: number): Buffer {
+  const k = Buffer.allocUnsafe(6);
+  k[0] = PAGE;
+  k[1] = bits;
+  k.writeUInt32BE(index, 2);
+  return k;
+}
+
+function runKey(seq: number): Buffer {
+  const k = Buffer.allocUnsafe(9);
+  k[0] = RUN;
+  k.writeBigUInt64BE(BigInt(seq), 1);
+  return k;
+}
+
+/** A big-endian view of a buffer's bytes (V8 inlines DataView reads; Buffer's readUInt32BE is a call). */
+function view(b: Buffer): DataView {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/** Whether the sorted 8-byte entries of `page` hold (h, l). */
+function inSorted(page: Buffer, h: number, l: number): boolean {
+  const v = view(page);
+  let a = 0;
+  let b = (page.length >>> 3) - 1;
+  while (a <= b) {
+    const m = (a + b) >>> 1;
+    const mh = v.getUint32(8 * m);
+    const ml = v.getUint32(8 * m + 4);
+    if (mh < h || (mh === h && ml < l)) a = m + 1;
+    else if (mh > h || ml > l) b = m - 1;
+    else return true;
+  }
+  return false;
+}
+
+/** Index of the first entry of sorted `page` whose top 32 bits are >= h. */
+function lowerBound(page: Buffer, h: number): number {
+  const v = view(page);
+  let a = 0;
+  let b = page.length >>> 3;
+  while (a < b) {
+    const m = (a + b) >>> 1;
+    if (v.getUint32(8 * m) < h) a = m + 1;
+    else b = m;
+  }
+  return a;
+}
+
+/**
+ * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
+ * (indexes into hi/lo, sorted by value).
+ */
+function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
+  const pn = page === undefined ? 0 : page.length >>> 3;
+  if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
+  const out = Buffer.allocUnsafe(8 * (pn + fresh.length));
+  const w = view(out);
+  const r = page === undefined ? w : view(page);
+  const fn = fresh.length;
+  let o = 0;
+  let p = 0;
+  let f = 0;
+  let lastH = -1;
+  let lastL = -1;
+  while (p < pn || f < fn) {
+    let h: number;
+    let l: number;
+    if (f === fn) {
+      h = r.getUint32(8 * p);
+      l = r.getUint32(8 * p + 4);
+      p++;
+    } else if (p === pn) {
+      h = hi[fresh[f]!]!;
+      l = lo[fresh[f++]!]!;
+    } else {
+      const ph = r.getUint32(8 * p);
+      const pl = r.getUint32(8 * p + 4);
+      const fh = hi[fresh[f]!]!;
+      const fl = lo[fresh[f]!]!;
+      if (ph < fh || (ph === fh && pl <= fl)) {
+        h = ph;
+        l = pl;
+        p++;
+      } else {
+        h = fh;
+        l = fl;
+        f++;
+      }
+    }
+    if (h === lastH && l === lastL) continue;
+    w.setUint32(o, h);
+    w.setUint32(o + 4, l);
+    o += 8;
+    lastH = h;
+    lastL = l;
+  }
+  return out.subarray(0, o);
+}

@@ -1,0 +1,142 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { RocksPort } from '../../state/rocks.js';
+import { RocksKeyValueStore } from '../../state/rocks-store.js';
+import { bufferCodec } from '../../state/state-store.js';
+import { SeenSet, type SeenSetOptions } from '../../state/seen-set.js';
+import { syntheticFingerprint } from './seen-set-memory-store.js';
+import { withDb } from './temp-rocks.js';
+
+const seenStore = (db: RocksPort, name = 'frontier-seen') => new RocksKeyValueStore<Buffer, Buffer>(name, db, bufferCodec, bufferCodec);
+
+// tiny pages and short sweeps, so a few thousand fingerprints go through many sweeps and layouts
+const SMALL: SeenSetOptions = { expectedCount: 64, falsePositiveRate: 0.05, exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1 / 4 } };
+
+/** A deterministic pseudo-random sequence (mulberry32). */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+test('exact layer: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once', () =>
+  withDb('seen-exact', (db) => {
+    const rnd = random(7);
+    let store = seenStore(db);
+    let seen = new SeenSet(store, SMALL);
+    seen.init();
+    const committed = new Set<number>();
+    let pending = new Set<number>();
+    let universe = 1;
+    let offset = 0;
+    let restarts = 0;
+    let discards = 0;
+    for (let round = 0; round < 1_500; round++) {
+      // a batch: mostly new ids, some repeats of committed, pending or same-batch ones
+      const ids: number[] = [];
+      const size = 1 + Math.floor(rnd() * 12);
+      for (let j = 0; j < size; j++) {
+        const r = rnd();
+        if (r < 0.6 || universe < 10) ids.push(universe++);
+        else if (r < 0.9) ids.push(1 + Math.floor(rnd() * (universe - 1)));
+        else ids.push(ids[0] ?? universe++);
+      }
+      const fresh = seen.admit(ids.map((id) => syntheticFingerprint(id)));
+      const inBatch = new Set<number>();
+      ids.forEach((id, j) => {
+        const expectNew = !committed.has(id) && !pending.has(id) && !inBatch.has(id);
+        assert.equal(fresh[j], expectNew, `round ${round}: id ${id} new=${fresh[j]}, expected ${expectNew}`);
+        inBatch.add(id);
+        pending.add(id);
+      });
+      const r = rnd();
+      if (r < 0.2) {
+        store.applyCommitted(++offset);
+        for (const id of pending) committed.add(id);
+        pending = new Set();
+      } else if (r < 0.23) {
+        // a failed commit: the runtime discards pending writes and opens the task again
+        store.discardPending();
+        pending = new Set();
+        discards++;
+        store = seenStore(db);
+        seen = new SeenSet(store, SMALL);
+        seen.init();
+      } else if (r < 0.26) {
+        // a clean restart after a commit
+        store.applyCommitted(++offset);
+        for (const id of pending) committed.add(id);
+        pending = new Set();
+        restarts++;
+        store = seenStore(db);
+        seen = new SeenSet(store, SMALL);
+        seen.init();
+        assert.equal(seen.stats().count, committed.size, 'the count survives a restart');
+      }
+    }
+    store.applyCommitted(++offset);
+    for (const id of pending) committed.add(id);
+    const stats = seen.stats();
+    assert.ok(restarts > 10 && discards > 10, `${restarts} restarts, ${discards} discards`);
+    assert.ok(stats.exact.sweeps >= 10, `${stats.exact.sweeps} sweeps`);
+    assert.ok(stats.exact.pageBits >= 7, `the layout grew to ${stats.exact.pageBits} page bits`);
+    // runs are deleted once merged: far fewer remain than were written
+    assert.ok(stats.exact.runs < 400, `${stats.exact.runs} runs left`);
+    const all = [...committed];
+    assert.ok(seen.has(all.map((id) => syntheticFingerprint(id))).every(Boolean), 'a committed fingerprint was lost');
+    const never = Array.from({ length: 2_000 }, (_, i) => syntheticFingerprint(universe + i));
+    assert.ok(seen.has(never).every((s) => !s), 'a fingerprint never admitted was reported seen');
+  }));
+
+test('exact layer: a store rebuilt from the changelog alone answers the same', () =>
+  withDb('seen-exact-replay', (db) => {
+    const store = seenStore(db);
+    const replica = seenStore(db, 'frontier-seen-replica');
+    const seen = new SeenSet(store, SMALL);
+    seen.init();
+    let offset = 0;
+    const n = 3_000;
+    for (let i = 0; i < n; i += 7) {
+      seen.admit(Array.from({ length: 7 }, (_, j) => syntheticFingerprint(i + j)));
+      // the runtime: pending changes go to the changelog, then are applied locally
+      const changes = store.pendingChanges();
+      replica.restore(changes, ++offset);
+      store.applyCommitted(offset);
+    }
+    assert.ok(seen.stats().exact.sweeps >= 5, `${seen.stats().exact.sweeps} sweeps`);
+    assert.deepEqual([...replica.entries()], [...store.entries()], 'the replica holds the same entries');
+    const rebuilt = new SeenSet(replica, SMALL);
+    rebuilt.init();
+    assert.equal(rebuilt.stats().count, seen.stats().count);
+    const fps = Array.from({ length: Math.ceil(n / 7) * 7 }, (_, i) => syntheticFingerprint(i));
+    assert.ok(rebuilt.has(fps).every(Boolean));
+    assert.deepEqual(rebuilt.has([syntheticFingerprint(n + 100)]), [false]);
+  }));
+
+test('exact layer: fingerprints stored one key each by earlier versions are still seen, and never admitted again', () =>
+  withDb('seen-exact-legacy', (db) => {
+    const store = seenStore(db);
+    // the old layout: each fingerprint its own 8-byte key, and the count
+    const old = Array.from({ length: 500 }, (_, i) => syntheticFingerprint(i));
+    for (const fp of old) store.put(Buffer.from(fp), Buffer.alloc(0));
+    const count = Buffer.alloc(8);
+    count.writeBigUInt64BE(500n);
+    store.put(Buffer.from('count'), count);
+    store.applyCommitted(1);
+
+    const seen = new SeenSet(store, SMALL);
+    seen.init();
+    assert.equal(seen.stats().count, 500);
+    assert.equal(seen.stats().exact.legacy, 500);
+    assert.ok(seen.has(old).every(Boolean));
+    const mixed = [...old.slice(0, 100), ...Array.from({ length: 400 }, (_, i) => syntheticFingerprint(1_000 + i))];
+    const fresh = seen.admit(mixed);
+    assert.deepEqual(fresh, mixed.map((_, i) => i >= 100));
+    assert.equal(seen.stats().count, 900);
+    store.applyCommitted(2);
+    // the old keys are read, never rewritten
+    assert.ok(old.every((fp) => store.get(fp) !== undefined));
+  }));
