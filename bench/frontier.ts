@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metrics } from '../runtime/metrics.js';
@@ -95,6 +95,7 @@ try {
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
+  figure('RocksDB files on disk', dirBytes(join(dir, 'rocks')) / 2 ** 20, 'MiB');
   for (const prop of ['rocksdb.cur-size-all-mem-tables', 'rocksdb.estimate-table-readers-mem', 'rocksdb.block-cache-usage', 'rocksdb.estimate-num-keys']) {
     const v = Number(db.property(prop));
     if (Number.isFinite(v)) figure(`  ${prop}`, prop.endsWith('keys') ? v : v / 2 ** 20, prop.endsWith('keys') ? 'keys' : 'MiB');
@@ -138,4 +139,10 @@ try {
   await db.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+function dirBytes(path: string): number {
+  let total = 0;
+  for (const name of readdirSync(path)) total += statSync(join(path, name)).size;
+  return total;
 }

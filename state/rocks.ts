@@ -38,7 +38,7 @@ const RAW = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
  * WAL records are not compressed: every write would pay a ZSTD pass (about a tenth of the
  * frontier's admit CPU) to save WAL bytes that live only until the next flush.
  */
-const OPTIONS = { ...RAW, walCompression: false } as const;
+const OPTIONS = { ...RAW, walCompression: false, compression: false } as const;
 
 export async function openRocks(path: string): Promise<RocksPort> {
   mkdirSync(path, { recursive: true });

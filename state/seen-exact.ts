@@ -291,8 +291,7 @@ export class ExactFingerprints {
     this.head[j] = -1;
     this.live -= fresh.length;
     if (fresh.length > 0 || split > 0) {
-      fresh.sort((a, b) => this.hi[a]! - this.hi[b]! || this.lo[a]! - this.lo[b]!);
-      const merged = mergeSorted(old, fresh, this.hi, this.lo);
+      const merged = mergeSorted(old, byValue(fresh, this.hi, this.lo), this.hi, this.lo);
       if (merged.length > 0) this.store.put(pageKey(this.newBits, j), merged);
       else if (split === 0 && old !== undefined) this.store.delete(oldKey);
     }
@@ -407,6 +406,31 @@ function lowerBound(page: Buffer, h: number): number {
     else b = m;
   }
   return a;
+}
+
+const INDEX_SPAN = 2 ** 20;
+
+/** The entries `idx` (indexes into hi/lo) in order of value: a native sort of packed numbers. */
+function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number[] {
+  const n = idx.length;
+  if (n < 2) return idx;
+  if (n > INDEX_SPAN) return idx.sort((a, b) => hi[a]! - hi[b]! || lo[a]! - lo[b]!);
+  const packed = new Float64Array(n);
+  for (let k = 0; k < n; k++) packed[k] = hi[idx[k]!]! * INDEX_SPAN + k;
+  packed.sort();
+  const out: number[] = new Array(n);
+  for (let k = 0; k < n; k++) out[k] = idx[packed[k]! % INDEX_SPAN]!;
+  // entries with equal top halves (rare) are put in order of their low halves
+  for (let k = 1; k < n; k++) {
+    const x = out[k]!;
+    let m = k;
+    while (m > 0 && hi[out[m - 1]!] === hi[x] && lo[out[m - 1]!]! > lo[x]!) {
+      out[m] = out[m - 1]!;
+      m--;
+    }
+    out[m] = x;
+  }
+  return out;
 }
 
 /**

@@ -140,3 +140,30 @@ test('exact layer: fingerprints stored one key each by earlier versions are stil
     // the old keys are read, never rewritten
     assert.ok(old.every((fp) => store.get(fp) !== undefined));
   }));
+
+test('exact layer: fingerprints that share their top 32 bits are merged in order and all found', () =>
+  withDb('seen-exact-ties', (db) => {
+    const store = seenStore(db);
+    const seen = new SeenSet(store, SMALL);
+    seen.init();
+    const rnd = random(11);
+    const fp = (h: number, l: number) => {
+      const b = Buffer.alloc(8);
+      b.writeUInt32BE(h, 0);
+      b.writeUInt32BE(l, 4);
+      return b;
+    };
+    // 40 top halves, each with 30 low halves in random order
+    const all: Buffer[] = [];
+    for (let h = 0; h < 40; h++) for (let l = 0; l < 30; l++) all.push(fp((h * 0x9e3779b9) >>> 0, Math.floor(rnd() * 2 ** 32)));
+    for (let i = all.length - 1; i > 0; i--) {
+      const j = Math.floor(rnd() * (i + 1));
+      [all[i], all[j]] = [all[j]!, all[i]!];
+    }
+    for (let i = 0; i < all.length; i += 5) {
+      assert.ok(seen.admit(all.slice(i, i + 5)).every(Boolean));
+      if (i % 50 === 0) store.applyCommitted(i + 1);
+    }
+    assert.ok(seen.stats().exact.sweeps >= 3, `${seen.stats().exact.sweeps} sweeps`);
+    assert.ok(seen.has(all).every(Boolean), 'a fingerprint sharing its top half with others was lost');
+  }));
