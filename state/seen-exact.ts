@@ -43,6 +43,7 @@ const PAGE = 0x70; // 'p' + bits (1 byte) + index (u32 BE): 6 bytes
 const RUN = 0x72; // 'r' + seq (u64 BE): 9 bytes
 const MIN_BITS = 4;
 const MAX_BITS = 22;
+const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 const ALL_FROM = Buffer.alloc(0);
 const ALL_TO = Buffer.alloc(10, 0xff);
@@ -89,6 +90,9 @@ export class ExactFingerprints {
   private next = new Int32Array(1024);
   private used = 0;
   private live = 0;
+  // chains are per bucket of the top ramBits bits (>= newBits): about one entry per bucket, and a
+  // page's buckets are contiguous
+  private ramBits = 0;
   private head = new Int32Array(0);
   private staged: Buffer[] = [];
   // pages of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
@@ -112,9 +116,10 @@ export class ExactFingerprints {
   /**
    * Reads the layout and every run into RAM, calling `each(bytes, offset)` for every stored
    * fingerprint (pages, runs and legacy keys; a fingerprint in both a run and a page comes twice).
-   * Returns how many calls that made. Call once, before anything else.
+   * Returns how many calls that made. `count` (the recorded count, if known) sizes the RAM index.
+   * Call once, before anything else.
    */
-  load(each: (bytes: Buffer, offset: number) => void): number {
+  load(count: number, each: (bytes: Buffer, offset: number) => void): number {
     const meta = this.store.get(META_KEY);
     if (meta !== undefined && meta.length === 32 && meta[0] === META_VERSION) {
       this.oldBits = meta[1]!;
@@ -126,7 +131,8 @@ export class ExactFingerprints {
     } else {
       this.oldBits = this.newBits = this.firstBits;
     }
-    this.head = new Int32Array(2 ** this.newBits).fill(-1);
+    this.ramBits = this.ramBitsFor(count);
+    this.head = new Int32Array(2 ** this.ramBits).fill(-1);
     this.used = this.live = 0;
     this.runs = [];
     this.legacy = 0;
@@ -245,7 +251,7 @@ export class ExactFingerprints {
   }
 
   private inRam(h: number, l: number): boolean {
-    for (let i = this.head[h >>> (32 - this.newBits)]!; i >= 0; i = this.next[i]!) {
+    for (let i = this.head[h >>> (32 - this.ramBits)]!; i >= 0; i = this.next[i]!) {
       if (this.hi[i] === h && this.lo[i] === l) return true;
     }
     return false;
@@ -254,11 +260,11 @@ export class ExactFingerprints {
   private chain(h: number, l: number): void {
     if (this.used === this.hi.length) this.grow(2 * this.hi.length);
     const i = this.used++;
-    const page = h >>> (32 - this.newBits);
+    const bucket = h >>> (32 - this.ramBits);
     this.hi[i] = h;
     this.lo[i] = l;
-    this.next[i] = this.head[page]!;
-    this.head[page] = i;
+    this.next[i] = this.head[bucket]!;
+    this.head[bucket] = i;
     this.live++;
   }
 
@@ -287,8 +293,11 @@ export class ExactFingerprints {
     }
     // this page's unmerged fingerprints, sorted
     const fresh: number[] = [];
-    for (let i = this.head[j]!; i >= 0; i = this.next[i]!) fresh.push(i);
-    this.head[j] = -1;
+    const spread = this.ramBits - this.newBits;
+    for (let b = j * 2 ** spread, end = (j + 1) * 2 ** spread; b < end; b++) {
+      for (let i = this.head[b]!; i >= 0; i = this.next[i]!) fresh.push(i);
+      this.head[b] = -1;
+    }
     this.live -= fresh.length;
     if (fresh.length > 0 || split > 0) {
       const merged = mergeSorted(old, byValue(fresh, this.hi, this.lo), this.hi, this.lo);
@@ -336,9 +345,16 @@ export class ExactFingerprints {
     this.hi = new Uint32Array(Math.max(1024, 2 * keep.length));
     this.lo = new Uint32Array(this.hi.length);
     this.next = new Int32Array(this.hi.length);
-    this.head = new Int32Array(2 ** this.newBits).fill(-1);
+    this.ramBits = this.ramBitsFor(count);
+    this.head = new Int32Array(2 ** this.ramBits).fill(-1);
     this.used = this.live = 0;
     for (const i of keep) this.chain(hi[i]!, lo[i]!);
+  }
+
+  /** Chain buckets for about one unmerged fingerprint each at the most a sweep lets wait. */
+  private ramBitsFor(count: number): number {
+    const most = Math.max(this.minSweep, count * this.sweepFraction);
+    return Math.min(MAX_RAM_BITS, Math.max(this.newBits, Math.ceil(Math.log2(most))));
   }
 
   private bitsFor(count: number): number {

@@ -97,7 +97,7 @@ export class SeenSet {
   init(): void {
     const raw = this.store.get(COUNT_KEY);
     const count = raw === undefined || raw.length !== 8 ? undefined : Number(raw.readBigUInt64BE(0));
-    this.rebuild(count ?? 0, (each) => this.exact.load(each), false);
+    this.rebuild(count ?? 0, (each) => this.exact.load(count ?? 0, each), false);
     // the count is written with every admit, so it is exact; a store without one counts its scan
     if (count !== undefined) this.recorded = count;
   }
@@ -205,6 +205,9 @@ export class SeenSet {
     metrics.setGauge('seen_set_bloom_fp_rate_estimate', owner, s.estimatedFalsePositiveRate);
     metrics.setGauge('seen_set_bloom_warning', owner, s.warning ? 1 : 0);
     metrics.setGauge('seen_set_bloom_rebuilds', owner, s.rebuilds);
+    metrics.setGauge('seen_set_unmerged', owner, s.exact.unmerged);
+    metrics.setGauge('seen_set_runs', owner, s.exact.runs);
+    metrics.setGauge('seen_set_sweeps', owner, s.exact.sweeps);
   }
 
   /** The current filter's sizing and the count it was sized for (for tests and benches). */
