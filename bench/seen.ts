@@ -89,6 +89,8 @@ try {
   figure('store reads per check in that mix', (seen.stats().storeChecks - checksBefore) / mixed.length, 'reads/check');
   const stats = seen.stats();
   figure('seen-set RAM per URL (Bloom sized for 2x the count)', stats.bloomBytes / stats.count, 'bytes/URL');
+  figure('  plus the exact layer\'s unmerged fingerprints in RAM', stats.exact.ramBytes / stats.count, 'bytes/URL');
+  figure('  unmerged now', stats.exact.unmerged, 'fingerprints');
   figure('Bloom fill after 2.25 M', stats.fill * 100, '%');
   figure('Bloom estimated false-positive rate now', stats.estimatedFalsePositiveRate * 100, '%');
   store.applyCommitted(++offset);

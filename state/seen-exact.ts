@@ -21,7 +21,7 @@ export interface ExactLayerOptions {
   readonly pageTarget?: number;
   /** A sweep merges every page within at least this many new fingerprints. Default 65,536. */
   readonly minSweep?: number;
-  /** ... or within this fraction of the stored count, if more (RAM: 12 bytes per unmerged fingerprint). Default 1/4. */
+  /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/4. */
   readonly sweepFraction?: number;
 }
 
@@ -35,6 +35,8 @@ export interface ExactLayerStats {
   readonly sweeps: number;
   /** Fingerprints stored one key each by versions before runs and pages; read, never rewritten. */
   readonly legacy: number;
+  /** RAM held by the unmerged fingerprints' chains (arrays as allocated). */
+  readonly ramBytes: number;
 }
 
 const META_KEY = Buffer.from('meta');
@@ -90,8 +92,8 @@ export class ExactFingerprints {
   private next = new Int32Array(1024);
   private used = 0;
   private live = 0;
-  // chains are per bucket of the top ramBits bits (>= newBits): about one entry per bucket, and a
-  // page's buckets are contiguous
+  // chains are per bucket of the top ramBits bits (>= newBits): one or two entries per bucket, and
+  // a page's buckets are contiguous
   private ramBits = 0;
   private head = new Int32Array(0);
   private staged: Buffer[] = [];
@@ -215,7 +217,8 @@ export class ExactFingerprints {
   }
 
   stats(): ExactLayerStats {
-    return { unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy };
+    const ramBytes = this.hi.byteLength + this.lo.byteLength + this.next.byteLength + this.head.byteLength;
+    return { unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy, ramBytes };
   }
 
   private scan(each: (bytes: Buffer, offset: number) => void, loading: boolean): number {
@@ -351,10 +354,10 @@ export class ExactFingerprints {
     for (const i of keep) this.chain(hi[i]!, lo[i]!);
   }
 
-  /** Chain buckets for about one unmerged fingerprint each at the most a sweep lets wait. */
+  /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */
   private ramBitsFor(count: number): number {
     const most = Math.max(this.minSweep, count * this.sweepFraction);
-    return Math.min(MAX_RAM_BITS, Math.max(this.newBits, Math.ceil(Math.log2(most))));
+    return Math.min(MAX_RAM_BITS, Math.max(this.newBits, Math.ceil(Math.log2(most)) - 1));
   }
 
   private bitsFor(count: number): number {
