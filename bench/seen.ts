@@ -86,11 +86,13 @@ try {
     for (let i = 0; i < mixed.length; i += BATCH) seen.admit(mixed.slice(i, i + BATCH));
   });
   figure('SeenSet.admit, 75 % seen (batched RocksDB getMany confirms)', mixed.length / mixedSeconds, 'checks/s');
-  figure('store reads per check in that mix', (seen.stats().storeChecks - checksBefore) / mixed.length, 'reads/check');
+  figure('exact-layer lookups per check in that mix', (seen.stats().storeChecks - checksBefore) / mixed.length, 'reads/check');
   const stats = seen.stats();
   figure('seen-set RAM per URL (Bloom sized for 2x the count)', stats.bloomBytes / stats.count, 'bytes/URL');
   figure('  plus the exact layer\'s unmerged fingerprints in RAM', stats.exact.ramBytes / stats.count, 'bytes/URL');
   figure('  unmerged now', stats.exact.unmerged, 'fingerprints');
+  figure('  plus pages cached (bounded, 64 MiB by default)', stats.exact.pageCacheBytes / 2 ** 20, 'MiB');
+  figure('  page lookups answered by the cache', (100 * stats.exact.pageCacheHits) / Math.max(1, stats.exact.pageCacheHits + stats.exact.pageCacheMisses), '%');
   figure('Bloom fill after 2.25 M', stats.fill * 100, '%');
   figure('Bloom estimated false-positive rate now', stats.estimatedFalsePositiveRate * 100, '%');
   store.applyCommitted(++offset);

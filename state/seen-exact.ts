@@ -1,4 +1,6 @@
 import { InvalidOptionError } from '../runtime/errors.js';
+import { PageCache } from './page-cache.js';
+import { byValue, inSorted, lowerBound, mergeSorted } from './sorted-fingerprints.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -23,6 +25,8 @@ export interface ExactLayerOptions {
   readonly minSweep?: number;
   /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/4. */
   readonly sweepFraction?: number;
+  /** RAM for recently read pages, so a seen URL is confirmed without a store read. Default 64 MiB. */
+  readonly pageCacheBytes?: number;
 }
 
 /** Gauges of the exact layer. */
@@ -37,6 +41,10 @@ export interface ExactLayerStats {
   readonly legacy: number;
   /** RAM held by the unmerged fingerprints' chains (arrays as allocated). */
   readonly ramBytes: number;
+  /** Bytes of pages cached, and page lookups answered from the cache / from the store. */
+  readonly pageCacheBytes: number;
+  readonly pageCacheHits: number;
+  readonly pageCacheMisses: number;
 }
 
 const META_KEY = Buffer.from('meta');
@@ -86,7 +94,7 @@ export class ExactFingerprints {
   private runs: number[] = [];
   private legacy = 0;
   private credit = 0;
-  // unmerged fingerprints: entry i is (hi[i], lo[i]), chained per page of newBits through next[]
+  // unmerged fingerprints: entry i is (hi[i], lo[i]), chained per bucket (below) through next[]
   private hi = new Uint32Array(1024);
   private lo = new Uint32Array(1024);
   private next = new Int32Array(1024);
@@ -97,6 +105,7 @@ export class ExactFingerprints {
   private ramBits = 0;
   private head = new Int32Array(0);
   private staged: Buffer[] = [];
+  private readonly cache: PageCache;
   // pages of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
   private ahead: (Buffer | undefined)[] = [];
   private aheadFrom = 0;
@@ -112,6 +121,9 @@ export class ExactFingerprints {
     if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
+    const cacheBytes = options.pageCacheBytes ?? 64 * 2 ** 20;
+    if (!Number.isInteger(cacheBytes) || cacheBytes < 0) throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
+    this.cache = new PageCache(cacheBytes);
     this.firstBits = this.bitsFor(options.expectedCount);
   }
 
@@ -150,7 +162,7 @@ export class ExactFingerprints {
   contains(fps: readonly Buffer[]): boolean[] {
     const n = fps.length;
     const out: boolean[] = new Array(n).fill(false);
-    const pageKeys: Buffer[] = [];
+    const pageIds: number[] = [];
     const pageSlot = new Map<number, number>();
     const waiting: number[] = [];
     const slotOf: number[] = [];
@@ -163,18 +175,30 @@ export class ExactFingerprints {
         continue;
       }
       const [bits, index] = this.pageOf(h);
-      const id = bits * 2 ** 32 + index;
+      const id = pageId(bits, index);
       let slot = pageSlot.get(id);
       if (slot === undefined) {
-        slot = pageKeys.length;
+        slot = pageIds.length;
         pageSlot.set(id, slot);
-        pageKeys.push(pageKey(bits, index));
+        pageIds.push(id);
       }
       waiting.push(i);
       slotOf.push(slot);
     }
     if (waiting.length === 0) return out;
-    const pages = this.store.getMany(pageKeys);
+    const pages: (Buffer | undefined)[] = new Array(pageIds.length);
+    const missing: number[] = [];
+    for (let k = 0; k < pageIds.length; k++) {
+      pages[k] = this.cache.get(pageIds[k]!);
+      if (pages[k] === undefined) missing.push(k);
+    }
+    if (missing.length > 0) {
+      const read = this.store.getMany(missing.map((k) => pageKey(Math.floor(pageIds[k]! / 2 ** 32), pageIds[k]! % 2 ** 32)));
+      for (let m = 0; m < missing.length; m++) {
+        pages[missing[m]!] = read[m];
+        this.cache.add(pageIds[missing[m]!]!, read[m]);
+      }
+    }
     const legacyAsk: number[] = [];
     for (let w = 0; w < waiting.length; w++) {
       const i = waiting[w]!;
@@ -218,7 +242,10 @@ export class ExactFingerprints {
 
   stats(): ExactLayerStats {
     const ramBytes = this.hi.byteLength + this.lo.byteLength + this.next.byteLength + this.head.byteLength;
-    return { unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy, ramBytes };
+    return {
+      unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy, ramBytes,
+      pageCacheBytes: this.cache.size, pageCacheHits: this.cache.hits, pageCacheMisses: this.cache.misses,
+    };
   }
 
   private scan(each: (bytes: Buffer, offset: number) => void, loading: boolean): number {
@@ -304,10 +331,18 @@ export class ExactFingerprints {
     this.live -= fresh.length;
     if (fresh.length > 0 || split > 0) {
       const merged = mergeSorted(old, byValue(fresh, this.hi, this.lo), this.hi, this.lo);
-      if (merged.length > 0) this.store.put(pageKey(this.newBits, j), merged);
-      else if (split === 0 && old !== undefined) this.store.delete(oldKey);
+      if (merged.length > 0) {
+        this.store.put(pageKey(this.newBits, j), merged);
+        this.cache.update(pageId(this.newBits, j), merged);
+      } else if (split === 0 && old !== undefined) {
+        this.store.delete(oldKey);
+        this.cache.update(pageId(this.oldBits, oldIndex), undefined);
+      }
     }
-    if (split > 0 && (j & (2 ** split - 1)) === 2 ** split - 1) this.store.delete(oldKey);
+    if (split > 0 && (j & (2 ** split - 1)) === 2 ** split - 1) {
+      this.store.delete(oldKey);
+      this.cache.update(pageId(this.oldBits, oldIndex), undefined);
+    }
     this.cursor++;
     if (this.cursor === 2 ** this.newBits) this.endSweep(count);
   }
@@ -378,6 +413,11 @@ export class ExactFingerprints {
   }
 }
 
+/** A page's number in RAM: bits × 2^32 + index. */
+function pageId(bits: number, index: number): number {
+  return bits * 2 ** 32 + index;
+}
+
 function pageKey(bits: number, index: number): Buffer {
   const k = Buffer.allocUnsafe(6);
   k[0] = PAGE;
@@ -391,114 +431,4 @@ function runKey(seq: number): Buffer {
   k[0] = RUN;
   k.writeBigUInt64BE(BigInt(seq), 1);
   return k;
-}
-
-/** A big-endian view of a buffer's bytes (V8 inlines DataView reads; Buffer's readUInt32BE is a call). */
-function view(b: Buffer): DataView {
-  return new DataView(b.buffer, b.byteOffset, b.byteLength);
-}
-
-/** Whether the sorted 8-byte entries of `page` hold (h, l). */
-function inSorted(page: Buffer, h: number, l: number): boolean {
-  const v = view(page);
-  let a = 0;
-  let b = (page.length >>> 3) - 1;
-  while (a <= b) {
-    const m = (a + b) >>> 1;
-    const mh = v.getUint32(8 * m);
-    const ml = v.getUint32(8 * m + 4);
-    if (mh < h || (mh === h && ml < l)) a = m + 1;
-    else if (mh > h || ml > l) b = m - 1;
-    else return true;
-  }
-  return false;
-}
-
-/** Index of the first entry of sorted `page` whose top 32 bits are >= h. */
-function lowerBound(page: Buffer, h: number): number {
-  const v = view(page);
-  let a = 0;
-  let b = page.length >>> 3;
-  while (a < b) {
-    const m = (a + b) >>> 1;
-    if (v.getUint32(8 * m) < h) a = m + 1;
-    else b = m;
-  }
-  return a;
-}
-
-const INDEX_SPAN = 2 ** 20;
-
-/** The entries `idx` (indexes into hi/lo) in order of value: a native sort of packed numbers. */
-function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number[] {
-  const n = idx.length;
-  if (n < 2) return idx;
-  if (n > INDEX_SPAN) return idx.sort((a, b) => hi[a]! - hi[b]! || lo[a]! - lo[b]!);
-  const packed = new Float64Array(n);
-  for (let k = 0; k < n; k++) packed[k] = hi[idx[k]!]! * INDEX_SPAN + k;
-  packed.sort();
-  const out: number[] = new Array(n);
-  for (let k = 0; k < n; k++) out[k] = idx[packed[k]! % INDEX_SPAN]!;
-  // entries with equal top halves (rare) are put in order of their low halves
-  for (let k = 1; k < n; k++) {
-    const x = out[k]!;
-    let m = k;
-    while (m > 0 && hi[out[m - 1]!] === hi[x] && lo[out[m - 1]!]! > lo[x]!) {
-      out[m] = out[m - 1]!;
-      m--;
-    }
-    out[m] = x;
-  }
-  return out;
-}
-
-/**
- * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
- * (indexes into hi/lo, sorted by value).
- */
-function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
-  const pn = page === undefined ? 0 : page.length >>> 3;
-  if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
-  const out = Buffer.allocUnsafe(8 * (pn + fresh.length));
-  const w = view(out);
-  const r = page === undefined ? w : view(page);
-  const fn = fresh.length;
-  let o = 0;
-  let p = 0;
-  let f = 0;
-  let lastH = -1;
-  let lastL = -1;
-  while (p < pn || f < fn) {
-    let h: number;
-    let l: number;
-    if (f === fn) {
-      h = r.getUint32(8 * p);
-      l = r.getUint32(8 * p + 4);
-      p++;
-    } else if (p === pn) {
-      h = hi[fresh[f]!]!;
-      l = lo[fresh[f++]!]!;
-    } else {
-      const ph = r.getUint32(8 * p);
-      const pl = r.getUint32(8 * p + 4);
-      const fh = hi[fresh[f]!]!;
-      const fl = lo[fresh[f]!]!;
-      if (ph < fh || (ph === fh && pl <= fl)) {
-        h = ph;
-        l = pl;
-        p++;
-      } else {
-        h = fh;
-        l = fl;
-        f++;
-      }
-    }
-    if (h === lastH && l === lastL) continue;
-    w.setUint32(o, h);
-    w.setUint32(o + 4, l);
-    o += 8;
-    lastH = h;
-    lastL = l;
-  }
-  return out.subarray(0, o);
 }

@@ -22,8 +22,13 @@ function random(seed: number): () => number {
   };
 }
 
-test('exact layer: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once', () =>
-  withDb('seen-exact', (db) => {
+for (const [cacheName, pageCacheBytes] of [['a page cache holding all', undefined], ['a page cache of a few pages', 1_500], ['no page cache', 0]] as const) {
+  test(`exact layer, ${cacheName}: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once`, () =>
+    randomWorkload({ ...SMALL, exact: { ...SMALL.exact, pageCacheBytes } }));
+}
+
+function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
+  return withDb('seen-exact', (db) => {
     const rnd = random(7);
     let store = seenStore(db);
     let seen = new SeenSet(store, SMALL);
@@ -89,7 +94,11 @@ test('exact layer: through commits, discarded commits, restarts, sweeps and page
     assert.ok(seen.has(all.map((id) => syntheticFingerprint(id))).every(Boolean), 'a committed fingerprint was lost');
     const never = Array.from({ length: 2_000 }, (_, i) => syntheticFingerprint(universe + i));
     assert.ok(seen.has(never).every((s) => !s), 'a fingerprint never admitted was reported seen');
-  }));
+    const cache = seen.stats().exact;
+    if (SMALL.exact?.pageCacheBytes !== 0) assert.ok(cache.pageCacheHits > 0 && cache.pageCacheMisses > 0, `page cache: ${cache.pageCacheHits} hits, ${cache.pageCacheMisses} misses`);
+    if (SMALL.exact?.pageCacheBytes !== undefined) assert.ok(cache.pageCacheBytes <= SMALL.exact.pageCacheBytes, `${cache.pageCacheBytes} bytes cached`);
+  });
+}
 
 test('exact layer: a store rebuilt from the changelog alone answers the same', () =>
   withDb('seen-exact-replay', (db) => {

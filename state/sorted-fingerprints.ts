@@ -1,0 +1,114 @@
+/**
+ * Sorted fingerprint arrays: 8-byte big-endian entries, ascending, as the seen-set's pages hold
+ * them. Pure functions; buffers passed in are never changed.
+ */
+
+/** A big-endian view of a buffer's bytes (V8 inlines DataView reads; Buffer's readUInt32BE is a call). */
+export function view(b: Buffer): DataView {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/** Whether the sorted 8-byte entries of `page` hold (h, l). */
+export function inSorted(page: Buffer, h: number, l: number): boolean {
+  const v = view(page);
+  let a = 0;
+  let b = (page.length >>> 3) - 1;
+  while (a <= b) {
+    const m = (a + b) >>> 1;
+    const mh = v.getUint32(8 * m);
+    const ml = v.getUint32(8 * m + 4);
+    if (mh < h || (mh === h && ml < l)) a = m + 1;
+    else if (mh > h || ml > l) b = m - 1;
+    else return true;
+  }
+  return false;
+}
+
+/** Index of the first entry of sorted `page` whose top 32 bits are >= h. */
+export function lowerBound(page: Buffer, h: number): number {
+  const v = view(page);
+  let a = 0;
+  let b = page.length >>> 3;
+  while (a < b) {
+    const m = (a + b) >>> 1;
+    if (v.getUint32(8 * m) < h) a = m + 1;
+    else b = m;
+  }
+  return a;
+}
+
+const INDEX_SPAN = 2 ** 20;
+
+/** The entries `idx` (indexes into hi/lo) in order of value: a native sort of packed numbers. */
+export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number[] {
+  const n = idx.length;
+  if (n < 2) return idx;
+  if (n > INDEX_SPAN) return idx.sort((a, b) => hi[a]! - hi[b]! || lo[a]! - lo[b]!);
+  const packed = new Float64Array(n);
+  for (let k = 0; k < n; k++) packed[k] = hi[idx[k]!]! * INDEX_SPAN + k;
+  packed.sort();
+  const out: number[] = new Array(n);
+  for (let k = 0; k < n; k++) out[k] = idx[packed[k]! % INDEX_SPAN]!;
+  // entries with equal top halves (rare) are put in order of their low halves
+  for (let k = 1; k < n; k++) {
+    const x = out[k]!;
+    let m = k;
+    while (m > 0 && hi[out[m - 1]!] === hi[x] && lo[out[m - 1]!]! > lo[x]!) {
+      out[m] = out[m - 1]!;
+      m--;
+    }
+    out[m] = x;
+  }
+  return out;
+}
+
+/**
+ * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
+ * (indexes into hi/lo, sorted by value).
+ */
+export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
+  const pn = page === undefined ? 0 : page.length >>> 3;
+  if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
+  const out = Buffer.allocUnsafe(8 * (pn + fresh.length));
+  const w = view(out);
+  const r = page === undefined ? w : view(page);
+  const fn = fresh.length;
+  let o = 0;
+  let p = 0;
+  let f = 0;
+  let lastH = -1;
+  let lastL = -1;
+  while (p < pn || f < fn) {
+    let h: number;
+    let l: number;
+    if (f === fn) {
+      h = r.getUint32(8 * p);
+      l = r.getUint32(8 * p + 4);
+      p++;
+    } else if (p === pn) {
+      h = hi[fresh[f]!]!;
+      l = lo[fresh[f++]!]!;
+    } else {
+      const ph = r.getUint32(8 * p);
+      const pl = r.getUint32(8 * p + 4);
+      const fh = hi[fresh[f]!]!;
+      const fl = lo[fresh[f]!]!;
+      if (ph < fh || (ph === fh && pl <= fl)) {
+        h = ph;
+        l = pl;
+        p++;
+      } else {
+        h = fh;
+        l = fl;
+        f++;
+      }
+    }
+    if (h === lastH && l === lastL) continue;
+    w.setUint32(o, h);
+    w.setUint32(o + 4, l);
+    o += 8;
+    lastH = h;
+    lastL = l;
+  }
+  return out.subarray(0, o);
+}
