@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../runtime/errors.js';
 import { PageCache } from './page-cache.js';
+import { ALL_FROM, ALL_TO, META_KEY, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted } from './sorted-fingerprints.js';
 
 /**
@@ -47,16 +48,10 @@ export interface ExactLayerStats {
   readonly pageCacheMisses: number;
 }
 
-const META_KEY = Buffer.from('meta');
-const META_VERSION = 1;
-const PAGE = 0x70; // 'p' + bits (1 byte) + index (u32 BE): 6 bytes
-const RUN = 0x72; // 'r' + seq (u64 BE): 9 bytes
 const MIN_BITS = 4;
 const MAX_BITS = 22;
 const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
-const ALL_FROM = Buffer.alloc(0);
-const ALL_TO = Buffer.alloc(10, 0xff);
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -134,14 +129,9 @@ export class ExactFingerprints {
    * Call once, before anything else.
    */
   load(count: number, each: (bytes: Buffer, offset: number) => void): number {
-    const meta = this.store.get(META_KEY);
-    if (meta !== undefined && meta.length === 32 && meta[0] === META_VERSION) {
-      this.oldBits = meta[1]!;
-      this.newBits = meta[2]!;
-      this.cursor = meta.readUInt32BE(4);
-      this.sweepStart = Number(meta.readBigUInt64BE(8));
-      this.nextSeq = Number(meta.readBigUInt64BE(16));
-      this.sweeps = Number(meta.readBigUInt64BE(24));
+    const state = decodeSweepState(this.store.get(META_KEY));
+    if (state !== undefined) {
+      ({ oldBits: this.oldBits, newBits: this.newBits, cursor: this.cursor, sweepStart: this.sweepStart, nextSeq: this.nextSeq, sweeps: this.sweeps } = state);
     } else {
       this.oldBits = this.newBits = this.firstBits;
     }
@@ -193,7 +183,7 @@ export class ExactFingerprints {
       if (pages[k] === undefined) missing.push(k);
     }
     if (missing.length > 0) {
-      const read = this.store.getMany(missing.map((k) => pageKey(Math.floor(pageIds[k]! / 2 ** 32), pageIds[k]! % 2 ** 32)));
+      const read = this.store.getMany(missing.map((k) => pageKeyOf(pageIds[k]!)));
       for (let m = 0; m < missing.length; m++) {
         pages[missing[m]!] = read[m];
         this.cache.add(pageIds[missing[m]!]!, read[m]);
@@ -237,7 +227,9 @@ export class ExactFingerprints {
       this.credit -= 1;
       this.mergePage(count);
     }
-    this.store.put(META_KEY, this.meta());
+    this.store.put(META_KEY, encodeSweepState({
+      oldBits: this.oldBits, newBits: this.newBits, cursor: this.cursor, sweepStart: this.sweepStart, nextSeq: this.nextSeq, sweeps: this.sweeps,
+    }));
   }
 
   stats(): ExactLayerStats {
@@ -255,17 +247,17 @@ export class ExactFingerprints {
         each(key, 0);
         calls++;
         if (loading) this.legacy++;
-      } else if (key.length === 6 && key[0] === PAGE) {
+      } else if (isPageKey(key)) {
         for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
         calls += value.length >>> 3;
-      } else if (key.length === 9 && key[0] === RUN) {
+      } else if (isRunKey(key)) {
         for (let o = 0; o + 8 <= value.length; o += 8) {
           each(value, o);
           if (loading) this.chain(value.readUInt32BE(o), value.readUInt32BE(o + 4));
         }
         calls += value.length >>> 3;
         if (loading) {
-          const seq = Number(key.readBigUInt64BE(1));
+          const seq = runSeq(key);
           this.runs.push(seq); // key order is sequence order
           if (seq >= this.nextSeq) this.nextSeq = seq + 1;
         }
@@ -399,36 +391,4 @@ export class ExactFingerprints {
     const bits = Math.ceil(Math.log2(Math.max(1, count) / this.pageTarget));
     return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
   }
-
-  private meta(): Buffer {
-    const b = Buffer.alloc(32);
-    b[0] = META_VERSION;
-    b[1] = this.oldBits;
-    b[2] = this.newBits;
-    b.writeUInt32BE(this.cursor, 4);
-    b.writeBigUInt64BE(BigInt(this.sweepStart), 8);
-    b.writeBigUInt64BE(BigInt(this.nextSeq), 16);
-    b.writeBigUInt64BE(BigInt(this.sweeps), 24);
-    return b;
-  }
-}
-
-/** A page's number in RAM: bits × 2^32 + index. */
-function pageId(bits: number, index: number): number {
-  return bits * 2 ** 32 + index;
-}
-
-function pageKey(bits: number, index: number): Buffer {
-  const k = Buffer.allocUnsafe(6);
-  k[0] = PAGE;
-  k[1] = bits;
-  k.writeUInt32BE(index, 2);
-  return k;
-}
-
-function runKey(seq: number): Buffer {
-  const k = Buffer.allocUnsafe(9);
-  k[0] = RUN;
-  k.writeBigUInt64BE(BigInt(seq), 1);
-  return k;
 }

@@ -1,0 +1,84 @@
+/**
+ * The key formats of the seen-set's exact layer in its store, and the record of a sweep's
+ * position. Keys never collide with the 8-byte fingerprint keys of the layout before it.
+ *
+ * - `p` + bits (1 byte) + index (u32 BE), 6 bytes: a page, sorted 8-byte fingerprints.
+ * - `r` + sequence (u64 BE), 9 bytes: a run, the fingerprints of one flush, in any order.
+ * - `meta`, 4 bytes: the sweep position (`SweepState`, 32 bytes, versioned).
+ * - 8 bytes: one fingerprint of the old layout (value empty).
+ */
+
+export const META_KEY = Buffer.from('meta');
+const META_VERSION = 1;
+const PAGE = 0x70;
+const RUN = 0x72;
+
+/** Where the sweep is: pages below `cursor` (in newBits units) are in the new layout, the rest in the old. */
+export interface SweepState {
+  oldBits: number;
+  newBits: number;
+  cursor: number;
+  /** Runs with a smaller sequence are deleted when this sweep ends. */
+  sweepStart: number;
+  nextSeq: number;
+  sweeps: number;
+}
+
+/** Every key of the store sorts at or after ALL_FROM and before ALL_TO. */
+export const ALL_FROM = Buffer.alloc(0);
+export const ALL_TO = Buffer.alloc(10, 0xff);
+
+export function encodeSweepState(s: SweepState): Buffer {
+  const b = Buffer.alloc(32);
+  b[0] = META_VERSION;
+  b[1] = s.oldBits;
+  b[2] = s.newBits;
+  b.writeUInt32BE(s.cursor, 4);
+  b.writeBigUInt64BE(BigInt(s.sweepStart), 8);
+  b.writeBigUInt64BE(BigInt(s.nextSeq), 16);
+  b.writeBigUInt64BE(BigInt(s.sweeps), 24);
+  return b;
+}
+
+/** The state in a `meta` value; undefined when absent or of another version. */
+export function decodeSweepState(b: Buffer | undefined): SweepState | undefined {
+  if (b === undefined || b.length !== 32 || b[0] !== META_VERSION) return undefined;
+  return {
+    oldBits: b[1]!,
+    newBits: b[2]!,
+    cursor: b.readUInt32BE(4),
+    sweepStart: Number(b.readBigUInt64BE(8)),
+    nextSeq: Number(b.readBigUInt64BE(16)),
+    sweeps: Number(b.readBigUInt64BE(24)),
+  };
+}
+
+/** A page's number in RAM: bits × 2^32 + index. */
+export function pageId(bits: number, index: number): number {
+  return bits * 2 ** 32 + index;
+}
+
+export function pageKey(bits: number, index: number): Buffer {
+  const k = Buffer.allocUnsafe(6);
+  k[0] = PAGE;
+  k[1] = bits;
+  k.writeUInt32BE(index, 2);
+  return k;
+}
+
+/** The key of page `id` (a `pageId`). */
+export function pageKeyOf(id: number): Buffer {
+  return pageKey(Math.floor(id / 2 ** 32), id % 2 ** 32);
+}
+
+export function runKey(seq: number): Buffer {
+  const k = Buffer.allocUnsafe(9);
+  k[0] = RUN;
+  k.writeBigUInt64BE(BigInt(seq), 1);
+  return k;
+}
+
+export const isPageKey = (key: Buffer): boolean => key.length === 6 && key[0] === PAGE;
+export const isRunKey = (key: Buffer): boolean => key.length === 9 && key[0] === RUN;
+/** The sequence number of a run key. */
+export const runSeq = (key: Buffer): number => Number(key.readBigUInt64BE(1));
