@@ -15,18 +15,27 @@ test('a crawl SIGKILLed at random points and restarted records every fetched pag
   const extra = ['--fetch-timeout', '3000', '--quiet'];
   try {
     const seeds = writeSeeds(dir, web.seedUrls());
-    const delays: number[] = [];
+    // each run is killed once the server has seen a random 1..8 more requests, then up to 0.5 s
+    // later, so kills land mid-crawl (between fetches and during them), whatever the start-up time
+    const kills: string[] = [];
     for (let i = 0; i < KILLS; i++) {
-      const delay = 300 + Math.floor(Math.random() * 3000);
-      delays.push(delay);
+      const before = web.requests().length;
+      const target = before + 1 + Math.floor(Math.random() * 8);
       const { child, exited } = startCli(crawlArgs(seeds, data, extra));
-      await sleep(delay);
+      let ended = false;
+      void exited.then(() => (ended = true));
+      const deadline = Date.now() + 60_000;
+      while (!ended && web.requests().length < target && Date.now() < deadline) await sleep(10);
+      await sleep(Math.floor(Math.random() * 500));
       child.kill('SIGKILL');
       const r = await exited;
       // a run may finish before its kill on the last rounds; anything else must be the kill
       assert.ok(r.signal === 'SIGKILL' || r.code === 0, `run ${i} ended with ${r.code}/${r.signal}: ${r.stderr}`);
+      kills.push(`${web.requests().length - before}${r.signal === 'SIGKILL' ? '' : ' (finished)'}`);
     }
-    t.diagnostic(`killed after ${delays.join(', ')} ms; ${web.requests().length} requests before the final run`);
+    const beforeFinal = web.requests().length;
+    t.diagnostic(`requests per killed run: ${kills.join(', ')}; ${beforeFinal} requests before the final run`);
+    assert.ok(beforeFinal >= KILLS, `the kills came before the crawl fetched anything (${beforeFinal} requests)`);
     const last = await startCli(crawlArgs(seeds, data, extra)).exited;
     assert.equal(last.code, 0, `final run exited ${last.code}: ${last.stderr}`);
 
