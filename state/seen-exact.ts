@@ -1,6 +1,6 @@
 import { InvalidOptionError } from '../runtime/errors.js';
 import { PageCache } from './page-cache.js';
-import { ALL_FROM, ALL_TO, META_KEY, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
+import { ALL_FROM, ALL_TO, META_KEY, type SweepState, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted } from './sorted-fingerprints.js';
 
 /**
@@ -79,13 +79,8 @@ export class ExactFingerprints {
   private readonly minSweep: number;
   private readonly sweepFraction: number;
   private readonly firstBits: number;
-  // layout: pages below `cursor` (in newBits units) are in the new layout, the rest in the old
-  private oldBits = 0;
-  private newBits = 0;
-  private cursor = 0;
-  private sweepStart = 0;
-  private nextSeq = 0;
-  private sweeps = 0;
+  // the layout and the sweep's position, as stored under META_KEY
+  private sweep: SweepState = { oldBits: 0, newBits: 0, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
   private runs: number[] = [];
   private legacy = 0;
   private credit = 0;
@@ -129,12 +124,7 @@ export class ExactFingerprints {
    * Call once, before anything else.
    */
   load(count: number, each: (bytes: Buffer, offset: number) => void): number {
-    const state = decodeSweepState(this.store.get(META_KEY));
-    if (state !== undefined) {
-      ({ oldBits: this.oldBits, newBits: this.newBits, cursor: this.cursor, sweepStart: this.sweepStart, nextSeq: this.nextSeq, sweeps: this.sweeps } = state);
-    } else {
-      this.oldBits = this.newBits = this.firstBits;
-    }
+    this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? { oldBits: this.firstBits, newBits: this.firstBits, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
     this.ramBits = this.ramBitsFor(count);
     this.head = new Int32Array(2 ** this.ramBits).fill(-1);
     this.used = this.live = 0;
@@ -220,22 +210,20 @@ export class ExactFingerprints {
     this.staged = [];
     const value = Buffer.allocUnsafe(8 * staged.length);
     for (let i = 0; i < staged.length; i++) value.set(staged[i]!, 8 * i);
-    this.store.put(runKey(this.nextSeq), value);
-    this.runs.push(this.nextSeq++);
-    this.credit += (staged.length * 2 ** this.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
+    this.store.put(runKey(this.sweep.nextSeq), value);
+    this.runs.push(this.sweep.nextSeq++);
+    this.credit += (staged.length * 2 ** this.sweep.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
     while (this.credit >= 1) {
       this.credit -= 1;
       this.mergePage(count);
     }
-    this.store.put(META_KEY, encodeSweepState({
-      oldBits: this.oldBits, newBits: this.newBits, cursor: this.cursor, sweepStart: this.sweepStart, nextSeq: this.nextSeq, sweeps: this.sweeps,
-    }));
+    this.store.put(META_KEY, encodeSweepState(this.sweep));
   }
 
   stats(): ExactLayerStats {
     const ramBytes = this.hi.byteLength + this.lo.byteLength + this.next.byteLength + this.head.byteLength;
     return {
-      unmerged: this.live, runs: this.runs.length, pageBits: this.newBits, sweeps: this.sweeps, legacy: this.legacy, ramBytes,
+      unmerged: this.live, runs: this.runs.length, pageBits: this.sweep.newBits, sweeps: this.sweep.sweeps, legacy: this.legacy, ramBytes,
       pageCacheBytes: this.cache.size, pageCacheHits: this.cache.hits, pageCacheMisses: this.cache.misses,
     };
   }
@@ -259,7 +247,7 @@ export class ExactFingerprints {
         if (loading) {
           const seq = runSeq(key);
           this.runs.push(seq); // key order is sequence order
-          if (seq >= this.nextSeq) this.nextSeq = seq + 1;
+          if (seq >= this.sweep.nextSeq) this.sweep.nextSeq = seq + 1;
         }
       }
     }
@@ -268,8 +256,8 @@ export class ExactFingerprints {
 
   /** Which stored page would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
   private pageOf(h: number): [number, number] {
-    const j = h >>> (32 - this.newBits);
-    return j < this.cursor ? [this.newBits, j] : [this.oldBits, h >>> (32 - this.oldBits)];
+    const j = h >>> (32 - this.sweep.newBits);
+    return j < this.sweep.cursor ? [this.sweep.newBits, j] : [this.sweep.oldBits, h >>> (32 - this.sweep.oldBits)];
   }
 
   private inRam(h: number, l: number): boolean {
@@ -304,18 +292,18 @@ export class ExactFingerprints {
 
   /** Merges the unmerged fingerprints of page `cursor` (new layout) into it, then moves on. */
   private mergePage(count: number): void {
-    const j = this.cursor;
-    const split = this.newBits - this.oldBits;
+    const j = this.sweep.cursor;
+    const split = this.sweep.newBits - this.sweep.oldBits;
     const oldIndex = j >>> split;
-    const oldKey = pageKey(this.oldBits, oldIndex);
+    const oldKey = pageKey(this.sweep.oldBits, oldIndex);
     let old = this.oldPage(oldIndex);
     if (old !== undefined && split > 0) {
-      const shift = 32 - this.newBits;
+      const shift = 32 - this.sweep.newBits;
       old = old.subarray(8 * lowerBound(old, j * 2 ** shift), 8 * lowerBound(old, (j + 1) * 2 ** shift));
     }
     // this page's unmerged fingerprints, sorted
     const fresh: number[] = [];
-    const spread = this.ramBits - this.newBits;
+    const spread = this.ramBits - this.sweep.newBits;
     for (let b = j * 2 ** spread, end = (j + 1) * 2 ** spread; b < end; b++) {
       for (let i = this.head[b]!; i >= 0; i = this.next[i]!) fresh.push(i);
       this.head[b] = -1;
@@ -324,19 +312,19 @@ export class ExactFingerprints {
     if (fresh.length > 0 || split > 0) {
       const merged = mergeSorted(old, byValue(fresh, this.hi, this.lo), this.hi, this.lo);
       if (merged.length > 0) {
-        this.store.put(pageKey(this.newBits, j), merged);
-        this.cache.update(pageId(this.newBits, j), merged);
+        this.store.put(pageKey(this.sweep.newBits, j), merged);
+        this.cache.update(pageId(this.sweep.newBits, j), merged);
       } else if (split === 0 && old !== undefined) {
         this.store.delete(oldKey);
-        this.cache.update(pageId(this.oldBits, oldIndex), undefined);
+        this.cache.update(pageId(this.sweep.oldBits, oldIndex), undefined);
       }
     }
     if (split > 0 && (j & (2 ** split - 1)) === 2 ** split - 1) {
       this.store.delete(oldKey);
-      this.cache.update(pageId(this.oldBits, oldIndex), undefined);
+      this.cache.update(pageId(this.sweep.oldBits, oldIndex), undefined);
     }
-    this.cursor++;
-    if (this.cursor === 2 ** this.newBits) this.endSweep(count);
+    this.sweep.cursor++;
+    if (this.sweep.cursor === 2 ** this.sweep.newBits) this.endSweep(count);
   }
 
   /**
@@ -347,9 +335,9 @@ export class ExactFingerprints {
   private oldPage(index: number): Buffer | undefined {
     if (index < this.aheadFrom || index >= this.aheadTo) {
       this.aheadFrom = index;
-      this.aheadTo = Math.min(index + READ_AHEAD, 2 ** this.oldBits);
+      this.aheadTo = Math.min(index + READ_AHEAD, 2 ** this.sweep.oldBits);
       const keys: Buffer[] = [];
-      for (let i = this.aheadFrom; i < this.aheadTo; i++) keys.push(pageKey(this.oldBits, i));
+      for (let i = this.aheadFrom; i < this.aheadTo; i++) keys.push(pageKey(this.sweep.oldBits, i));
       this.ahead = this.store.getMany(keys);
     }
     return this.ahead[index - this.aheadFrom];
@@ -358,13 +346,13 @@ export class ExactFingerprints {
   /** Every run written before the sweep began is now in pages: delete them; start the next sweep. */
   private endSweep(count: number): void {
     let k = 0;
-    while (k < this.runs.length && this.runs[k]! < this.sweepStart) this.store.delete(runKey(this.runs[k++]!));
+    while (k < this.runs.length && this.runs[k]! < this.sweep.sweepStart) this.store.delete(runKey(this.runs[k++]!));
     this.runs = this.runs.slice(k);
-    this.sweeps++;
-    this.sweepStart = this.nextSeq;
-    this.oldBits = this.newBits;
-    this.newBits = Math.max(this.oldBits, this.bitsFor(count));
-    this.cursor = 0;
+    this.sweep.sweeps++;
+    this.sweep.sweepStart = this.sweep.nextSeq;
+    this.sweep.oldBits = this.sweep.newBits;
+    this.sweep.newBits = Math.max(this.sweep.oldBits, this.bitsFor(count));
+    this.sweep.cursor = 0;
     this.ahead = [];
     this.aheadFrom = this.aheadTo = 0;
     // re-chain what is still unmerged (added since its page was merged), dropping the merged
@@ -384,7 +372,7 @@ export class ExactFingerprints {
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */
   private ramBitsFor(count: number): number {
     const most = Math.max(this.minSweep, count * this.sweepFraction);
-    return Math.min(MAX_RAM_BITS, Math.max(this.newBits, Math.ceil(Math.log2(most)) - 1));
+    return Math.min(MAX_RAM_BITS, Math.max(this.sweep.newBits, Math.ceil(Math.log2(most)) - 1));
   }
 
   private bitsFor(count: number): number {

@@ -4,7 +4,7 @@
  */
 
 /** A big-endian view of a buffer's bytes (V8 inlines DataView reads; Buffer's readUInt32BE is a call). */
-export function view(b: Buffer): DataView {
+function view(b: Buffer): DataView {
   return new DataView(b.buffer, b.byteOffset, b.byteLength);
 }
 
