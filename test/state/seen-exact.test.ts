@@ -6,21 +6,12 @@ import { bufferCodec } from '../../state/state-store.js';
 import { SeenSet, type SeenSetOptions } from '../../state/seen-set.js';
 import { syntheticFingerprint } from './seen-set-memory-store.js';
 import { withDb } from './temp-rocks.js';
+import { seededRandom as random } from '../seeded-random.js';
 
 const seenStore = (db: RocksPort, name = 'frontier-seen') => new RocksKeyValueStore<Buffer, Buffer>(name, db, bufferCodec, bufferCodec);
 
 // tiny pages and short sweeps, so a few thousand fingerprints go through many sweeps and layouts
 const SMALL: SeenSetOptions = { expectedCount: 64, falsePositiveRate: 0.05, exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1 / 4 } };
-
-/** A deterministic pseudo-random sequence (mulberry32). */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 for (const [cacheName, pageCacheBytes] of [['a page cache holding all', undefined], ['a page cache of a few pages', 1_500], ['no page cache', 0]] as const) {
   test(`exact layer, ${cacheName}: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once`, () =>

@@ -1,3 +1,5 @@
+import { seededRandom } from '../seeded-random.js';
+
 /**
  * The synthetic web as data: sites, their robots.txt and pages. The server in
  * `synthetic-web.ts` serves these specs; `politeness.ts` reads the same specs to judge a crawl.
@@ -99,12 +101,7 @@ function renderHtml(page: PageSpec, ctx: PageContext): string {
 export function prose(seed: string, words: number): string {
   let state = 2166136261;
   for (let i = 0; i < seed.length; i++) state = Math.imul(state ^ seed.charCodeAt(i), 16777619) >>> 0;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(state);
   const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dro', 'fen', 'gal', 'hob', 'jun'];
   const out: string[] = [];
   for (let w = 0; w < words; w++) {
