@@ -72,21 +72,27 @@ try {
   // every 20,000 links; records are encoded (as the parser would) in blocks outside the measure
   let t = performance.now();
   let cpu = process.cpuUsage();
+  // admits `total` links, LINKS_PER_BATCH per record: the record starting at link i goes to site
+  // `hostOf(i)`, link k is `urlOf(site, k)`; blocks of 200 records are encoded outside the measure,
+  // then processed and committed inside it
   const BLOCK = 200;
-  for (let i = 0; i < N; ) {
-    const block: ConsumedRawRecord[] = [];
-    for (let r = 0; r < BLOCK && i < N; r++, i += LINKS_PER_BATCH) {
-      const h = (i / LINKS_PER_BATCH) % HOSTS;
-      const site = `site${h}.example`;
-      const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
-      for (let j = 0; j < LINKS_PER_BATCH; j++) batch.links.push({ url: `https://www.${site}/p/${i + j}`, depth: 2, redirectHops: 0 });
-      block.push(encode(TOPICS.links, site, batch));
+  const admitAll = (total: number, hostOf: (i: number) => number, urlOf: (site: string, link: number) => string): void => {
+    for (let i = 0; i < total; ) {
+      const block: ConsumedRawRecord[] = [];
+      for (let r = 0; r < BLOCK && i < total; r++, i += LINKS_PER_BATCH) {
+        const h = hostOf(i);
+        const site = `site${h}.example`;
+        const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
+        for (let j = 0; j < LINKS_PER_BATCH; j++) batch.links.push({ url: urlOf(site, i + j), depth: 2, redirectHops: 0 });
+        block.push(encode(TOPICS.links, site, batch));
+      }
+      measured(() => {
+        for (const raw of block) task.process(raw);
+        commit();
+      });
     }
-    measured(() => {
-      for (const raw of block) task.process(raw);
-      commit();
-    });
-  }
+  };
+  admitAll(N, (i) => (i / LINKS_PER_BATCH) % HOSTS, (site, link) => `https://www.${site}/p/${link}`);
   let s = (performance.now() - t) / 1000;
   let used = process.cpuUsage(cpu);
   figure(`admit ${N.toLocaleString('en-US')} new links over ${HOSTS.toLocaleString('en-US')} hosts`, N / s, 'links/s');
@@ -114,25 +120,16 @@ try {
   let fresh = 0;
   taskCpu = 0;
   threadCpu = 0;
-  for (let i = 0; i < MIXED; ) {
-    const block: ConsumedRawRecord[] = [];
-    for (let r = 0; r < BLOCK && i < MIXED; r++, i += LINKS_PER_BATCH) {
-      const h = Math.floor(rand() * Math.min(HOSTS, N / LINKS_PER_BATCH));
-      const site = `site${h}.example`;
-      const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
-      for (let j = 0; j < LINKS_PER_BATCH; j++) {
-        // a URL admitted above: batch number h + HOSTS × round held /p/(that × 100 + 0..99)
-        const old = (h + HOSTS * Math.floor(rand() * rounds)) * LINKS_PER_BATCH + Math.floor(rand() * LINKS_PER_BATCH);
-        const url = j % 4 === 3 || old >= N ? `https://www.${site}/q/${fresh++}` : `https://www.${site}/p/${old}`;
-        batch.links.push({ url, depth: 2, redirectHops: 0 });
-      }
-      block.push(encode(TOPICS.links, site, batch));
-    }
-    measured(() => {
-      for (const raw of block) task.process(raw);
-      commit();
-    });
-  }
+  let host = 0;
+  admitAll(
+    MIXED,
+    () => (host = Math.floor(rand() * Math.min(HOSTS, N / LINKS_PER_BATCH))),
+    (site, link) => {
+      // a URL admitted above: record number host + HOSTS × round held /p/(that × 100 + 0..99)
+      const old = (host + HOSTS * Math.floor(rand() * rounds)) * LINKS_PER_BATCH + Math.floor(rand() * LINKS_PER_BATCH);
+      return link % 4 === 3 || old >= N ? `https://www.${site}/q/${fresh++}` : `https://www.${site}/p/${old}`;
+    },
+  );
   figure(`admit ${MIXED.toLocaleString('en-US')} links, ${((100 * (MIXED - fresh)) / MIXED).toFixed(0)} % already seen, frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
 
   // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
