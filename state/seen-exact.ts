@@ -72,7 +72,7 @@ const READ_AHEAD = 256;
  * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
  * are still found (one extra batched read for what the pages do not hold) but never moved.
  *
- * Ownership: buffers passed to `stage` are copied. Not thread-safe; one instance per task.
+ * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one instance per task.
  */
 export class ExactFingerprints {
   private readonly pageTarget: number;
@@ -94,7 +94,9 @@ export class ExactFingerprints {
   // a page's buckets are contiguous
   private ramBits = 0;
   private head = new Int32Array(0);
-  private staged: Buffer[] = [];
+  // fingerprints staged since the last flush, back to back
+  private staged = Buffer.allocUnsafe(8 * 1024);
+  private stagedCount = 0;
   private readonly cache: PageCache;
   // pages of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
   private ahead: (Buffer | undefined)[] = [];
@@ -138,20 +140,23 @@ export class ExactFingerprints {
     return this.scan(each, false);
   }
 
-  /** True for each fingerprint recorded (staged ones included). Store reads: one batched read of the pages needed. */
-  contains(fps: readonly Buffer[]): boolean[] {
-    const n = fps.length;
+  /**
+   * For each index i in `at`: whether the fingerprint at bytes 8i..8i+8 of `fps` is recorded
+   * (staged ones included). Store reads: one batched read of the pages needed.
+   */
+  contains(fps: Buffer, at: readonly number[]): boolean[] {
+    const n = at.length;
     const out: boolean[] = new Array(n).fill(false);
     const pageIds: number[] = [];
     const pageSlot = new Map<number, number>();
     const waiting: number[] = [];
     const slotOf: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const fp = fps[i]!;
-      const h = fp.readUInt32BE(0);
-      const l = fp.readUInt32BE(4);
+    for (let w = 0; w < n; w++) {
+      const o = 8 * at[w]!;
+      const h = u32(fps, o);
+      const l = u32(fps, o + 4);
       if (this.inRam(h, l)) {
-        out[i] = true;
+        out[w] = true;
         continue;
       }
       const [bits, index] = this.pageOf(h);
@@ -162,7 +167,7 @@ export class ExactFingerprints {
         pageSlot.set(id, slot);
         pageIds.push(id);
       }
-      waiting.push(i);
+      waiting.push(w);
       slotOf.push(slot);
     }
     if (waiting.length === 0) return out;
@@ -180,24 +185,29 @@ export class ExactFingerprints {
       }
     }
     const legacyAsk: number[] = [];
-    for (let w = 0; w < waiting.length; w++) {
-      const i = waiting[w]!;
-      const page = pages[slotOf[w]!];
-      const fp = fps[i]!;
-      if (page !== undefined && inSorted(page, fp.readUInt32BE(0), fp.readUInt32BE(4))) out[i] = true;
-      else if (this.legacy > 0) legacyAsk.push(i);
+    for (let k = 0; k < waiting.length; k++) {
+      const w = waiting[k]!;
+      const page = pages[slotOf[k]!];
+      const o = 8 * at[w]!;
+      if (page !== undefined && inSorted(page, u32(fps, o), u32(fps, o + 4))) out[w] = true;
+      else if (this.legacy > 0) legacyAsk.push(w);
     }
     if (legacyAsk.length > 0) {
-      const found = this.store.getMany(legacyAsk.map((i) => fps[i]!));
+      const found = this.store.getMany(legacyAsk.map((w) => fps.subarray(8 * at[w]!, 8 * at[w]! + 8)));
       for (let j = 0; j < legacyAsk.length; j++) if (found[j] !== undefined) out[legacyAsk[j]!] = true;
     }
     return out;
   }
 
-  /** Records `fp` (8 bytes): `contains` sees it at once; the store sees it at the next `flush`. */
-  stage(fp: Buffer): void {
-    this.chain(fp.readUInt32BE(0), fp.readUInt32BE(4));
-    this.staged.push(fp);
+  /** Records the fingerprint at bytes offset..offset+8 of `fps` (copied): `contains` sees it at once; the store at the next `flush`. */
+  stage(fps: Uint8Array, offset: number): void {
+    this.chain(u32(fps, offset), u32(fps, offset + 4));
+    if (this.staged.length < 8 * this.stagedCount + 8) {
+      const grown = Buffer.allocUnsafe(2 * this.staged.length);
+      this.staged.copy(grown, 0, 0, 8 * this.stagedCount);
+      this.staged = grown;
+    }
+    this.staged.set(fps.subarray(offset, offset + 8), 8 * this.stagedCount++);
   }
 
   /**
@@ -205,14 +215,12 @@ export class ExactFingerprints {
    * (`count` is the total recorded, for the pace and the next layout). No-op when nothing is staged.
    */
   flush(count: number): void {
-    const staged = this.staged;
-    if (staged.length === 0) return;
-    this.staged = [];
-    const value = Buffer.allocUnsafe(8 * staged.length);
-    for (let i = 0; i < staged.length; i++) value.set(staged[i]!, 8 * i);
-    this.store.put(runKey(this.sweep.nextSeq), value);
+    const staged = this.stagedCount;
+    if (staged === 0) return;
+    this.stagedCount = 0;
+    this.store.put(runKey(this.sweep.nextSeq), Buffer.from(this.staged.subarray(0, 8 * staged)));
     this.runs.push(this.sweep.nextSeq++);
-    this.credit += (staged.length * 2 ** this.sweep.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
+    this.credit += (staged * 2 ** this.sweep.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
     while (this.credit >= 1) {
       this.credit -= 1;
       this.mergePage(count);
@@ -379,4 +387,9 @@ export class ExactFingerprints {
     const bits = Math.ceil(Math.log2(Math.max(1, count) / this.pageTarget));
     return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
   }
+}
+
+/** The big-endian u32 at `o` (no bounds checks: callers pass offsets inside `b`). */
+function u32(b: Uint8Array, o: number): number {
+  return ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
 }

@@ -108,24 +108,28 @@ export class SeenSet {
    * same batch. Store reads: one batched page read for the "maybe seen" ones; none for the others.
    */
   admit(fingerprints: readonly Buffer[]): boolean[] {
-    const n = fingerprints.length;
+    return this.admitPacked(packed(fingerprints));
+  }
+
+  /** `admit` of the fingerprints packed back to back in `fps` (fingerprint i at bytes 8i..8i+8; not kept). */
+  admitPacked(fps: Buffer): boolean[] {
+    const n = fps.length >>> 3;
     const out: boolean[] = new Array(n);
     let admitted = 0;
     const maybe: number[] = [];
     for (let i = 0; i < n; i++) {
-      const fp = fingerprints[i]!;
       // one hash for check and insert: a bit that was not set means "definitely new"
-      if (this.bloom.add(fp)) {
+      if (this.bloom.add(fps, 8 * i)) {
         maybe.push(i);
       } else {
         out[i] = true;
-        this.exact.stage(fp);
+        this.exact.stage(fps, 8 * i);
         admitted++;
       }
     }
     if (maybe.length > 0) {
       // staged ones count as found, so a repeat of an earlier new one in this batch is seen
-      const found = this.exact.contains(maybe.map((i) => fingerprints[i]!));
+      const found = this.exact.contains(fps, maybe);
       this.storeChecks += maybe.length;
       let admittedHere: Set<string> | undefined;
       for (let j = 0; j < maybe.length; j++) {
@@ -135,8 +139,7 @@ export class SeenSet {
           continue;
         }
         // a Bloom false positive, unless an earlier one of these was the same fingerprint
-        const fp = fingerprints[i]!;
-        const key = fp.toString('latin1');
+        const key = fps.toString('latin1', 8 * i, 8 * i + 8);
         admittedHere ??= new Set();
         if (admittedHere.has(key)) {
           out[i] = false;
@@ -145,7 +148,7 @@ export class SeenSet {
         admittedHere.add(key);
         this.falsePositives++;
         out[i] = true;
-        this.exact.stage(fp);
+        this.exact.stage(fps, 8 * i);
         admitted++;
       }
     }
@@ -160,19 +163,14 @@ export class SeenSet {
 
   /** Like `admit` without recording anything: true = seen before. Batched the same way. */
   has(fingerprints: readonly Buffer[]): boolean[] {
+    const fps = packed(fingerprints);
     const out: boolean[] = new Array(fingerprints.length).fill(false);
-    const maybe: Buffer[] = [];
-    const maybeAt: number[] = [];
-    fingerprints.forEach((fp, i) => {
-      if (this.bloom.mightContain(fp)) {
-        maybe.push(fp);
-        maybeAt.push(i);
-      }
-    });
-    const found = maybe.length === 0 ? [] : this.exact.contains(maybe);
+    const maybe: number[] = [];
+    for (let i = 0; i < fingerprints.length; i++) if (this.bloom.mightContain(fps, 8 * i)) maybe.push(i);
+    const found = maybe.length === 0 ? [] : this.exact.contains(fps, maybe);
     this.storeChecks += maybe.length;
     for (let j = 0; j < found.length; j++) {
-      out[maybeAt[j]!] = found[j]!;
+      out[maybe[j]!] = found[j]!;
       if (!found[j]) this.falsePositives++;
     }
     return out;
@@ -233,6 +231,13 @@ export class SeenSet {
     // an over-full filter (a count lost with an uncommitted write, or copies in runs and pages): grow it now
     if (bloom.fill() > this.rebuildFill) this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
   }
+}
+
+/** 8-byte fingerprints back to back in one new buffer. */
+function packed(fps: readonly Buffer[]): Buffer {
+  const out = Buffer.allocUnsafe(8 * fps.length);
+  for (let i = 0; i < fps.length; i++) out.set(fps[i]!.subarray(0, 8), 8 * i);
+  return out;
 }
 
 function countBytes(n: number): Buffer {

@@ -3,7 +3,7 @@ import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
 import type { SeenSet } from '../../state/seen-set.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { bandOf, type Band } from './front-queues.js';
-import { fingerprintsOf, safeSite } from './host-state.js';
+import { packedFingerprints, safeSite } from './host-state.js';
 import type { SitePolicy } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import { urlShape, type UrlShape } from './url-shape.js';
@@ -40,7 +40,7 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
     }
   }
   for (const [reason, n] of drops ?? []) metrics.inc('urls_dropped', n, reason);
-  const fresh = seenSet.admit(fingerprintsOf(kept.map((i) => links[i]!.url)));
+  const fresh = seenSet.admitPacked(packedFingerprints(kept.map((i) => links[i]!.url)));
   let freshCount = 0;
   for (const f of fresh) if (f) freshCount++;
   if (kept.length > freshCount) metrics.inc('urls_seen', kept.length - freshCount);

@@ -4,16 +4,31 @@ import { BloomFilter, bloomSizing, expectedFalsePositiveRate, expectedFill } fro
 import { SeenSet } from '../../state/seen-set.js';
 import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
 
-test('Bloom sizing follows m = -n ln p / (ln 2)^2 and k = (m/n) ln 2', () => {
-  const s = bloomSizing(10_000_000, 0.01);
-  assert.ok(Math.abs(s.bits / 10_000_000 - 9.585) < 0.001, `bits per entry ${s.bits / 10_000_000}`);
-  assert.equal(s.hashes, 7);
-  const t = bloomSizing(1_000_000, 0.001);
-  assert.ok(Math.abs(t.bits / 1_000_000 - 14.378) < 0.001);
-  assert.equal(t.hashes, 10);
+test('Bloom sizing: the classic m = -n ln p / (ln 2)^2, grown just enough for the blocked layout to meet p', () => {
+  for (const [n, p, k] of [[10_000_000, 0.01, 7], [1_000_000, 0.001, 11], [1_000, 0.01, 7]] as const) {
+    const s = bloomSizing(n, p);
+    const classic = -Math.log(p) / Math.LN2 ** 2;
+    assert.equal(s.bits % 512, 0, 'whole 512-bit blocks');
+    assert.ok(s.bits / n >= classic && s.bits / n <= 1.12 * classic, `${s.bits / n} bits per entry against the classic ${classic}`);
+    assert.equal(s.hashes, k);
+    const rate = expectedFalsePositiveRate(s, n);
+    assert.ok(rate <= p && rate > 0.8 * p, `blocked rate ${rate} at design load for target ${p}`);
+  }
   assert.throws(() => bloomSizing(0, 0.01), { code: 'CS_INVALID_OPTION' });
   assert.throws(() => bloomSizing(10, 1), { code: 'CS_INVALID_OPTION' });
   assert.throws(() => bloomSizing(2 ** 40, 0.01), { code: 'CS_INVALID_OPTION' });
+});
+
+test('a blocked Bloom filter at design load is wrong as often as its sizing says', () => {
+  const n = 200_000;
+  const bloom = new BloomFilter(bloomSizing(n, 0.01));
+  for (let i = 0; i < n; i++) bloom.add(syntheticFingerprint(i));
+  let wrong = 0;
+  const probes = 400_000;
+  for (let i = n; i < n + probes; i++) if (bloom.mightContain(syntheticFingerprint(i))) wrong++;
+  const theory = expectedFalsePositiveRate(bloom, n);
+  assert.ok(Math.abs(wrong / probes - theory) < 0.15 * theory, `measured ${wrong / probes}, theory ${theory}`);
+  assert.ok(Math.abs(bloom.estimatedFalsePositiveRate() - theory) < 0.05 * theory, `fill-based estimate ${bloom.estimatedFalsePositiveRate()}, theory ${theory}`);
 });
 
 test('a Bloom filter never forgets an added fingerprint', () => {
