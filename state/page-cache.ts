@@ -36,16 +36,28 @@ export class PageCache {
     const value = page ?? EMPTY;
     this.pages.set(id, value);
     this.bytes += value.length + ENTRY_OVERHEAD;
-    for (const [oldest, p] of this.pages) {
+    // (an iterator is not made unless needed: finding a Map's first entry walks what was deleted before it)
+    if (this.bytes > this.maxBytes) for (const [oldest, p] of this.pages) {
       if (this.bytes <= this.maxBytes) break;
       this.pages.delete(oldest);
       this.bytes -= p.length + ENTRY_OVERHEAD;
     }
   }
 
-  /** Page `id` was written (or deleted: undefined): a cached copy is replaced; an uncached one stays out. */
+  /**
+   * Page `id` was written (or deleted: undefined): a cached copy is replaced (or dropped); an
+   * uncached one is cached only while that evicts nothing, so a sweep over more pages than fit
+   * cannot flush the cache of the pages lookups use.
+   */
   update(id: number, page: Buffer | undefined): void {
-    if (this.pages.has(id)) this.add(id, page);
+    if (page === undefined) this.remove(id);
+    else if (this.pages.has(id)) this.add(id, page);
+    else if (this.bytes + page.length + ENTRY_OVERHEAD <= this.maxBytes) this.add(id, page);
+  }
+
+  /** The cached page (the empty buffer: no such page), or undefined, without counting a lookup or refreshing it. */
+  peek(id: number): Buffer | undefined {
+    return this.pages.get(id);
   }
 
   get size(): number {

@@ -26,7 +26,7 @@ export interface ExactLayerOptions {
   readonly minSweep?: number;
   /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/4. */
   readonly sweepFraction?: number;
-  /** RAM for recently read pages, so a seen URL is confirmed without a store read. Default 64 MiB. */
+  /** RAM for pages, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every page of ~15 M fingerprints. */
   readonly pageCacheBytes?: number;
 }
 
@@ -52,6 +52,8 @@ const MIN_BITS = 4;
 const MAX_BITS = 22;
 const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
+// a page the read-ahead skipped because it was cached
+const NOT_READ = Buffer.alloc(0);
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -113,7 +115,7 @@ export class ExactFingerprints {
     if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
-    const cacheBytes = options.pageCacheBytes ?? 64 * 2 ** 20;
+    const cacheBytes = options.pageCacheBytes ?? 128 * 2 ** 20;
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0) throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
     this.cache = new PageCache(cacheBytes);
     this.firstBits = this.bitsFor(options.expectedCount);
@@ -336,19 +338,27 @@ export class ExactFingerprints {
   }
 
   /**
-   * Page `index` of the old layout. The sweep reads them in key order, so they are read READ_AHEAD
-   * at a time in one batched read (pending writes included). Only the sweep writes old-layout
-   * pages, and only the one it has just read, so what was read ahead stays current.
+   * Page `index` of the old layout, from the page cache or the store. The sweep reads them in key
+   * order, so uncached ones are read READ_AHEAD at a time in one batched read (pending writes
+   * included). Only the sweep writes old-layout pages, and only the one it has just read, so what
+   * was read ahead stays current.
    */
   private oldPage(index: number): Buffer | undefined {
+    const id = pageId(this.sweep.oldBits, index);
+    const cached = this.cache.peek(id);
+    if (cached !== undefined) return cached.length === 0 ? undefined : cached;
     if (index < this.aheadFrom || index >= this.aheadTo) {
       this.aheadFrom = index;
       this.aheadTo = Math.min(index + READ_AHEAD, 2 ** this.sweep.oldBits);
-      const keys: Buffer[] = [];
-      for (let i = this.aheadFrom; i < this.aheadTo; i++) keys.push(pageKey(this.sweep.oldBits, i));
-      this.ahead = this.store.getMany(keys);
+      this.ahead = new Array(this.aheadTo - this.aheadFrom).fill(NOT_READ);
+      const want: number[] = [];
+      for (let i = this.aheadFrom; i < this.aheadTo; i++) if (this.cache.peek(pageId(this.sweep.oldBits, i)) === undefined) want.push(i);
+      const read = this.store.getMany(want.map((i) => pageKey(this.sweep.oldBits, i)));
+      for (let k = 0; k < want.length; k++) this.ahead[want[k]! - this.aheadFrom] = read[k];
     }
-    return this.ahead[index - this.aheadFrom];
+    const ahead = this.ahead[index - this.aheadFrom];
+    // cached when read ahead, evicted since
+    return ahead === NOT_READ ? this.store.get(pageKey(this.sweep.oldBits, index)) : ahead;
   }
 
   /** Every run written before the sweep began is now in pages: delete them; start the next sweep. */

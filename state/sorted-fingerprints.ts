@@ -64,12 +64,13 @@ export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number
 
 /**
  * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
- * (indexes into hi/lo, sorted by value).
+ * (indexes into hi/lo, sorted by value), in a buffer of its own.
  */
 export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
   const pn = page === undefined ? 0 : page.length >>> 3;
   if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
-  const out = Buffer.allocUnsafe(8 * (pn + fresh.length));
+  // a buffer of its own (not a slice of the shared pool): pages are kept in the page cache
+  const out = Buffer.allocUnsafeSlow(8 * (pn + fresh.length));
   const w = view(out);
   const r = page === undefined ? w : view(page);
   const fn = fresh.length;

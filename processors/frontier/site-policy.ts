@@ -1,3 +1,4 @@
+import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
 import type { CrawlConfig } from '../crawl-config.js';
@@ -12,14 +13,24 @@ export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
 export class SitePolicy {
   /** Controls in force, cached: consulted on every dispatch. */
   private readonly controls = new Map<string, SiteControl>();
+  /** Every site stored or written: a new site's state is made without a store read. */
+  private readonly known = new KeyFilter();
   private static readonly MAX_LINKING_TRACKED = 1_000;
 
   constructor(private readonly store: KeyValueStore<string, SiteState>, private readonly config: CrawlConfig) {
-    for (const [site, state] of store.range('', '\uffff')) if (state.control) this.controls.set(site, state.control);
+    for (const [site, state] of store.range('', '\uffff')) {
+      this.known.note(site);
+      if (state.control) this.controls.set(site, state.control);
+    }
   }
 
   private state(site: string): SiteState {
-    return this.store.get(site) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+    return (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+  }
+
+  private put(site: string, state: SiteState): void {
+    this.known.note(site);
+    this.store.put(site, state);
   }
 
   budget(state: SiteState): number {
@@ -37,7 +48,7 @@ export class SitePolicy {
       if (state.linkingSites.length >= SitePolicy.MAX_LINKING_TRACKED || state.linkingSites.includes(fromSite)) return;
       state.linkingSites.push(fromSite);
     }
-    this.store.put(site, state);
+    this.put(site, state);
   }
 
   /** Decides one new URL of `site`; counts it against the budget when admitted. */
@@ -58,7 +69,7 @@ export class SitePolicy {
     const admitted = Math.max(0, Math.min(n, this.budget(state) - state.admitted));
     if (admitted > 0) {
       state.admitted += admitted;
-      this.store.put(site, state);
+      this.put(site, state);
     }
     return { admitted, refused: 'site-budget' };
   }
@@ -77,7 +88,7 @@ export class SitePolicy {
       state.recentPages = 0;
       state.recentDuplicates = 0;
     }
-    this.store.put(site, state);
+    this.put(site, state);
     return cut;
   }
 
@@ -105,7 +116,7 @@ export class SitePolicy {
         break;
     }
     state.control = next;
-    this.store.put(cmd.site, state);
+    this.put(cmd.site, state);
     if (next) this.controls.set(cmd.site, next);
     else this.controls.delete(cmd.site);
     return next ?? undefined;
