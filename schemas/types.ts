@@ -13,6 +13,8 @@ export interface LinkBatch {
   sourceUrl: string | null;
   discoveredAt: number;
   links: Link[];
+  /** `fingerprint64` of each link's URL, 8 bytes each in links order; null or absent: not computed. */
+  fingerprints?: Buffer | null;
 }
 
 export interface FetchRequest {

@@ -3,7 +3,8 @@ import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
 import type { SeenSet } from '../../state/seen-set.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import { bandOf, type Band } from './front-queues.js';
-import { packedFingerprints, safeSite } from './host-state.js';
+import { packedFingerprints } from '../parser/fingerprint.js';
+import { safeSite } from './host-state.js';
 import type { SitePolicy } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import { urlShape, type UrlShape } from './url-shape.js';
@@ -40,7 +41,7 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
     }
   }
   for (const [reason, n] of drops ?? []) metrics.inc('urls_dropped', n, reason);
-  const fresh = seenSet.admitPacked(packedFingerprints(kept.map((i) => links[i]!.url)));
+  const fresh = seenSet.admitPacked(fingerprintsOfKept(batch, kept, metrics));
   let freshCount = 0;
   for (const f of fresh) if (f) freshCount++;
   if (kept.length > freshCount) metrics.inc('urls_seen', kept.length - freshCount);
@@ -60,4 +61,21 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
     });
   }
   return out;
+}
+
+/**
+ * The packed fingerprints of the kept links: the batch's own when it carries one per link (the
+ * parser computes them), otherwise computed here; a carried block of the wrong length is ignored
+ * and counted in `link_fingerprints_invalid`.
+ */
+function fingerprintsOfKept(batch: LinkBatch, kept: readonly number[], metrics: Metrics): Buffer {
+  const carried = batch.fingerprints;
+  if (carried != null && carried.length !== 8 * batch.links.length) metrics.inc('link_fingerprints_invalid');
+  else if (carried != null) {
+    if (kept.length === batch.links.length) return carried;
+    const out = Buffer.allocUnsafe(8 * kept.length);
+    for (let k = 0; k < kept.length; k++) carried.copy(out, 8 * k, 8 * kept[k]!, 8 * kept[k]! + 8);
+    return out;
+  }
+  return packedFingerprints(kept.map((i) => batch.links[i]!.url));
 }

@@ -24,3 +24,29 @@ const sha256Hex: (s: string) => string =
   typeof crypto.hash === 'function'
     ? (s) => crypto.hash('sha256', s, 'hex')
     : (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
+
+/**
+ * `fingerprint64` of each string, big-endian, back to back in one new buffer (string i at bytes
+ * 8i..8i+8): the layout of `LinkBatch.fingerprints` and of the seen-set's keys.
+ */
+export function packedFingerprints(strings: readonly string[]): Buffer {
+  const packed = Buffer.allocUnsafe(8 * strings.length);
+  for (let i = 0, o = 0; i < strings.length; i++, o += 8) {
+    // a 'binary' (latin1: one char a byte) digest is the cheapest way out of crypto.hash: no Buffer, no hex
+    const d = sha256Binary(strings[i]!);
+    packed[o] = d.charCodeAt(0);
+    packed[o + 1] = d.charCodeAt(1);
+    packed[o + 2] = d.charCodeAt(2);
+    packed[o + 3] = d.charCodeAt(3);
+    packed[o + 4] = d.charCodeAt(4);
+    packed[o + 5] = d.charCodeAt(5);
+    packed[o + 6] = d.charCodeAt(6);
+    packed[o + 7] = d.charCodeAt(7);
+  }
+  return packed;
+}
+
+const sha256Binary: (s: string) => string =
+  typeof crypto.hash === 'function'
+    ? (s) => crypto.hash('sha256', s, 'binary')
+    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest('binary');

@@ -2,7 +2,7 @@ import type { Metrics } from '../../runtime/metrics.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
 import type { SiteDuplicates } from './dedupe.js';
-import { fingerprintHex } from './fingerprint.js';
+import { fingerprintHex, packedFingerprints } from './fingerprint.js';
 import { siteOf } from './normalize.js';
 
 /** Where the recorder's output goes. */
@@ -93,5 +93,6 @@ function groupBySite(links: Link[], sourceUrl: string, timestamp: number): LinkB
     if (!list) bySite.set(site, (list = []));
     list.push(link);
   }
-  return [...bySite].map(([site, list]) => ({ site, sourceUrl, discoveredAt: timestamp, links: list }));
+  // the fingerprints go with the links: the frontier's partitions, the stateful step, need not hash them
+  return [...bySite].map(([site, list]) => ({ site, sourceUrl, discoveredAt: timestamp, links: list, fingerprints: packedFingerprints(list.map((l) => l.url)) }));
 }

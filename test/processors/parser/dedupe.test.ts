@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { FetchedPage, PageRecord } from '../../../schemas/types.js';
 import { prose } from '../../web/sites.js';
 import { ParserTasks } from './parser-tasks.js';
+import { packedFingerprints } from '../../../processors/parser/fingerprint.js';
 import { assertWarcioCheckPasses, warcioIndex } from './warcio.js';
 
 let clock = Date.parse('2026-05-01T12:00:00Z');
@@ -67,6 +68,9 @@ async function crawl(partitions: number): Promise<Crawl> {
     await tasks.close();
     records.push(...tasks.records);
     linkSources.push(...tasks.links.map((l) => l.sourceUrl!));
+    // every batch carries the frontier's seen-set keys of its links, computed once, here
+    assert.ok(tasks.links.length > 0);
+    for (const b of tasks.links) assert.deepEqual(b.fingerprints, packedFingerprints(b.links.map((l) => l.url)), `fingerprints of the links from ${b.sourceUrl}`);
 
     // restarted tasks: the same RocksDBs, digests and indexes are read back from them
     tasks = await ParserTasks.open(dir, partitions);
