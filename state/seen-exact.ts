@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../runtime/errors.js';
 import { PageCache } from './page-cache.js';
 import { ALL_FROM, ALL_TO, META_KEY, type SweepState, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
-import { byValue, inSorted, lowerBound, mergeSorted } from './sorted-fingerprints.js';
+import { byValue, inSorted, lowerBound, mergeSorted, PageArena } from './sorted-fingerprints.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -24,7 +24,7 @@ export interface ExactLayerOptions {
   readonly pageTarget?: number;
   /** A sweep merges every page within at least this many new fingerprints. Default 65,536. */
   readonly minSweep?: number;
-  /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/4. */
+  /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/2. */
   readonly sweepFraction?: number;
   /** RAM for pages, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every page of ~15 M fingerprints. */
   readonly pageCacheBytes?: number;
@@ -86,16 +86,19 @@ export class ExactFingerprints {
   private runs: number[] = [];
   private legacy = 0;
   private credit = 0;
-  // unmerged fingerprints: entry i is (hi[i], lo[i]), chained per bucket (below) through next[]
-  private hi = new Uint32Array(1024);
-  private lo = new Uint32Array(1024);
-  private next = new Int32Array(1024);
+  // unmerged fingerprints: entry i is ent[3i] (top 32 bits, as int32), ent[3i + 1] (low 32 bits),
+  // chained per bucket (below) through ent[3i + 2]; interleaved, so a chain step is one memory miss
+  private ent = new Int32Array(3 * 1024);
   private used = 0;
   private live = 0;
   // chains are per bucket of the top ramBits bits (>= newBits): one or two entries per bucket, and
   // a page's buckets are contiguous
   private ramBits = 0;
   private head = new Int32Array(0);
+  // scratch: the unmerged fingerprints of the page being merged
+  private freshHi = new Uint32Array(1024);
+  private freshLo = new Uint32Array(1024);
+  private readonly arena = new PageArena();
   // fingerprints staged since the last flush, back to back
   private staged = Buffer.allocUnsafe(8 * 1024);
   private stagedCount = 0;
@@ -111,7 +114,7 @@ export class ExactFingerprints {
   ) {
     this.pageTarget = options.pageTarget ?? 512;
     this.minSweep = options.minSweep ?? 65_536;
-    this.sweepFraction = options.sweepFraction ?? 1 / 4;
+    this.sweepFraction = options.sweepFraction ?? 1 / 2;
     if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
@@ -231,7 +234,7 @@ export class ExactFingerprints {
   }
 
   stats(): ExactLayerStats {
-    const ramBytes = this.hi.byteLength + this.lo.byteLength + this.next.byteLength + this.head.byteLength;
+    const ramBytes = this.ent.byteLength + this.head.byteLength;
     return {
       unmerged: this.live, runs: this.runs.length, pageBits: this.sweep.newBits, sweeps: this.sweep.sweeps, legacy: this.legacy, ramBytes,
       pageCacheBytes: this.cache.size, pageCacheHits: this.cache.hits, pageCacheMisses: this.cache.misses,
@@ -271,33 +274,30 @@ export class ExactFingerprints {
   }
 
   private inRam(h: number, l: number): boolean {
-    for (let i = this.head[h >>> (32 - this.ramBits)]!; i >= 0; i = this.next[i]!) {
-      if (this.hi[i] === h && this.lo[i] === l) return true;
+    const e = this.ent;
+    const h32 = h | 0;
+    const l32 = l | 0;
+    for (let i = this.head[h >>> (32 - this.ramBits)]!; i >= 0; i = e[3 * i + 2]!) {
+      if (e[3 * i] === h32 && e[3 * i + 1] === l32) return true;
     }
     return false;
   }
 
   private chain(h: number, l: number): void {
-    if (this.used === this.hi.length) this.grow(2 * this.hi.length);
+    if (3 * this.used === this.ent.length) this.grow(2 * this.used);
     const i = this.used++;
     const bucket = h >>> (32 - this.ramBits);
-    this.hi[i] = h;
-    this.lo[i] = l;
-    this.next[i] = this.head[bucket]!;
+    this.ent[3 * i] = h;
+    this.ent[3 * i + 1] = l;
+    this.ent[3 * i + 2] = this.head[bucket]!;
     this.head[bucket] = i;
     this.live++;
   }
 
   private grow(capacity: number): void {
-    const hi = new Uint32Array(capacity);
-    const lo = new Uint32Array(capacity);
-    const next = new Int32Array(capacity);
-    hi.set(this.hi.subarray(0, this.used));
-    lo.set(this.lo.subarray(0, this.used));
-    next.set(this.next.subarray(0, this.used));
-    this.hi = hi;
-    this.lo = lo;
-    this.next = next;
+    const ent = new Int32Array(3 * capacity);
+    ent.set(this.ent.subarray(0, 3 * this.used));
+    this.ent = ent;
   }
 
   /** Merges the unmerged fingerprints of page `cursor` (new layout) into it, then moves on. */
@@ -311,16 +311,23 @@ export class ExactFingerprints {
       const shift = 32 - this.sweep.newBits;
       old = old.subarray(8 * lowerBound(old, j * 2 ** shift), 8 * lowerBound(old, (j + 1) * 2 ** shift));
     }
-    // this page's unmerged fingerprints, sorted
-    const fresh: number[] = [];
+    // this page's unmerged fingerprints, copied out of their chains (one memory miss each), sorted
     const spread = this.ramBits - this.sweep.newBits;
+    const e = this.ent;
+    let n = 0;
     for (let b = j * 2 ** spread, end = (j + 1) * 2 ** spread; b < end; b++) {
-      for (let i = this.head[b]!; i >= 0; i = this.next[i]!) fresh.push(i);
+      for (let i = this.head[b]!; i >= 0; i = e[3 * i + 2]!) {
+        if (n === this.freshHi.length) this.growFresh();
+        this.freshHi[n] = e[3 * i]!;
+        this.freshLo[n++] = e[3 * i + 1]!;
+      }
       this.head[b] = -1;
     }
-    this.live -= fresh.length;
-    if (fresh.length > 0 || split > 0) {
-      const merged = mergeSorted(old, byValue(fresh, this.hi, this.lo), this.hi, this.lo);
+    this.live -= n;
+    if (n > 0 || split > 0) {
+      const order: number[] = new Array(n);
+      for (let k = 0; k < n; k++) order[k] = k;
+      const merged = this.arena.copy(mergeSorted(old, byValue(order, this.freshHi, this.freshLo), this.freshHi, this.freshLo));
       if (merged.length > 0) {
         this.store.put(pageKey(this.sweep.newBits, j), merged);
         this.cache.update(pageId(this.sweep.newBits, j), merged);
@@ -375,16 +382,22 @@ export class ExactFingerprints {
     this.aheadFrom = this.aheadTo = 0;
     // re-chain what is still unmerged (added since its page was merged), dropping the merged
     const keep: number[] = [];
-    for (let p = 0; p < this.head.length; p++) for (let i = this.head[p]!; i >= 0; i = this.next[i]!) keep.push(i);
-    const hi = this.hi;
-    const lo = this.lo;
-    this.hi = new Uint32Array(Math.max(1024, 2 * keep.length));
-    this.lo = new Uint32Array(this.hi.length);
-    this.next = new Int32Array(this.hi.length);
+    const old = this.ent;
+    for (let p = 0; p < this.head.length; p++) for (let i = this.head[p]!; i >= 0; i = old[3 * i + 2]!) keep.push(i);
+    this.ent = new Int32Array(3 * Math.max(1024, 2 * keep.length));
     this.ramBits = this.ramBitsFor(count);
     this.head = new Int32Array(2 ** this.ramBits).fill(-1);
     this.used = this.live = 0;
-    for (const i of keep) this.chain(hi[i]!, lo[i]!);
+    for (const i of keep) this.chain(old[3 * i]! >>> 0, old[3 * i + 1]! >>> 0);
+  }
+
+  private growFresh(): void {
+    const hi = new Uint32Array(2 * this.freshHi.length);
+    const lo = new Uint32Array(hi.length);
+    hi.set(this.freshHi);
+    lo.set(this.freshLo);
+    this.freshHi = hi;
+    this.freshLo = lo;
   }
 
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */

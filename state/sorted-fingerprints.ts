@@ -39,6 +39,35 @@ export function lowerBound(page: Buffer, h: number): number {
 
 const INDEX_SPAN = 2 ** 20;
 
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+const SLAB = 256 * 1024;
+
+/**
+ * Buffers for pages, carved from slabs of 256 KiB: one allocation for many pages instead of one
+ * each. A slab lives while any page cut from it does; the sweep rewrites pages in order and the
+ * next sweep replaces them all, so whole slabs die together.
+ */
+export class PageArena {
+  private slab = Buffer.allocUnsafeSlow(0);
+  private used = 0;
+
+  /** A copy of `bytes` in arena memory (a page larger than a quarter slab gets a buffer of its own). */
+  copy(bytes: Buffer): Buffer {
+    const n = bytes.length;
+    if (n > SLAB / 4) return Buffer.from(bytes);
+    if (this.used + n > this.slab.length) {
+      this.slab = Buffer.allocUnsafeSlow(SLAB);
+      this.used = 0;
+    }
+    const out = this.slab.subarray(this.used, this.used + n);
+    bytes.copy(out);
+    // 8-byte alignment keeps DataView reads of the next page aligned
+    this.used += (n + 7) & ~7;
+    return out;
+  }
+}
+
 /** The entries `idx` (indexes into hi/lo) in order of value: a native sort of packed numbers. */
 export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number[] {
   const n = idx.length;
@@ -64,13 +93,14 @@ export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number
 
 /**
  * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
- * (indexes into hi/lo, sorted by value), in a buffer of its own.
+ * (indexes into hi/lo, sorted by value). The result is valid until the next call (it is a view of
+ * one reused buffer, or `page` itself): copy it to keep it.
  */
 export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
   const pn = page === undefined ? 0 : page.length >>> 3;
   if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
-  // a buffer of its own (not a slice of the shared pool): pages are kept in the page cache
-  const out = Buffer.allocUnsafeSlow(8 * (pn + fresh.length));
+  if (scratch.length < 8 * (pn + fresh.length)) scratch = Buffer.allocUnsafeSlow(2 * 8 * (pn + fresh.length));
+  const out = scratch;
   const w = view(out);
   const r = page === undefined ? w : view(page);
   const fn = fresh.length;
