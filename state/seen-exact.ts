@@ -212,7 +212,9 @@ export class ExactFingerprints {
       this.staged.copy(grown, 0, 0, 8 * this.stagedCount);
       this.staged = grown;
     }
-    this.staged.set(fps.subarray(offset, offset + 8), 8 * this.stagedCount++);
+    const to = this.staged;
+    const at = 8 * this.stagedCount++;
+    for (let k = 0; k < 8; k++) to[at + k] = fps[offset + k]!;
   }
 
   /**
