@@ -1,6 +1,6 @@
 import type { HostState, QueueEntry } from '../../schemas/types.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk } from './queue-chunk.js';
+import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntryAs } from './queue-chunk.js';
 
 /** A chunk of one host's FIFO: entries CHUNK_ENTRIES × chunk onwards. */
 export interface QueueKey {
@@ -40,6 +40,8 @@ const MISSING: QueueEntry = { url: '', depth: 0, redirectHops: 0, attempts: 0, d
 /**
  * The back queues of one frontier task: one FIFO per host, on disk in chunks of CHUNK_ENTRIES
  * entries (store `frontier-queue`, value: the entries' QueueEntry Avro encodings back to back).
+ * A URL that starts with its host's `origin` and then '/' is stored without the origin (entries
+ * are read back whole); a host's `origin` never changes, so it stays the one they were cut from.
  * A host's bounds are `headSeq` and `tailSeq` of its HostState; the caller stores that state.
  * An emptied FIFO restarts on the next chunk boundary, so a chunk always starts at its first
  * entry and a queue's bounds alone locate every entry.
@@ -70,7 +72,11 @@ export class BackQueues {
       open = { chunk, value: state.tailSeq % CHUNK_ENTRIES === 0 ? new QueueChunk() : this.tailChunk(state.host, chunk, state.tailSeq) };
       this.open.set(state.host, open);
     }
-    QUEUE_ENTRY.write(open.value, entry);
+    // a URL of the host's origin is stored as its path (and query): no chunk repeats the origin
+    const url = entry.url;
+    const origin = state.origin;
+    const relative = url.charCodeAt(origin.length) === 0x2f && url.startsWith(origin);
+    writeQueueEntryAs(open.value, entry, relative ? url.slice(origin.length) : url);
     state.tailSeq++;
   }
 
@@ -96,7 +102,9 @@ export class BackQueues {
       this.windows.set(state.host, { seq, end, value: copy });
       entry = copy.entryAt(0, QUEUE_ENTRY);
     }
-    return entry.url === '' ? null : entry;
+    if (entry.url === '') return null;
+    if (entry.url.charCodeAt(0) === 0x2f) entry.url = state.origin + entry.url;
+    return entry;
   }
 
   /** The host left its active slot: nothing of its FIFO need stay in memory. */

@@ -183,11 +183,7 @@ export interface EntryFormat<E> {
 /** schemas/queue-entry.avsc: url, depth, redirectHops, attempts, discoveredAt. */
 export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   write(c, e) {
-    c.writeString(e.url);
-    c.writeLong(e.depth);
-    c.writeLong(e.redirectHops);
-    c.writeLong(e.attempts);
-    c.writeLong(e.discoveredAt);
+    writeQueueEntryAs(c, e, e.url);
   },
   read(c) {
     const url = c.readString();
@@ -204,6 +200,15 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
     c.skipLong();
   },
 };
+
+/** `QUEUE_ENTRY.write` of `e` with `url` in its place. */
+export function writeQueueEntryAs(c: QueueChunk, e: QueueEntry, url: string): void {
+  c.writeString(url);
+  c.writeLong(e.depth);
+    c.writeLong(e.redirectHops);
+  c.writeLong(e.attempts);
+  c.writeLong(e.discoveredAt);
+}
 
 /** schemas/front-entry.avsc: url, host, origin, site, depth, redirectHops, discoveredAt. */
 export const FRONT_ENTRY: EntryFormat<FrontEntry> = {

@@ -204,3 +204,19 @@ test('entries of a chunk missing from the store come back as lost, and later one
     }
     assert.deepEqual(lost, [...Array(6).fill(null), entry(70)]);
   }));
+
+test("URLs of the host's origin are stored without it and read back whole; others are stored as they are", () =>
+  withDb((db) => {
+    const s = queueStore(db);
+    const q = new BackQueues(s);
+    const state = newHost('a.test', 'https://a.test', 'a.test');
+    const urls = ['https://a.test/p/1?q=2', 'http://a.test/p/2', 'https://a.test:8443/p/3', 'https://a.test.evil/p/4', 'https://a.test/'];
+    const entries = urls.map((url, i) => ({ ...entry(i), url }));
+    for (const e of entries) q.append(state, e);
+    q.flush();
+    s.applyCommitted(1);
+    const stored = s.get({ host: 'a.test', chunk: 0 })!.bytes().toString('latin1');
+    assert.equal(stored.split('https://a.test/').length - 1, 0, 'the origin was stored with its URLs');
+    for (const u of urls.slice(1, 4)) assert.ok(stored.includes(u), `${u} was not stored whole`);
+    assert.deepEqual(drain(new BackQueues(s), state), entries);
+  }));
