@@ -136,11 +136,14 @@ try {
   );
   figure(`admit ${MIXED.toLocaleString('en-US')} links, ${((100 * (MIXED - fresh)) / MIXED).toFixed(0)} % already seen, frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
 
-  // batches from a producer that sends no fingerprints (older parsers): the frontier hashes each link
-  taskCpu = 0;
-  threadCpu = 0;
-  admitAll(MIXED, (i) => (i / LINKS_PER_BATCH) % HOSTS, (site, link) => `https://www.${site}/r/${link}`, false);
-  figure(`admit ${MIXED.toLocaleString('en-US')} new links without carried fingerprints (the frontier hashes them), frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
+  // new links to known hosts, from the parser (fingerprints carried) and from a producer that sends
+  // none (older parsers, seeds): the frontier hashes each link itself
+  for (const carried of [true, false]) {
+    taskCpu = 0;
+    threadCpu = 0;
+    admitAll(MIXED, (i) => (i / LINKS_PER_BATCH) % HOSTS, (site, link) => `https://www.${site}/${carried ? 'r' : 's'}/${link}`, carried);
+    figure(`admit ${MIXED.toLocaleString('en-US')} new links to known hosts, ${carried ? 'fingerprints carried' : 'no fingerprints carried (the frontier hashes them)'}, frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
+  }
 
   // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
   const DISPATCHES = Math.min(N, 1_000_000);

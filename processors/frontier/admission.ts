@@ -28,11 +28,9 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
   const kept: number[] = [];
   const shapes: UrlShape[] = [];
   let drops: Map<string, number> | undefined;
-  let previous: UrlShape | undefined;
   for (let i = 0; i < links.length; i++) {
     const link = links[i]!;
-    const shape = urlShape(link.url, previous);
-    previous = shape ?? previous;
+    const shape = urlShape(link.url);
     const reason = trapRules(link.url, shape, link.redirectHops, config);
     if (reason === undefined) {
       kept.push(i);

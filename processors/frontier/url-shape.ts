@@ -37,22 +37,8 @@ const CHAR_CLASS = (() => {
  * a port, userinfo, an IP address, an IDN, escapes of dots, a fragment, other characters — goes
  * through the URL parser. Both give the same answer (test/processors/frontier/url-shape.test.ts).
  */
-export function urlShape(url: string, previous?: UrlShape): UrlShape | undefined {
-  return (previous !== undefined ? sameOriginShape(url, previous) : undefined) ?? plainShape(url) ?? parsedShape(url);
-}
-
-/**
- * The shape of a URL that starts with `previous.origin` and then '/' (the links of a batch mostly
- * share one host): that prefix is an origin the parser already gave, so only the path and query are
- * scanned, and the host and origin strings are shared with `previous`. Undefined when it does not
- * apply or the rest needs the parser.
- */
-function sameOriginShape(url: string, previous: UrlShape): UrlShape | undefined {
-  const origin = previous.origin;
-  // only an http(s) origin: the parser's origin of other schemes may be "null"
-  if (url.charCodeAt(origin.length) !== 0x2f || !origin.startsWith('http') || !url.startsWith(origin)) return undefined;
-  if (origin.charCodeAt(4) !== 0x3a && !(origin.charCodeAt(4) === 0x73 && origin.charCodeAt(5) === 0x3a)) return undefined;
-  return pathAndQuery(url, origin.length, previous.host, origin);
+export function urlShape(url: string): UrlShape | undefined {
+  return plainShape(url) ?? parsedShape(url);
 }
 
 /** The shape by the WHATWG URL parser: the reference for `plainShape`. */
@@ -93,13 +79,6 @@ function plainShape(url: string): UrlShape | undefined {
   const host = url.slice(hostStart, pathStart);
   // punycode labels are validated (and may be refused) by the parser
   if (host.includes('xn--')) return undefined;
-  return pathAndQuery(url, pathStart, host, url.slice(0, pathStart));
-}
-
-/** The rest of a plain shape: the path from `pathStart` (a '/') and the query, if both are plain. */
-function pathAndQuery(url: string, pathStart: number, host: string, origin: string): UrlShape | undefined {
-  const len = url.length;
-  let p = pathStart;
   let query = -1;
   for (; p < len; p++) {
     const c = url.charCodeAt(p);
@@ -119,7 +98,7 @@ function pathAndQuery(url: string, pathStart: number, host: string, origin: stri
   }
   return {
     host,
-    origin,
+    origin: url.slice(0, pathStart),
     pathname: url.slice(pathStart, pathEnd),
     search: query === -1 || query === len - 1 ? '' : url.slice(query),
   };

@@ -4,7 +4,7 @@ import { defaultCrawlConfig, type CrawlConfig } from '../../../processors/crawl-
 import { bandOf } from '../../../processors/frontier/front-queues.js';
 import { fingerprintBytes, fingerprintsOf } from '../../../processors/frontier/host-state.js';
 import { trapCheck } from '../../../processors/frontier/url-rules.js';
-import { parsedShape, urlShape, type UrlShape } from '../../../processors/frontier/url-shape.js';
+import { parsedShape, urlShape } from '../../../processors/frontier/url-shape.js';
 import { fingerprint64 } from '../../../processors/parser/fingerprint.js';
 
 // the frontier's URL handling before it parsed once: the reference the one-parse code must match
@@ -132,24 +132,6 @@ test('one parse of a URL agrees with the URL parser on host, origin, path and qu
     const shape = urlShape(url);
     if (shape) assert.equal(shape.host, hostOfByParser(url), url);
   }
-});
-
-test("a shape read against the previous link's shape is the URL parser's shape", () => {
-  const urls = [...TABLE, ...generated(20_000)];
-  let previous: UrlShape | undefined;
-  let shared = 0;
-  for (const [i, url] of urls.entries()) {
-    // as a batch goes: each URL against the one before, and against itself (same origin, other path)
-    for (const prev of [previous, urlShape(urls[(i * 7919) % urls.length]!), parsedShape(url)]) {
-      const shape = urlShape(url, prev);
-      assert.deepEqual(shape, parsedShape(url), `${url} after ${prev?.origin}`);
-      if (prev !== undefined && shape?.origin === prev.origin) shared++;
-    }
-    previous = urlShape(url) ?? previous;
-  }
-  // URLs of other schemes whose parser origin is "null" never borrow it
-  assert.equal(urlShape('null/x', parsedShape('file:///tmp/x')), undefined);
-  assert.ok(shared > 1_000, `only ${shared} shapes shared an origin`);
 });
 
 test('trap rules and bands from one parse are those of the URL parser', () => {
