@@ -9,10 +9,10 @@ import type { SitePolicy } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import { urlShape, type UrlShape } from './url-shape.js';
 
-/** A link that passed admission: where it waits, and the band it waits in if its host has no slot. */
-export interface AdmittedLink {
-  readonly entry: FrontEntry;
-  readonly band: Band;
+/** The links that passed admission, in batch order: entry i waits in band i if its host has no slot. */
+export interface AdmittedLinks {
+  readonly entries: FrontEntry[];
+  readonly bands: Band[];
 }
 
 /**
@@ -21,7 +21,7 @@ export interface AdmittedLink {
  * the store), then the site's budget. A URL is admitted at most once, ever. Returns the admitted
  * links in batch order; counts the others in `urls_dropped{reason}` and `urls_seen`.
  */
-export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlConfig, seenSet: SeenSet, sites: SitePolicy, metrics: Metrics): AdmittedLink[] {
+export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlConfig, seenSet: SeenSet, sites: SitePolicy, metrics: Metrics): AdmittedLinks {
   const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
   sites.noteInlink(batch.site, fromSite);
   const links = batch.links;
@@ -50,17 +50,16 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
   const { admitted, refused } = sites.admitMany(site, freshCount);
   if (freshCount > admitted) metrics.inc('urls_dropped', freshCount - admitted, refused);
   if (admitted > 0) metrics.inc('urls_admitted', admitted);
-  const out: AdmittedLink[] = [];
-  for (let k = 0; k < kept.length && out.length < admitted; k++) {
+  const entries: FrontEntry[] = [];
+  const bands: Band[] = [];
+  for (let k = 0; k < kept.length && entries.length < admitted; k++) {
     if (!fresh[k]) continue;
     const link = links[kept[k]!]!;
     const shape = shapes[k]!;
-    out.push({
-      entry: { url: link.url, host: shape.host, origin: shape.origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp },
-      band: bandOf(link.url, shape, link.depth),
-    });
+    entries.push({ url: link.url, host: shape.host, origin: shape.origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp });
+    bands.push(bandOf(link.url, shape, link.depth));
   }
-  return out;
+  return { entries, bands };
 }
 
 /**

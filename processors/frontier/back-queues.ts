@@ -27,6 +27,9 @@ export const queueKeyCodec = {
 
 export type QueueStore = KeyValueStore<QueueKey, QueueChunk>;
 
+/** What `append` reads of an entry: a QueueEntry, or a FrontEntry on its way from a front queue. */
+export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number };
+
 /**
  * Entries of a host's head kept in memory after a read, so that most leases read no store: a
  * host is leased once per gap, round-robin with every other host, so a cache of whole chunks
@@ -59,8 +62,8 @@ export class BackQueues {
 
   constructor(private readonly store: QueueStore) {}
 
-  /** Appends `entry` at the tail of the host's FIFO (advances `state.tailSeq`). */
-  append(state: HostState, entry: QueueEntry): void {
+  /** Appends `entry` (attempts 0 when it has none, as a new URL) at the tail of the host's FIFO (advances `state.tailSeq`). */
+  append(state: HostState, entry: NewEntry): void {
     if (state.tailSeq === state.headSeq && state.tailSeq % CHUNK_ENTRIES !== 0) {
       // only bounds written by older versions are off a boundary while empty
       state.headSeq = state.tailSeq = nextChunkStart(state.tailSeq);

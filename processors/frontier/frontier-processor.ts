@@ -54,6 +54,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private startedAt = 0;
   private leaseCounter = 0;
   private backQueued = 0;
+  /** The host state `appendBack` last appended to in this call (already active and marked changed). */
+  private lastAppended: HostState | undefined;
 
   constructor(private readonly config: CrawlConfig) {
     this.robots = new RobotsCache(config.userAgent);
@@ -120,6 +122,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     try {
       work();
     } finally {
+      this.lastAppended = undefined;
       this.back.flush();
       this.front.flush();
       this.hosts.flush();
@@ -152,9 +155,11 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /** Admitted links of an active host go straight to its back queue; others wait for a slot by priority. */
   private admit(batch: LinkBatch, timestamp: number): void {
-    for (const { entry, band } of admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics)) {
+    const { entries, bands } = admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
       if (this.active.has(entry.host)) this.appendBack(entry);
-      else this.front.push(band, entry);
+      else this.front.push(bands[i]!, entry);
     }
     this.refill();
   }
@@ -173,12 +178,17 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   }
 
   private appendBack(e: FrontEntry): void {
-    const state = this.hosts.get(e.host) ?? newHost(e.host, e.origin, e.site);
+    // the links of a batch mostly share a host: its state is looked up and marked changed once a call
+    let state = this.lastAppended;
+    if (state === undefined || state.host !== e.host) {
+      state = this.hosts.get(e.host) ?? newHost(e.host, e.origin, e.site);
+      this.active.add(e.host);
+      this.hosts.put(state);
+      this.lastAppended = state;
+    }
     const wasEmpty = state.tailSeq === state.headSeq;
-    this.back.append(state, { url: e.url, depth: e.depth, redirectHops: e.redirectHops, attempts: 0, discoveredAt: e.discoveredAt });
+    this.back.append(state, e);
     this.backQueued++;
-    this.active.add(e.host);
-    this.hosts.put(state);
     if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
@@ -334,6 +344,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** A host with no queued URL and no lease gives its slot back (keeping its clock) and the slot is refilled. */
   private deactivate(state: HostState): void {
     if (state.lease || state.tailSeq > state.headSeq) return;
+    if (this.lastAppended === state) this.lastAppended = undefined;
     this.active.delete(state.host);
     this.hosts.forget(state.host);
     this.back.forget(state.host);

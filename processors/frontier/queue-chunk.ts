@@ -201,12 +201,12 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   },
 };
 
-/** `QUEUE_ENTRY.write` of `e` with `url` in its place. */
-export function writeQueueEntryAs(c: QueueChunk, e: QueueEntry, url: string): void {
+/** `QUEUE_ENTRY.write` of `e` with `url` in its place (and attempts 0 when `e` has none). */
+export function writeQueueEntryAs(c: QueueChunk, e: Pick<QueueEntry, 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number }, url: string): void {
   c.writeString(url);
   c.writeLong(e.depth);
     c.writeLong(e.redirectHops);
-  c.writeLong(e.attempts);
+  c.writeLong(e.attempts ?? 0);
   c.writeLong(e.discoveredAt);
 }
 

@@ -16,29 +16,48 @@ export function trapRules(url: string, shape: UrlShape | undefined, redirectHops
   if (url.length > config.maxUrlLength) return 'too-long';
   if (redirectHops > config.maxRedirectHops) return 'too-many-redirects';
   if (shape === undefined) return 'bad-url';
-  const segments = pathSegments(shape.pathname);
-  if (segments.length > config.maxPathDepth) return 'too-deep';
-  // at most maxPathDepth segments here: comparing pairs beats building a map per URL
+  const path = shape.pathname;
+  const n = segmentBounds(path, config.maxPathDepth + 1);
+  if (n > config.maxPathDepth) return 'too-deep';
+  // at most maxPathDepth segments here: comparing pairs in place beats building a map per URL
   const repeats = config.maxSegmentRepeats;
-  for (let i = 0; i < segments.length; i++) {
-    let n = 1;
-    for (let j = i + 1; j < segments.length; j++) {
-      if (segments[j] === segments[i] && ++n >= repeats) return 'repeated-segment';
+  for (let i = 0; i < n; i++) {
+    let count = 1;
+    for (let j = i + 1; j < n; j++) {
+      if (sameSegment(path, i, j) && ++count >= repeats) return 'repeated-segment';
     }
-    if (n >= repeats) return 'repeated-segment';
+    if (count >= repeats) return 'repeated-segment';
   }
   return undefined;
 }
 
-/** The non-empty segments of a path. */
-export function pathSegments(pathname: string): string[] {
-  const out: string[] = [];
+// bounds of the segments found by the last segmentBounds call: segment i is [STARTS[i], ENDS[i])
+let STARTS = new Int32Array(32);
+let ENDS = new Int32Array(32);
+
+/** Finds the non-empty segments of a path, up to `max` of them (into STARTS/ENDS); returns how many. */
+function segmentBounds(path: string, max: number): number {
+  if (STARTS.length < max) {
+    STARTS = new Int32Array(max);
+    ENDS = new Int32Array(max);
+  }
+  let n = 0;
   let start = 0;
-  for (let i = 0; i <= pathname.length; i++) {
-    if (i === pathname.length || pathname.charCodeAt(i) === 0x2f) {
-      if (i > start) out.push(pathname.slice(start, i));
+  for (let i = 0; i <= path.length && n < max; i++) {
+    if (i === path.length || path.charCodeAt(i) === 0x2f) {
+      if (i > start) {
+        STARTS[n] = start;
+        ENDS[n++] = i;
+      }
       start = i + 1;
     }
   }
-  return out;
+  return n;
+}
+
+function sameSegment(path: string, a: number, b: number): boolean {
+  const len = ENDS[a]! - STARTS[a]!;
+  if (ENDS[b]! - STARTS[b]! !== len) return false;
+  for (let k = 0; k < len; k++) if (path.charCodeAt(STARTS[a]! + k) !== path.charCodeAt(STARTS[b]! + k)) return false;
+  return true;
 }

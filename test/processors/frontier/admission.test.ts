@@ -33,7 +33,7 @@ function setup() {
   seen.init();
   const metrics = new Metrics();
   const sites = new SitePolicy(siteStore(), config);
-  const admit = (batch: LinkBatch) => admitLinks(batch, 1, config, seen, sites, metrics).map((a) => a.entry.url);
+  const admit = (batch: LinkBatch) => admitLinks(batch, 1, config, seen, sites, metrics).entries.map((e) => e.url);
   return { admit, metrics };
 }
 
