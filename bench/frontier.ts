@@ -39,7 +39,8 @@ try {
   const db = await openRocks(join(dir, 'rocks'));
   const stores = new Map<string, StateStore>();
   for (const b of sub.stores) stores.set(b.name, b.build({ taskId: { subtopology: sub.id, partition: 0 }, db, dir }));
-  let clock = 1_000_000;
+  // epoch milliseconds, as a crawl sees them (their varints are as long as a real crawl's)
+  let clock = Date.UTC(2026, 10, 30);
   const sent: Buffer[] = [];
   const task = new StreamTask({ subtopology: sub.id, partition: 0 }, sub, topology, {
     send: (topic, _p, _k, value) => {

@@ -103,12 +103,43 @@ export class QueueChunk {
       }
       b[p++] = z;
     } else {
-      let z = n >= 0 ? n * 2 : -n * 2 - 1;
-      while (z >= 0x80) {
-        b[p++] = (z % 0x80) | 0x80;
-        z = Math.floor(z / 0x80);
+      // |n| >= 2^29 (epoch milliseconds): z >= 2^30, so at least five groups; the low 28 bits by
+      // integer ops, the rest (below 2^26 for |n| < 2^53) after one division
+      const z = n >= 0 ? n * 2 : -n * 2 - 1;
+      let high = Math.floor(z / 0x10000000);
+      const low = z - high * 0x10000000;
+      b[p++] = (low & 0x7f) | 0x80;
+      b[p++] = ((low >>> 7) & 0x7f) | 0x80;
+      b[p++] = ((low >>> 14) & 0x7f) | 0x80;
+      b[p++] = (low >>> 21) | 0x80;
+      while (high > 0x7f) {
+        b[p++] = (high & 0x7f) | 0x80;
+        high >>>= 7;
       }
-      b[p++] = z;
+      b[p++] = high;
+    }
+    this.len = p;
+  }
+
+  /**
+   * Avro `string` of `s` from char `start` on. An ASCII rest (every normalized URL) is copied char
+   * by char after its length; anything else goes through `writeString`.
+   */
+  writeStringFrom(s: string, start: number): void {
+    const n = s.length - start;
+    this.reserve(n + 10);
+    const at = this.len;
+    this.writeLong(n);
+    const b = this.buf;
+    let p = this.len;
+    for (let i = start; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) {
+        this.len = at;
+        this.writeString(start === 0 ? s : s.slice(start));
+        return;
+      }
+      b[p++] = c;
     }
     this.len = p;
   }
@@ -201,9 +232,9 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   },
 };
 
-/** `QUEUE_ENTRY.write` of `e` with `url` in its place (and attempts 0 when `e` has none). */
-export function writeQueueEntryAs(c: QueueChunk, e: Pick<QueueEntry, 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number }, url: string): void {
-  c.writeString(url);
+/** `QUEUE_ENTRY.write` of `e` with `url` from char `urlStart` on as its url (and attempts 0 when `e` has none). */
+export function writeQueueEntryAs(c: QueueChunk, e: Pick<QueueEntry, 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number }, url: string, urlStart = 0): void {
+  c.writeStringFrom(url, urlStart);
   c.writeLong(e.depth);
     c.writeLong(e.redirectHops);
   c.writeLong(e.attempts ?? 0);

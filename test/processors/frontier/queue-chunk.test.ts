@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import avsc from 'avsc';
+import { seededRandom } from '../../seeded-random.js';
 import assert from 'node:assert/strict';
 import { loadSchema } from '../../../schemas/index.js';
 import type { FrontEntry, QueueEntry } from '../../../schemas/types.js';
@@ -73,4 +75,27 @@ test('sequence numbers map to chunks of CHUNK_ENTRIES', () => {
   assert.deepEqual([0, 63, 64, 127, 128].map(chunkOf), [0, 0, 1, 1, 2]);
   assert.deepEqual([0, 63, 64, 65].map(nextChunkStart), [64, 64, 128, 128]);
   assert.equal(chunkOf(2 ** 40 + 5), 2 ** 34);
+});
+
+test("a chunk's longs and strings are avsc's encodings: epoch milliseconds, negatives, non-ASCII, any start", () => {
+  const long = avsc.Type.forSchema('long');
+  const values = [0, 1, -1, 63, -64, 2 ** 29 - 1, -(2 ** 29), 2 ** 29, -(2 ** 29) - 1, 2 ** 31, Date.UTC(2026, 10, 30), -1.8e12, 2 ** 52 - 1, -(2 ** 52 - 1)];
+  const random = seededRandom(11);
+  // (+ 0: no -0, which reads back as 0)
+  for (let i = 0; i < 20_000; i++) values.push(Math.round((random() * 2 - 1) * 2 ** (random() * 52)) + 0);
+  const chunk = new QueueChunk();
+  for (const v of values) {
+    const one = new QueueChunk();
+    one.writeLong(v);
+    assert.deepEqual(one.bytes(), long.toBuffer(v), `long ${v}`);
+    chunk.writeLong(v);
+  }
+  const read = new QueueChunk(chunk.bytes());
+  for (const v of values) assert.equal(read.readLong(), v);
+  const string = avsc.Type.forSchema('string');
+  for (const [s, start] of [['https://a.test/p/1', 0], ['https://a.test/p/1', 14], ['https://a.test/é/😀', 14], ['x'.repeat(200), 3], ['', 0]] as const) {
+    const c = new QueueChunk();
+    c.writeStringFrom(s, start);
+    assert.deepEqual(c.bytes(), string.toBuffer(s.slice(start)), `${s} from ${start}`);
+  }
 });
