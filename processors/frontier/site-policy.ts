@@ -1,9 +1,20 @@
+import { GenerationCache } from '../../state/generation-cache.js';
 import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
 import type { CrawlConfig } from '../crawl-config.js';
 
 export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
+
+/** RAM for recently used site states. */
+const SITE_CACHE_BYTES = 32 * 2 ** 20;
+
+/** About what a decoded SiteState holds in RAM. */
+function siteStateBytes(site: string, s: SiteState): number {
+  let n = 160 + 2 * site.length;
+  for (const from of s.linkingSites) n += 32 + 2 * from.length;
+  return n;
+}
 
 /**
  * Per-site budgets, inlinks, the duplicate cut and operator controls, in store `frontier-sites`.
@@ -15,6 +26,8 @@ export class SitePolicy {
   private readonly controls = new Map<string, SiteControl>();
   /** Every site stored or written: a new site's state is made without a store read. */
   private readonly known = new KeyFilter();
+  /** States of recently seen sites (the very objects put to the store): a site linked to again is not read. */
+  private readonly recent = new GenerationCache<SiteState>(SITE_CACHE_BYTES, siteStateBytes);
   private static readonly MAX_LINKING_TRACKED = 1_000;
 
   constructor(private readonly store: KeyValueStore<string, SiteState>, private readonly config: CrawlConfig) {
@@ -25,11 +38,16 @@ export class SitePolicy {
   }
 
   private state(site: string): SiteState {
-    return (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+    const cached = this.recent.get(site);
+    if (cached !== undefined) return cached;
+    const state = (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+    this.recent.set(site, state);
+    return state;
   }
 
   private put(site: string, state: SiteState): void {
     this.known.note(site);
+    this.recent.set(site, state);
     this.store.put(site, state);
   }
 

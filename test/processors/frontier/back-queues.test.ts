@@ -188,12 +188,14 @@ test('a lease reads the store about once per few entries, not once per entry', (
 test('entries of a chunk missing from the store come back as lost, and later ones are kept', () =>
   withDb((db) => {
     const s = queueStore(db);
-    const q = new BackQueues(s);
+    const before = new BackQueues(s);
     const state = newHost('a.test', 'https://a.test', 'a.test');
-    for (let i = 0; i < 70; i++) q.append(state, entry(i));
-    q.flush();
+    for (let i = 0; i < 70; i++) before.append(state, entry(i));
+    before.flush();
     s.delete({ host: 'a.test', chunk: 1 });
     s.applyCommitted(1);
+    // a restarted task (nothing of the chunk in RAM) finds the tail chunk missing
+    const q = new BackQueues(s);
     assert.equal(drain(q, state, 64).length, 64);
     // the tail chunk is gone: its entries read as lost (null), appends still land in place
     q.append(state, entry(70));
@@ -219,4 +221,22 @@ test("URLs of the host's origin are stored without it and read back whole; other
     assert.equal(stored.split('https://a.test/').length - 1, 0, 'the origin was stored with its URLs');
     for (const u of urls.slice(1, 4)) assert.ok(stored.includes(u), `${u} was not stored whole`);
     assert.deepEqual(drain(new BackQueues(s), state), entries);
+  }));
+
+test('the next batch for a host appends to its tail chunk without reading it back, and every entry reads back in order', () =>
+  withDb((db) => {
+    let reads = 0;
+    const s = queueStore(db);
+    const get = s.get.bind(s);
+    s.get = (k) => (reads++, get(k));
+    const q = new BackQueues(s);
+    const state = newHost('a.test', 'https://a.test', 'a.test');
+    for (let batch = 0; batch < 20; batch++) {
+      for (let i = 0; i < 10; i++) q.append(state, entry(10 * batch + i));
+      q.flush();
+      s.applyCommitted(batch + 1);
+    }
+    assert.equal(reads, 0, `${reads} reads of tail chunks for 20 batches`);
+    // what the chunks appended to in RAM wrote: every entry, in order, as a restarted task reads them
+    assert.deepEqual(drain(new BackQueues(s), state), Array.from({ length: 200 }, (_, i) => entry(i)));
   }));
