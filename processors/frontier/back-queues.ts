@@ -65,7 +65,7 @@ export class BackQueues {
   /** Tail chunks appended to in this call, by host; `full`: the chunk holds CHUNK_ENTRIES entries. */
   private readonly open = new Map<string, { chunk: number; value: QueueChunk; full: boolean }>();
   /** Tail chunks with room left, by host, kept across calls. */
-  private readonly tails = new GenerationCache<{ chunk: number; value: QueueChunk }>(TAIL_CACHE_BYTES, (_, t) => t.value.byteLength + 96);
+  private readonly tails = new GenerationCache<{ chunk: number; value: QueueChunk }>(TAIL_CACHE_BYTES, (_, t) => t.value.byteLength + 160);
   /** Copies of head entries `seq` (inclusive) to `end` (exclusive), by host. */
   private readonly windows = new Map<string, { seq: number; end: number; value: QueueChunk }>();
 
@@ -152,7 +152,8 @@ export class BackQueues {
     for (const [host, { chunk, value, full }] of this.open) {
       this.store.put({ host, chunk }, value);
       if (full) this.tails.delete(host);
-      else this.tails.set(host, { chunk, value });
+      // a copy of its own: the chunk's buffer may be a slice of Node's shared pool
+      else this.tails.set(host, { chunk, value: value.compacted() });
     }
     this.open.clear();
   }
