@@ -1,5 +1,4 @@
 import type { HostState, QueueEntry } from '../../schemas/types.js';
-import { GenerationCache } from '../../state/generation-cache.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntryAs } from './queue-chunk.js';
 
@@ -38,8 +37,6 @@ export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'disc
  */
 const WINDOW_ENTRIES = 16;
 
-/** RAM for tail chunks kept across calls (a chunk of 64 path-only URLs is ~1.5 KiB). */
-const TAIL_CACHE_BYTES = 32 * 2 ** 20;
 
 // stands in for entries of a tail chunk that was missing from the store, so later entries keep their place
 const MISSING: QueueEntry = { url: '', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 0 };
@@ -56,16 +53,11 @@ const MISSING: QueueEntry = { url: '', depth: 0, redirectHops: 0, attempts: 0, d
  * Across calls only a copy of the next WINDOW_ENTRIES entries of each read head stays in memory
  * (until `forget`); entries never change once written and sequence numbers are never reused, so
  * the copy is never stale. Tail chunks appended to are kept until `flush()`, which must run before
- * the call that appended returns (a commit runs only between calls, so it always sees them), and
- * then, while they have room for more, in a cache of TAIL_CACHE_BYTES, so that the next batch of
- * links to a host appends without reading its tail chunk back. Its copies are the very chunks
- * handed to the store, and go with their chunk (`pop`, `clear`) or host (`forget`).
+ * the call that appended returns (a commit runs only between calls, so it always sees them).
  */
 export class BackQueues {
-  /** Tail chunks appended to in this call, by host; `full`: the chunk holds CHUNK_ENTRIES entries. */
-  private readonly open = new Map<string, { chunk: number; value: QueueChunk; full: boolean }>();
-  /** Tail chunks with room left, by host, kept across calls. */
-  private readonly tails = new GenerationCache<{ chunk: number; value: QueueChunk }>(TAIL_CACHE_BYTES, (_, t) => t.value.byteLength + 160);
+  /** Tail chunks appended to in this call, by host. */
+  private readonly open = new Map<string, { chunk: number; value: QueueChunk }>();
   /** Copies of head entries `seq` (inclusive) to `end` (exclusive), by host. */
   private readonly windows = new Map<string, { seq: number; end: number; value: QueueChunk }>();
 
@@ -81,7 +73,7 @@ export class BackQueues {
     let open = this.open.get(state.host);
     if (open === undefined || open.chunk !== chunk) {
       if (open !== undefined) this.store.put({ host: state.host, chunk: open.chunk }, open.value);
-      open = { chunk, value: state.tailSeq % CHUNK_ENTRIES === 0 ? new QueueChunk() : this.tailChunk(state.host, chunk, state.tailSeq), full: false };
+      open = { chunk, value: state.tailSeq % CHUNK_ENTRIES === 0 ? new QueueChunk() : this.tailChunk(state.host, chunk, state.tailSeq) };
       this.open.set(state.host, open);
     }
     // a URL of the host's origin is stored as its path (and query): no chunk repeats the origin
@@ -89,7 +81,6 @@ export class BackQueues {
     const origin = state.origin;
     writeQueueEntryAs(open.value, entry, url, startsWithOrigin(url, origin) ? origin.length : 0);
     state.tailSeq++;
-    open.full = state.tailSeq % CHUNK_ENTRIES === 0;
   }
 
   /**
@@ -122,7 +113,6 @@ export class BackQueues {
   /** The host left its active slot: nothing of its FIFO need stay in memory. */
   forget(host: string): void {
     this.windows.delete(host);
-    this.tails.delete(host);
   }
 
   /** Removes the head entry (advances `state.headSeq`); a chunk is deleted with its last entry. */
@@ -149,18 +139,11 @@ export class BackQueues {
 
   /** Hands the tail chunks appended to in this call to the store. */
   flush(): void {
-    for (const [host, { chunk, value, full }] of this.open) {
-      this.store.put({ host, chunk }, value);
-      if (full) this.tails.delete(host);
-      // a copy of its own: the chunk's buffer may be a slice of Node's shared pool
-      else this.tails.set(host, { chunk, value: value.compacted() });
-    }
+    for (const [host, { chunk, value }] of this.open) this.store.put({ host, chunk }, value);
     this.open.clear();
   }
 
   private tailChunk(host: string, chunk: number, tailSeq: number): QueueChunk {
-    const cached = this.tails.get(host);
-    if (cached !== undefined && cached.chunk === chunk) return cached.value;
     const stored = this.store.get({ host, chunk });
     if (stored !== undefined) return stored;
     const value = new QueueChunk();
@@ -171,7 +154,6 @@ export class BackQueues {
   private drop(host: string, chunk: number): void {
     const open = this.open.get(host);
     if (open !== undefined && open.chunk === chunk) this.open.delete(host);
-    if (this.tails.get(host)?.chunk === chunk) this.tails.delete(host);
     this.store.delete({ host, chunk });
   }
 }

@@ -58,23 +58,13 @@ export class QueueChunk {
     return entry;
   }
 
-  /**
-   * A new chunk with a copy of these bytes in memory of its own, no larger than they are: for
-   * chunks kept long, since a small buffer may be a slice of Node's shared 8 KiB pool and would
-   * keep all of it alive.
-   */
-  compacted(): QueueChunk {
-    const own = Buffer.allocUnsafeSlow(this.len);
-    this.buf.copy(own, 0, 0, this.len);
-    return new QueueChunk(own);
-  }
-
   /** A new chunk holding a copy of entries `from` (inclusive) to `to` (exclusive), in memory of its own. */
   copyEntries<E>(from: number, to: number, format: EntryFormat<E>): QueueChunk {
     this.moveTo(from, format);
     const start = this.pos;
     for (let i = from; i < to; i++) format.skip(this);
-    // memory of its own (see `compacted`): copies are kept while their host is active
+    // memory of its own, not a slice of Node's shared 8 KiB pool, which it would keep alive: copies
+    // are kept while their host is active
     const copy = Buffer.allocUnsafeSlow(this.pos - start);
     this.buf.copy(copy, 0, start, this.pos);
     return new QueueChunk(copy);

@@ -222,21 +222,3 @@ test("URLs of the host's origin are stored without it and read back whole; other
     for (const u of urls.slice(1, 4)) assert.ok(stored.includes(u), `${u} was not stored whole`);
     assert.deepEqual(drain(new BackQueues(s), state), entries);
   }));
-
-test('the next batch for a host appends to its tail chunk without reading it back, and every entry reads back in order', () =>
-  withDb((db) => {
-    let reads = 0;
-    const s = queueStore(db);
-    const get = s.get.bind(s);
-    s.get = (k) => (reads++, get(k));
-    const q = new BackQueues(s);
-    const state = newHost('a.test', 'https://a.test', 'a.test');
-    for (let batch = 0; batch < 20; batch++) {
-      for (let i = 0; i < 10; i++) q.append(state, entry(10 * batch + i));
-      q.flush();
-      s.applyCommitted(batch + 1);
-    }
-    assert.equal(reads, 0, `${reads} reads of tail chunks for 20 batches`);
-    // what the chunks appended to in RAM wrote: every entry, in order, as a restarted task reads them
-    assert.deepEqual(drain(new BackQueues(s), state), Array.from({ length: 200 }, (_, i) => entry(i)));
-  }));
