@@ -24,8 +24,13 @@ export interface ExactLayerOptions {
   readonly pageTarget?: number;
   /** A sweep merges every page within at least this many new fingerprints. Default 65,536. */
   readonly minSweep?: number;
-  /** ... or within this fraction of the stored count, if more (RAM: ~14 bytes per unmerged fingerprint). Default 1/2. */
+  /**
+   * ... or within this fraction of the stored count, if more, but never more than `maxSweep` (RAM:
+   * ~14 bytes per unmerged fingerprint). Default 1: each fingerprint is rewritten ~1.4 times.
+   */
   readonly sweepFraction?: number;
+  /** The most new fingerprints a sweep may wait for (caps the RAM above). Default 2^24 (~16.8 M, ~235 MB). */
+  readonly maxSweep?: number;
   /** RAM for pages, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every page of ~15 M fingerprints. */
   readonly pageCacheBytes?: number;
 }
@@ -65,8 +70,8 @@ const NOT_READ = Buffer.alloc(0);
  * - In RAM, every fingerprint not yet merged into its page, chained per page: "seen?" is a walk of
  *   one short chain, then (if not there) one binary search in one page read from the store.
  * - A **sweep** merges the unmerged fingerprints into the pages one page at a time, paced so a full
- *   sweep completes within max(minSweep, sweepFraction × count) new fingerprints; at its end every
- *   run written before it began is deleted. A sweep may start with more page bits than the last
+ *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count)) new fingerprints;
+ *   at its end every run written before it began is deleted. A sweep may start with more page bits than the last
  *   (the count grew): each page of the old layout is split as the sweep passes it.
  *
  * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
@@ -79,6 +84,7 @@ const NOT_READ = Buffer.alloc(0);
 export class ExactFingerprints {
   private readonly pageTarget: number;
   private readonly minSweep: number;
+  private readonly maxSweep: number;
   private readonly sweepFraction: number;
   private readonly firstBits: number;
   // the layout and the sweep's position, as stored under META_KEY
@@ -114,9 +120,11 @@ export class ExactFingerprints {
   ) {
     this.pageTarget = options.pageTarget ?? 512;
     this.minSweep = options.minSweep ?? 65_536;
-    this.sweepFraction = options.sweepFraction ?? 1 / 2;
+    this.maxSweep = options.maxSweep ?? 2 ** 24;
+    this.sweepFraction = options.sweepFraction ?? 1;
     if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
+    if (!Number.isInteger(this.maxSweep) || this.maxSweep < this.minSweep) throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
     const cacheBytes = options.pageCacheBytes ?? 128 * 2 ** 20;
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0) throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
@@ -227,7 +235,7 @@ export class ExactFingerprints {
     this.stagedCount = 0;
     this.store.put(runKey(this.sweep.nextSeq), Buffer.from(this.staged.subarray(0, 8 * staged)));
     this.runs.push(this.sweep.nextSeq++);
-    this.credit += (staged * 2 ** this.sweep.newBits) / Math.max(this.minSweep, count * this.sweepFraction);
+    this.credit += (staged * 2 ** this.sweep.newBits) / this.sweepSpan(count);
     while (this.credit >= 1) {
       this.credit -= 1;
       this.mergePage(count);
@@ -393,6 +401,11 @@ export class ExactFingerprints {
     for (const i of keep) this.chain(old[3 * i]! >>> 0, old[3 * i + 1]! >>> 0);
   }
 
+  /** New fingerprints within which a full sweep completes, at `count` recorded. */
+  private sweepSpan(count: number): number {
+    return Math.max(this.minSweep, Math.min(this.maxSweep, count * this.sweepFraction));
+  }
+
   private growFresh(): void {
     const hi = new Uint32Array(2 * this.freshHi.length);
     const lo = new Uint32Array(hi.length);
@@ -404,7 +417,7 @@ export class ExactFingerprints {
 
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */
   private ramBitsFor(count: number): number {
-    const most = Math.max(this.minSweep, count * this.sweepFraction);
+    const most = this.sweepSpan(count);
     return Math.min(MAX_RAM_BITS, Math.max(this.sweep.newBits, Math.ceil(Math.log2(most)) - 1));
   }
 

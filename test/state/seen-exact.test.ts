@@ -4,7 +4,7 @@ import type { RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { bufferCodec } from '../../state/state-store.js';
 import { SeenSet, type SeenSetOptions } from '../../state/seen-set.js';
-import { syntheticFingerprint } from './seen-set-memory-store.js';
+import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
 import { withDb } from './temp-rocks.js';
 import { seededRandom as random } from '../seeded-random.js';
 
@@ -167,3 +167,19 @@ test('exact layer: fingerprints that share their top 32 bits are merged in order
     assert.ok(seen.stats().exact.sweeps >= 3, `${seen.stats().exact.sweeps} sweeps`);
     assert.ok(seen.has(all).every(Boolean), 'a fingerprint sharing its top half with others was lost');
   }));
+
+test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the count', () => {
+  const store = new MemoryFingerprintStore();
+  const seen = new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 } });
+  seen.init();
+  let most = 0;
+  for (let i = 0; i < 20_000; i += 10) {
+    assert.ok(seen.admit(Array.from({ length: 10 }, (_, j) => syntheticFingerprint(i + j))).every(Boolean));
+    most = Math.max(most, seen.stats().exact.unmerged);
+  }
+  // a sweep completes within 200 new ones, and what came in while it ran waits for the next
+  assert.ok(most <= 2 * 200 + 10, `${most} unmerged at most`);
+  assert.ok(seen.stats().exact.sweeps >= 20_000 / 400, `${seen.stats().exact.sweeps} sweeps`);
+  assert.ok(seen.has(Array.from({ length: 20_000 }, (_, i) => syntheticFingerprint(i))).every(Boolean));
+  assert.throws(() => new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { minSweep: 50, maxSweep: 10 } }), { code: 'CS_INVALID_OPTION' });
+});

