@@ -18,7 +18,7 @@ const MAX_HASHES = 16;
 /**
  * The size for `expected` (n) entries at false-positive rate `falsePositiveRate` (p) in a blocked
  * filter: the classic m = −n ln p / (ln 2)² bits, grown in steps of 1 % until the blocked layout's
- * rate (`expectedFalsePositiveRate`) is at most p (about 10 % more bits), in whole 512-bit blocks;
+ * rate (`expectedFalsePositiveRate`) is at most p (~4 % more bits at 1 %), in whole 512-bit blocks;
  * k = (m/n) ln 2 hashes, rounded, in 1..16. Throws CS_INVALID_OPTION for n < 1, p outside (0, 1),
  * or a filter larger than MAX_BLOOM_BITS (split the key space over more partitions instead).
  */

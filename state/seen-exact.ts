@@ -71,15 +71,17 @@ const NOT_READ = Buffer.alloc(0);
  *   one short chain, then (if not there) one binary search in one page read from the store.
  * - A **sweep** merges the unmerged fingerprints into the pages one page at a time, paced so a full
  *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count)) new fingerprints;
- *   at its end every run written before it began is deleted. A sweep may start with more page bits than the last
- *   (the count grew): each page of the old layout is split as the sweep passes it.
+ *   at its end every run written before it began is deleted. A sweep may start with more page
+ *   bits than the last (the count grew): each page of the old layout is split as the sweep passes
+ *   it.
  *
  * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
  * reads pages, runs and the layout record, and re-chains every run's fingerprints (those already
  * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
  * are still found (one extra batched read for what the pages do not hold) but never moved.
  *
- * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one instance per task.
+ * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one
+ * instance per task.
  */
 export class ExactFingerprints {
   private readonly pageTarget: number;

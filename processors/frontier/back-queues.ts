@@ -1,6 +1,6 @@
 import type { HostState, QueueEntry } from '../../schemas/types.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntryAs } from './queue-chunk.js';
+import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntryAs, type NewEntry } from './queue-chunk.js';
 
 /** A chunk of one host's FIFO: entries CHUNK_ENTRIES × chunk onwards. */
 export interface QueueKey {
@@ -27,16 +27,12 @@ export const queueKeyCodec = {
 
 export type QueueStore = KeyValueStore<QueueKey, QueueChunk>;
 
-/** What `append` reads of an entry: a QueueEntry, or a FrontEntry on its way from a front queue. */
-export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number };
-
 /**
  * Entries of a host's head kept in memory after a read, so that most leases read no store: a
  * host is leased once per gap, round-robin with every other host, so a cache of whole chunks
  * would hold every active host's head chunk. A few entries each is the trade.
  */
 const WINDOW_ENTRIES = 16;
-
 
 // stands in for entries of a tail chunk that was missing from the store, so later entries keep their place
 const MISSING: QueueEntry = { url: '', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 0 };

@@ -234,11 +234,14 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   },
 };
 
+/** What a back queue writes of an entry: a QueueEntry, or a FrontEntry on its way from a front queue (attempts 0). */
+export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number };
+
 /** `QUEUE_ENTRY.write` of `e` with `url` from char `urlStart` on as its url (and attempts 0 when `e` has none). */
-export function writeQueueEntryAs(c: QueueChunk, e: Pick<QueueEntry, 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number }, url: string, urlStart = 0): void {
+export function writeQueueEntryAs(c: QueueChunk, e: NewEntry, url: string, urlStart = 0): void {
   c.writeStringFrom(url, urlStart);
   c.writeLong(e.depth);
-    c.writeLong(e.redirectHops);
+  c.writeLong(e.redirectHops);
   c.writeLong(e.attempts ?? 0);
   c.writeLong(e.discoveredAt);
 }

@@ -15,15 +15,15 @@ export function fingerprint64(s: string): bigint {
  * also its 8-byte big-endian key encoding in hex.
  */
 export function fingerprintHex(s: string): string {
-  return sha256Hex(s).slice(0, 16);
+  return sha256(s, 'hex').slice(0, 16);
 }
 
 // crypto.hash (Node >= 20.12) is one-shot and about 3x faster than createHash for short input,
-// and a hex digest comes out of it about twice as cheaply as a Buffer
-const sha256Hex: (s: string) => string =
+// and a string digest comes out of it far more cheaply than a Buffer
+const sha256: (s: string, encoding: 'hex' | 'binary') => string =
   typeof crypto.hash === 'function'
-    ? (s) => crypto.hash('sha256', s, 'hex')
-    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
+    ? (s, encoding) => crypto.hash('sha256', s, encoding)
+    : (s, encoding) => crypto.createHash('sha256').update(s, 'utf8').digest(encoding);
 
 /**
  * `fingerprint64` of each string, big-endian, back to back in one new buffer (string i at bytes
@@ -33,7 +33,7 @@ export function packedFingerprints(strings: readonly string[]): Buffer {
   const packed = Buffer.allocUnsafe(8 * strings.length);
   for (let i = 0, o = 0; i < strings.length; i++, o += 8) {
     // a 'binary' (latin1: one char a byte) digest is the cheapest way out of crypto.hash: no Buffer, no hex
-    const d = sha256Binary(strings[i]!);
+    const d = sha256(strings[i]!, 'binary');
     packed[o] = d.charCodeAt(0);
     packed[o + 1] = d.charCodeAt(1);
     packed[o + 2] = d.charCodeAt(2);
@@ -45,8 +45,3 @@ export function packedFingerprints(strings: readonly string[]): Buffer {
   }
   return packed;
 }
-
-const sha256Binary: (s: string) => string =
-  typeof crypto.hash === 'function'
-    ? (s) => crypto.hash('sha256', s, 'binary')
-    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest('binary');
