@@ -41,6 +41,7 @@ export class StreamTask {
   /** Children of the source that reads each input topic. */
   private readonly sourceChildren = new Map<string, readonly string[]>();
   private closed = false;
+  private initialized = false;
 
   constructor(
     readonly id: TaskId,
@@ -65,6 +66,7 @@ export class StreamTask {
 
   /** Calls every processor's init, parents before children. */
   init(): void {
+    this.initialized = true;
     for (const [name, p] of this.processors) p.init?.(this.contexts.get(name)!);
   }
 
@@ -145,11 +147,12 @@ export class StreamTask {
 
   commitRequested = false;
 
+  /** Closes every processor that was initialized (a task closed before `init` closes none). Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const p of this.punctuators) p.cancelled = true;
-    for (const p of this.processors.values()) await p.close?.();
+    if (this.initialized) for (const p of this.processors.values()) await p.close?.();
   }
 
   now(): number {

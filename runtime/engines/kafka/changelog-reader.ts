@@ -82,8 +82,15 @@ export async function readChangelogs(
       },
     },
   );
-  // seek once the consumer exists; assignments that arrived before are sought here
-  for (const r of todo) consumer.seek(r.topic, r.partition, reached.get(tp(r.topic, r.partition))!);
+  // seek once the consumer exists; assignments that arrived before are sought here (a consumer
+  // that crashed meanwhile cannot seek: it seeks in onAssignment when it has joined again)
+  for (const r of todo) {
+    try {
+      consumer.seek(r.topic, r.partition, reached.get(tp(r.topic, r.partition))!);
+    } catch {
+      break;
+    }
+  }
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

@@ -62,6 +62,8 @@ export class KafkaEngine implements Engine {
   private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
   /** The running task of each `sub_partition` this instance owns, once opened. */
   private readonly live = new Map<string, KafkaTask>();
+  /** The partitions of each sub-topology in this member's latest assignment. */
+  private readonly assigned = new Map<number, Set<number>>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
 
   constructor(private readonly topology: Topology, private readonly options: KafkaEngineOptions) {
@@ -118,6 +120,7 @@ export class KafkaEngine implements Engine {
   /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
   private assign(sub: Subtopology, partitions: Set<number>, consumer: GroupConsumer | undefined): void {
     if (this.state !== 'running') return;
+    this.assigned.set(sub.id, partitions);
     for (const [key, opening] of this.tasks) {
       const [s, p] = key.split('_').map(Number) as [number, number];
       if (s !== sub.id || partitions.has(p)) continue;
@@ -139,11 +142,21 @@ export class KafkaEngine implements Engine {
     }
   }
 
-  private async openTask(sub: Subtopology, partition: number): Promise<KafkaTask> {
+  /**
+   * Opens a task of an assigned partition; undefined when the partition was revoked meanwhile (a
+   * later rebalance gave it to another member: this one must neither fence that owner nor commit).
+   */
+  private async openTask(sub: Subtopology, partition: number): Promise<KafkaTask | undefined> {
     const id = { subtopology: sub.id, partition };
     const txId = transactionalIdOf(this.topology, sub.id, partition);
+    const stillAssigned = (): boolean => this.assigned.get(sub.id)?.has(partition) === true;
+    if (!stillAssigned()) return undefined;
     // fence first: after this no earlier owner can commit, so the changelog end below is final
     const producer = await this.port.transactionalProducer(txId);
+    if (!stillAssigned()) {
+      await producer.close().catch(() => undefined);
+      return undefined;
+    }
     const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
     const db = await openRocks(join(taskDir, 'rocksdb'));
     const stores = new Map<string, StateStore>();
@@ -167,6 +180,11 @@ export class KafkaEngine implements Engine {
     if (this.state !== 'running') {
       await kafkaTask.close(false);
       throw new CrawlError('CS_INTERNAL', 'engine stopped while a task was opening');
+    }
+    if (!stillAssigned()) {
+      this.say(`task ${sub.id}_${partition} was revoked while it opened; closed unused`);
+      await kafkaTask.close(false);
+      return undefined;
     }
     task.init();
     kafkaTask.start();

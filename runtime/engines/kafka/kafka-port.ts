@@ -97,7 +97,11 @@ export class KafkaPort {
     return new KafkaAdmin(admin, () => this.open.delete(admin));
   }
 
-  /** Connects a transactional producer; connecting aborts and fences any earlier producer with the same id. */
+  /**
+   * Connects a transactional producer and fences any earlier producer with the same id: once this
+   * resolves, that producer's open transaction is aborted (or its commit completed) and it can
+   * commit nothing more, so the end offsets of the partitions it wrote are final.
+   */
   async transactionalProducer(transactionalId: string): Promise<TransactionalProducer> {
     const producer = this.kafka.producer({
       transactionalId,
@@ -107,10 +111,15 @@ export class KafkaPort {
       createPartitioner: javaPartitioner,
       retry: { retries: 5 },
     });
-    await producer.connect().catch((err: unknown) => {
+    try {
+      await producer.connect();
+      this.open.add(producer);
+      await fence(producer);
+    } catch (err) {
+      this.open.delete(producer);
+      await producer.disconnect().catch(() => undefined);
       throw kafkaError(`cannot start transactional producer ${transactionalId}`, err);
-    });
-    this.open.add(producer);
+    }
     return new KafkajsTransactionalProducer(producer, transactionalId, () => this.open.delete(producer));
   }
 
@@ -262,6 +271,32 @@ export class KafkaAdmin {
   }
 }
 
+/** The broker's "the previous transaction of this id is still being ended" (or its coordinator moved): try again. */
+function transactionBusy(err: unknown): boolean {
+  const e = err as { type?: string; message?: string };
+  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test(`${e.type ?? ''} ${e.message ?? ''}`);
+}
+
+/**
+ * Sends the transactional InitProducerId now. kafkajs's `connect()` registers only an idempotent
+ * producer id; the transactional one (which bumps the epoch, so fences the previous owner, and
+ * aborts or finishes its open transaction) waits for the first `transaction()`. A task's restore
+ * must not start before it, or a previous owner's last commit can land after the restore read the
+ * changelog's end. An empty transaction is begun and aborted: no request beyond InitProducerId.
+ */
+async function fence(producer: Producer): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const tx = await producer.transaction();
+      await tx.abort();
+      return;
+    } catch (err) {
+      if (!transactionBusy(err) || attempt >= 8) throw err;
+      await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+    }
+  }
+}
+
 class KafkajsTransactionalProducer implements TransactionalProducer {
   constructor(private readonly producer: Producer, private readonly id: string, private readonly onClose: () => void) {}
 
@@ -271,8 +306,7 @@ class KafkajsTransactionalProducer implements TransactionalProducer {
         return await this.commitOnce(records, groupId, offsets);
       } catch (err) {
         // the previous transaction's markers are still being written: the aborted attempt left nothing visible, so retry it whole
-        const retriable = /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test((err as Error).message);
-        if (!retriable || attempt >= 8) throw err;
+        if (!transactionBusy(err) || attempt >= 8) throw err;
         await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
       }
     }
