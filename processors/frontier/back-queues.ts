@@ -1,6 +1,6 @@
 import type { HostState, QueueEntry } from '../../schemas/types.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntryAs, type NewEntry } from './queue-chunk.js';
+import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntry, type NewEntry } from './queue-chunk.js';
 
 /** A chunk of one host's FIFO: entries CHUNK_ENTRIES × chunk onwards. */
 export interface QueueKey {
@@ -73,9 +73,8 @@ export class BackQueues {
       this.open.set(state.host, open);
     }
     // a URL of the host's origin is stored as its path (and query): no chunk repeats the origin
-    const url = entry.url;
     const origin = state.origin;
-    writeQueueEntryAs(open.value, entry, url, startsWithOrigin(url, origin) ? origin.length : 0);
+    writeQueueEntry(open.value, entry, startsWithOrigin(entry.url, origin) ? origin.length : 0);
     state.tailSeq++;
   }
 

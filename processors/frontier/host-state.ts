@@ -1,5 +1,4 @@
 import type { HostState } from '../../schemas/types.js';
-import { packedFingerprints } from '../parser/fingerprint.js';
 import { siteOf } from '../parser/normalize.js';
 
 /** A host the frontier has not seen before: robots.txt unknown, due at once (but for the restart gap). */
@@ -18,17 +17,6 @@ export function safeSite(url: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The seen-set key of a normalized URL: its 64-bit fingerprint (`fingerprint64`), big-endian. */
-export function fingerprintBytes(url: string): Buffer {
-  return packedFingerprints([url]);
-}
-
-/** `fingerprintBytes` of each URL, as 8-byte views of one buffer (`packedFingerprints` of processors/parser/fingerprint.ts). */
-export function fingerprintsOf(urls: readonly string[]): Buffer[] {
-  const packed = packedFingerprints(urls);
-  return urls.map((_, i) => packed.subarray(8 * i, 8 * i + 8));
 }
 
 /** A u64 counter in frontier-meta; absent reads as 0. */

@@ -216,7 +216,7 @@ export interface EntryFormat<E> {
 /** schemas/queue-entry.avsc: url, depth, redirectHops, attempts, discoveredAt. */
 export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   write(c, e) {
-    writeQueueEntryAs(c, e, e.url);
+    writeQueueEntry(c, e);
   },
   read(c) {
     const url = c.readString();
@@ -237,9 +237,9 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
 /** What a back queue writes of an entry: a QueueEntry, or a FrontEntry on its way from a front queue (attempts 0). */
 export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number };
 
-/** `QUEUE_ENTRY.write` of `e` with `url` from char `urlStart` on as its url (and attempts 0 when `e` has none). */
-export function writeQueueEntryAs(c: QueueChunk, e: NewEntry, url: string, urlStart = 0): void {
-  c.writeStringFrom(url, urlStart);
+/** `QUEUE_ENTRY.write` of `e` with its url from char `urlStart` on (and attempts 0 when `e` has none). */
+export function writeQueueEntry(c: QueueChunk, e: NewEntry, urlStart = 0): void {
+  c.writeStringFrom(e.url, urlStart);
   c.writeLong(e.depth);
   c.writeLong(e.redirectHops);
   c.writeLong(e.attempts ?? 0);
