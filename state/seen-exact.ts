@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../runtime/errors.js';
 import { PageCache } from './page-cache.js';
 import { ALL_FROM, ALL_TO, META_KEY, type SweepState, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted, PageArena } from './sorted-fingerprints.js';
+import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -94,18 +95,11 @@ export class ExactFingerprints {
   private runs: number[] = [];
   private legacy = 0;
   private credit = 0;
-  // unmerged fingerprints: entry i is ent[3i] (top 32 bits, as int32), ent[3i + 1] (low 32 bits),
-  // chained per bucket (below) through ent[3i + 2]; interleaved, so a chain step is one memory miss
-  private ent = new Int32Array(3 * 1024);
-  private used = 0;
-  private live = 0;
-  // chains are per bucket of the top ramBits bits (>= newBits): one or two entries per bucket, and
-  // a page's buckets are contiguous
-  private ramBits = 0;
-  private head = new Int32Array(0);
+  // chained per bucket of the top bits (>= newBits): one or two entries per bucket, and a page's
+  // buckets are contiguous
+  private unmerged = new UnmergedFingerprints(MIN_BITS);
   // scratch: the unmerged fingerprints of the page being merged
-  private freshHi = new Uint32Array(1024);
-  private freshLo = new Uint32Array(1024);
+  private readonly fresh: FingerprintScratch = { hi: new Uint32Array(1024), lo: new Uint32Array(1024) };
   private readonly arena = new PageArena();
   // fingerprints staged since the last flush, back to back
   private staged = Buffer.allocUnsafe(8 * 1024);
@@ -142,9 +136,7 @@ export class ExactFingerprints {
    */
   load(count: number, each: (bytes: Buffer, offset: number) => void): number {
     this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? { oldBits: this.firstBits, newBits: this.firstBits, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
-    this.ramBits = this.ramBitsFor(count);
-    this.head = new Int32Array(2 ** this.ramBits).fill(-1);
-    this.used = this.live = 0;
+    this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count));
     this.runs = [];
     this.legacy = 0;
     return this.scan(each, true);
@@ -170,7 +162,7 @@ export class ExactFingerprints {
       const o = 8 * at[w]!;
       const h = u32(fps, o);
       const l = u32(fps, o + 4);
-      if (this.inRam(h, l)) {
+      if (this.unmerged.has(h, l)) {
         out[w] = true;
         continue;
       }
@@ -216,7 +208,7 @@ export class ExactFingerprints {
 
   /** Records the fingerprint at bytes offset..offset+8 of `fps` (copied): `contains` sees it at once; the store at the next `flush`. */
   stage(fps: Uint8Array, offset: number): void {
-    this.chain(u32(fps, offset), u32(fps, offset + 4));
+    this.unmerged.add(u32(fps, offset), u32(fps, offset + 4));
     if (this.staged.length < 8 * this.stagedCount + 8) {
       const grown = Buffer.allocUnsafe(2 * this.staged.length);
       this.staged.copy(grown, 0, 0, 8 * this.stagedCount);
@@ -246,9 +238,9 @@ export class ExactFingerprints {
   }
 
   stats(): ExactLayerStats {
-    const ramBytes = this.ent.byteLength + this.head.byteLength;
+    const ramBytes = this.unmerged.byteLength;
     return {
-      unmerged: this.live, runs: this.runs.length, pageBits: this.sweep.newBits, sweeps: this.sweep.sweeps, legacy: this.legacy, ramBytes,
+      unmerged: this.unmerged.size, runs: this.runs.length, pageBits: this.sweep.newBits, sweeps: this.sweep.sweeps, legacy: this.legacy, ramBytes,
       pageCacheBytes: this.cache.size, pageCacheHits: this.cache.hits, pageCacheMisses: this.cache.misses,
     };
   }
@@ -266,7 +258,7 @@ export class ExactFingerprints {
       } else if (isRunKey(key)) {
         for (let o = 0; o + 8 <= value.length; o += 8) {
           each(value, o);
-          if (loading) this.chain(value.readUInt32BE(o), value.readUInt32BE(o + 4));
+          if (loading) this.unmerged.add(value.readUInt32BE(o), value.readUInt32BE(o + 4));
         }
         calls += value.length >>> 3;
         if (loading) {
@@ -285,33 +277,6 @@ export class ExactFingerprints {
     return j < this.sweep.cursor ? [this.sweep.newBits, j] : [this.sweep.oldBits, h >>> (32 - this.sweep.oldBits)];
   }
 
-  private inRam(h: number, l: number): boolean {
-    const e = this.ent;
-    const h32 = h | 0;
-    const l32 = l | 0;
-    for (let i = this.head[h >>> (32 - this.ramBits)]!; i >= 0; i = e[3 * i + 2]!) {
-      if (e[3 * i] === h32 && e[3 * i + 1] === l32) return true;
-    }
-    return false;
-  }
-
-  private chain(h: number, l: number): void {
-    if (3 * this.used === this.ent.length) this.grow(2 * this.used);
-    const i = this.used++;
-    const bucket = h >>> (32 - this.ramBits);
-    this.ent[3 * i] = h;
-    this.ent[3 * i + 1] = l;
-    this.ent[3 * i + 2] = this.head[bucket]!;
-    this.head[bucket] = i;
-    this.live++;
-  }
-
-  private grow(capacity: number): void {
-    const ent = new Int32Array(3 * capacity);
-    ent.set(this.ent.subarray(0, 3 * this.used));
-    this.ent = ent;
-  }
-
   /** Merges the unmerged fingerprints of page `cursor` (new layout) into it, then moves on. */
   private mergePage(count: number): void {
     const j = this.sweep.cursor;
@@ -323,23 +288,14 @@ export class ExactFingerprints {
       const shift = 32 - this.sweep.newBits;
       old = old.subarray(8 * lowerBound(old, j * 2 ** shift), 8 * lowerBound(old, (j + 1) * 2 ** shift));
     }
-    // this page's unmerged fingerprints, copied out of their chains (one memory miss each), sorted
-    const spread = this.ramBits - this.sweep.newBits;
-    const e = this.ent;
-    let n = 0;
-    for (let b = j * 2 ** spread, end = (j + 1) * 2 ** spread; b < end; b++) {
-      for (let i = this.head[b]!; i >= 0; i = e[3 * i + 2]!) {
-        if (n === this.freshHi.length) this.growFresh();
-        this.freshHi[n] = e[3 * i]!;
-        this.freshLo[n++] = e[3 * i + 1]!;
-      }
-      this.head[b] = -1;
-    }
-    this.live -= n;
+    // this page's unmerged fingerprints, copied out of their chains, sorted
+    const spread = this.unmerged.bits - this.sweep.newBits;
+    const n = this.unmerged.take(j * 2 ** spread, (j + 1) * 2 ** spread, this.fresh);
+    const { hi: freshHi, lo: freshLo } = this.fresh;
     if (n > 0 || split > 0) {
       const order: number[] = new Array(n);
       for (let k = 0; k < n; k++) order[k] = k;
-      const merged = this.arena.copy(mergeSorted(old, byValue(order, this.freshHi, this.freshLo), this.freshHi, this.freshLo));
+      const merged = this.arena.copy(mergeSorted(old, byValue(order, freshHi, freshLo), freshHi, freshLo));
       if (merged.length > 0) {
         this.store.put(pageKey(this.sweep.newBits, j), merged);
         this.cache.update(pageId(this.sweep.newBits, j), merged);
@@ -392,29 +348,13 @@ export class ExactFingerprints {
     this.sweep.cursor = 0;
     this.ahead = [];
     this.aheadFrom = this.aheadTo = 0;
-    // re-chain what is still unmerged (added since its page was merged), dropping the merged
-    const keep: number[] = [];
-    const old = this.ent;
-    for (let p = 0; p < this.head.length; p++) for (let i = this.head[p]!; i >= 0; i = old[3 * i + 2]!) keep.push(i);
-    this.ent = new Int32Array(3 * Math.max(1024, 2 * keep.length));
-    this.ramBits = this.ramBitsFor(count);
-    this.head = new Int32Array(2 ** this.ramBits).fill(-1);
-    this.used = this.live = 0;
-    for (const i of keep) this.chain(old[3 * i]! >>> 0, old[3 * i + 1]! >>> 0);
+    // what is still unmerged was added since its page was merged
+    this.unmerged.rebucket(this.ramBitsFor(count));
   }
 
   /** New fingerprints within which a full sweep completes, at `count` recorded. */
   private sweepSpan(count: number): number {
     return Math.max(this.minSweep, Math.min(this.maxSweep, count * this.sweepFraction));
-  }
-
-  private growFresh(): void {
-    const hi = new Uint32Array(2 * this.freshHi.length);
-    const lo = new Uint32Array(hi.length);
-    hi.set(this.freshHi);
-    lo.set(this.freshLo);
-    this.freshHi = hi;
-    this.freshLo = lo;
   }
 
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */

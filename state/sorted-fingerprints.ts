@@ -143,3 +143,38 @@ export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], 
   }
   return out.subarray(0, o);
 }
+
+/**
+ * Orders the pairs (hi[i], lo[i]), i < n, by the top `bits` bits of hi as unsigned (0..24), stable:
+ * radix passes of up to 8 bits, each one sequential read and 256 sequential write streams (where a
+ * comparison sort would miss the cache). `hi2`/`lo2` (length >= n) are scratch; all four arrays
+ * are overwritten. Returns the pair of arrays that holds the result.
+ */
+export function radixByTopBits(hi: Int32Array, lo: Int32Array, n: number, bits: number, hi2: Int32Array, lo2: Int32Array): [Int32Array, Int32Array] {
+  const count = new Int32Array(256);
+  let a = hi;
+  let b = lo;
+  let c = hi2;
+  let d = lo2;
+  for (let done = 0; done < bits; done += 8) {
+    const shift = 32 - bits + done;
+    const mask = (1 << Math.min(8, bits - done)) - 1;
+    count.fill(0);
+    for (let i = 0; i < n; i++) count[(a[i]! >>> shift) & mask]!++;
+    let sum = 0;
+    for (let k = 0; k <= mask; k++) {
+      const x = count[k]!;
+      count[k] = sum;
+      sum += x;
+    }
+    for (let i = 0; i < n; i++) {
+      const h = a[i]!;
+      const to = count[(h >>> shift) & mask]!++;
+      c[to] = h;
+      d[to] = b[i]!;
+    }
+    [a, c] = [c, a];
+    [b, d] = [d, b];
+  }
+  return [a, b];
+}
