@@ -52,11 +52,19 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
   if (admitted > 0) metrics.inc('urls_admitted', admitted);
   const entries: FrontEntry[] = [];
   const bands: Band[] = [];
+  // a batch's links mostly share a host: entries of one host share its strings, so the lookups
+  // downstream hash each once and compare them by reference
+  let host = '';
+  let origin = '';
   for (let k = 0; k < kept.length && entries.length < admitted; k++) {
     if (!fresh[k]) continue;
     const link = links[kept[k]!]!;
     const shape = shapes[k]!;
-    entries.push({ url: link.url, host: shape.host, origin: shape.origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp });
+    if (shape.host !== host || shape.origin !== origin) {
+      host = shape.host;
+      origin = shape.origin;
+    }
+    entries.push({ url: link.url, host, origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp });
     bands.push(bandOf(link.url, shape, link.depth));
   }
   return { entries, bands };

@@ -13,8 +13,8 @@ import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
 import { migrateQueues } from './queue-migration.js';
-import { applyPageOutcome, applyRobotsOutcome, isConnectionError } from './outcomes.js';
-import { requiredGap, RobotsCache } from './politeness.js';
+import { applyFetchTiming, applyPageOutcome, applyRobotsOutcome } from './outcomes.js';
+import { RobotsCache } from './politeness.js';
 import { SitePolicy } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 
@@ -156,9 +156,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** Admitted links of an active host go straight to its back queue; others wait for a slot by priority. */
   private admit(batch: LinkBatch, timestamp: number): void {
     const { entries, bands } = admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics);
+    // entries of one host share its string (admitLinks), and this loop activates no host
+    let host: string | undefined;
+    let active = false;
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
-      if (this.active.has(entry.host)) this.appendBack(entry);
+      if (entry.host !== host) {
+        host = entry.host;
+        active = this.active.has(host);
+      }
+      if (active) this.appendBack(entry);
       else this.front.push(bands[i]!, entry);
     }
     this.refill();
@@ -166,10 +173,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /** Moves URLs from the front queues to back queues while active slots are free. */
   private refill(): void {
+    let site: string | undefined;
+    let blocked = false;
     while (this.active.size - this.parked.size < this.config.activeHostSlots) {
       const e = this.front.pop();
       if (!e) return;
-      if (this.sites.control(e.site)?.blocked) {
+      if (e.site !== site) {
+        site = e.site;
+        blocked = this.sites.control(site)?.blocked === true;
+      }
+      if (blocked) {
         this.ctx.metrics.inc('urls_dropped', 1, 'blocked');
         continue;
       }
@@ -291,21 +304,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const freed = this.ips.release(state.ip);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
-    if (result.errorCode !== 'CS_LEASE_EXPIRED') {
-      state.fetches++;
-      state.gapMs = requiredGap(this.config, result.durationMs, state.crawlDelayMs);
-      // the gap counts from the fetch's end as the fetcher saw it (never before the server's end)
-      state.nextEligibleAt = Math.max(state.nextEligibleAt, result.startedAt + result.durationMs + state.gapMs);
-      if (isConnectionError(result.errorCode)) {
-        state.connErrors++;
-        if (state.connErrors >= this.config.connErrorsToPark) {
-          state.parkedUntil = now + this.config.backoffMaxMs;
-          this.parked.add(state.host);
-          this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
-        }
-      } else if (result.errorCode === null) {
-        state.connErrors = 0;
-      }
+    if (applyFetchTiming(state, result, now, this.config)) {
+      this.parked.add(state.host);
+      this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
     }
     if (lease.kind === 'ROBOTS') {
       const verdict = applyRobotsOutcome(state, result, now, this.config, this.robots);
