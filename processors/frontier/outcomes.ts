@@ -8,6 +8,25 @@ export function isConnectionError(code: string | null): boolean {
   return code !== null && CONNECTION_ERRORS.has(code);
 }
 
+/**
+ * What any fetch (page or robots.txt) that ran says of its host: the gap it needs, counted from the
+ * fetch's end as the fetcher saw it (never before the server's end), and its run of connection
+ * errors. Mutates `state`; a lease that expired unfetched changes nothing. Returns true when the
+ * host is parked now (too many connection errors in a row), for `backoffMaxMs`.
+ */
+export function applyFetchTiming(state: HostState, result: FetchResult, now: number, config: CrawlConfig): boolean {
+  if (result.errorCode === 'CS_LEASE_EXPIRED') return false;
+  state.fetches++;
+  state.gapMs = requiredGap(config, result.durationMs, state.crawlDelayMs);
+  state.nextEligibleAt = Math.max(state.nextEligibleAt, result.startedAt + result.durationMs + state.gapMs);
+  if (result.errorCode === null) state.connErrors = 0;
+  if (!isConnectionError(result.errorCode)) return false;
+  state.connErrors++;
+  if (state.connErrors < config.connErrorsToPark) return false;
+  state.parkedUntil = now + config.backoffMaxMs;
+  return true;
+}
+
 function jitter(ms: number, config: CrawlConfig): number {
   return Math.round(ms * (1 + (Math.random() * config.backoffJitterPercent) / 100));
 }
