@@ -93,9 +93,10 @@ test('topics.yaml declares exactly the topology\'s topics, partitions and config
   assert.equal(readFileSync(`${DEPLOY}topics.yaml`, 'utf8').trimEnd(), topicManifest(defs), 'deploy/topics.yaml is not what `crawlstream topics manifest` prints');
 });
 
-test('the image runs the CLI and carries the Avro schemas it reads at run time', () => {
+test('the image runs the CLI with huge-page-backed allocations and carries the Avro schemas it reads at run time', () => {
   const dockerfile = readFileSync(`${DEPLOY}Dockerfile`, 'utf8');
   assert.match(dockerfile, /ENTRYPOINT \["node", "dist\/cli\/main\.js"\]/);
+  assert.match(dockerfile, /^ENV GLIBC_TUNABLES=glibc\.malloc\.hugetlb=1$/m);
   assert.match(dockerfile, /COPY schemas schemas\nUSER node/);
   for (const { file, doc } of all.filter((x) => ['StatefulSet', 'Deployment'].includes(x.doc.kind))) {
     assert.match(doc.spec.template.spec.containers[0].image, /^crawlstream:\d+\.\d+\.\d+$/, file);
