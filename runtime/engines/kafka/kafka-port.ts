@@ -285,14 +285,24 @@ function transactionBusy(err: unknown): boolean {
  * changelog's end. An empty transaction is begun and aborted: no request beyond InitProducerId.
  */
 async function fence(producer: Producer): Promise<void> {
+  await whileBusy(async () => {
+    const tx = await producer.transaction();
+    await tx.abort();
+  }, 50);
+}
+
+/**
+ * Runs `work` again while it fails with `transactionBusy`, waiting `firstDelayMs` doubled each time,
+ * up to 8 retries; any other failure, or the 9th busy one, is thrown. `work` must leave nothing
+ * visible when it fails (a failed transaction is aborted), so running it whole again is safe.
+ */
+async function whileBusy<T>(work: () => Promise<T>, firstDelayMs: number): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const tx = await producer.transaction();
-      await tx.abort();
-      return;
+      return await work();
     } catch (err) {
       if (!transactionBusy(err) || attempt >= 8) throw err;
-      await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      await new Promise((r) => setTimeout(r, firstDelayMs * 2 ** attempt));
     }
   }
 }
@@ -301,15 +311,8 @@ class KafkajsTransactionalProducer implements TransactionalProducer {
   constructor(private readonly producer: Producer, private readonly id: string, private readonly onClose: () => void) {}
 
   async commit(records: readonly OutRecord[], groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<Map<string, number>> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.commitOnce(records, groupId, offsets);
-      } catch (err) {
-        // the previous transaction's markers are still being written: the aborted attempt left nothing visible, so retry it whole
-        if (!transactionBusy(err) || attempt >= 8) throw err;
-        await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
-      }
-    }
+    // the previous transaction's markers may still be being written: an aborted attempt leaves nothing visible
+    return whileBusy(() => this.commitOnce(records, groupId, offsets), 20);
   }
 
   private async commitOnce(records: readonly OutRecord[], groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<Map<string, number>> {
