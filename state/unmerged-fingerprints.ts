@@ -74,7 +74,7 @@ export class UnmergedFingerprints {
     let n = 0;
     for (let b = from; b < to; b++) {
       for (let i = this.head[b]!; i >= 0; ) {
-        if (n === out.hi.length) grow(out);
+        if (n === out.hi.length) growScratch(out);
         out.hi[n] = e[3 * i]!;
         out.lo[n++] = e[3 * i + 1]!;
         const next = e[3 * i + 2]!;
@@ -127,7 +127,7 @@ function checkBits(bits: number): void {
   if (!Number.isInteger(bits) || bits < 1 || bits > 24) throw new RangeError(`bucket bits must be an integer in 1..24, got ${bits}`);
 }
 
-function grow(out: FingerprintScratch): void {
+function growScratch(out: FingerprintScratch): void {
   const hi = new Uint32Array(Math.max(1024, 2 * out.hi.length));
   const lo = new Uint32Array(hi.length);
   hi.set(out.hi);
