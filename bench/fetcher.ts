@@ -6,16 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { validateCrawlConfig } from '../processors/crawl-config.js';
+import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { AddressGuard, parseCidr } from '../processors/fetcher/address-guard.js';
 import { CachingDnsResolver, parseResolveRule } from '../processors/fetcher/dns-resolver.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
 import { HttpClient } from '../processors/fetcher/http-client.js';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
-import { stringSerde } from '../runtime/serde.js';
+import { stringSerde } from '../core/serde.js';
 import { Topology } from '../runtime/topology.js';
 import type { FetchRequest } from '../schemas/types.js';
-import { prose } from '../test/web/sites.js';
+import { prose } from '../synthetic-web/sites.js';
 import { figure, machineLine } from './machine.js';
 
 // Fetcher throughput against a loopback web of HOSTS virtual hosts served by a child process (so
@@ -29,13 +29,21 @@ const PAGE_KB = Number(process.env['BENCH_PAGE_KB'] ?? 100);
 if (process.argv[2] === 'serve') {
   // ~100 KB of HTML that gzips about 4×, like the brief's average page
   const words = prose('bench page', Math.round((PAGE_KB * 1024) / 8));
-  const html = gzipSync(Buffer.from(`<!doctype html><html><body><p>${words}</p><a href="/next">next</a></body></html>`));
+  const html = gzipSync(
+    Buffer.from(`<!doctype html><html><body><p>${words}</p><a href="/next">next</a></body></html>`),
+  );
   const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'gzip', 'content-length': html.length });
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-encoding': 'gzip',
+      'content-length': html.length,
+    });
     res.end(html);
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port, bytes: html.length }));
+  server.listen(0, '127.0.0.1', () =>
+    process.send!({ port: (server.address() as AddressInfo).port, bytes: html.length }),
+  );
 } else {
   await main();
 }
@@ -43,8 +51,12 @@ if (process.argv[2] === 'serve') {
 async function main(): Promise<void> {
   console.log(machineLine());
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['serve'], { stdio: 'inherit' });
-  const { port, bytes } = await new Promise<{ port: number; bytes: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number; bytes: number })));
-  console.log(`loopback web: ${HOSTS} hosts, ${PAGE_KB} KB pages sent as ${bytes.toLocaleString('en-US')} B gzip, ${IN_FLIGHT} in flight, ${FETCHES.toLocaleString('en-US')} fetches`);
+  const { port, bytes } = await new Promise<{ port: number; bytes: number }>((resolve) =>
+    child.once('message', (m) => resolve(m as { port: number; bytes: number })),
+  );
+  console.log(
+    `loopback web: ${HOSTS} hosts, ${PAGE_KB} KB pages sent as ${bytes.toLocaleString('en-US')} B gzip, ${IN_FLIGHT} in flight, ${FETCHES.toLocaleString('en-US')} fetches`,
+  );
   const url = (i: number): string => `http://h${i % HOSTS}.bench.test:${port}/p${i}`;
   try {
     await benchClient(url);
@@ -86,13 +98,25 @@ async function benchClient(url: (i: number) => string): Promise<void> {
 
 async function benchProcessor(url: (i: number) => string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-fetcher-'));
-  const config = validateCrawlConfig({ resolve: ['*.bench.test=127.0.0.1'], allowIps: ['127.0.0.1/32'], systemDns: false, fetchConcurrency: IN_FLIGHT });
+  const config = validateCrawlConfig({
+    resolve: ['*.bench.test=127.0.0.1'],
+    allowIps: ['127.0.0.1/32'],
+    systemDns: false,
+    fetchConcurrency: IN_FLIGHT,
+  });
   const t = new Topology('bench');
-  for (const [name, schema] of [['fetch-requests', 'FetchRequest'], ['fetch-results', 'FetchResult'], ['fetched', 'FetchedPage']] as const) {
+  for (const [name, schema] of [
+    ['fetch-requests', 'FetchRequest'],
+    ['fetch-results', 'FetchResult'],
+    ['fetched', 'FetchedPage'],
+  ] as const) {
     t.addTopic({ name, partitions: 1, keySerde: stringSerde, schema });
   }
   t.addSource('requests', 'fetch-requests');
-  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], { concurrency: IN_FLIGHT, commitInputs: 'before' });
+  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], {
+    concurrency: IN_FLIGHT,
+    commitInputs: 'before',
+  });
   t.addSink(FETCH_RESULTS_SINK, 'fetch-results', 'fetcher');
   t.addSink(FETCHED_SINK, 'fetched', 'fetcher');
   const engine = new EmbeddedEngine(t, { dataDir: dir, log: () => undefined });
@@ -102,14 +126,29 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
     const leases: FetchRequest[] = Array.from({ length: FETCHES }, (_, i) => {
       const u = new URL(url(i));
       return {
-        leaseId: `b${i}`, ownerEpoch: 1, url: u.href, host: u.hostname, site: u.hostname, kind: 'PAGE', depth: 0, redirectHops: 0, attempt: 1,
-        issuedAt: now, notBefore: 0, notAfter: now + 3_600_000, ifNoneMatch: null, ifModifiedSince: null,
+        leaseId: `b${i}`,
+        ownerEpoch: 1,
+        url: u.href,
+        host: u.hostname,
+        site: u.hostname,
+        kind: 'PAGE',
+        depth: 0,
+        redirectHops: 0,
+        attempt: 1,
+        issuedAt: now,
+        notBefore: 0,
+        notAfter: now + 3_600_000,
+        ifNoneMatch: null,
+        ifModifiedSince: null,
       };
     });
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < leases.length; i += 1000) {
-      await engine.produce('fetch-requests', leases.slice(i, i + 1000).map((l) => ({ key: l.site, value: l, timestamp: now })));
+      await engine.produce(
+        'fetch-requests',
+        leases.slice(i, i + 1000).map((l) => ({ key: l.site, value: l, timestamp: now })),
+      );
     }
     let peakRss = process.memoryUsage().rss;
     while (engine.metrics.counter('fetch_results', 'PAGE') < FETCHES || !engine.isIdle()) {
@@ -121,7 +160,11 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
     figure('fetcher processor (embedded engine) fetches', FETCHES / seconds, 'fetches/s');
     figure('fetcher processor CPU per fetch', (cpu.user + cpu.system) / 1000 / FETCHES, 'ms');
     figure('fetcher processor peak RSS', peakRss / 2 ** 20, 'MiB');
-    figure('fetcher processor errors', engine.metrics.countersWithPrefix('fetch_outcome_errors').reduce((a, [, v]) => a + v, 0), 'fetches');
+    figure(
+      'fetcher processor errors',
+      engine.metrics.countersWithPrefix('fetch_outcome_errors').reduce((a, [, v]) => a + v, 0),
+      'fetches',
+    );
   } finally {
     await engine.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -1,18 +1,18 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Metrics } from '../runtime/metrics.js';
+import { Metrics } from '../core/metrics.js';
 import { buildSerdes } from '../runtime/serdes.js';
 import { StreamTask } from '../runtime/task.js';
 import type { ConsumedRawRecord } from '../runtime/record.js';
-import { validateCrawlConfig } from '../processors/crawl-config.js';
+import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { openRocks } from '../state/rocks.js';
 import { isChangelogged } from '../state/store-builder.js';
 import type { StateStore } from '../state/state-store.js';
 import { MemoryRegistry } from '../schemas/memory-registry.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
-import { packedFingerprints } from '../processors/parser/fingerprint.js';
+import { packedFingerprints } from '../processors/common/fingerprint.js';
 import { figure, machineLine } from './machine.js';
 
 // The frontier task alone, on real RocksDB stores, fed serialized records as the engine would:
@@ -26,13 +26,18 @@ const N = Number(process.argv[2] ?? 10_000_000);
 const HOSTS = Number(process.argv[3] ?? 100_000);
 const LINKS_PER_BATCH = 100;
 
-
 console.log(machineLine());
 const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-frontier-'));
 try {
   // the seen-set sized for the N URLs it will hold, as a deployment would size it: an undersized
   // Bloom filter is rebuilt (a scan of every stored fingerprint) each time it doubles
-  const config = validateCrawlConfig({ sitePageBudget: 1_000_000, activeHostSlots: HOSTS, ipConcurrency: 1_000_000, ipGapMs: 0, seenExpectedUrls: Math.max(N, 1_000_000) });
+  const config = validateCrawlConfig({
+    sitePageBudget: 1_000_000,
+    activeHostSlots: HOSTS,
+    ipConcurrency: 1_000_000,
+    ipGapMs: 0,
+    seenExpectedUrls: Math.max(N, 1_000_000),
+  });
   const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc') });
   const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
   const serdes = await buildSerdes(topology, new MemoryRegistry());
@@ -42,15 +47,30 @@ try {
   // epoch milliseconds, as a crawl sees them (their varints are as long as a real crawl's)
   let clock = Date.UTC(2026, 10, 30);
   const sent: Buffer[] = [];
-  const task = new StreamTask({ subtopology: sub.id, partition: 0 }, sub, topology, {
-    send: (topic, _p, _k, value) => {
-      if (topic === TOPICS.fetchRequests && value) sent.push(value);
+  const task = new StreamTask(
+    { subtopology: sub.id, partition: 0 },
+    sub,
+    topology,
+    {
+      send: (topic, _p, _k, value) => {
+        if (topic === TOPICS.fetchRequests && value) sent.push(value);
+      },
     },
-  }, stores, serdes, new Metrics(), () => clock);
+    stores,
+    serdes,
+    new Metrics(),
+    () => clock,
+  );
   task.init();
   let offset = 0;
-  const encode = (topic: string, key: string, value: unknown): ConsumedRawRecord =>
-    ({ topic, partition: 0, offset: offset++, timestamp: clock, key: Buffer.from(key), value: serdes.value(topic).serialize(value) });
+  const encode = (topic: string, key: string, value: unknown): ConsumedRawRecord => ({
+    topic,
+    partition: 0,
+    offset: offset++,
+    timestamp: clock,
+    key: Buffer.from(key),
+    value: serdes.value(topic).serialize(value),
+  });
   const commit = () => {
     for (const s of stores.values()) if (isChangelogged(s)) s.applyCommitted(0);
   };
@@ -80,14 +100,20 @@ try {
   // then processed and committed inside it. `carried`: the batches carry their fingerprints, as
   // the parser's do (otherwise the frontier computes them)
   const BLOCK = 200;
-  const admitAll = (total: number, hostOf: (i: number) => number, urlOf: (site: string, link: number) => string, carried = true): void => {
-    for (let i = 0; i < total; ) {
+  const admitAll = (
+    total: number,
+    hostOf: (i: number) => number,
+    urlOf: (site: string, link: number) => string,
+    carried = true,
+  ): void => {
+    for (let i = 0; i < total;) {
       const block: ConsumedRawRecord[] = [];
       for (let r = 0; r < BLOCK && i < total; r++, i += LINKS_PER_BATCH) {
         const h = hostOf(i);
         const site = `site${h}.example`;
         const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
-        for (let j = 0; j < LINKS_PER_BATCH; j++) batch.links.push({ url: urlOf(site, i + j), depth: 2, redirectHops: 0 });
+        for (let j = 0; j < LINKS_PER_BATCH; j++)
+          batch.links.push({ url: urlOf(site, i + j), depth: 2, redirectHops: 0 });
         if (carried) batch.fingerprints = packedFingerprints(batch.links.map((l) => l.url));
         block.push(encode(TOPICS.links, site, batch));
       }
@@ -97,13 +123,21 @@ try {
       });
     }
   };
-  admitAll(N, (i) => (i / LINKS_PER_BATCH) % HOSTS, (site, link) => `https://www.${site}/p/${link}`);
+  admitAll(
+    N,
+    (i) => (i / LINKS_PER_BATCH) % HOSTS,
+    (site, link) => `https://www.${site}/p/${link}`,
+  );
   let s = (performance.now() - t) / 1000;
   let used = process.cpuUsage(cpu);
   figure(`admit ${N.toLocaleString('en-US')} new links over ${HOSTS.toLocaleString('en-US')} hosts`, N / s, 'links/s');
   figure('admit frontier CPU', N / taskCpu, 'links/CPU-s');
-  figure('  of which on the frontier\'s thread', (100 * threadCpu) / taskCpu, '%');
-  figure('admit phase CPU (with encoding the input and fingerprinting its links, the parser\'s part)', N / ((used.user + used.system) / 1e6), 'links/CPU-s');
+  figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
+  figure(
+    "admit phase CPU (with encoding the input and fingerprinting its links, the parser's part)",
+    N / ((used.user + used.system) / 1e6),
+    'links/CPU-s',
+  );
   if (global.gc) global.gc();
   if (process.env.HEAPSNAP) (await import('node:v8')).writeHeapSnapshot(process.env.HEAPSNAP);
   const mem = process.memoryUsage();
@@ -112,15 +146,21 @@ try {
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
   figure('RocksDB files on disk', dirBytes(join(dir, 'rocks')) / 2 ** 20, 'MiB');
-  for (const prop of ['rocksdb.cur-size-all-mem-tables', 'rocksdb.estimate-table-readers-mem', 'rocksdb.block-cache-usage', 'rocksdb.estimate-num-keys']) {
+  for (const prop of [
+    'rocksdb.cur-size-all-mem-tables',
+    'rocksdb.estimate-table-readers-mem',
+    'rocksdb.block-cache-usage',
+    'rocksdb.estimate-num-keys',
+  ]) {
     const v = Number(db.property(prop));
-    if (Number.isFinite(v)) figure(`  ${prop}`, prop.endsWith('keys') ? v : v / 2 ** 20, prop.endsWith('keys') ? 'keys' : 'MiB');
+    if (Number.isFinite(v))
+      figure(`  ${prop}`, prop.endsWith('keys') ? v : v / 2 ** 20, prop.endsWith('keys') ? 'keys' : 'MiB');
   }
 
   // the brief's mix: 3 of 4 links already known (each confirmed against the exact layer), 1 new
   const MIXED = Math.min(N, 1_000_000);
   let seed = 12345;
-  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   const rounds = Math.max(1, Math.floor(N / LINKS_PER_BATCH / HOSTS));
   let fresh = 0;
   taskCpu = 0;
@@ -135,15 +175,28 @@ try {
       return link % 4 === 3 || old >= N ? `https://www.${site}/q/${fresh++}` : `https://www.${site}/p/${old}`;
     },
   );
-  figure(`admit ${MIXED.toLocaleString('en-US')} links, ${((100 * (MIXED - fresh)) / MIXED).toFixed(0)} % already seen, frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
+  figure(
+    `admit ${MIXED.toLocaleString('en-US')} links, ${((100 * (MIXED - fresh)) / MIXED).toFixed(0)} % already seen, frontier CPU`,
+    MIXED / taskCpu,
+    'links/CPU-s',
+  );
 
   // new links to known hosts, from the parser (fingerprints carried) and from a producer that sends
   // none (older parsers, seeds): the frontier hashes each link itself
   for (const carried of [true, false]) {
     taskCpu = 0;
     threadCpu = 0;
-    admitAll(MIXED, (i) => (i / LINKS_PER_BATCH) % HOSTS, (site, link) => `https://www.${site}/${carried ? 'r' : 's'}/${link}`, carried);
-    figure(`admit ${MIXED.toLocaleString('en-US')} new links to known hosts, ${carried ? 'fingerprints carried' : 'no fingerprints carried (the frontier hashes them)'}, frontier CPU`, MIXED / taskCpu, 'links/CPU-s');
+    admitAll(
+      MIXED,
+      (i) => (i / LINKS_PER_BATCH) % HOSTS,
+      (site, link) => `https://www.${site}/${carried ? 'r' : 's'}/${link}`,
+      carried,
+    );
+    figure(
+      `admit ${MIXED.toLocaleString('en-US')} new links to known hosts, ${carried ? 'fingerprints carried' : 'no fingerprints carried (the frontier hashes them)'}, frontier CPU`,
+      MIXED / taskCpu,
+      'links/CPU-s',
+    );
   }
 
   // dispatch: every host due; lease, then answer each lease with a result, as fetchers would
@@ -165,8 +218,21 @@ try {
       const r = serdes.value(TOPICS.fetchRequests).deserialize(raw) as FetchRequest;
       dispatched++;
       const result: FetchResult = {
-        leaseId: r.leaseId, ownerEpoch: r.ownerEpoch, url: r.url, host: r.host, site: r.site, kind: r.kind, status: r.kind === 'ROBOTS' ? 404 : 200,
-        startedAt: clock, durationMs: 50, errorCode: null, errorMessage: null, retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: '192.0.2.1',
+        leaseId: r.leaseId,
+        ownerEpoch: r.ownerEpoch,
+        url: r.url,
+        host: r.host,
+        site: r.site,
+        kind: r.kind,
+        status: r.kind === 'ROBOTS' ? 404 : 200,
+        startedAt: clock,
+        durationMs: 50,
+        errorCode: null,
+        errorMessage: null,
+        retryAfterMs: null,
+        redirectTarget: null,
+        robotsBody: null,
+        remoteAddress: '192.0.2.1',
       };
       results.push(encode(TOPICS.fetchResults, r.site, result));
     }
@@ -179,8 +245,8 @@ try {
   used = process.cpuUsage(cpu);
   figure(`dispatch + complete ${dispatched.toLocaleString('en-US')} leases`, dispatched / s, 'URLs/s');
   figure('dispatch frontier CPU', dispatched / taskCpu, 'URLs/CPU-s');
-  figure('  of which on the frontier\'s thread', (100 * threadCpu) / taskCpu, '%');
-  figure('dispatch phase CPU (with the fetchers\' side)', dispatched / ((used.user + used.system) / 1e6), 'URLs/CPU-s');
+  figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
+  figure("dispatch phase CPU (with the fetchers' side)", dispatched / ((used.user + used.system) / 1e6), 'URLs/CPU-s');
   figure('RSS after dispatch', process.memoryUsage().rss / 2 ** 20, 'MiB');
   await task.close();
   await db.close();

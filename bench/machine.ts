@@ -22,5 +22,7 @@ function hugePages(): string {
 }
 
 export function figure(name: string, value: number, unit: string): void {
-  process.stdout.write(`${name}: ${value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(2)} ${unit}\n`);
+  process.stdout.write(
+    `${name}: ${value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(2)} ${unit}\n`,
+  );
 }

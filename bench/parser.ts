@@ -2,24 +2,25 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { decodeBody } from '../processors/fetcher/decode.js';
-import { defaultCrawlConfig } from '../processors/crawl-config.js';
-import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntryCodec } from '../processors/parser/dedupe.js';
+import { decodeBody } from '../processors/common/decode.js';
+import { defaultCrawlConfig } from '../processors/common/crawl-config.js';
+import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from '../processors/parser/dedupe.js';
 import { extractLinks } from '../processors/parser/extract-links.js';
-import { fingerprint64 } from '../processors/parser/fingerprint.js';
+import { fingerprint64 } from '../processors/common/fingerprint.js';
 import { PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
 import { simhash64 } from '../processors/parser/simhash.js';
-import { sha1Digest } from '../processors/parser/warc-records.js';
+import { sha1Digest } from '../processors/common/payload.js';
 import { WARC_STORE, WarcStore } from '../processors/parser/warc-store.js';
 import { WarcWriter } from '../processors/parser/warc-writer.js';
-import { Metrics } from '../runtime/metrics.js';
+import { Metrics } from '../core/metrics.js';
 import type { ProcessorContext } from '../runtime/processor.js';
 import { loadSchema } from '../schemas/index.js';
 import type { FetchedPage, ParsedPage } from '../schemas/types.js';
 import { openRocks } from '../state/rocks.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
-import { bufferCodec, stringCodec, type StateStore } from '../state/state-store.js';
-import { TOPICS } from '../topology/topics.js';
+import { type StateStore } from '../state/state-store.js';
+import { bufferSerde, stringSerde } from '../core/serde.js';
+import { TOPICS } from '../processors/common/topics.js';
 import { figure, machineLine } from './machine.js';
 
 // The parser's per-page work on a synthetic article page: decode, extract links and text
@@ -38,7 +39,24 @@ function rand(n: number): number {
   state ^= state << 5;
   return (state >>> 0) % n;
 }
-const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dro', 'fen', 'gal', 'hob', 'jun'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ne',
+  'ru',
+  'sa',
+  'ti',
+  'vo',
+  'ze',
+  'pa',
+  'qui',
+  'dro',
+  'fen',
+  'gal',
+  'hob',
+  'jun',
+];
 function words(n: number): string {
   const out: string[] = [];
   for (let i = 0; i < n; i++) out.push(Array.from({ length: 2 + rand(3) }, () => SYLLABLES[rand(16)]).join(''));
@@ -49,7 +67,9 @@ function words(n: number): string {
 function page(bytes: number, seed: number): string {
   state = 0x9e3779b9 ^ seed;
   const parts = [
-    '<!doctype html><html><head><meta charset="utf-8"><title>', words(8), '</title>',
+    '<!doctype html><html><head><meta charset="utf-8"><title>',
+    words(8),
+    '</title>',
     '<link rel="canonical" href="https://www.example.com/news/article.html">',
     '<style>body{font-family:sans-serif}.nav a{margin:0 4px}</style>',
     '<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}</script></head><body>',
@@ -69,7 +89,8 @@ function page(bytes: number, seed: number): string {
   return parts.join('');
 }
 
-const REQUEST = 'GET /news/article.html HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: crawlstream/0.1\r\nAccept-Encoding: gzip\r\n\r\n';
+const REQUEST =
+  'GET /news/article.html HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: crawlstream/0.1\r\nAccept-Encoding: gzip\r\n\r\n';
 
 interface Bodies {
   html: Buffer[];
@@ -79,7 +100,10 @@ interface Bodies {
 
 function bodies(size: number, gzip: boolean): Bodies {
   const html = Array.from({ length: 8 }, (_, i) => Buffer.from(page(size, i + size), 'utf8'));
-  const headers: [string, string][] = [['Content-Type', 'text/html; charset=utf-8'], ...(gzip ? [['Content-Encoding', 'gzip'] as [string, string]] : [])];
+  const headers: [string, string][] = [
+    ['Content-Type', 'text/html; charset=utf-8'],
+    ...(gzip ? [['Content-Encoding', 'gzip'] as [string, string]] : []),
+  ];
   return { html, bodies: gzip ? html.map((p) => gzipSync(p)) : html, headers };
 }
 
@@ -119,11 +143,23 @@ function run(label: string, size: number, writer: WarcWriter, gzip: boolean, pri
     links += extracted.links.length;
     simhash64(extracted.text);
     const payloadDigest = sha1Digest(body);
-    writer.writeRequestResponse({ targetUri: url, date: new Date(), requestHeaders: REQUEST, statusLine: 'HTTP/1.1 200 OK', responseHeaders: headers, payload: body, payloadDigest });
+    writer.writeRequestResponse({
+      targetUri: url,
+      date: new Date(),
+      requestHeaders: REQUEST,
+      statusLine: 'HTTP/1.1 200 OK',
+      responseHeaders: headers,
+      payload: body,
+      payloadDigest,
+    });
   });
   const perPage = Math.round(links / (ROUNDS + 50));
   if (!print) return;
-  figure(`${label}: CPU per page (${(html[0]!.length / 1024).toFixed(0)} KB HTML, ${perPage} links${gzip ? ', gzip-encoded' : ''}; median of ${BLOCKS} blocks, slowest/fastest ${spread.toFixed(2)})`, cpu, 'ms');
+  figure(
+    `${label}: CPU per page (${(html[0]!.length / 1024).toFixed(0)} KB HTML, ${perPage} links${gzip ? ', gzip-encoded' : ''}; median of ${BLOCKS} blocks, slowest/fastest ${spread.toFixed(2)})`,
+    cpu,
+    'ms',
+  );
   figure(`${label}: wall per page`, wall, 'ms');
 }
 
@@ -135,9 +171,18 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
   const html = body.toString('utf8');
   const extracted = extractLinks(html, url);
   const digest = sha1Digest(body);
-  const step = (name: string, fn: () => void) => figure(`  ${(size / 1024).toFixed(0)} KB step: ${name}`, cpuPerRound(fn).cpu, 'ms');
+  const step = (name: string, fn: () => void) =>
+    figure(`  ${(size / 1024).toFixed(0)} KB step: ${name}`, cpuPerRound(fn).cpu, 'ms');
   const warc = (w: WarcWriter, payload: Buffer, headers: [string, string][]) => () =>
-    w.writeRequestResponse({ targetUri: url, date: new Date(), requestHeaders: REQUEST, statusLine: 'HTTP/1.1 200 OK', responseHeaders: headers, payload, payloadDigest: digest });
+    w.writeRequestResponse({
+      targetUri: url,
+      date: new Date(),
+      requestHeaders: REQUEST,
+      statusLine: 'HTTP/1.1 200 OK',
+      responseHeaders: headers,
+      payload,
+      payloadDigest: digest,
+    });
   step('gunzip the gzip-encoded body', () => decodeBody(encoded, 'gzip', 50 * 1024 * 1024));
   step('extract links + text + normalize (htmlparser2)', () => extractLinks(html, url));
   step('extract, stock htmlparser2 Tokenizer (before)', () => extractLinks(html, url, { stockTokenizer: true }));
@@ -145,8 +190,17 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
   step('SimHash of the text', () => simhash64(extracted.text));
   step('SHA-1 payload digest', () => sha1Digest(body));
   step('WARC request + response, identity body, gzip level 1', warc(writer, body, [['Content-Type', 'text/html']]));
-  step('WARC request + response, identity body, gzip level 6 (before)', warc(level6, body, [['Content-Type', 'text/html']]));
-  step('WARC request + response, gzip-encoded body stored', warc(writer, encoded, [['Content-Type', 'text/html'], ['Content-Encoding', 'gzip']]));
+  step(
+    'WARC request + response, identity body, gzip level 6 (before)',
+    warc(level6, body, [['Content-Type', 'text/html']]),
+  );
+  step(
+    'WARC request + response, gzip-encoded body stored',
+    warc(writer, encoded, [
+      ['Content-Type', 'text/html'],
+      ['Content-Encoding', 'gzip'],
+    ]),
+  );
 }
 
 /**
@@ -157,10 +211,10 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
 async function parserTask(dir: string, size: number, gzip: boolean): Promise<void> {
   const db = await openRocks(join(dir, `db-${size}-${gzip}`));
   const kv = [
-    new RocksKeyValueStore(RECORDED_STORE, db, bufferCodec, bufferCodec),
-    new RocksKeyValueStore(DIGESTS_STORE, db, stringCodec, digestEntryCodec),
-    new RocksKeyValueStore(SIMHASH_STORE, db, bufferCodec, bufferCodec),
-    new RocksKeyValueStore(ORIGINALS_STORE, db, stringCodec, stringCodec),
+    new RocksKeyValueStore(RECORDED_STORE, db, bufferSerde, bufferSerde),
+    new RocksKeyValueStore(DIGESTS_STORE, db, stringSerde, digestEntrySerde),
+    new RocksKeyValueStore(SIMHASH_STORE, db, bufferSerde, bufferSerde),
+    new RocksKeyValueStore(ORIGINALS_STORE, db, stringSerde, stringSerde),
   ];
   const stores = new Map<string, StateStore>(kv.map((s) => [s.name, s]));
   const writer = new WarcWriter({ dir: join(dir, `warc-task-${size}-${gzip}`), partition: 0 });
@@ -170,12 +224,15 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
   const inbox: { key: string; value: ParsedPage }[] = [];
   let topic: string = TOPICS.fetched;
   const context: ProcessorContext<string, unknown> = {
-    applicationId: 'bench', taskId: { subtopology: 2, partition: 0 }, metrics: new Metrics(),
+    applicationId: 'bench',
+    taskId: { subtopology: 2, partition: 0 },
+    metrics: new Metrics(),
     get recordMetadata() {
       return { topic, partition: 0, offset: 0 };
     },
     forward: (r, child) => {
-      if (child === PARSED_PAGES_SINK) inbox.push({ key: r.key as string, value: parsedType.fromBuffer(parsedType.toBuffer(r.value)) as ParsedPage });
+      if (child === PARSED_PAGES_SINK)
+        inbox.push({ key: r.key as string, value: parsedType.fromBuffer(parsedType.toBuffer(r.value)) as ParsedPage });
     },
     schedule: () => ({ cancel() {} }),
     getStateStore: <S extends StateStore>(name: string) => stores.get(name) as S,
@@ -196,10 +253,27 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
     const url = `https://www.example.com/news/${i}.html`;
     const distinct = payloads[i]!;
     const fetched: FetchedPage = {
-      leaseId: `l${i}`, url, host: 'www.example.com', site: 'example.com', depth: 1, redirectHops: 0, attempt: 1,
-      fetchedAt: Date.now(), durationMs: 30, status: 200, httpVersion: '1.1', requestHead: REQUEST,
-      headers: headers.map(([name, value]) => ({ name, value })), body: distinct, truncated: false, remoteAddress: '192.0.2.1',
-      errorCode: null, errorMessage: null, redirectTarget: null, kind: 'PAGE', payloadDigest: sha1Digest(distinct),
+      leaseId: `l${i}`,
+      url,
+      host: 'www.example.com',
+      site: 'example.com',
+      depth: 1,
+      redirectHops: 0,
+      attempt: 1,
+      fetchedAt: Date.now(),
+      durationMs: 30,
+      status: 200,
+      httpVersion: '1.1',
+      requestHead: REQUEST,
+      headers: headers.map(([name, value]) => ({ name, value })),
+      body: distinct,
+      truncated: false,
+      remoteAddress: '192.0.2.1',
+      errorCode: null,
+      errorMessage: null,
+      redirectTarget: null,
+      kind: 'PAGE',
+      payloadDigest: sha1Digest(distinct),
     };
     topic = TOPICS.fetched;
     parser.process({ key: fetched.payloadDigest!, value: fetched, timestamp: Date.now() });
@@ -211,7 +285,11 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
       writer.flush();
     }
   });
-  figure(`${(size / 1024).toFixed(0)} KB page, parser task (both halves, RocksDB, Avro between)${gzip ? ', gzip-encoded' : ''}: CPU per page (slowest/fastest block ${spread.toFixed(2)})`, cpu, 'ms');
+  figure(
+    `${(size / 1024).toFixed(0)} KB page, parser task (both halves, RocksDB, Avro between)${gzip ? ', gzip-encoded' : ''}: CPU per page (slowest/fastest block ${spread.toFixed(2)})`,
+    cpu,
+    'ms',
+  );
   writer.close();
   await db.close();
 }
@@ -224,7 +302,8 @@ try {
   const level6 = new WarcWriter({ dir: join(dir, 'warc-6'), partition: 0, gzipLevel: 6 });
   level6.open();
   // every configuration once unmeasured first, so no figure carries the JIT's warm-up
-  for (const size of [24 * 1024, 100 * 1024]) for (const gzip of [true, false]) run('warm-up', size, writer, gzip, false);
+  for (const size of [24 * 1024, 100 * 1024])
+    for (const gzip of [true, false]) run('warm-up', size, writer, gzip, false);
   run('24 KB page, full path', 24 * 1024, writer, true);
   run('100 KB page, full path', 100 * 1024, writer, true);
   run('24 KB page, full path', 24 * 1024, writer, false);

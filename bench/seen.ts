@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { BloomFilter, bloomSizing } from '../state/bloom-filter.js';
 import { openRocks } from '../state/rocks.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
-import { bufferCodec } from '../state/state-store.js';
+import { bufferSerde } from '../core/serde.js';
 import { SeenSet } from '../state/seen-set.js';
 import { figure, machineLine } from './machine.js';
 
@@ -46,7 +46,7 @@ try {
   figure('Bloom RAM per URL at 1 %', bloom.byteLength / N, 'bytes/URL');
 
   const db = await openRocks(join(dir, 'db'));
-  const store = new RocksKeyValueStore<Buffer, Buffer>('frontier-seen', db, bufferCodec, bufferCodec);
+  const store = new RocksKeyValueStore<Buffer, Buffer>('frontier-seen', db, bufferSerde, bufferSerde);
   const seen = new SeenSet(store, { expectedCount: 2 * N, falsePositiveRate: P });
   seen.init();
   let offset = 0;
@@ -59,7 +59,11 @@ try {
     }
   });
   commit();
-  figure('SeenSet.admit, all new (RocksDB pending puts, commit excluded)', N / (loadSeconds - commitSeconds), 'checks/s');
+  figure(
+    'SeenSet.admit, all new (RocksDB pending puts, commit excluded)',
+    N / (loadSeconds - commitSeconds),
+    'checks/s',
+  );
   figure('RocksDB commit of admitted fingerprints', N / commitSeconds, 'fingerprints/s');
 
   const fresh = fingerprints(N);
@@ -80,19 +84,28 @@ try {
   // 3 of 4 already seen (the brief: ~40 links a page, ~10 new)
   const newer = fingerprints(N / 4);
   const mixed: Buffer[] = [];
-  for (let i = 0; i < N / 4; i++) mixed.push(newer[i]!, loaded[(i * 7919) % N]!, loaded[(i * 104729) % N]!, fresh[(i * 15485863) % N]!);
+  for (let i = 0; i < N / 4; i++)
+    mixed.push(newer[i]!, loaded[(i * 7919) % N]!, loaded[(i * 104729) % N]!, fresh[(i * 15485863) % N]!);
   const checksBefore = seen.stats().storeChecks;
   const mixedSeconds = timed(() => {
     for (let i = 0; i < mixed.length; i += BATCH) seen.admit(mixed.slice(i, i + BATCH));
   });
   figure('SeenSet.admit, 75 % seen (batched RocksDB getMany confirms)', mixed.length / mixedSeconds, 'checks/s');
-  figure('exact-layer lookups per check in that mix', (seen.stats().storeChecks - checksBefore) / mixed.length, 'reads/check');
+  figure(
+    'exact-layer lookups per check in that mix',
+    (seen.stats().storeChecks - checksBefore) / mixed.length,
+    'reads/check',
+  );
   const stats = seen.stats();
   figure('seen-set RAM per URL (Bloom sized for 2x the count)', stats.bloomBytes / stats.count, 'bytes/URL');
-  figure('  plus the exact layer\'s unmerged fingerprints in RAM', stats.exact.ramBytes / stats.count, 'bytes/URL');
+  figure("  plus the exact layer's unmerged fingerprints in RAM", stats.exact.ramBytes / stats.count, 'bytes/URL');
   figure('  unmerged now', stats.exact.unmerged, 'fingerprints');
   figure('  plus pages cached (bounded, 128 MiB by default)', stats.exact.pageCacheBytes / 2 ** 20, 'MiB');
-  figure('  page lookups answered by the cache', (100 * stats.exact.pageCacheHits) / Math.max(1, stats.exact.pageCacheHits + stats.exact.pageCacheMisses), '%');
+  figure(
+    '  page lookups answered by the cache',
+    (100 * stats.exact.pageCacheHits) / Math.max(1, stats.exact.pageCacheHits + stats.exact.pageCacheMisses),
+    '%',
+  );
   figure('Bloom fill after 2.25 M', stats.fill * 100, '%');
   figure('Bloom estimated false-positive rate now', stats.estimatedFalsePositiveRate * 100, '%');
   store.applyCommitted(++offset);

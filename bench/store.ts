@@ -24,17 +24,24 @@ try {
   for (let i = 0; i < N; i++) db.get(key((i * 7919) % N));
   figure('rocks synchronous random get', N / ((performance.now() - t) / 1000), 'gets/s');
   t = performance.now();
-  for (let i = 0; i < N; i += 1000) db.getMany(Array.from({ length: 1000 }, (_, j) => key((((i + j) * 7919) % N))));
+  for (let i = 0; i < N; i += 1000) db.getMany(Array.from({ length: 1000 }, (_, j) => key(((i + j) * 7919) % N)));
   figure('rocks getMany (1000 keys) random', N / ((performance.now() - t) / 1000), 'gets/s');
   await db.close();
 
   const log = await EmbeddedLog.open(join(dir, 'log'));
   log.ensureTopic('t', 4);
-  const records = Array.from({ length: 250 }, (_, i) => ({ key: Buffer.from(`site${i}`), value: Buffer.alloc(200, 1), timestamp: Date.now() }));
+  const records = Array.from({ length: 250 }, (_, i) => ({
+    key: Buffer.from(`site${i}`),
+    value: Buffer.alloc(200, 1),
+    timestamp: Date.now(),
+  }));
   const commits = 400;
   t = performance.now();
   for (let c = 0; c < commits; c++) {
-    log.commit([0, 1, 2, 3].map((p) => ({ topic: 't', partition: p, records })), [{ group: 'g', topic: 't', partition: 0, offset: c }]);
+    log.commit(
+      [0, 1, 2, 3].map((p) => ({ topic: 't', partition: p, records })),
+      [{ group: 'g', topic: 't', partition: 0, offset: c }],
+    );
   }
   const s = (performance.now() - t) / 1000;
   figure('embedded commit (1000 records of 200 B + positions, fsynced)', commits / s, 'commits/s');

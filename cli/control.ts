@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
-import { siteOf } from '../processors/parser/normalize.js';
+import { siteOf } from '../processors/common/normalize.js';
 import { kafkaEndpoints } from './run-options.js';
-import { TOPICS } from '../topology/topics.js';
+import { TOPICS } from '../processors/common/topics.js';
 
 export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
        crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS]
@@ -27,22 +27,41 @@ export function controlInbox(dataDir: string): string {
 }
 
 /** Where a control command goes: an embedded crawl's data directory, or the control topic on Kafka. */
-export type ControlTarget = { readonly dataDir: string } | { readonly brokers: string[]; readonly registryUrl: string; readonly partitions: string | undefined };
+export type ControlTarget =
+  | { readonly dataDir: string }
+  | { readonly brokers: string[]; readonly registryUrl: string; readonly partitions: string | undefined };
 
 /** Validates a control command line into the record it produces and where it goes. */
 export function parseControlArgs(args: string[], now = Date.now()): { target: ControlTarget; command: ControlCommand } {
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { data: { type: 'string' }, 'min-gap': { type: 'string' }, brokers: { type: 'string' }, registry: { type: 'string' }, partitions: { type: 'string' } } });
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        data: { type: 'string' },
+        'min-gap': { type: 'string' },
+        brokers: { type: 'string' },
+        registry: { type: 'string' },
+        partitions: { type: 'string' },
+      },
+    });
   } catch (err) {
     throw new InvalidOptionError(`${(err as Error).message}\n${CONTROL_USAGE}`);
   }
   const { values, positionals } = parsed;
   const [verb, rawSite] = positionals;
   const action = verb === undefined ? undefined : ACTIONS[verb];
-  if (!action) throw new InvalidOptionError(`control needs one of ${Object.keys(ACTIONS).join(', ')}, got ${JSON.stringify(verb ?? '')}\n${CONTROL_USAGE}`);
-  if (!rawSite) throw new InvalidOptionError(`control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`);
-  if (values.data !== undefined && values.brokers !== undefined) throw new InvalidOptionError(`give --data DIR (embedded crawl) or --brokers (Kafka), not both\n${CONTROL_USAGE}`);
+  if (!action)
+    throw new InvalidOptionError(
+      `control needs one of ${Object.keys(ACTIONS).join(', ')}, got ${JSON.stringify(verb ?? '')}\n${CONTROL_USAGE}`,
+    );
+  if (!rawSite)
+    throw new InvalidOptionError(
+      `control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`,
+    );
+  if (values.data !== undefined && values.brokers !== undefined)
+    throw new InvalidOptionError(`give --data DIR (embedded crawl) or --brokers (Kafka), not both\n${CONTROL_USAGE}`);
   let target: ControlTarget;
   if (values.brokers !== undefined) {
     const { brokers, registryUrl } = kafkaEndpoints(values.brokers, values.registry, CONTROL_USAGE);
@@ -62,7 +81,10 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
   let minGapMs: number | null = null;
   if (action === 'SLOW') {
     const raw = values['min-gap'];
-    if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1000) throw new InvalidOptionError(`control slow needs --min-gap MS of at least 1000, got ${JSON.stringify(raw ?? '')}`);
+    if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1000)
+      throw new InvalidOptionError(
+        `control slow needs --min-gap MS of at least 1000, got ${JSON.stringify(raw ?? '')}`,
+      );
     minGapMs = Number(raw);
   }
   return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: process.env.USER ?? null } };
@@ -84,16 +106,23 @@ export function writeControl(dataDir: string, command: ControlCommand): string {
  * Moves queued commands from the inbox into the control topic, oldest first; a file is deleted
  * only after its record is committed. Unreadable files are renamed `.bad` and reported.
  */
-export async function drainControlInbox(dataDir: string, engine: Engine, warn: (line: string) => void): Promise<number> {
+export async function drainControlInbox(
+  dataDir: string,
+  engine: Engine,
+  warn: (line: string) => void,
+): Promise<number> {
   const inbox = controlInbox(dataDir);
   if (!existsSync(inbox)) return 0;
   let n = 0;
-  for (const name of readdirSync(inbox).filter((f) => f.endsWith('.json')).sort()) {
+  for (const name of readdirSync(inbox)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const file = join(inbox, name);
     let command: ControlCommand;
     try {
       command = JSON.parse(readFileSync(file, 'utf8')) as ControlCommand;
-      if (typeof command.site !== 'string' || !Object.values(ACTIONS).includes(command.action)) throw new Error('not a control command');
+      if (typeof command.site !== 'string' || !Object.values(ACTIONS).includes(command.action))
+        throw new Error('not a control command');
     } catch (err) {
       warn(`control inbox: ${name} is not a control command (${(err as Error).message}); kept as ${name}.bad`);
       renameSync(file, `${file}.bad`);

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
 import type { Engine } from '../runtime/engine.js';
-import type { Metrics } from '../runtime/metrics.js';
+import type { Metrics } from '../core/metrics.js';
 import type { LinkBatch } from '../schemas/types.js';
-import { normalizeUrl, siteOf } from '../processors/parser/normalize.js';
+import { normalizeUrl, siteOf } from '../processors/common/normalize.js';
 import { crawlTopology, SEED_BATCH_LINKS, TOPICS } from '../topology/crawl-topology.js';
 import type { CrawlCommand } from './options.js';
 import { drainControlInbox } from './control.js';
@@ -43,8 +43,16 @@ export function seedBatches(seeds: readonly string[], now: number, warn: (line: 
  * Runs the whole topology on the embedded engine until idle, a page or time limit, a signal, or a
  * fatal error. Resumes whatever the data dir holds; seeds already seen are ignored.
  */
-export async function runCrawl(cmd: CrawlCommand, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`), err: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<CrawlRun> {
-  const topology = crawlTopology({ config: cmd.config, partitions: cmd.partitions, warcDir: join(cmd.dataDir, 'warc') });
+export async function runCrawl(
+  cmd: CrawlCommand,
+  out: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+  err: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
+): Promise<CrawlRun> {
+  const topology = crawlTopology({
+    config: cmd.config,
+    partitions: cmd.partitions,
+    warcDir: join(cmd.dataDir, 'warc'),
+  });
   const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, log: (l) => err(`[engine] ${l}`) });
   const started = Date.now();
   await engine.start();
@@ -58,7 +66,11 @@ export async function runCrawl(cmd: CrawlCommand, out: (line: string) => void = 
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const batches = seedBatches(cmd.seeds, started, err);
-  if (batches.length > 0) await engine.produce(TOPICS.links, batches.map((b) => ({ key: b.site, value: b, timestamp: started })));
+  if (batches.length > 0)
+    await engine.produce(
+      TOPICS.links,
+      batches.map((b) => ({ key: b.site, value: b, timestamp: started })),
+    );
 
   // operator commands (crawlstream control …) arrive through the data dir's inbox
   let draining = false;
@@ -135,11 +147,17 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
     `  queued now         ${m.gauge('frontier_queued_urls')}`,
   ];
   const parked = m.gauge('frontier_parked_urls');
-  if (parked > 0) lines.push(`  parked             ${parked} URLs on ${m.gauge('frontier_parked_hosts')} hosts whose robots.txt is unavailable (retried later; resume with the same --data)`);
-  for (const [k, v] of m.countersWithPrefix('urls_dropped{')) lines.push(`  dropped ${k.slice('urls_dropped'.length)}  ${v}`);
-  for (const [k, v] of m.countersWithPrefix('fetch_errors{')) lines.push(`  fetch error ${k.slice('fetch_errors'.length)}  ${v}`);
+  if (parked > 0)
+    lines.push(
+      `  parked             ${parked} URLs on ${m.gauge('frontier_parked_hosts')} hosts whose robots.txt is unavailable (retried later; resume with the same --data)`,
+    );
+  for (const [k, v] of m.countersWithPrefix('urls_dropped{'))
+    lines.push(`  dropped ${k.slice('urls_dropped'.length)}  ${v}`);
+  for (const [k, v] of m.countersWithPrefix('fetch_errors{'))
+    lines.push(`  fetch error ${k.slice('fetch_errors'.length)}  ${v}`);
   for (const [k, v] of m.countersWithPrefix('backoffs{')) lines.push(`  back-offs ${k.slice('backoffs'.length)}  ${v}`);
-  for (const [k, v] of m.countersWithPrefix('dead_letters{')) lines.push(`  dead letters ${k.slice('dead_letters'.length)}  ${v}`);
+  for (const [k, v] of m.countersWithPrefix('dead_letters{'))
+    lines.push(`  dead letters ${k.slice('dead_letters'.length)}  ${v}`);
   return lines;
 }
 

@@ -2,9 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SyntheticWeb } from '../test/web/synthetic-web.js';
-import { checkPoliteness, formatPolitenessReport } from '../test/web/politeness.js';
-import { productToken } from '../processors/crawl-config.js';
+import { SyntheticWeb } from '../synthetic-web/synthetic-web.js';
+import { checkPoliteness, formatPolitenessReport } from '../synthetic-web/politeness.js';
+import { productToken } from '../processors/common/crawl-config.js';
 import { runCrawl } from './crawl.js';
 import { parseCrawlArgs } from './options.js';
 
@@ -20,12 +20,16 @@ export async function runDemo(args: string[], out: (line: string) => void): Prom
   try {
     const cmd = parseCrawlArgs([
       ...web.seedUrls(),
-      '--data', dataDir,
-      '--resolve', '*.test=127.0.0.1',
-      '--allow-ip', '127.0.0.1/32',
+      '--data',
+      dataDir,
+      '--resolve',
+      '*.test=127.0.0.1',
+      '--allow-ip',
+      '127.0.0.1/32',
       '--no-system-dns',
       '--until-idle',
-      '--fetch-timeout', '10000',
+      '--fetch-timeout',
+      '10000',
       ...(values.quiet ? ['--quiet'] : []),
     ]);
     const run = await runCrawl(cmd, out);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { tmpdir } from 'node:os';
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { TOPICS } from '../topology/crawl-topology.js';
 import { seedBatches } from './crawl.js';
 import { produceToKafka } from './kafka-produce.js';
@@ -12,10 +12,23 @@ export const INJECT_USAGE = `usage: crawlstream inject [URL...] --seeds FILE --b
   writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)`;
 
 /** Produces seed URLs to the links topic; the frontier admits them like discovered links. */
-export async function runInject(args: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+export async function runInject(
+  args: string[],
+  out: (line: string) => void,
+  err: (line: string) => void,
+): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { seeds: { type: 'string' }, brokers: { type: 'string' }, registry: { type: 'string' }, partitions: { type: 'string' } } });
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        seeds: { type: 'string' },
+        brokers: { type: 'string' },
+        registry: { type: 'string' },
+        partitions: { type: 'string' },
+      },
+    });
   } catch (e) {
     throw new InvalidOptionError(`${(e as Error).message}\n${INJECT_USAGE}`);
   }
@@ -26,7 +39,15 @@ export async function runInject(args: string[], out: (line: string) => void, err
   if (crawl.seeds.length === 0) throw new InvalidOptionError(`no seeds given\n${INJECT_USAGE}`);
   const now = Date.now();
   const batches = seedBatches(crawl.seeds, now, err);
-  await produceToKafka(brokers, registryUrl, v.partitions, TOPICS.links, batches.map((b) => ({ key: b.site, value: b, timestamp: now })));
-  out(`injected ${batches.reduce((n, b) => n + b.links.length, 0)} seeds for ${batches.length} sites into ${TOPICS.links}`);
+  await produceToKafka(
+    brokers,
+    registryUrl,
+    v.partitions,
+    TOPICS.links,
+    batches.map((b) => ({ key: b.site, value: b, timestamp: now })),
+  );
+  out(
+    `injected ${batches.reduce((n, b) => n + b.links.length, 0)} seeds for ${batches.length} sites into ${TOPICS.links}`,
+  );
   return 0;
 }

@@ -5,7 +5,11 @@ import { runRole } from './run.js';
 import { runTopics, TOPICS_USAGE } from './topics.js';
 
 /** The Kafka engine's commands (`topics`, `run`, `inject`, `replay`); undefined for any other command. */
-export async function kafkaCommand(command: string | undefined, args: string[], out: (line: string) => void): Promise<number | undefined> {
+export async function kafkaCommand(
+  command: string | undefined,
+  args: string[],
+  out: (line: string) => void,
+): Promise<number | undefined> {
   const err = (line: string): void => void process.stderr.write(`${line}\n`);
   const help = args.includes('--help');
   switch (command) {

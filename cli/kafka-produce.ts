@@ -12,7 +12,13 @@ import { parseCrawlArgs } from './options.js';
  * (registering the schema if needed) and placed by the Java murmur2 partitioner, as the engine
  * would. Idempotent producer; resolves when every record is acknowledged by all replicas.
  */
-export async function produceToKafka(brokers: readonly string[], registryUrl: string, partitions: string | undefined, topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
+export async function produceToKafka(
+  brokers: readonly string[],
+  registryUrl: string,
+  partitions: string | undefined,
+  topic: string,
+  records: readonly StreamRecord<string, unknown>[],
+): Promise<void> {
   const crawl = parseCrawlArgs(['--data', tmpdir(), ...(partitions !== undefined ? ['--partitions', partitions] : [])]);
   const topology = crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() });
   topology.build();
@@ -22,10 +28,18 @@ export async function produceToKafka(brokers: readonly string[], registryUrl: st
   try {
     const producer = await port.producer();
     try {
-      await producer.send(records.map((r) => {
-        const key = serdes.key(topic).serialize(r.key);
-        return { topic, partition: partitionFor(key, spec.partitions), key, value: serdes.value(topic).serialize(r.value), timestamp: r.timestamp };
-      }));
+      await producer.send(
+        records.map((r) => {
+          const key = serdes.key(topic).serialize(r.key);
+          return {
+            topic,
+            partition: partitionFor(key, spec.partitions),
+            key,
+            value: serdes.value(topic).serialize(r.value),
+            timestamp: r.timestamp,
+          };
+        }),
+      );
     } finally {
       await producer.close();
     }

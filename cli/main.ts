@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-import { isCrawlError } from '../runtime/errors.js';
+import { isCrawlError } from '../core/errors.js';
 import { runCrawl } from './crawl.js';
 import { runDemo } from './demo.js';
 import { runExport } from './export.js';
 import { parseCrawlArgs } from './options.js';
 import { CONTROL_USAGE, parseControlArgs, writeControl } from './control.js';
 import { produceToKafka } from './kafka-produce.js';
-import { TOPICS } from '../topology/topics.js';
+import { TOPICS } from '../processors/common/topics.js';
 import { kafkaCommand } from './kafka-commands.js';
 
 const USAGE = `crawlstream — a polite web crawler built as a stream topology
@@ -47,9 +47,13 @@ async function main(argv: string[]): Promise<number> {
       const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}`;
       if ('dataDir' in target) {
         writeControl(target.dataDir, command);
-        out(`queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`);
+        out(
+          `queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`,
+        );
       } else {
-        await produceToKafka(target.brokers, target.registryUrl, target.partitions, TOPICS.control, [{ key: command.site, value: command, timestamp: command.issuedAt }]);
+        await produceToKafka(target.brokers, target.registryUrl, target.partitions, TOPICS.control, [
+          { key: command.site, value: command, timestamp: command.issuedAt },
+        ]);
         out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
       }
       return 0;

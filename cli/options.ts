@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { InvalidOptionError } from '../runtime/errors.js';
-import { validateCrawlConfig, type CrawlConfig } from '../processors/crawl-config.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
 import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
 
@@ -88,7 +88,9 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     try {
       text = readFileSync(v.seeds, 'utf8');
     } catch (err) {
-      throw new InvalidOptionError(`--seeds ${v.seeds} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new InvalidOptionError(
+        `--seeds ${v.seeds} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     for (const line of text.split(/\r?\n/)) {
       const s = line.replace(/#.*/, '').trim();
@@ -120,13 +122,22 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     ...(v['min-delay'] !== undefined ? { minDelayMs: wholeNumber('min-delay', v['min-delay'], 1000)! } : {}),
     ...(v['user-agent'] !== undefined ? { userAgent: v['user-agent'] } : {}),
     ...(fetchTimeoutMs !== undefined
-      ? { fetchTimeoutMs, headersTimeoutMs: Math.min(15_000, fetchTimeoutMs), connectTimeoutMs: Math.min(5_000, fetchTimeoutMs), leaseWindowMs: Math.min(10_000, fetchTimeoutMs) }
+      ? {
+          fetchTimeoutMs,
+          headersTimeoutMs: Math.min(15_000, fetchTimeoutMs),
+          connectTimeoutMs: Math.min(5_000, fetchTimeoutMs),
+          leaseWindowMs: Math.min(10_000, fetchTimeoutMs),
+        }
       : {}),
     ...(v['robots-retry'] !== undefined ? { robotsRetryMs: wholeNumber('robots-retry', v['robots-retry'], 100)! } : {}),
     ...(v['site-budget'] !== undefined ? { sitePageBudget: wholeNumber('site-budget', v['site-budget'], 1)! } : {}),
-    ...(v['site-budget-per-inlink'] !== undefined ? { siteBudgetPerInlink: wholeNumber('site-budget-per-inlink', v['site-budget-per-inlink'], 0)! } : {}),
+    ...(v['site-budget-per-inlink'] !== undefined
+      ? { siteBudgetPerInlink: wholeNumber('site-budget-per-inlink', v['site-budget-per-inlink'], 0)! }
+      : {}),
     ...(v['host-slots'] !== undefined ? { activeHostSlots: wholeNumber('host-slots', v['host-slots'], 1)! } : {}),
-    ...(v['ip-concurrency'] !== undefined ? { ipConcurrency: wholeNumber('ip-concurrency', v['ip-concurrency'], 1)! } : {}),
+    ...(v['ip-concurrency'] !== undefined
+      ? { ipConcurrency: wholeNumber('ip-concurrency', v['ip-concurrency'], 1)! }
+      : {}),
     ...(v['ip-gap'] !== undefined ? { ipGapMs: wholeNumber('ip-gap', v['ip-gap'], 0)! } : {}),
   });
   const duration = wholeNumber('duration', v.duration, 1);

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { parseCrawlArgs, type CrawlCommand } from './options.js';
 
 export const ROLES = ['frontier', 'fetcher', 'parser', 'all'] as const;
@@ -41,11 +41,15 @@ export function parseRunArgs(args: readonly string[]): RunCommand {
       continue;
     }
     const value = inline ?? args[++i];
-    if (value === undefined || value.startsWith('--')) throw new InvalidOptionError(`${flag} needs a value\n${RUN_USAGE}`);
+    if (value === undefined || value.startsWith('--'))
+      throw new InvalidOptionError(`${flag} needs a value\n${RUN_USAGE}`);
     own.set(flag, value);
   }
   const role = own.get('--role');
-  if (!role || !(ROLES as readonly string[]).includes(role)) throw new InvalidOptionError(`--role must be one of ${ROLES.join(', ')}, got ${JSON.stringify(role ?? '')}\n${RUN_USAGE}`);
+  if (!role || !(ROLES as readonly string[]).includes(role))
+    throw new InvalidOptionError(
+      `--role must be one of ${ROLES.join(', ')}, got ${JSON.stringify(role ?? '')}\n${RUN_USAGE}`,
+    );
   return {
     role: role as Role,
     ...kafkaEndpoints(own.get('--brokers'), own.get('--registry'), RUN_USAGE),
@@ -56,17 +60,30 @@ export function parseRunArgs(args: readonly string[]): RunCommand {
 }
 
 /** Validates --brokers (host:port list) and --registry (http URL); the registry is optional when `usage` says so. */
-export function kafkaEndpoints(brokers: string | undefined, registry: string | undefined, usage: string): { brokers: string[]; registryUrl: string } {
+export function kafkaEndpoints(
+  brokers: string | undefined,
+  registry: string | undefined,
+  usage: string,
+): { brokers: string[]; registryUrl: string } {
   if (!brokers) throw new InvalidOptionError(`--brokers HOST:PORT is required\n${usage}`);
-  const list = brokers.split(',').map((b) => b.trim()).filter((b) => b !== '');
-  for (const b of list) if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b)) throw new InvalidOptionError(`--brokers needs host:port entries, got ${JSON.stringify(b)}`);
-  if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry)) throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
+  const list = brokers
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b !== '');
+  for (const b of list)
+    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b))
+      throw new InvalidOptionError(`--brokers needs host:port entries, got ${JSON.stringify(b)}`);
+  if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry))
+    throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
   return { brokers: list, registryUrl: registry ?? '' };
 }
 
 function millis(name: string, raw: string | undefined, min: number): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < min) throw new InvalidOptionError(`${name} must be a whole number of milliseconds, at least ${min}, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw) || n < min)
+    throw new InvalidOptionError(
+      `${name} must be a whole number of milliseconds, at least ${min}, got ${JSON.stringify(raw)}`,
+    );
   return n;
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
 import type { Subtopology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
@@ -16,9 +16,17 @@ export function roleFilter(role: RunCommand['role']): (sub: Subtopology) => bool
  * leaves its groups), a fatal error, or with --until-idle a quiet spell. Prints `[status] idle`
  * and `[status] busy` whenever that changes, so a supervisor or test can tell when work is done.
  */
-export async function runRole(cmd: RunCommand, out: (line: string) => void, err: (line: string) => void): Promise<number> {
+export async function runRole(
+  cmd: RunCommand,
+  out: (line: string) => void,
+  err: (line: string) => void,
+): Promise<number> {
   if (!cmd.registryUrl) throw new InvalidOptionError('--registry URL is required');
-  const topology = crawlTopology({ config: cmd.crawl.config, partitions: cmd.crawl.partitions, warcDir: join(cmd.crawl.dataDir, 'warc') });
+  const topology = crawlTopology({
+    config: cmd.crawl.config,
+    partitions: cmd.crawl.partitions,
+    warcDir: join(cmd.crawl.dataDir, 'warc'),
+  });
   const engine = new KafkaEngine(topology, {
     brokers: cmd.brokers,
     registryUrl: cmd.registryUrl,
@@ -51,7 +59,9 @@ export async function runRole(cmd: RunCommand, out: (line: string) => void, err:
     if (!cmd.crawl.quiet && Date.now() - lastProgress >= 10_000) {
       lastProgress = Date.now();
       const m = engine.metrics;
-      out(`[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.counter('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`);
+      out(
+        `[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.counter('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`,
+      );
     }
   }, 500);
   let exitCode = 0;
@@ -65,6 +75,8 @@ export async function runRole(cmd: RunCommand, out: (line: string) => void, err:
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  out(`[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.counter('page_records')}`);
+  out(
+    `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.counter('page_records')}`,
+  );
   return exitCode;
 }

@@ -1,4 +1,4 @@
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../core/metrics.js';
 import type { StreamRecord } from './record.js';
 
 /**

@@ -1,16 +1,7 @@
 import type { RecordMetadata, StreamRecord } from './record.js';
 import type { StateStore } from '../state/state-store.js';
-import type { Metrics } from './metrics.js';
-
-/** Identifies a task: one per input partition of a sub-topology, e.g. `1_3`. */
-export interface TaskId {
-  readonly subtopology: number;
-  readonly partition: number;
-}
-
-export function taskIdString(id: TaskId): string {
-  return `${id.subtopology}_${id.partition}`;
-}
+import type { Metrics } from '../core/metrics.js';
+import type { TaskId } from '../core/ids.js';
 
 /** Cancels a scheduled punctuator; idempotent. */
 export interface Cancellable {
@@ -59,4 +50,9 @@ export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = 
   isIdle?(): boolean;
 }
 
-export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = () => Processor<KIn, VIn, KOut, VOut>;
+export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = () => Processor<
+  KIn,
+  VIn,
+  KOut,
+  VOut
+>;

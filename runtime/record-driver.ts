@@ -1,4 +1,4 @@
-import { CrawlError, isCrawlError } from './errors.js';
+import { CrawlError, isCrawlError } from '../core/errors.js';
 import type { ConsumedRawRecord } from './record.js';
 import type { StreamTask } from './task.js';
 
@@ -22,7 +22,10 @@ export class RecordDriver {
   private active = 0;
   private readonly slotWaiters: (() => void)[] = [];
 
-  constructor(private readonly task: StreamTask, private readonly host: RecordDriverHost) {}
+  constructor(
+    private readonly task: StreamTask,
+    private readonly host: RecordDriverHost,
+  ) {}
 
   /** Records started and not finished. */
   busy(): number {

@@ -1,6 +1,6 @@
 import avro from 'avsc';
-import { CrawlError } from './errors.js';
-import { stringSerde, type Serde } from './serde.js';
+import { CrawlError } from '../core/errors.js';
+import { stringSerde, type Serde } from '../core/serde.js';
 import type { TopicSerdes } from './task.js';
 import type { Topology } from './topology.js';
 import { AvroSerde, loadSchema, type SchemaRegistry } from '../schemas/index.js';
@@ -19,7 +19,10 @@ export function valueSubject(topic: string): string {
  * Registers every topic's value schema (idempotent) and builds its serde. Earlier versions known to
  * the registry under the same subject stay readable, resolved to the current schema.
  */
-export async function buildSerdes(topology: Topology, registry: SchemaRegistry & { versions?(subject: string): { id: number; schema: string }[] }): Promise<SerdeSet> {
+export async function buildSerdes(
+  topology: Topology,
+  registry: SchemaRegistry & { versions?(subject: string): { id: number; schema: string }[] },
+): Promise<SerdeSet> {
   const values = new Map<string, Serde<unknown>>();
   const ids = new Map<string, number>();
   for (const spec of topology.topics.values()) {

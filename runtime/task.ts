@@ -1,16 +1,23 @@
-import { CrawlError } from './errors.js';
-import type { Metrics } from './metrics.js';
+import { CrawlError } from '../core/errors.js';
+import type { Metrics } from '../core/metrics.js';
 import { partitionFor } from './partitioner.js';
-import type { Cancellable, Processor, ProcessorContext, Punctuator, TaskId } from './processor.js';
-import { taskIdString } from './processor.js';
+import type { Cancellable, Processor, ProcessorContext, Punctuator } from './processor.js';
+import { taskIdString, type TaskId } from '../core/ids.js';
 import type { ConsumedRawRecord, RecordHeaders, RecordMetadata, StreamRecord } from './record.js';
-import type { Serde } from './serde.js';
+import type { Serde } from '../core/serde.js';
 import type { ProcessorNode, Subtopology, Topology } from './topology.js';
 import type { StateStore } from '../state/state-store.js';
 
 /** Where a task's sinks put serialized records; the engine makes them part of the next commit. */
 export interface RecordCollector {
-  send(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void;
+  send(
+    topic: string,
+    partition: number,
+    key: Buffer,
+    value: Buffer | null,
+    timestamp: number,
+    headers?: RecordHeaders,
+  ): void;
 }
 
 /** The serdes of every topic: keys are strings, values Avro in the Confluent wire format. */
@@ -61,7 +68,8 @@ export class StreamTask {
       this.processors.set(node.name, node.supplier());
       this.contexts.set(node.name, new NodeContext(this, node));
     }
-    for (const node of subtopology.nodes) if (node.kind === 'source') for (const t of node.topics) this.sourceChildren.set(t, node.children);
+    for (const node of subtopology.nodes)
+      if (node.kind === 'source') for (const t of node.topics) this.sourceChildren.set(t, node.children);
   }
 
   /** Calls every processor's init, parents before children. */
@@ -88,7 +96,11 @@ export class StreamTask {
   }
 
   /** Routes a record to the named nodes; returns a promise only if some processor returned one. */
-  dispatch(children: readonly string[], record: StreamRecord<unknown, unknown>, meta: RecordMetadata | undefined): void | Promise<void> {
+  dispatch(
+    children: readonly string[],
+    record: StreamRecord<unknown, unknown>,
+    meta: RecordMetadata | undefined,
+  ): void | Promise<void> {
     let pending: Promise<void>[] | undefined;
     for (const child of children) {
       const node = this.topology.nodes.get(child)!;
@@ -112,8 +124,15 @@ export class StreamTask {
   }
 
   schedule(intervalMs: number, fn: Punctuator): Cancellable {
-    if (!(intervalMs > 0)) throw new CrawlError('CS_TOPOLOGY', `punctuation interval must be positive, got ${intervalMs}`);
-    const p: ScheduledPunctuator = { intervalMs, nextAt: this.clock() + intervalMs, fn, running: false, cancelled: false };
+    if (!(intervalMs > 0))
+      throw new CrawlError('CS_TOPOLOGY', `punctuation interval must be positive, got ${intervalMs}`);
+    const p: ScheduledPunctuator = {
+      intervalMs,
+      nextAt: this.clock() + intervalMs,
+      fn,
+      running: false,
+      cancelled: false,
+    };
     this.punctuators.push(p);
     return { cancel: () => void (p.cancelled = true) };
   }
@@ -160,7 +179,8 @@ export class StreamTask {
   }
 
   store<S extends StateStore>(processor: ProcessorNode, name: string): S {
-    if (!processor.stores.includes(name)) throw new CrawlError('CS_TOPOLOGY', `processor ${processor.name} is not connected to store ${name}`);
+    if (!processor.stores.includes(name))
+      throw new CrawlError('CS_TOPOLOGY', `processor ${processor.name} is not connected to store ${name}`);
     const store = this.stores.get(name);
     if (!store) throw new CrawlError('CS_TOPOLOGY', `store ${name} is not open in task ${this.name}`);
     return store as S;
@@ -170,7 +190,10 @@ export class StreamTask {
 class NodeContext implements ProcessorContext {
   recordMetadata: RecordMetadata | undefined;
 
-  constructor(private readonly task: StreamTask, private readonly node: ProcessorNode) {}
+  constructor(
+    private readonly task: StreamTask,
+    private readonly node: ProcessorNode,
+  ) {}
 
   get applicationId(): string {
     return this.task.topology.applicationId;
@@ -187,12 +210,16 @@ class NodeContext implements ProcessorContext {
   forward(record: StreamRecord<unknown, unknown>, childName?: string): void {
     let children = this.node.children;
     if (childName !== undefined) {
-      if (!children.includes(childName)) throw new CrawlError('CS_TOPOLOGY', `${this.node.name} has no child ${childName}`);
+      if (!children.includes(childName))
+        throw new CrawlError('CS_TOPOLOGY', `${this.node.name} has no child ${childName}`);
       children = [childName];
     }
     const result = this.task.dispatch(children, record, this.recordMetadata);
     if (result instanceof Promise) {
-      throw new CrawlError('CS_TOPOLOGY', `${this.node.name} forwarded to an asynchronous processor; only source-fed processors may be asynchronous`);
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `${this.node.name} forwarded to an asynchronous processor; only source-fed processors may be asynchronous`,
+      );
     }
   }
 

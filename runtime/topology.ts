@@ -1,6 +1,6 @@
-import { CrawlError } from './errors.js';
+import { CrawlError } from '../core/errors.js';
 import type { ProcessorSupplier } from './processor.js';
-import type { Serde } from './serde.js';
+import type { Serde } from '../core/serde.js';
 import type { SchemaName } from '../schemas/index.js';
 import type { StoreBuilder } from '../state/store-builder.js';
 
@@ -31,9 +31,27 @@ export interface ProcessorOptions {
 
 export type NodeKind = 'source' | 'processor' | 'sink';
 
-export interface SourceNode { kind: 'source'; name: string; topics: string[]; children: string[] }
-export interface ProcessorNode { kind: 'processor'; name: string; supplier: ProcessorSupplier; parents: string[]; children: string[]; stores: string[]; options: ProcessorOptions }
-export interface SinkNode { kind: 'sink'; name: string; topic: string; parents: string[] }
+export interface SourceNode {
+  kind: 'source';
+  name: string;
+  topics: string[];
+  children: string[];
+}
+export interface ProcessorNode {
+  kind: 'processor';
+  name: string;
+  supplier: ProcessorSupplier;
+  parents: string[];
+  children: string[];
+  stores: string[];
+  options: ProcessorOptions;
+}
+export interface SinkNode {
+  kind: 'sink';
+  name: string;
+  topic: string;
+  parents: string[];
+}
 export type TopologyNode = SourceNode | ProcessorNode | SinkNode;
 
 /** A connected group of nodes; it runs as one task per partition of its (co-partitioned) source topics. */
@@ -57,13 +75,19 @@ export class Topology {
 
   constructor(readonly applicationId: string) {
     if (!/^[a-z][a-z0-9-]*$/.test(applicationId)) {
-      throw new CrawlError('CS_TOPOLOGY', `application id must be lower-case letters, digits and dashes, got ${JSON.stringify(applicationId)}`);
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `application id must be lower-case letters, digits and dashes, got ${JSON.stringify(applicationId)}`,
+      );
     }
   }
 
   addTopic(spec: TopicSpec): this {
     if (!Number.isInteger(spec.partitions) || spec.partitions < 1) {
-      throw new CrawlError('CS_TOPOLOGY', `topic ${spec.name} needs a positive whole number of partitions, got ${spec.partitions}`);
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `topic ${spec.name} needs a positive whole number of partitions, got ${spec.partitions}`,
+      );
     }
     this.topics.set(spec.name, spec);
     return this;
@@ -85,7 +109,8 @@ export class Topology {
   }
 
   addStateStore(builder: StoreBuilder, ...processorNames: string[]): this {
-    if (this.stores.has(builder.name)) throw new CrawlError('CS_TOPOLOGY', `state store ${builder.name} is declared twice`);
+    if (this.stores.has(builder.name))
+      throw new CrawlError('CS_TOPOLOGY', `state store ${builder.name} is declared twice`);
     this.stores.set(builder.name, { builder, processors: processorNames });
     return this;
   }
@@ -127,7 +152,8 @@ export class Topology {
     for (const [storeName, { processors }] of this.stores) {
       for (const p of processors) {
         const node = this.nodes.get(p);
-        if (!node || node.kind !== 'processor') throw new CrawlError('CS_TOPOLOGY', `store ${storeName} is connected to unknown processor ${p}`);
+        if (!node || node.kind !== 'processor')
+          throw new CrawlError('CS_TOPOLOGY', `store ${storeName} is connected to unknown processor ${p}`);
         node.stores.push(storeName);
       }
     }
@@ -153,16 +179,25 @@ export class Topology {
         seen.add(name);
         const node = this.nodes.get(name)!;
         members.push(node);
-        const neighbours = node.kind === 'source' ? node.children : node.kind === 'sink' ? node.parents : [...node.parents, ...node.children];
+        const neighbours =
+          node.kind === 'source'
+            ? node.children
+            : node.kind === 'sink'
+              ? node.parents
+              : [...node.parents, ...node.children];
         // nodes sharing a store belong together too
         if (node.kind === 'processor') for (const s of node.stores) neighbours.push(...this.stores.get(s)!.processors);
         stack.push(...neighbours);
       }
       const sourceTopics = members.flatMap((n) => (n.kind === 'source' ? n.topics : []));
-      if (sourceTopics.length === 0) throw new CrawlError('CS_TOPOLOGY', `nodes ${members.map((n) => n.name).join(', ')} have no source`);
+      if (sourceTopics.length === 0)
+        throw new CrawlError('CS_TOPOLOGY', `nodes ${members.map((n) => n.name).join(', ')} have no source`);
       const counts = new Set(sourceTopics.map((t) => this.topic(t).partitions));
       if (counts.size !== 1) {
-        throw new CrawlError('CS_TOPOLOGY', `source topics ${sourceTopics.join(', ')} of one sub-topology must be co-partitioned (same partition count)`);
+        throw new CrawlError(
+          'CS_TOPOLOGY',
+          `source topics ${sourceTopics.join(', ')} of one sub-topology must be co-partitioned (same partition count)`,
+        );
       }
       const storeNames = new Set(members.flatMap((n) => (n.kind === 'processor' ? n.stores : [])));
       result.push({

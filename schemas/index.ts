@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import avro from 'avsc';
-import { CrawlError } from '../runtime/errors.js';
-import { frame, unframe, type Serde } from '../runtime/serde.js';
+import { CrawlError } from '../core/errors.js';
+import { frame, unframe, type Serde } from '../core/serde.js';
 
 /** The Avro schemas of crawlstream, by file name under schemas/. */
 export const SCHEMA_FILES = {
@@ -68,7 +68,11 @@ export class AvroSerde<T> implements Serde<T> {
     try {
       return frame(this.schemaId, this.type.toBuffer(value));
     } catch (err) {
-      throw new CrawlError('CS_SCHEMA', `value does not match schema ${(this.type as { name?: string }).name ?? '?'}: ${(err as Error).message}`, { cause: err });
+      throw new CrawlError(
+        'CS_SCHEMA',
+        `value does not match schema ${(this.type as { name?: string }).name ?? '?'}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 
@@ -76,12 +80,19 @@ export class AvroSerde<T> implements Serde<T> {
     const { schemaId, body } = unframe(bytes);
     const resolver = this.resolvers.get(schemaId);
     if (resolver === undefined) {
-      throw new CrawlError('CS_CORRUPT_RECORD', `unknown schema id ${schemaId} for ${(this.type as { name?: string }).name ?? '?'}`);
+      throw new CrawlError(
+        'CS_CORRUPT_RECORD',
+        `unknown schema id ${schemaId} for ${(this.type as { name?: string }).name ?? '?'}`,
+      );
     }
     try {
       return (resolver === null ? this.type.fromBuffer(body) : this.type.fromBuffer(body, resolver)) as T;
     } catch (err) {
-      throw new CrawlError('CS_CORRUPT_RECORD', `cannot decode ${(this.type as { name?: string }).name ?? '?'} (schema id ${schemaId}): ${(err as Error).message}`, { cause: err });
+      throw new CrawlError(
+        'CS_CORRUPT_RECORD',
+        `cannot decode ${(this.type as { name?: string }).name ?? '?'} (schema id ${schemaId}): ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 }

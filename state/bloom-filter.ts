@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../runtime/errors.js';
-import { fmix32 } from '../runtime/hashing.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { fmix32 } from '../core/hashing.js';
 
 /** Size of a Bloom filter: `bits` (m) and `hashes` (k). */
 export interface BloomSizing {
@@ -31,7 +31,11 @@ export function bloomSizing(expected: number, falsePositiveRate: number): BloomS
   }
   const classic = (-expected * Math.log(falsePositiveRate)) / (Math.LN2 * Math.LN2);
   let sizing = sized(classic, expected);
-  for (let grow = 1.01; sizing.bits <= MAX_BLOOM_BITS && grow < 2 && expectedFalsePositiveRate(sizing, expected) > falsePositiveRate; grow += 0.01) {
+  for (
+    let grow = 1.01;
+    sizing.bits <= MAX_BLOOM_BITS && grow < 2 && expectedFalsePositiveRate(sizing, expected) > falsePositiveRate;
+    grow += 0.01
+  ) {
     sizing = sized(classic * grow, expected);
   }
   if (sizing.bits > MAX_BLOOM_BITS) {
@@ -82,8 +86,8 @@ export function expectedFill(sizing: BloomSizing, entries: number): number {
 
 // odd multipliers: bit i of a fingerprint's block is the top 9 bits of c·SALT[i] xor d·SALT[15−i]
 const SALT = new Int32Array([
-  0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31,
-  0x9e3779b9, 0x85ebca6b, 0xc2b2ae35, 0x27d4eb2f, 0x165667b1, 0xd3a2646d, 0xfd7046c5, 0xb55a4f09,
+  0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31, 0x9e3779b9,
+  0x85ebca6b, 0xc2b2ae35, 0x27d4eb2f, 0x165667b1, 0xd3a2646d, 0xfd7046c5, 0xb55a4f09,
 ]);
 
 /**
@@ -106,8 +110,15 @@ export class BloomFilter {
   private d = 0;
 
   constructor(sizing: BloomSizing) {
-    if (!Number.isInteger(sizing.bits) || sizing.bits < BLOCK_BITS || sizing.bits > MAX_BLOOM_BITS || sizing.bits % BLOCK_BITS !== 0) {
-      throw new InvalidOptionError(`Bloom filter bits must be a multiple of ${BLOCK_BITS} in ${BLOCK_BITS}..${MAX_BLOOM_BITS}, got ${sizing.bits}`);
+    if (
+      !Number.isInteger(sizing.bits) ||
+      sizing.bits < BLOCK_BITS ||
+      sizing.bits > MAX_BLOOM_BITS ||
+      sizing.bits % BLOCK_BITS !== 0
+    ) {
+      throw new InvalidOptionError(
+        `Bloom filter bits must be a multiple of ${BLOCK_BITS} in ${BLOCK_BITS}..${MAX_BLOOM_BITS}, got ${sizing.bits}`,
+      );
     }
     if (!Number.isInteger(sizing.hashes) || sizing.hashes < 1 || sizing.hashes > MAX_HASHES) {
       throw new InvalidOptionError(`Bloom filter hashes must be an integer in 1..${MAX_HASHES}, got ${sizing.hashes}`);

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 
 /**
  * A bounded cache of recently used values by string key, in two generations: hits and new values
@@ -17,7 +17,8 @@ export class GenerationCache<V> {
     readonly maxBytes: number,
     private readonly sizeOf: (key: string, value: V) => number,
   ) {
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new InvalidOptionError(`cache size must be a whole number of bytes, got ${maxBytes}`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw new InvalidOptionError(`cache size must be a whole number of bytes, got ${maxBytes}`);
   }
 
   /** The cached value, or undefined. */

@@ -1,5 +1,5 @@
 import { BloomFilter, bloomSizing } from './bloom-filter.js';
-import { fmix32 } from '../runtime/hashing.js';
+import { fmix32 } from '../core/hashing.js';
 
 /** Each filter of the chain is sized for this false-positive rate at its capacity. */
 const RATE = 0.01;

@@ -37,11 +37,12 @@ export class PageCache {
     this.pages.set(id, value);
     this.bytes += value.length + ENTRY_OVERHEAD;
     // (an iterator is not made unless needed: finding a Map's first entry walks what was deleted before it)
-    if (this.bytes > this.maxBytes) for (const [oldest, p] of this.pages) {
-      if (this.bytes <= this.maxBytes) break;
-      this.pages.delete(oldest);
-      this.bytes -= p.length + ENTRY_OVERHEAD;
-    }
+    if (this.bytes > this.maxBytes)
+      for (const [oldest, p] of this.pages) {
+        if (this.bytes <= this.maxBytes) break;
+        this.pages.delete(oldest);
+        this.bytes -= p.length + ENTRY_OVERHEAD;
+      }
   }
 
   /**

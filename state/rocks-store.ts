@@ -1,6 +1,6 @@
 import type { RocksPort, RocksWrite } from './rocks.js';
-import type { Codec, KeyValueStore } from './state-store.js';
-import type { ChangeloggedStore } from './store-builder.js';
+import type { Serde } from '../core/serde.js';
+import type { ChangeloggedStore, KeyValueStore } from './state-store.js';
 
 /** A write waiting for the commit; encoded once, at the commit, however often it was overwritten. */
 interface Pending<V> {
@@ -11,7 +11,8 @@ interface Pending<V> {
 }
 
 /** The pending map's key of an encoded key; without `toString`'s argument checks. */
-const latin1 = (b: Buffer): string => (b as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(0, b.length);
+const latin1 = (b: Buffer): string =>
+  (b as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(0, b.length);
 
 const CHECKPOINT_PREFIX = Buffer.from('\u0000checkpoint\u0000');
 
@@ -32,8 +33,8 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   constructor(
     readonly name: string,
     private readonly db: RocksPort,
-    private readonly keyCodec: Codec<K>,
-    private readonly valueCodec: Codec<V>,
+    private readonly keySerde: Serde<K>,
+    private readonly valueSerde: Serde<V>,
   ) {
     this.prefix = Buffer.from(`s\u0000${name}\u0000`);
     this.end = Buffer.from(`s\u0000${name}\u0001`);
@@ -41,11 +42,11 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   }
 
   get(key: K): V | undefined {
-    const raw = this.keyCodec.encode(key);
+    const raw = this.keySerde.serialize(key);
     const p = this.pending.get(latin1(raw));
     if (p) return p.deleted ? undefined : p.decoded;
     const stored = this.db.get(Buffer.concat([this.prefix, raw]));
-    return stored === undefined ? undefined : this.valueCodec.decode(stored);
+    return stored === undefined ? undefined : this.valueSerde.deserialize(stored);
   }
 
   getMany(keys: readonly K[]): (V | undefined)[] {
@@ -54,7 +55,7 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     const missAt: number[] = [];
     const checkPending = this.pending.size > 0;
     for (let i = 0; i < keys.length; i++) {
-      const raw = this.keyCodec.encode(keys[i]!);
+      const raw = this.keySerde.serialize(keys[i]!);
       const p = checkPending ? this.pending.get(latin1(raw)) : undefined;
       if (p) {
         out[i] = p.deleted ? undefined : p.decoded;
@@ -66,49 +67,52 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     const stored = this.db.getMany(misses);
     for (let j = 0; j < stored.length; j++) {
       const raw = stored[j];
-      out[missAt[j]!] = raw === undefined ? undefined : this.valueCodec.decode(raw);
+      out[missAt[j]!] = raw === undefined ? undefined : this.valueSerde.deserialize(raw);
     }
     return out;
   }
 
   put(key: K, value: V): void {
-    const raw = this.keyCodec.encode(key);
+    const raw = this.keySerde.serialize(key);
     this.pending.set(latin1(raw), { key: raw, deleted: false, decoded: value, encoded: undefined });
   }
 
   delete(key: K): void {
-    const raw = this.keyCodec.encode(key);
+    const raw = this.keySerde.serialize(key);
     this.pending.set(latin1(raw), { key: raw, deleted: true, decoded: undefined, encoded: undefined });
   }
 
   *range(gte: K, lt: K): IterableIterator<[K, V]> {
-    const from = this.keyCodec.encode(gte);
-    const to = this.keyCodec.encode(lt);
+    const from = this.keySerde.serialize(gte);
+    const to = this.keySerde.serialize(lt);
     const overlay = [...this.pending.values()]
       .filter((p) => Buffer.compare(p.key, from) >= 0 && Buffer.compare(p.key, to) < 0)
       .sort((a, b) => Buffer.compare(a.key, b.key));
     let i = 0;
-    for (const [fullKey, value] of this.db.iterate(Buffer.concat([this.prefix, from]), Buffer.concat([this.prefix, to]))) {
+    for (const [fullKey, value] of this.db.iterate(
+      Buffer.concat([this.prefix, from]),
+      Buffer.concat([this.prefix, to]),
+    )) {
       const key = fullKey.subarray(this.prefix.length);
       while (i < overlay.length && Buffer.compare(overlay[i]!.key, key) < 0) {
         const p = overlay[i++]!;
-        if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
+        if (!p.deleted) yield [this.keySerde.deserialize(p.key), p.decoded as V];
       }
       if (i < overlay.length && Buffer.compare(overlay[i]!.key, key) === 0) {
         const p = overlay[i++]!;
-        if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
+        if (!p.deleted) yield [this.keySerde.deserialize(p.key), p.decoded as V];
         continue;
       }
-      yield [this.keyCodec.decode(key), this.valueCodec.decode(value)];
+      yield [this.keySerde.deserialize(key), this.valueSerde.deserialize(value)];
     }
     for (; i < overlay.length; i++) {
       const p = overlay[i]!;
-      if (!p.deleted) yield [this.keyCodec.decode(p.key), p.decoded as V];
+      if (!p.deleted) yield [this.keySerde.deserialize(p.key), p.decoded as V];
     }
   }
 
   private encoded(p: Pending<V>): Buffer | null {
-    return p.deleted ? null : (p.encoded ??= this.valueCodec.encode(p.decoded as V));
+    return p.deleted ? null : (p.encoded ??= this.valueSerde.serialize(p.decoded as V));
   }
 
   pendingChanges(): { key: Buffer; value: Buffer | null }[] {

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { RocksLevel } from '@nxtedition/rocksdb';
-import { CrawlError } from '../runtime/errors.js';
+import { CrawlError } from '../core/errors.js';
 
 /** One write in an atomic batch; `value: null` deletes. */
 export interface RocksWrite {
@@ -29,7 +29,10 @@ export interface RocksPort {
 type Binding = RocksLevel & {
   detachResource(resource: unknown): void;
   _getManySync(keys: Buffer[], options: object): (Buffer | undefined)[];
-  _iterator(options: object): { _nextvSync(size: number, options: object): { rows: Buffer[]; finished: boolean }; _closeSync(): void };
+  _iterator(options: object): {
+    _nextvSync(size: number, options: object): { rows: Buffer[]; finished: boolean };
+    _closeSync(): void;
+  };
 };
 
 const RAW = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
@@ -75,7 +78,10 @@ class NxteditionRocks implements RocksPort {
   // abstract-level's bookkeeping per key
   private readonly batch: RawBatch;
 
-  constructor(readonly path: string, private readonly db: Binding) {
+  constructor(
+    readonly path: string,
+    private readonly db: Binding,
+  ) {
     this.batch = db.batch() as unknown as RawBatch;
   }
 
@@ -104,8 +110,20 @@ class NxteditionRocks implements RocksPort {
     }
   }
 
-  *iterate(gte: Buffer, lt: Buffer, options: { reverse?: boolean; limit?: number } = {}): IterableIterator<[Buffer, Buffer]> {
-    const it = this.db._iterator({ ...RAW, gte, lt, reverse: options.reverse === true, limit: options.limit ?? -1, keys: true, values: true });
+  *iterate(
+    gte: Buffer,
+    lt: Buffer,
+    options: { reverse?: boolean; limit?: number } = {},
+  ): IterableIterator<[Buffer, Buffer]> {
+    const it = this.db._iterator({
+      ...RAW,
+      gte,
+      lt,
+      reverse: options.reverse === true,
+      limit: options.limit ?? -1,
+      keys: true,
+      values: true,
+    });
     try {
       for (;;) {
         const { rows, finished } = it._nextvSync(1000, {});

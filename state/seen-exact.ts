@@ -1,6 +1,20 @@
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { PageCache } from './page-cache.js';
-import { ALL_FROM, ALL_TO, META_KEY, type SweepState, decodeSweepState, encodeSweepState, isPageKey, isRunKey, pageId, pageKey, pageKeyOf, runKey, runSeq } from './seen-layout.js';
+import {
+  ALL_FROM,
+  ALL_TO,
+  META_KEY,
+  type SweepState,
+  decodeSweepState,
+  encodeSweepState,
+  isPageKey,
+  isRunKey,
+  pageId,
+  pageKey,
+  pageKeyOf,
+  runKey,
+  runSeq,
+} from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted, PageArena } from './sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
 
@@ -118,12 +132,17 @@ export class ExactFingerprints {
     this.minSweep = options.minSweep ?? 65_536;
     this.maxSweep = options.maxSweep ?? 2 ** 24;
     this.sweepFraction = options.sweepFraction ?? 1;
-    if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1) throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
-    if (!Number.isInteger(this.minSweep) || this.minSweep < 1) throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
-    if (!Number.isInteger(this.maxSweep) || this.maxSweep < this.minSweep) throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
-    if (!(this.sweepFraction > 0 && this.sweepFraction <= 1)) throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
+    if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1)
+      throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
+    if (!Number.isInteger(this.minSweep) || this.minSweep < 1)
+      throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
+    if (!Number.isInteger(this.maxSweep) || this.maxSweep < this.minSweep)
+      throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
+    if (!(this.sweepFraction > 0 && this.sweepFraction <= 1))
+      throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
     const cacheBytes = options.pageCacheBytes ?? 128 * 2 ** 20;
-    if (!Number.isInteger(cacheBytes) || cacheBytes < 0) throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
+    if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
+      throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
     this.cache = new PageCache(cacheBytes);
     this.firstBits = this.bitsFor(options.expectedCount);
   }
@@ -135,7 +154,14 @@ export class ExactFingerprints {
    * Call once, before anything else.
    */
   load(count: number, each: (bytes: Buffer, offset: number) => void): number {
-    this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? { oldBits: this.firstBits, newBits: this.firstBits, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
+    this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? {
+      oldBits: this.firstBits,
+      newBits: this.firstBits,
+      cursor: 0,
+      sweepStart: 0,
+      nextSeq: 0,
+      sweeps: 0,
+    };
     this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count));
     this.runs = [];
     this.legacy = 0;
@@ -240,8 +266,15 @@ export class ExactFingerprints {
   stats(): ExactLayerStats {
     const ramBytes = this.unmerged.byteLength;
     return {
-      unmerged: this.unmerged.size, runs: this.runs.length, pageBits: this.sweep.newBits, sweeps: this.sweep.sweeps, legacy: this.legacy, ramBytes,
-      pageCacheBytes: this.cache.size, pageCacheHits: this.cache.hits, pageCacheMisses: this.cache.misses,
+      unmerged: this.unmerged.size,
+      runs: this.runs.length,
+      pageBits: this.sweep.newBits,
+      sweeps: this.sweep.sweeps,
+      legacy: this.legacy,
+      ramBytes,
+      pageCacheBytes: this.cache.size,
+      pageCacheHits: this.cache.hits,
+      pageCacheMisses: this.cache.misses,
     };
   }
 
@@ -327,7 +360,8 @@ export class ExactFingerprints {
       this.aheadTo = Math.min(index + READ_AHEAD, 2 ** this.sweep.oldBits);
       this.ahead = new Array(this.aheadTo - this.aheadFrom).fill(NOT_READ);
       const want: number[] = [];
-      for (let i = this.aheadFrom; i < this.aheadTo; i++) if (this.cache.peek(pageId(this.sweep.oldBits, i)) === undefined) want.push(i);
+      for (let i = this.aheadFrom; i < this.aheadTo; i++)
+        if (this.cache.peek(pageId(this.sweep.oldBits, i)) === undefined) want.push(i);
       const read = this.store.getMany(want.map((i) => pageKey(this.sweep.oldBits, i)));
       for (let k = 0; k < want.length; k++) this.ahead[want[k]! - this.aheadFrom] = read[k];
     }

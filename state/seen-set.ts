@@ -1,7 +1,12 @@
-import { InvalidOptionError } from '../runtime/errors.js';
-import type { Metrics } from '../runtime/metrics.js';
+import { InvalidOptionError } from '../core/errors.js';
+import type { Metrics } from '../core/metrics.js';
 import { BloomFilter, bloomSizing, expectedFill, type BloomSizing } from './bloom-filter.js';
-import { ExactFingerprints, type ExactLayerOptions, type ExactLayerStats, type FingerprintStore } from './seen-exact.js';
+import {
+  ExactFingerprints,
+  type ExactLayerOptions,
+  type ExactLayerStats,
+  type FingerprintStore,
+} from './seen-exact.js';
 
 export type { FingerprintStore } from './seen-exact.js';
 
@@ -83,7 +88,9 @@ export class SeenSet {
     const warnAtLoad = options.warnAtLoad ?? 1;
     const rebuildAtLoad = options.rebuildAtLoad ?? 1.25;
     if (!(warnAtLoad > 0) || !(rebuildAtLoad >= warnAtLoad)) {
-      throw new InvalidOptionError(`seen-set needs 0 < warnAtLoad <= rebuildAtLoad, got ${warnAtLoad} and ${rebuildAtLoad}`);
+      throw new InvalidOptionError(
+        `seen-set needs 0 < warnAtLoad <= rebuildAtLoad, got ${warnAtLoad} and ${rebuildAtLoad}`,
+      );
     }
     bloomSizing(options.expectedCount, options.falsePositiveRate); // validates both
     this.expectedCount = options.expectedCount;
@@ -217,7 +224,11 @@ export class SeenSet {
    * A fresh filter for max(expectedCount, 2 × count) entries, filled by `scan` (one pass over the
    * store); `recorded` becomes what the scan found until the caller knows better.
    */
-  private rebuild(count: number, scan: (each: (bytes: Buffer, offset: number) => void) => number, grown: boolean): void {
+  private rebuild(
+    count: number,
+    scan: (each: (bytes: Buffer, offset: number) => void) => number,
+    grown: boolean,
+  ): void {
     const sizedFor = Math.max(this.expectedCount, 2 * count);
     const sizing = bloomSizing(sizedFor, this.target);
     const bloom = new BloomFilter(sizing);
@@ -229,7 +240,8 @@ export class SeenSet {
     this.rebuildFill = expectedFill(sizing, this.rebuildAtLoad * sizedFor);
     if (grown) this.rebuildCount++;
     // an over-full filter (a count lost with an uncommitted write, or copies in runs and pages): grow it now
-    if (bloom.fill() > this.rebuildFill) this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
+    if (bloom.fill() > this.rebuildFill)
+      this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
   }
 }
 

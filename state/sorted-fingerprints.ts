@@ -96,7 +96,12 @@ export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number
  * (indexes into hi/lo, sorted by value). The result is valid until the next call (it is a view of
  * one reused buffer, or `page` itself): copy it to keep it.
  */
-export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], hi: Uint32Array, lo: Uint32Array): Buffer {
+export function mergeSorted(
+  page: Buffer | undefined,
+  fresh: readonly number[],
+  hi: Uint32Array,
+  lo: Uint32Array,
+): Buffer {
   const pn = page === undefined ? 0 : page.length >>> 3;
   if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
   if (scratch.length < 8 * (pn + fresh.length)) scratch = Buffer.allocUnsafeSlow(2 * 8 * (pn + fresh.length));
@@ -150,7 +155,14 @@ export function mergeSorted(page: Buffer | undefined, fresh: readonly number[], 
  * comparison sort would miss the cache). `hi2`/`lo2` (length >= n) are scratch; all four arrays
  * are overwritten. Returns the pair of arrays that holds the result.
  */
-export function radixByTopBits(hi: Int32Array, lo: Int32Array, n: number, bits: number, hi2: Int32Array, lo2: Int32Array): [Int32Array, Int32Array] {
+export function radixByTopBits(
+  hi: Int32Array,
+  lo: Int32Array,
+  n: number,
+  bits: number,
+  hi2: Int32Array,
+  lo2: Int32Array,
+): [Int32Array, Int32Array] {
   const count = new Int32Array(256);
   let a = hi;
   let b = lo;

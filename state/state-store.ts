@@ -9,12 +9,6 @@ export interface StateStore {
   close(): void;
 }
 
-/** Turns keys or values into bytes and back. Key codecs must preserve the order callers rely on. */
-export interface Codec<T> {
-  encode(value: T): Buffer;
-  decode(bytes: Buffer): T;
-}
-
 /**
  * A sorted key-value store on RocksDB whose every write is also recorded in its changelog topic.
  * Reads see this task's own uncommitted writes. Writes become durable at the task's next commit,
@@ -34,12 +28,22 @@ export interface KeyValueStore<K, V> extends StateStore {
   /** Number of committed + pending entries is not tracked; use your own counters. */
 }
 
-export const stringCodec: Codec<string> = {
-  encode: (v) => Buffer.from(v, 'utf8'),
-  decode: (b) => b.toString('utf8'),
-};
-
-export const bufferCodec: Codec<Buffer> = {
-  encode: (v) => v,
-  decode: (b) => b,
-};
+/** A store whose writes the runtime commits through a changelog. */
+export interface ChangeloggedStore extends StateStore {
+  /** Writes since the last commit, last write per key; `value: null` is a delete. */
+  pendingChanges(): { key: Buffer; value: Buffer | null }[];
+  /** How many keys have pending writes; cheap. */
+  pendingCount(): number;
+  /** Makes the pending writes durable locally, recording that the changelog is applied up to `nextOffset`. */
+  applyCommitted(nextOffset: number): void;
+  /** Drops the pending writes (the commit failed or the task is abandoned). */
+  discardPending(): void;
+  /** The changelog offset local state reflects (0 for a fresh store). */
+  checkpoint(): number;
+  /** Applies changelog records (restore), then records `nextOffset` as the checkpoint. */
+  restore(records: { key: Buffer; value: Buffer | null }[], nextOffset: number): void;
+  /** Every committed entry, raw; for verifying a store against a replay of its changelog. */
+  entries(): IterableIterator<[Buffer, Buffer]>;
+  /** The committed raw value of a raw key (pending writes ignored); for changelog compaction. */
+  committedRaw(key: Buffer): Buffer | undefined;
+}

@@ -1,5 +1,6 @@
-import type { TaskId } from '../runtime/processor.js';
-import type { Codec, KeyValueStore, StateStore } from './state-store.js';
+import type { TaskId } from '../core/ids.js';
+import type { ChangeloggedStore, KeyValueStore, StateStore } from './state-store.js';
+import type { Serde } from '../core/serde.js';
 import type { RocksPort } from './rocks.js';
 import { RocksKeyValueStore } from './rocks-store.js';
 
@@ -23,34 +24,18 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
   build(context: StoreContext): S;
 }
 
-/** A store whose writes the runtime commits through a changelog. */
-export interface ChangeloggedStore extends StateStore {
-  /** Writes since the last commit, last write per key; `value: null` is a delete. */
-  pendingChanges(): { key: Buffer; value: Buffer | null }[];
-  /** How many keys have pending writes; cheap. */
-  pendingCount(): number;
-  /** Makes the pending writes durable locally, recording that the changelog is applied up to `nextOffset`. */
-  applyCommitted(nextOffset: number): void;
-  /** Drops the pending writes (the commit failed or the task is abandoned). */
-  discardPending(): void;
-  /** The changelog offset local state reflects (0 for a fresh store). */
-  checkpoint(): number;
-  /** Applies changelog records (restore), then records `nextOffset` as the checkpoint. */
-  restore(records: { key: Buffer; value: Buffer | null }[], nextOffset: number): void;
-  /** Every committed entry, raw; for verifying a store against a replay of its changelog. */
-  entries(): IterableIterator<[Buffer, Buffer]>;
-  /** The committed raw value of a raw key (pending writes ignored); for changelog compaction. */
-  committedRaw(key: Buffer): Buffer | undefined;
-}
-
 export function isChangelogged(store: StateStore): store is ChangeloggedStore {
   return typeof (store as Partial<ChangeloggedStore>).pendingChanges === 'function';
 }
 
-export function keyValueStore<K, V>(name: string, keyCodec: Codec<K>, valueCodec: Codec<V>): StoreBuilder<KeyValueStore<K, V>> {
+export function keyValueStore<K, V>(
+  name: string,
+  keySerde: Serde<K>,
+  valueSerde: Serde<V>,
+): StoreBuilder<KeyValueStore<K, V>> {
   return {
     name,
     changelog: true,
-    build: (context) => new RocksKeyValueStore(name, context.db, keyCodec, valueCodec),
+    build: (context) => new RocksKeyValueStore(name, context.db, keySerde, valueSerde),
   };
 }

@@ -73,7 +73,7 @@ export class UnmergedFingerprints {
     const e = this.ent;
     let n = 0;
     for (let b = from; b < to; b++) {
-      for (let i = this.head[b]!; i >= 0; ) {
+      for (let i = this.head[b]!; i >= 0;) {
         if (n === out.hi.length) growScratch(out);
         out.hi[n] = e[3 * i]!;
         out.lo[n++] = e[3 * i + 1]!;
@@ -124,7 +124,8 @@ export class UnmergedFingerprints {
 
 // a shift by 32 is a shift by 0 in JavaScript: zero bits would not give bucket 0
 function checkBits(bits: number): void {
-  if (!Number.isInteger(bits) || bits < 1 || bits > 24) throw new RangeError(`bucket bits must be an integer in 1..24, got ${bits}`);
+  if (!Number.isInteger(bits) || bits < 1 || bits > 24)
+    throw new RangeError(`bucket bits must be an integer in 1..24, got ${bits}`);
 }
 
 function growScratch(out: FingerprintScratch): void {

@@ -1,12 +1,24 @@
 import { Topology } from '../runtime/topology.js';
-import { TOPICS } from './topics.js';
-import { stringSerde } from '../runtime/serde.js';
-import type { CrawlConfig } from '../processors/crawl-config.js';
+import { TOPICS } from '../processors/common/topics.js';
+import { stringSerde } from '../core/serde.js';
+import type { CrawlConfig } from '../processors/common/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
 import { FrontierProcessor, FETCH_REQUESTS_SINK } from '../processors/frontier/frontier-processor.js';
-import { frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE } from '../processors/frontier/frontier-stores.js';
-import { LINKS_SINK, PAGE_RECORDS_SINK, PARSED_PAGES_SINK, ParserProcessor, parserStores } from '../processors/parser/parser-processor.js';
-import { MAX_URL_LENGTH } from '../processors/parser/normalize.js';
+import {
+  frontierStores,
+  HOSTS_STORE,
+  META_STORE,
+  QUEUE_STORE,
+  SEEN_STORE,
+} from '../processors/frontier/frontier-stores.js';
+import {
+  LINKS_SINK,
+  PAGE_RECORDS_SINK,
+  PARSED_PAGES_SINK,
+  ParserProcessor,
+  parserStores,
+} from '../processors/parser/parser-processor.js';
+import { MAX_URL_LENGTH } from '../processors/common/normalize.js';
 
 export const APPLICATION_ID = 'crawlstream';
 
@@ -34,8 +46,11 @@ export interface CrawlTopologyOptions {
  */
 export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOptions): Topology {
   const t = new Topology(APPLICATION_ID);
-  const topic = (name: string, schema: Parameters<Topology['addTopic']>[0]['schema'], extra: { maxMessageBytes?: number; keep?: boolean } = {}) =>
-    t.addTopic({ name, partitions, keySerde: stringSerde, schema, ...extra });
+  const topic = (
+    name: string,
+    schema: Parameters<Topology['addTopic']>[0]['schema'],
+    extra: { maxMessageBytes?: number; keep?: boolean } = {},
+  ) => t.addTopic({ name, partitions, keySerde: stringSerde, schema, ...extra });
   topic(TOPICS.links, 'LinkBatch', { maxMessageBytes: linkBatchMaxBytes(config) });
   topic(TOPICS.fetchRequests, 'FetchRequest');
   topic(TOPICS.fetchResults, 'FetchResult');
@@ -49,14 +64,22 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   t.addSource('control-source', TOPICS.control);
   // the frontier reads page records back to see which sites are mostly duplicates
   t.addSource('page-records-source', TOPICS.pageRecords);
-  t.addProcessor('frontier', () => new FrontierProcessor(config), ['links-source', 'fetch-results-source', 'control-source', 'page-records-source']);
+  t.addProcessor('frontier', () => new FrontierProcessor(config), [
+    'links-source',
+    'fetch-results-source',
+    'control-source',
+    'page-records-source',
+  ]);
   t.addSink(FETCH_REQUESTS_SINK, TOPICS.fetchRequests, 'frontier');
   for (const store of frontierStores()) t.addStateStore(store, 'frontier');
 
   t.addSource('fetch-requests-source', TOPICS.fetchRequests);
   // leases are committed as taken, before the fetch: a crash loses the fetch, never repeats it;
   // the frontier's lease expiry redoes lost ones, after a full gap
-  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['fetch-requests-source'], { concurrency: config.fetchConcurrency, commitInputs: 'before' });
+  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['fetch-requests-source'], {
+    concurrency: config.fetchConcurrency,
+    commitInputs: 'before',
+  });
   t.addSink(FETCH_RESULTS_SINK, TOPICS.fetchResults, 'fetcher');
   t.addSink(FETCHED_SINK, TOPICS.fetched, 'fetcher');
 

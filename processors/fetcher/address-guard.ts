@@ -1,5 +1,5 @@
 import { isIP, isIPv4 } from 'node:net';
-import { InvalidOptionError } from '../../runtime/errors.js';
+import { InvalidOptionError } from '../../core/errors.js';
 
 /** An address block: `network` holds the address as an integer with host bits zero. */
 export interface Cidr {

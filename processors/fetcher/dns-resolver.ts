@@ -1,7 +1,7 @@
 import { promises as dns } from 'node:dns';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { CrawlError, InvalidOptionError } from '../../core/errors.js';
 
 /**
  * A `--resolve`-style override: names matching `pattern` resolve to `address` without asking
@@ -104,7 +104,9 @@ export class CachingDnsResolver {
       try {
         this.resolver.setServers(o.servers);
       } catch (err) {
-        throw new InvalidOptionError(`DNS servers must be IP[:port] addresses, got ${JSON.stringify(o.servers)}: ${(err as Error).message}`);
+        throw new InvalidOptionError(
+          `DNS servers must be IP[:port] addresses, got ${JSON.stringify(o.servers)}: ${(err as Error).message}`,
+        );
       }
     }
     this.fallbackToOs = o.servers === undefined;
@@ -161,7 +163,10 @@ export class CachingDnsResolver {
   private async lookupAndCache(name: string): Promise<string[]> {
     try {
       const answer = await this.querySystem(name);
-      this.remember(name, { expiresAt: Date.now() + Math.min(answer.ttlMs, this.maxTtlMs), addresses: answer.addresses });
+      this.remember(name, {
+        expiresAt: Date.now() + Math.min(answer.ttlMs, this.maxTtlMs),
+        addresses: answer.addresses,
+      });
       return answer.addresses;
     } catch (err) {
       const error = new CrawlError('CS_DNS', `cannot resolve '${name}': ${(err as Error).message}`, { cause: err });

@@ -1,14 +1,14 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import type { FetchedPage, FetchRequest, FetchResult } from '../../schemas/types.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 import { AddressGuard, parseCidr } from './address-guard.js';
-import { decodeBody, decodedSizeExceeds } from './decode.js';
+import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpClient, type FetchOutcome } from './http-client.js';
-import { isDedupable } from '../parser/dedupe.js';
-import { sha1Digest } from '../parser/warc-records.js';
+import { isDedupable } from '../common/payload.js';
+import { sha1Digest } from '../common/payload.js';
 
 export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
@@ -38,7 +38,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
-    const resolver = new CachingDnsResolver({ rules: this.config.resolve.map(parseResolveRule), systemDns: this.config.systemDns });
+    const resolver = new CachingDnsResolver({
+      rules: this.config.resolve.map(parseResolveRule),
+      systemDns: this.config.systemDns,
+    });
     const guard = new AddressGuard(this.config.allowIps.map(parseCidr));
     this.client = new HttpClient({
       userAgent: this.config.userAgent,
@@ -56,7 +59,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)
-    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now()) await sleep(early);
+    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
+      await sleep(early);
     const now = Date.now();
     if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
       this.ctx.metrics.inc(now > req.notAfter ? 'leases_dropped_late' : 'leases_dropped_stale');
@@ -94,23 +98,51 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   }
 
   /** Forwards the lease's one fetch result and one fetched record. */
-  private emit(req: FetchRequest, o: FetchOutcome, robotsBody: string | null, head = this.client.requestHead(req.url, conditionalHeaders(req))): void {
+  private emit(
+    req: FetchRequest,
+    o: FetchOutcome,
+    robotsBody: string | null,
+    head = this.client.requestHead(req.url, conditionalHeaders(req)),
+  ): void {
     const result: FetchResult = {
-      leaseId: req.leaseId, ownerEpoch: req.ownerEpoch, url: req.url, host: req.host, site: req.site, kind: req.kind,
-      status: o.status, startedAt: o.startedAt, durationMs: o.durationMs,
-      errorCode: o.errorCode ?? null, errorMessage: o.errorMessage ?? null,
-      retryAfterMs: o.retryAfterMs ?? null, redirectTarget: o.redirectTarget ?? null, robotsBody,
+      leaseId: req.leaseId,
+      ownerEpoch: req.ownerEpoch,
+      url: req.url,
+      host: req.host,
+      site: req.site,
+      kind: req.kind,
+      status: o.status,
+      startedAt: o.startedAt,
+      durationMs: o.durationMs,
+      errorCode: o.errorCode ?? null,
+      errorMessage: o.errorMessage ?? null,
+      retryAfterMs: o.retryAfterMs ?? null,
+      redirectTarget: o.redirectTarget ?? null,
+      robotsBody,
       remoteAddress: o.remoteAddress ?? null,
     };
     this.ctx.forward({ key: req.site, value: result, timestamp: Date.now() }, FETCH_RESULTS_SINK);
     this.ctx.metrics.inc('fetch_results', 1, req.kind);
     const page: FetchedPage = {
-      leaseId: req.leaseId, url: req.url, host: req.host, site: req.site, depth: req.depth, redirectHops: req.redirectHops, attempt: req.attempt,
-      fetchedAt: o.startedAt, durationMs: o.durationMs, status: o.status, httpVersion: o.httpVersion ?? null,
+      leaseId: req.leaseId,
+      url: req.url,
+      host: req.host,
+      site: req.site,
+      depth: req.depth,
+      redirectHops: req.redirectHops,
+      attempt: req.attempt,
+      fetchedAt: o.startedAt,
+      durationMs: o.durationMs,
+      status: o.status,
+      httpVersion: o.httpVersion ?? null,
       requestHead: head,
       headers: Object.entries(o.headers).map(([name, value]) => ({ name, value })),
-      body: o.body, truncated: o.truncated, remoteAddress: o.remoteAddress ?? null,
-      errorCode: o.errorCode ?? null, errorMessage: o.errorMessage ?? null, redirectTarget: o.redirectTarget ?? null,
+      body: o.body,
+      truncated: o.truncated,
+      remoteAddress: o.remoteAddress ?? null,
+      errorCode: o.errorCode ?? null,
+      errorMessage: o.errorMessage ?? null,
+      redirectTarget: o.redirectTarget ?? null,
       kind: req.kind,
     };
     // keyed by payload digest when it takes part in duplicate detection, so that every copy of a
@@ -120,12 +152,24 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       this.ctx.forward({ key: page.payloadDigest ?? req.site, value: page, timestamp: Date.now() }, FETCHED_SINK);
     } catch (err) {
       // the result is already out; the archive still gets a record of this lease, without the body
-      this.ctx.forward({
-        key: req.site, timestamp: Date.now(), value: {
-          ...page, status: 0, headers: [], body: Buffer.alloc(0), truncated: false, errorCode: 'CS_INTERNAL', payloadDigest: null,
-          errorMessage: `fetched record not writable (${(err as Error).message}); original outcome ${o.status} ${o.errorCode ?? ''}`.trimEnd(),
+      this.ctx.forward(
+        {
+          key: req.site,
+          timestamp: Date.now(),
+          value: {
+            ...page,
+            status: 0,
+            headers: [],
+            body: Buffer.alloc(0),
+            truncated: false,
+            errorCode: 'CS_INTERNAL',
+            payloadDigest: null,
+            errorMessage:
+              `fetched record not writable (${(err as Error).message}); original outcome ${o.status} ${o.errorCode ?? ''}`.trimEnd(),
+          },
         },
-      }, FETCHED_SINK);
+        FETCHED_SINK,
+      );
     }
   }
 
@@ -145,15 +189,33 @@ export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifMo
 
 /** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
 function lateOutcome(req: FetchRequest, now: number, newestEpoch: number): FetchOutcome {
-  const why = now > req.notAfter
-    ? `lease started ${now - req.notAfter} ms after its not-after deadline`
-    : `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`;
-  return { url: req.url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: 0, errorCode: 'CS_LEASE_EXPIRED', errorMessage: why };
+  const why =
+    now > req.notAfter
+      ? `lease started ${now - req.notAfter} ms after its not-after deadline`
+      : `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`;
+  return {
+    url: req.url,
+    status: 0,
+    headers: {},
+    body: Buffer.alloc(0),
+    truncated: false,
+    startedAt: now,
+    durationMs: 0,
+    errorCode: 'CS_LEASE_EXPIRED',
+    errorMessage: why,
+  };
 }
 
 function failedOutcome(url: string, now: number, err: unknown): FetchOutcome {
   return {
-    url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt: now, durationMs: Date.now() - now,
-    errorCode: 'CS_INTERNAL', errorMessage: `fetch failed unexpectedly: ${(err as Error)?.message ?? String(err)}`,
+    url,
+    status: 0,
+    headers: {},
+    body: Buffer.alloc(0),
+    truncated: false,
+    startedAt: now,
+    durationMs: Date.now() - now,
+    errorCode: 'CS_INTERNAL',
+    errorMessage: `fetch failed unexpectedly: ${(err as Error)?.message ?? String(err)}`,
   };
 }

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import { Agent, buildConnector } from 'undici';
 import type { Dispatcher } from 'undici';
-import { CrawlError, InvalidOptionError, type CrawlErrorCode } from '../../runtime/errors.js';
+import { CrawlError, InvalidOptionError, type CrawlErrorCode } from '../../core/errors.js';
 import type { AddressGuard } from './address-guard.js';
 import type { CachingDnsResolver } from './dns-resolver.js';
 
@@ -49,8 +49,16 @@ export interface FetchOutcome {
 const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8';
 /** Headers a caller may not set: they belong to the connection or to the checked origin. */
 const RESERVED_HEADERS = new Set([
-  'host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'expect',
-  'proxy-connection', 'trailer',
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'upgrade',
+  'te',
+  'expect',
+  'proxy-connection',
+  'trailer',
 ]);
 
 interface Target {
@@ -77,7 +85,9 @@ export class HttpClient {
 
   constructor(o: HttpClientOptions) {
     if (typeof o.userAgent !== 'string' || o.userAgent.trim() === '' || /[\r\n]/.test(o.userAgent)) {
-      throw new InvalidOptionError(`userAgent must be a non-empty single-line string, got ${JSON.stringify(o.userAgent)}`);
+      throw new InvalidOptionError(
+        `userAgent must be a non-empty single-line string, got ${JSON.stringify(o.userAgent)}`,
+      );
     }
     const connectTimeoutMs = positiveInteger('connectTimeoutMs', o.connectTimeoutMs ?? 5_000);
     const headersTimeoutMs = positiveInteger('headersTimeoutMs', o.headersTimeoutMs ?? 15_000);
@@ -128,7 +138,15 @@ export class HttpClient {
   async fetch(url: string, headers: Record<string, string> = {}): Promise<FetchOutcome> {
     const startedAt = Date.now();
     const t0 = performance.now();
-    const outcome: FetchOutcome = { url, status: 0, headers: {}, body: Buffer.alloc(0), truncated: false, startedAt, durationMs: 0 };
+    const outcome: FetchOutcome = {
+      url,
+      status: 0,
+      headers: {},
+      body: Buffer.alloc(0),
+      truncated: false,
+      startedAt,
+      durationMs: 0,
+    };
     const done = (code?: CrawlErrorCode, message?: string): FetchOutcome => {
       if (code !== undefined) {
         outcome.errorCode = code;
@@ -308,9 +326,27 @@ export function parseRetryAfter(value: string, now: number): number | undefined 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL']);
-const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+]);
+const RESET_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+]);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 /** Maps an undici / socket / TLS error (or its causes) to a stable code and a message for people. */
 function classifyError(err: unknown): { code: CrawlErrorCode; message: string } {
@@ -321,7 +357,8 @@ function classifyError(err: unknown): { code: CrawlErrorCode; message: string } 
     if (TIMEOUT_CODES.has(code)) return { code: 'CS_TIMEOUT', message };
     if (isTlsError(e, code)) return { code: 'CS_TLS', message };
     if (CONNECT_CODES.has(code)) return { code: 'CS_CONNECT', message };
-    if (code.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW' || e.name === 'HTTPParserError') return { code: 'CS_HTTP', message };
+    if (code.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW' || e.name === 'HTTPParserError')
+      return { code: 'CS_HTTP', message };
   }
   // checked after the whole chain: undici wraps TLS and refusal causes in generic socket errors
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {

@@ -1,9 +1,9 @@
-import type { Metrics } from '../../runtime/metrics.js';
+import type { Metrics } from '../../core/metrics.js';
 import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
 import type { SeenSet } from '../../state/seen-set.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 import { bandOf, type Band } from './front-queues.js';
-import { packedFingerprints } from '../parser/fingerprint.js';
+import { packedFingerprints } from '../common/fingerprint.js';
 import { safeSite } from './host-state.js';
 import type { SitePolicy } from './site-policy.js';
 import { trapRules } from './url-rules.js';
@@ -21,7 +21,14 @@ export interface AdmittedLinks {
  * the store), then the site's budget. A URL is admitted at most once, ever. Returns the admitted
  * links in batch order; counts the others in `urls_dropped{reason}` and `urls_seen`.
  */
-export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlConfig, seenSet: SeenSet, sites: SitePolicy, metrics: Metrics): AdmittedLinks {
+export function admitLinks(
+  batch: LinkBatch,
+  timestamp: number,
+  config: CrawlConfig,
+  seenSet: SeenSet,
+  sites: SitePolicy,
+  metrics: Metrics,
+): AdmittedLinks {
   const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
   sites.noteInlink(batch.site, fromSite);
   const links = batch.links;
@@ -64,7 +71,15 @@ export function admitLinks(batch: LinkBatch, timestamp: number, config: CrawlCon
       host = shape.host;
       origin = shape.origin;
     }
-    entries.push({ url: link.url, host, origin, site, depth: link.depth, redirectHops: link.redirectHops, discoveredAt: timestamp });
+    entries.push({
+      url: link.url,
+      host,
+      origin,
+      site,
+      depth: link.depth,
+      redirectHops: link.redirectHops,
+      discoveredAt: timestamp,
+    });
     bands.push(bandOf(link.url, shape, link.depth));
   }
   return { entries, bands };

@@ -1,6 +1,14 @@
 import type { HostState, QueueEntry } from '../../schemas/types.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import { CHUNK_ENTRIES, chunkOf, nextChunkStart, QUEUE_ENTRY, QueueChunk, writeQueueEntry, type NewEntry } from './queue-chunk.js';
+import {
+  CHUNK_ENTRIES,
+  chunkOf,
+  nextChunkStart,
+  QUEUE_ENTRY,
+  QueueChunk,
+  writeQueueEntry,
+  type NewEntry,
+} from './queue-chunk.js';
 
 /** A chunk of one host's FIFO: entries CHUNK_ENTRIES × chunk onwards. */
 export interface QueueKey {
@@ -9,8 +17,8 @@ export interface QueueKey {
 }
 
 /** `host \0 chunk(u64 BE)`: a host's chunks are contiguous and in FIFO order. */
-export const queueKeyCodec = {
-  encode: ({ host, chunk }: QueueKey): Buffer => {
+export const queueKeySerde = {
+  serialize: ({ host, chunk }: QueueKey): Buffer => {
     const n = Buffer.byteLength(host, 'utf8');
     const b = Buffer.allocUnsafe(n + 9);
     b.write(host, 0, n, 'utf8');
@@ -19,7 +27,7 @@ export const queueKeyCodec = {
     b.writeUInt32BE(chunk >>> 0, n + 5);
     return b;
   },
-  decode: (b: Buffer): QueueKey => {
+  deserialize: (b: Buffer): QueueKey => {
     const zero = b.indexOf(0);
     return { host: b.toString('utf8', 0, zero), chunk: b.readUInt32BE(zero + 1) * 2 ** 32 + b.readUInt32BE(zero + 5) };
   },
@@ -69,7 +77,11 @@ export class BackQueues {
     let open = this.open.get(state.host);
     if (open === undefined || open.chunk !== chunk) {
       if (open !== undefined) this.store.put({ host: state.host, chunk: open.chunk }, open.value);
-      open = { chunk, value: state.tailSeq % CHUNK_ENTRIES === 0 ? new QueueChunk() : this.tailChunk(state.host, chunk, state.tailSeq) };
+      open = {
+        chunk,
+        value:
+          state.tailSeq % CHUNK_ENTRIES === 0 ? new QueueChunk() : this.tailChunk(state.host, chunk, state.tailSeq),
+      };
       this.open.set(state.host, open);
     }
     // a URL of the host's origin is stored as its path (and query): no chunk repeats the origin
@@ -92,7 +104,8 @@ export class BackQueues {
     } else {
       const chunk = chunkOf(seq);
       const open = this.open.get(state.host);
-      const value = open !== undefined && open.chunk === chunk ? open.value : this.store.get({ host: state.host, chunk });
+      const value =
+        open !== undefined && open.chunk === chunk ? open.value : this.store.get({ host: state.host, chunk });
       if (value === undefined) return null;
       const index = seq % CHUNK_ENTRIES;
       const end = Math.min(seq + WINDOW_ENTRIES, (chunk + 1) * CHUNK_ENTRIES, state.tailSeq);

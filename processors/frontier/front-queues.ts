@@ -16,15 +16,15 @@ export interface FrontKey {
 }
 
 /** `band(u8) chunk(u64 BE)`: a band's chunks are contiguous and in FIFO order. */
-export const frontKeyCodec = {
-  encode: ({ band, chunk }: FrontKey): Buffer => {
+export const frontKeySerde = {
+  serialize: ({ band, chunk }: FrontKey): Buffer => {
     const b = Buffer.allocUnsafe(9);
     b[0] = band;
     b.writeUInt32BE(Math.floor(chunk / 2 ** 32), 1);
     b.writeUInt32BE(chunk >>> 0, 5);
     return b;
   },
-  decode: (b: Buffer): FrontKey => ({ band: b[0]!, chunk: b.readUInt32BE(1) * 2 ** 32 + b.readUInt32BE(5) }),
+  deserialize: (b: Buffer): FrontKey => ({ band: b[0]!, chunk: b.readUInt32BE(1) * 2 ** 32 + b.readUInt32BE(5) }),
 };
 
 /** The band a URL starts in: seeds first; shallow pages important; trap-like URLs suspect. */

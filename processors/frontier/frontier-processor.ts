@@ -1,14 +1,37 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import type { ControlCommand, FetchRequest, FetchResult, FrontEntry, HostState, Lease, LinkBatch, PageRecord, QueueEntry } from '../../schemas/types.js';
-import { TOPICS } from '../../topology/topics.js';
-import type { CrawlConfig } from '../crawl-config.js';
-import { isFinalOutcome } from '../outcome.js';
+import type {
+  ControlCommand,
+  FetchRequest,
+  FetchResult,
+  FrontEntry,
+  HostState,
+  Lease,
+  LinkBatch,
+  PageRecord,
+  QueueEntry,
+} from '../../schemas/types.js';
+import { TOPICS } from '../common/topics.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
+import { isFinalOutcome } from '../common/outcome.js';
 import { admitLinks } from './admission.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
 import { FrontQueues } from './front-queues.js';
-import { FRONT_STORE, HOSTS_STORE, META_STORE, QUEUE_STORE, SEEN_STORE, SITES_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore, type SeenStore, type SiteStore } from './frontier-stores.js';
+import {
+  FRONT_STORE,
+  HOSTS_STORE,
+  META_STORE,
+  QUEUE_STORE,
+  SEEN_STORE,
+  SITES_STORE,
+  type FrontStore,
+  type HostStore,
+  type MetaStore,
+  type QueueStore,
+  type SeenStore,
+  type SiteStore,
+} from './frontier-stores.js';
 import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
@@ -72,8 +95,15 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (migrated > 0) context.metrics.inc('frontier_queue_urls_migrated', migrated);
     this.hosts = new HostTable(hosts, (host) => this.active.has(host));
     this.back = new BackQueues(queue);
-    this.front = new FrontQueues(front, (k) => readNumber(this.meta.get(k)), (k, v) => this.meta.put(k, numberBytes(v)));
-    this.seenSet = new SeenSet(context.getStateStore<SeenStore>(SEEN_STORE), { expectedCount: this.config.seenExpectedUrls, falsePositiveRate: this.config.seenFalsePositiveRate });
+    this.front = new FrontQueues(
+      front,
+      (k) => readNumber(this.meta.get(k)),
+      (k, v) => this.meta.put(k, numberBytes(v)),
+    );
+    this.seenSet = new SeenSet(context.getStateStore<SeenStore>(SEEN_STORE), {
+      expectedCount: this.config.seenExpectedUrls,
+      falsePositiveRate: this.config.seenFalsePositiveRate,
+    });
     this.seenSet.init();
     this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
@@ -246,7 +276,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (!robots && !entry) continue;
       const notBefore = Math.max(now, due);
       if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
-      if (robots) this.lease(state, now, notBefore, { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 }, false);
+      if (robots)
+        this.lease(
+          state,
+          now,
+          notBefore,
+          { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 },
+          false,
+        );
       else this.lease(state, now, notBefore, entry!, true);
       issued++;
     }
@@ -273,18 +310,45 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     return undefined;
   }
 
-  private lease(state: HostState, now: number, notBefore: number, entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts'>, fromQueue: boolean): void {
+  private lease(
+    state: HostState,
+    now: number,
+    notBefore: number,
+    entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts'>,
+    fromQueue: boolean,
+  ): void {
     const leaseId = `${this.epoch}-${this.ctx.taskId.partition}-${(this.leaseCounter++).toString(36)}`;
     const notAfter = notBefore + this.config.leaseWindowMs;
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? 'PAGE' : 'ROBOTS';
-    state.lease = { leaseId, url: entry.url, kind, depth: entry.depth, redirectHops: entry.redirectHops, attempts: entry.attempts, issuedAt: now, expiresAt, fromQueue };
+    state.lease = {
+      leaseId,
+      url: entry.url,
+      kind,
+      depth: entry.depth,
+      redirectHops: entry.redirectHops,
+      attempts: entry.attempts,
+      issuedAt: now,
+      expiresAt,
+      fromQueue,
+    };
     this.hosts.put(state);
     this.leases.set(leaseId, { host: state.host, expiresAt });
     const request: FetchRequest = {
-      leaseId, ownerEpoch: this.epoch, url: entry.url, host: state.host, site: state.site, kind,
-      depth: entry.depth, redirectHops: entry.redirectHops, attempt: entry.attempts + 1,
-      issuedAt: now, notBefore, notAfter, ifNoneMatch: null, ifModifiedSince: null,
+      leaseId,
+      ownerEpoch: this.epoch,
+      url: entry.url,
+      host: state.host,
+      site: state.site,
+      kind,
+      depth: entry.depth,
+      redirectHops: entry.redirectHops,
+      attempt: entry.attempts + 1,
+      issuedAt: now,
+      notBefore,
+      notAfter,
+      ifNoneMatch: null,
+      ifModifiedSince: null,
     };
     this.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     this.ctx.metrics.inc('leases_issued', 1, kind);
@@ -324,7 +388,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private applyPage(state: HostState, lease: Lease, result: FetchResult, now: number): void {
     const m = this.ctx.metrics;
     // the lease carries the head entry: no store read on the hot path
-    const entry: QueueEntry | undefined = state.tailSeq > state.headSeq ? { url: lease.url, depth: lease.depth, redirectHops: lease.redirectHops, attempts: lease.attempts, discoveredAt: lease.issuedAt } : undefined;
+    const entry: QueueEntry | undefined =
+      state.tailSeq > state.headSeq
+        ? {
+            url: lease.url,
+            depth: lease.depth,
+            redirectHops: lease.redirectHops,
+            attempts: lease.attempts,
+            discoveredAt: lease.issuedAt,
+          }
+        : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);
     if (backoff !== undefined) m.inc('backoffs', 1, String(result.status));
     if (!entry) return;
@@ -383,9 +456,21 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       }
       this.ctx.metrics.inc('leases_expired');
       this.complete({
-        leaseId, ownerEpoch: this.epoch, url: state.lease.url, host, site: state.site, kind: state.lease.kind === 'ROBOTS' ? 'ROBOTS' : 'PAGE',
-        status: 0, startedAt: now, durationMs: 0, errorCode: 'CS_LEASE_LOST', errorMessage: 'lease expired without a result',
-        retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: null,
+        leaseId,
+        ownerEpoch: this.epoch,
+        url: state.lease.url,
+        host,
+        site: state.site,
+        kind: state.lease.kind === 'ROBOTS' ? 'ROBOTS' : 'PAGE',
+        status: 0,
+        startedAt: now,
+        durationMs: 0,
+        errorCode: 'CS_LEASE_LOST',
+        errorMessage: 'lease expired without a result',
+        retryAfterMs: null,
+        redirectTarget: null,
+        robotsBody: null,
+        remoteAddress: null,
       });
     }
   }

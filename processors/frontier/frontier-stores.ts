@@ -1,11 +1,12 @@
-import type { Codec, KeyValueStore } from '../../state/state-store.js';
-import { bufferCodec, stringCodec } from '../../state/state-store.js';
+import type { KeyValueStore } from '../../state/state-store.js';
+import type { Serde } from '../../core/serde.js';
+import { bufferSerde, stringSerde } from '../../core/serde.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { loadSchema } from '../../schemas/index.js';
 import type { HostState, SiteState } from '../../schemas/types.js';
-import { queueKeyCodec, type QueueStore } from './back-queues.js';
-import { frontKeyCodec, type FrontKey } from './front-queues.js';
-import { chunkCodec, type QueueChunk } from './queue-chunk.js';
+import { queueKeySerde, type QueueStore } from './back-queues.js';
+import { frontKeySerde, type FrontKey } from './front-queues.js';
+import { chunkSerde, type QueueChunk } from './queue-chunk.js';
 
 export const HOSTS_STORE = 'frontier-hosts';
 export const QUEUE_STORE = 'frontier-queue';
@@ -14,9 +15,9 @@ export const META_STORE = 'frontier-meta';
 export const SITES_STORE = 'frontier-sites';
 export const FRONT_STORE = 'frontier-front';
 
-function avroCodec<T>(name: 'HostState' | 'SiteState'): Codec<T> {
+function avroSerde<T>(name: 'HostState' | 'SiteState'): Serde<T> {
   const type = loadSchema(name).type;
-  return { encode: (v) => type.toBuffer(v), decode: (b) => type.fromBuffer(b) as T };
+  return { serialize: (v) => type.toBuffer(v), deserialize: (b) => type.fromBuffer(b) as T };
 }
 
 export type HostStore = KeyValueStore<string, HostState>;
@@ -29,13 +30,13 @@ export type FrontStore = KeyValueStore<FrontKey, QueueChunk>;
 
 export function frontierStores(): StoreBuilder[] {
   return [
-    keyValueStore(HOSTS_STORE, stringCodec, avroCodec<HostState>('HostState')),
+    keyValueStore(HOSTS_STORE, stringSerde, avroSerde<HostState>('HostState')),
     // chunks of CHUNK_ENTRIES queue entries per host (QueueEntry Avro encodings back to back)
-    keyValueStore(QUEUE_STORE, queueKeyCodec, chunkCodec),
-    keyValueStore(SEEN_STORE, bufferCodec, bufferCodec),
-    keyValueStore(META_STORE, stringCodec, bufferCodec),
-    keyValueStore(SITES_STORE, stringCodec, avroCodec<SiteState>('SiteState')),
+    keyValueStore(QUEUE_STORE, queueKeySerde, chunkSerde),
+    keyValueStore(SEEN_STORE, bufferSerde, bufferSerde),
+    keyValueStore(META_STORE, stringSerde, bufferSerde),
+    keyValueStore(SITES_STORE, stringSerde, avroSerde<SiteState>('SiteState')),
     // chunks of CHUNK_ENTRIES front entries per band (FrontEntry Avro encodings back to back)
-    keyValueStore(FRONT_STORE, frontKeyCodec, chunkCodec),
+    keyValueStore(FRONT_STORE, frontKeySerde, chunkSerde),
   ];
 }

@@ -1,12 +1,28 @@
 import type { HostState } from '../../schemas/types.js';
-import { siteOf } from '../parser/normalize.js';
+import { siteOf } from '../common/normalize.js';
 
 /** A host the frontier has not seen before: robots.txt unknown, due at once (but for the restart gap). */
 export function newHost(host: string, origin: string, site: string): HostState {
   return {
-    host, origin, site, headSeq: 0, tailSeq: 0, nextEligibleAt: 0, gapMs: 0, backoffMs: 0,
-    robotsState: 'UNKNOWN', robotsBody: null, robotsFetchedAt: 0, robotsFailures: 0, crawlDelayMs: 0, lease: null, fetches: 0,
-    ip: null, connErrors: 0, lastBackoffAt: 0, parkedUntil: 0,
+    host,
+    origin,
+    site,
+    headSeq: 0,
+    tailSeq: 0,
+    nextEligibleAt: 0,
+    gapMs: 0,
+    backoffMs: 0,
+    robotsState: 'UNKNOWN',
+    robotsBody: null,
+    robotsFetchedAt: 0,
+    robotsFailures: 0,
+    crawlDelayMs: 0,
+    lease: null,
+    fetches: 0,
+    ip: null,
+    connErrors: 0,
+    lastBackoffAt: 0,
+    parkedUntil: 0,
   };
 }
 

@@ -9,7 +9,10 @@ export class IpLimiter {
   private readonly nextStart = new Map<string, number>();
   private readonly waiting = new Map<string, Set<string>>();
 
-  constructor(private readonly concurrency: number, private readonly gapMs: number) {}
+  constructor(
+    private readonly concurrency: number,
+    private readonly gapMs: number,
+  ) {}
 
   /** Whether a lease to `ip` may start at `at` now; hosts that may not are remembered as waiting. */
   tryAcquire(ip: string | null, host: string, at: number): boolean {

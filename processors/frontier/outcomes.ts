@@ -1,5 +1,5 @@
 import type { FetchResult, HostState } from '../../schemas/types.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 import { backoffAfter, requiredGap, robotsVerdict, type RobotsCache, type RobotsVerdict } from './politeness.js';
 
 const CONNECTION_ERRORS = new Set(['CS_CONNECT', 'CS_TIMEOUT', 'CS_RESET', 'CS_DNS', 'CS_TLS']);
@@ -35,7 +35,13 @@ function jitter(ms: number, config: CrawlConfig): number {
  * robots.txt answered (or did not): 2xx is parsed, 4xx allows all, 429/5xx/no answer disallows all
  * and parks the host until a retry, doubling from robotsRetryMs. Mutates `state`.
  */
-export function applyRobotsOutcome(state: HostState, result: FetchResult, now: number, config: CrawlConfig, robots: RobotsCache): RobotsVerdict | 'EXPIRED' {
+export function applyRobotsOutcome(
+  state: HostState,
+  result: FetchResult,
+  now: number,
+  config: CrawlConfig,
+  robots: RobotsCache,
+): RobotsVerdict | 'EXPIRED' {
   // no answer is known (dropped unfetched, or lost with its fetcher): that says nothing about
   // robots.txt, so try again after the gap instead of parking the host as unavailable
   if (result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST') return 'EXPIRED';
@@ -63,7 +69,12 @@ export function applyRobotsOutcome(state: HostState, result: FetchResult, now: n
  * jitter; forgiven after a quiet period), repeated connection errors back off. Returns the back-off
  * applied, if any. Mutates `state`.
  */
-export function applyPageOutcome(state: HostState, result: FetchResult, now: number, config: CrawlConfig): number | undefined {
+export function applyPageOutcome(
+  state: HostState,
+  result: FetchResult,
+  now: number,
+  config: CrawlConfig,
+): number | undefined {
   if (result.status === 429 || result.status === 503) {
     if (now - state.lastBackoffAt > config.backoffQuietMs) state.backoffMs = 0;
     state.backoffMs = backoffAfter(config, result.retryAfterMs, state.backoffMs);

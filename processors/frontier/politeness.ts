@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import type { CrawlConfig } from '../crawl-config.js';
-import { productToken } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
+import { productToken } from '../common/crawl-config.js';
 
 /**
  * Slack added to every gap: the gap is measured on the fetcher's clock, and the host sees it on
@@ -10,7 +10,13 @@ export const GAP_SAFETY_MS = 30;
 
 /** Gap before the next fetch to a host: max(min delay, slowFactor × last duration, capped Crawl-delay), plus the safety slack. */
 export function requiredGap(config: CrawlConfig, lastDurationMs: number, crawlDelayMs: number): number {
-  return Math.max(config.minDelayMs, config.slowFactor * Math.max(0, lastDurationMs), Math.min(crawlDelayMs, config.maxCrawlDelayMs)) + GAP_SAFETY_MS;
+  return (
+    Math.max(
+      config.minDelayMs,
+      config.slowFactor * Math.max(0, lastDurationMs),
+      Math.min(crawlDelayMs, config.maxCrawlDelayMs),
+    ) + GAP_SAFETY_MS
+  );
 }
 
 /** Wait after 429/503: Retry-After when given, else backoffMs doubling per consecutive time, capped. */
@@ -42,7 +48,10 @@ const robotsParser = createRequire(import.meta.url)('robots-parser') as (url: st
 export class RobotsCache {
   private readonly parsed = new Map<string, { body: string; robot: Robot }>();
 
-  constructor(private readonly userAgent: string, private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly userAgent: string,
+    private readonly maxEntries = 10_000,
+  ) {}
 
   private robot(origin: string, body: string): Robot {
     const hit = this.parsed.get(origin);

@@ -1,5 +1,5 @@
 import type { FrontEntry, QueueEntry } from '../../schemas/types.js';
-import { CrawlError } from '../../runtime/errors.js';
+import { CrawlError } from '../../core/errors.js';
 
 /**
  * Entries per chunk of an on-disk FIFO. The entry with sequence number `s` is entry `s % 64` of
@@ -235,7 +235,9 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
 };
 
 /** What a back queue writes of an entry: a QueueEntry, or a FrontEntry on its way from a front queue (attempts 0). */
-export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & { readonly attempts?: number };
+export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & {
+  readonly attempts?: number;
+};
 
 /** `QUEUE_ENTRY.write` of `e` with its url from char `urlStart` on (and attempts 0 when `e` has none). */
 export function writeQueueEntry(c: QueueChunk, e: NewEntry, urlStart = 0): void {
@@ -278,7 +280,7 @@ export const FRONT_ENTRY: EntryFormat<FrontEntry> = {
 };
 
 /** Chunks as store values: their bytes as they are. */
-export const chunkCodec = {
-  encode: (chunk: QueueChunk): Buffer => chunk.bytes(),
-  decode: (bytes: Buffer): QueueChunk => new QueueChunk(bytes),
+export const chunkSerde = {
+  serialize: (chunk: QueueChunk): Buffer => chunk.bytes(),
+  deserialize: (bytes: Buffer): QueueChunk => new QueueChunk(bytes),
 };

@@ -16,7 +16,12 @@ const CHUNKED = 2;
  * task's first commit, and a crash before that commit runs it again from the old layout.
  * Returns the number of URLs moved.
  */
-export function migrateQueues(stores: { hosts: HostStore; queue: QueueStore; front: FrontStore; meta: MetaStore }): number {
+export function migrateQueues(stores: {
+  hosts: HostStore;
+  queue: QueueStore;
+  front: FrontStore;
+  meta: MetaStore;
+}): number {
   const { hosts, queue, front, meta } = stores;
   const marker = meta.get(QUEUE_FORMAT_KEY);
   if (marker !== undefined && readNumber(marker) >= CHUNKED) return 0;
@@ -25,7 +30,9 @@ export function migrateQueues(stores: { hosts: HostStore; queue: QueueStore; fro
   for (const [host, state] of hosts.range('', '\uffff')) {
     if (state.headSeq === 0 && state.tailSeq === 0) continue;
     const n = rewrite(
-      state.headSeq, state.tailSeq, QUEUE_ENTRY,
+      state.headSeq,
+      state.tailSeq,
+      QUEUE_ENTRY,
       (seq) => queue.get({ host, chunk: seq }),
       (seq) => queue.delete({ host, chunk: seq }),
       (chunk, value) => queue.put({ host, chunk }, value),
@@ -41,7 +48,9 @@ export function migrateQueues(stores: { hosts: HostStore; queue: QueueStore; fro
     const tail = readNumber(meta.get(`front-tail-${band}`));
     if (head === 0 && tail === 0) continue;
     const n = rewrite(
-      head, tail, FRONT_ENTRY,
+      head,
+      tail,
+      FRONT_ENTRY,
       (seq) => front.get({ band, chunk: seq }),
       (seq) => front.delete({ band, chunk: seq }),
       (chunk, value) => front.put({ band, chunk }, value),

@@ -2,7 +2,7 @@ import { GenerationCache } from '../../state/generation-cache.js';
 import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 
 export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
 
@@ -30,7 +30,10 @@ export class SitePolicy {
   private readonly recent = new GenerationCache<SiteState>(SITE_CACHE_BYTES, siteStateBytes);
   private static readonly MAX_LINKING_TRACKED = 1_000;
 
-  constructor(private readonly store: KeyValueStore<string, SiteState>, private readonly config: CrawlConfig) {
+  constructor(
+    private readonly store: KeyValueStore<string, SiteState>,
+    private readonly config: CrawlConfig,
+  ) {
     for (const [site, state] of store.range('', '\uffff')) {
       this.known.note(site);
       if (state.control) this.controls.set(site, state.control);
@@ -40,7 +43,16 @@ export class SitePolicy {
   private state(site: string): SiteState {
     const cached = this.recent.get(site);
     if (cached !== undefined) return cached;
-    const state = (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? { site, admitted: 0, linkingSites: [], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null };
+    const state = (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? {
+      site,
+      admitted: 0,
+      linkingSites: [],
+      seeded: false,
+      recentPages: 0,
+      recentDuplicates: 0,
+      dupCut: false,
+      control: null,
+    };
     this.recent.set(site, state);
     return state;
   }
@@ -52,7 +64,10 @@ export class SitePolicy {
   }
 
   budget(state: SiteState): number {
-    return Math.min(this.config.siteBudgetMax, this.config.sitePageBudget + this.config.siteBudgetPerInlink * state.linkingSites.length);
+    return Math.min(
+      this.config.siteBudgetMax,
+      this.config.sitePageBudget + this.config.siteBudgetPerInlink * state.linkingSites.length,
+    );
   }
 
   /** Notes that `fromSite` links into `site` (a seed when fromSite is null). */

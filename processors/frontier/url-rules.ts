@@ -1,4 +1,4 @@
-import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 import { urlShape, type UrlShape } from './url-shape.js';
 
 export type DropReason = 'too-long' | 'too-deep' | 'repeated-segment' | 'bad-url' | 'too-many-redirects';
@@ -12,7 +12,12 @@ export function trapCheck(url: string, redirectHops: number, config: CrawlConfig
 }
 
 /** `trapCheck` for a URL already parsed into `shape` (undefined: it does not parse). */
-export function trapRules(url: string, shape: UrlShape | undefined, redirectHops: number, config: CrawlConfig): DropReason | undefined {
+export function trapRules(
+  url: string,
+  shape: UrlShape | undefined,
+  redirectHops: number,
+  config: CrawlConfig,
+): DropReason | undefined {
   if (url.length > config.maxUrlLength) return 'too-long';
   if (redirectHops > config.maxRedirectHops) return 'too-many-redirects';
   if (shape === undefined) return 'bad-url';

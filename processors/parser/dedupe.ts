@@ -1,7 +1,7 @@
-import type { Codec, KeyValueStore } from '../../state/state-store.js';
-import { bufferCodec, stringCodec } from '../../state/state-store.js';
+import type { KeyValueStore } from '../../state/state-store.js';
+import type { Serde } from '../../core/serde.js';
+import { bufferSerde, stringSerde } from '../../core/serde.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
-import type { FetchedPage } from '../../schemas/types.js';
 import { NearDupIndex } from './near-dup-index.js';
 
 /**
@@ -36,9 +36,9 @@ export interface DigestEntry {
 }
 
 /** JSON: small, self-describing, and a field added later reads as undefined in old entries. */
-export const digestEntryCodec: Codec<DigestEntry> = {
-  encode: (v) => Buffer.from(JSON.stringify(v), 'utf8'),
-  decode: (b) => JSON.parse(b.toString('utf8')) as DigestEntry,
+export const digestEntrySerde: Serde<DigestEntry> = {
+  serialize: (v) => Buffer.from(JSON.stringify(v), 'utf8'),
+  deserialize: (b) => JSON.parse(b.toString('utf8')) as DigestEntry,
 };
 
 export type DigestStore = KeyValueStore<string, DigestEntry>;
@@ -48,18 +48,10 @@ export type OriginalsStore = KeyValueStore<string, string>;
 /** The parser's duplicate-detection stores (both halves), to add to the parser in the topology. */
 export function dedupeStores(): StoreBuilder[] {
   return [
-    keyValueStore(DIGESTS_STORE, stringCodec, digestEntryCodec),
-    keyValueStore(SIMHASH_STORE, bufferCodec, bufferCodec),
-    keyValueStore(ORIGINALS_STORE, stringCodec, stringCodec),
+    keyValueStore(DIGESTS_STORE, stringSerde, digestEntrySerde),
+    keyValueStore(SIMHASH_STORE, bufferSerde, bufferSerde),
+    keyValueStore(ORIGINALS_STORE, stringSerde, stringSerde),
   ];
-}
-
-/**
- * Whether a fetch takes part in duplicate detection: a 2xx page response with a body and no
- * error (so also a final outcome). robots.txt, redirects, errors and empty bodies never do.
- */
-export function isDedupable(page: Pick<FetchedPage, 'kind' | 'status' | 'errorCode' | 'body'>): boolean {
-  return page.kind !== 'ROBOTS' && page.status >= 200 && page.status < 300 && page.errorCode === null && page.body.length > 0;
 }
 
 /**

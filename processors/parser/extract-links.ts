@@ -1,6 +1,6 @@
 import { Parser } from 'htmlparser2';
 import { FastTokenizer } from './fast-tokenizer.js';
-import { normalizeUrl } from './normalize.js';
+import { normalizeUrl } from '../common/normalize.js';
 
 export type LinkKind = 'a' | 'frame' | 'iframe' | 'area' | 'refresh' | 'canonical';
 
@@ -57,9 +57,34 @@ const INVISIBLE = new Set(['script', 'style', 'template', 'svg', 'math', 'title'
 
 // elements that do not break words; every other tag boundary counts as whitespace
 const INLINE = new Set([
-  'a', 'abbr', 'b', 'bdi', 'bdo', 'cite', 'code', 'data', 'dfn', 'em', 'font', 'i', 'kbd',
-  'mark', 'q', 's', 'samp', 'small', 'span', 'strike', 'strong', 'sub', 'sup', 'time', 'tt',
-  'u', 'var', 'wbr',
+  'a',
+  'abbr',
+  'b',
+  'bdi',
+  'bdo',
+  'cite',
+  'code',
+  'data',
+  'dfn',
+  'em',
+  'font',
+  'i',
+  'kbd',
+  'mark',
+  'q',
+  's',
+  'samp',
+  'small',
+  'span',
+  'strike',
+  'strong',
+  'sub',
+  'sup',
+  'time',
+  'tt',
+  'u',
+  'var',
+  'wbr',
 ]);
 
 interface Candidate {
@@ -147,7 +172,9 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
       },
     },
     {
-      decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true,
+      decodeEntities: true,
+      lowerCaseTags: true,
+      lowerCaseAttributeNames: true,
       ...(options?.stockTokenizer ? {} : { Tokenizer: FastTokenizer }),
     },
   );
@@ -322,7 +349,9 @@ class TextCollector {
       parts[last] = chunk;
       break;
     }
-    const text = (first === 0 && last === parts.length - 1 ? parts : parts.slice(first, last + 1)).join('').replace(NOT_A_LONE_SPACE, ' ');
+    const text = (first === 0 && last === parts.length - 1 ? parts : parts.slice(first, last + 1))
+      .join('')
+      .replace(NOT_A_LONE_SPACE, ' ');
     return text.length > this.cap ? text.slice(0, this.cap).trimEnd() : text;
   }
 

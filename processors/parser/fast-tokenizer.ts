@@ -75,6 +75,10 @@ function install(): boolean {
   }
 
   Object.defineProperty(FastTokenizer.prototype, 'stateText', { value: stateText, writable: true, configurable: true });
-  Object.defineProperty(FastTokenizer.prototype, 'fastForwardTo', { value: fastForwardTo, writable: true, configurable: true });
+  Object.defineProperty(FastTokenizer.prototype, 'fastForwardTo', {
+    value: fastForwardTo,
+    writable: true,
+    configurable: true,
+  });
   return true;
 }

@@ -87,12 +87,17 @@ export class NearDupIndex {
       const prefix = permuted >> low;
       const from = entryKey(scope, t, prefix << low);
       const last = (1n << BigInt(table.prefixBits)) - 1n;
-      const to = prefix === last ? Buffer.concat([scope, Buffer.from([t + 1])]) : entryKey(scope, t, (prefix + 1n) << low);
+      const to =
+        prefix === last ? Buffer.concat([scope, Buffer.from([t + 1])]) : entryKey(scope, t, (prefix + 1n) << low);
       candidate.writeBigUInt64BE(permuted);
       for (const [key, url] of this.store.range(from, to)) {
         const distance = hammingDistance(candidate, key.subarray(scope.length + 1));
         if (distance > NEAR_DUP_BITS || (best !== undefined && best.distance <= distance)) continue;
-        best = { simhash: unpermuteKey(key.readBigUInt64BE(scope.length + 1), table), url: url.toString('utf8'), distance };
+        best = {
+          simhash: unpermuteKey(key.readBigUInt64BE(scope.length + 1), table),
+          url: url.toString('utf8'),
+          distance,
+        };
         if (distance === 0) return best;
       }
     }

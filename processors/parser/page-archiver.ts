@@ -1,14 +1,15 @@
 import { STATUS_CODES } from 'node:http';
-import type { Metrics } from '../../runtime/metrics.js';
+import type { Metrics } from '../../core/metrics.js';
 import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/types.js';
-import type { CrawlConfig } from '../crawl-config.js';
-import { isFinalOutcome } from '../outcome.js';
-import { decodeBody } from '../fetcher/decode.js';
-import { isDedupable, type DigestEntry, type PayloadIndex } from './dedupe.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
+import { isFinalOutcome } from '../common/outcome.js';
+import { decodeBody } from '../common/decode.js';
+import { type DigestEntry, type PayloadIndex } from './dedupe.js';
+import { isDedupable } from '../common/payload.js';
 import { extractLinks } from './extract-links.js';
-import { normalizeUrl, siteOf } from './normalize.js';
+import { normalizeUrl, siteOf } from '../common/normalize.js';
 import { simhash64 } from './simhash.js';
-import { sha1Digest } from './warc-records.js';
+import { sha1Digest } from '../common/payload.js';
 import type { WarcLocation, WarcWriter } from './warc-writer.js';
 
 /** Where the archiver's output goes: a parsed page, keyed for the site-keyed half (see ParsedPage). */
@@ -44,7 +45,8 @@ export class PageArchiver {
     const digest = dedupable ? (page.payloadDigest ?? sha1Digest(page.body)) : null;
     // a payload archived before becomes a revisit record, not a second copy of the bytes
     const first = digest !== null ? this.payloads.firstRecord(digest) : undefined;
-    const { location, payloadDigest } = first !== undefined ? this.archiveRevisit(page, digest!, first) : this.archiveFetch(page, digest);
+    const { location, payloadDigest } =
+      first !== undefined ? this.archiveRevisit(page, digest!, first) : this.archiveFetch(page, digest);
     m.inc('warc_archived', 1, page.kind);
     // robots.txt is read by the frontier, and a lease dropped unfetched says nothing about its URL
     if (page.kind === 'ROBOTS' || page.errorCode === 'CS_LEASE_EXPIRED') return;
@@ -62,18 +64,25 @@ export class PageArchiver {
       // an alias of a payload already parsed: nothing to extract, its links are not followed again
     } else if (
       // a bomb (flagged by the fetcher) is archived as received but never inflated here
-      page.status >= 200 && page.status < 300 && page.errorCode !== 'CS_BOMB' && isHtml(contentType, page.body)
+      page.status >= 200 &&
+      page.status < 300 &&
+      page.errorCode !== 'CS_BOMB' &&
+      isHtml(contentType, page.body)
     ) {
       const decoded = decodeBody(page.body, header(page, 'content-encoding') ?? undefined, this.config.maxDecodedBytes);
       if (decoded.errorCode) {
         errorCode = decoded.errorCode;
         m.inc('parser_errors', 1, decoded.errorCode);
       } else {
-        const extracted = extractLinks(decoded.body.toString('utf8'), page.url, { maxLinks: this.config.maxOutlinksPerPage });
+        const extracted = extractLinks(decoded.body.toString('utf8'), page.url, {
+          maxLinks: this.config.maxOutlinksPerPage,
+        });
         canonicalUrl = extracted.canonical ?? null;
         simhash = simhash64(extracted.text);
         if (!extracted.nofollow) {
-          for (const l of extracted.links) if (!l.nofollow && l.kind !== 'canonical') outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
+          for (const l of extracted.links)
+            if (!l.nofollow && l.kind !== 'canonical')
+              outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
         }
         m.inc('links_extracted', outlinks.length);
       }
@@ -89,16 +98,36 @@ export class PageArchiver {
     } else if (digest !== null) {
       role = 'FIRST';
       const entry: DigestEntry = {
-        url: page.url, site: page.site, fetchedAt: page.fetchedAt, recordId: location.recordId, duplicateOf: null, simhash: simhash?.toString('hex') ?? null,
+        url: page.url,
+        site: page.site,
+        fetchedAt: page.fetchedAt,
+        recordId: location.recordId,
+        duplicateOf: null,
+        simhash: simhash?.toString('hex') ?? null,
       };
       this.payloads.recordFirst(digest, entry);
     }
     const parsed: ParsedPage = {
-      url: page.url, site: page.site, host: page.host, depth: page.depth, fetchTime: page.fetchedAt, status: page.status,
-      contentType, contentLength: page.body.length, payloadDigest,
-      simhash: simhash ?? null, canonicalUrl, errorCode, redirectTarget: page.redirectTarget,
-      warcFile: location?.file ?? null, warcOffset: location?.offset ?? null, warcLength: location?.length ?? null,
-      outlinks, payloadRole: role, copyOf: first?.url ?? null, duplicateOf: null,
+      url: page.url,
+      site: page.site,
+      host: page.host,
+      depth: page.depth,
+      fetchTime: page.fetchedAt,
+      status: page.status,
+      contentType,
+      contentLength: page.body.length,
+      payloadDigest,
+      simhash: simhash ?? null,
+      canonicalUrl,
+      errorCode,
+      redirectTarget: page.redirectTarget,
+      warcFile: location?.file ?? null,
+      warcOffset: location?.offset ?? null,
+      warcLength: location?.length ?? null,
+      outlinks,
+      payloadRole: role,
+      copyOf: first?.url ?? null,
+      duplicateOf: null,
     };
     // a copy is decided at the site of its payload's first record, where that record's verdict lives
     const key = first !== undefined ? (first.site ?? siteOf(first.url)) : page.site;
@@ -108,9 +137,13 @@ export class PageArchiver {
   /** An exact copy: a revisit record (identical-payload-digest) referring to the first record of the payload. */
   private archiveRevisit(page: FetchedPage, payloadDigest: string, first: DigestEntry): Archived {
     const location = this.warc.writeRevisit({
-      targetUri: page.url, date: new Date(page.fetchedAt),
-      refersToUri: first.url, refersToDate: new Date(first.fetchedAt), refersToRecordId: first.recordId,
-      payloadDigest, profile: 'identical-payload-digest',
+      targetUri: page.url,
+      date: new Date(page.fetchedAt),
+      refersToUri: first.url,
+      refersToDate: new Date(first.fetchedAt),
+      refersToRecordId: first.recordId,
+      payloadDigest,
+      profile: 'identical-payload-digest',
       statusLine: statusLine(page),
       responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
     });
@@ -122,7 +155,9 @@ export class PageArchiver {
     const date = new Date(page.fetchedAt);
     if (page.status > 0) {
       const written = this.warc.writeRequestResponse({
-        targetUri: page.url, date, ...(page.remoteAddress ? { ip: page.remoteAddress } : {}),
+        targetUri: page.url,
+        date,
+        ...(page.remoteAddress ? { ip: page.remoteAddress } : {}),
         requestHeaders: page.requestHead,
         statusLine: statusLine(page),
         responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
@@ -133,8 +168,13 @@ export class PageArchiver {
       return { location: written.response, payloadDigest: written.payloadDigest };
     }
     const location = this.warc.writeMetadata({
-      targetUri: page.url, date,
-      fields: { 'fetch-error-code': page.errorCode ?? 'unknown', 'fetch-error': page.errorMessage ?? '', 'lease-id': page.leaseId },
+      targetUri: page.url,
+      date,
+      fields: {
+        'fetch-error-code': page.errorCode ?? 'unknown',
+        'fetch-error': page.errorMessage ?? '',
+        'lease-id': page.leaseId,
+      },
     });
     return { location, payloadDigest: null };
   }
@@ -153,7 +193,8 @@ function statusLine(page: FetchedPage): string {
 /** A response header's value by case-insensitive name; the last one when it is repeated. */
 function header(page: FetchedPage, lowerName: string): string | null {
   let value: string | null = null;
-  for (const h of page.headers) if (h.name.length === lowerName.length && h.name.toLowerCase() === lowerName) value = h.value;
+  for (const h of page.headers)
+    if (h.name.length === lowerName.length && h.name.toLowerCase() === lowerName) value = h.value;
   return value;
 }
 

@@ -1,9 +1,9 @@
-import type { Metrics } from '../../runtime/metrics.js';
+import type { Metrics } from '../../core/metrics.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
 import type { SiteDuplicates } from './dedupe.js';
-import { fingerprintHex, packedFingerprints } from './fingerprint.js';
-import { siteOf } from './normalize.js';
+import { fingerprintHex, packedFingerprints } from '../common/fingerprint.js';
+import { siteOf } from '../common/normalize.js';
 
 /** Where the recorder's output goes. */
 export interface RecorderSinks {
@@ -64,17 +64,36 @@ export class PageRecorder {
 
     const copyOf = page.payloadRole === 'COPY' ? page.duplicateOf : near?.original;
     const duplicateOf = copyOf !== undefined && copyOf !== null && copyOf !== page.url ? copyOf : null;
-    if (page.payloadRole === 'COPY' || near !== undefined) m.inc('parser_duplicates', 1, page.payloadRole === 'COPY' ? 'exact' : 'near');
-    if (page.payloadRole === 'FIRST' && near === undefined && page.simhash !== null) this.duplicates.addOriginal(page.site, page.simhash, page.url);
+    if (page.payloadRole === 'COPY' || near !== undefined)
+      m.inc('parser_duplicates', 1, page.payloadRole === 'COPY' ? 'exact' : 'near');
+    if (page.payloadRole === 'FIRST' && near === undefined && page.simhash !== null)
+      this.duplicates.addOriginal(page.site, page.simhash, page.url);
     // a copy's links are its original's: not followed again
     const outlinks = page.payloadRole === 'COPY' || near !== undefined ? [] : page.outlinks;
 
-    this.sinks.pageRecord({
-      url: page.url, canonicalUrl: page.canonicalUrl, site: page.site, host: page.host, fetchTime: page.fetchTime, status: page.status,
-      contentType: page.contentType, contentLength: page.contentLength, payloadDigest: page.payloadDigest, simhash: page.simhash, duplicateOf,
-      warcFile: page.warcFile, warcOffset: page.warcOffset, warcLength: page.warcLength,
-      outlinkCount: outlinks.length, depth: page.depth, errorCode: page.errorCode, redirectTarget: page.redirectTarget,
-    }, timestamp);
+    this.sinks.pageRecord(
+      {
+        url: page.url,
+        canonicalUrl: page.canonicalUrl,
+        site: page.site,
+        host: page.host,
+        fetchTime: page.fetchTime,
+        status: page.status,
+        contentType: page.contentType,
+        contentLength: page.contentLength,
+        payloadDigest: page.payloadDigest,
+        simhash: page.simhash,
+        duplicateOf,
+        warcFile: page.warcFile,
+        warcOffset: page.warcOffset,
+        warcLength: page.warcLength,
+        outlinkCount: outlinks.length,
+        depth: page.depth,
+        errorCode: page.errorCode,
+        redirectTarget: page.redirectTarget,
+      },
+      timestamp,
+    );
     for (const batch of groupBySite(outlinks, page.url, timestamp)) this.sinks.links(batch, timestamp);
     m.inc('page_records');
   }
@@ -94,5 +113,11 @@ function groupBySite(links: Link[], sourceUrl: string, timestamp: number): LinkB
     list.push(link);
   }
   // the fingerprints go with the links: the frontier's partitions, the stateful step, need not hash them
-  return [...bySite].map(([site, list]) => ({ site, sourceUrl, discoveredAt: timestamp, links: list, fingerprints: packedFingerprints(list.map((l) => l.url)) }));
+  return [...bySite].map(([site, list]) => ({
+    site,
+    sourceUrl,
+    discoveredAt: timestamp,
+    links: list,
+    fingerprints: packedFingerprints(list.map((l) => l.url)),
+  }));
 }

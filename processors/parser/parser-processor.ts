@@ -1,12 +1,12 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import { CrawlError } from '../../runtime/errors.js';
+import { CrawlError } from '../../core/errors.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
-import { bufferCodec } from '../../state/state-store.js';
+import { bufferSerde } from '../../core/serde.js';
 import type { FetchedPage, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
-import { TOPICS } from '../../topology/topics.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import { TOPICS } from '../common/topics.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, PayloadIndex, SIMHASH_STORE, SiteDuplicates, dedupeStores } from './dedupe.js';
 import { PageArchiver } from './page-archiver.js';
 import { PageRecorder } from './page-recorder.js';
@@ -20,7 +20,11 @@ export const PARSED_PAGES_SINK = 'parsed-pages-sink';
 
 /** Every store of the parser: WARC output, exact and near duplicate detection, URLs recorded. */
 export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder[] {
-  return [keyValueStore(RECORDED_STORE, bufferCodec, bufferCodec), warcStore(warcDir, config.warcMaxFileBytes), ...dedupeStores()];
+  return [
+    keyValueStore(RECORDED_STORE, bufferSerde, bufferSerde),
+    warcStore(warcDir, config.warcMaxFileBytes),
+    ...dedupeStores(),
+  ];
 }
 
 /**
@@ -35,7 +39,12 @@ export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder
  * Both halves run in one task so one `run --role parser` runs the whole parser, and every
  * decision is in a changelogged store, committed with the outputs it caused.
  */
-export class ParserProcessor implements Processor<string, FetchedPage | ParsedPage, string, PageRecord | LinkBatch | ParsedPage> {
+export class ParserProcessor implements Processor<
+  string,
+  FetchedPage | ParsedPage,
+  string,
+  PageRecord | LinkBatch | ParsedPage
+> {
   private ctx!: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>;
   private archiver!: PageArchiver;
   private recorder!: PageRecorder;
@@ -45,8 +54,15 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   init(context: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>): void {
     this.ctx = context;
     const warc = context.getStateStore<WarcStore>(WARC_STORE);
-    const forwardParsed = (key: string, page: ParsedPage, timestamp: number) => context.forward({ key, value: page, timestamp }, PARSED_PAGES_SINK);
-    this.archiver = new PageArchiver(this.config, warc.writer, new PayloadIndex(context.getStateStore(DIGESTS_STORE)), context.metrics, forwardParsed);
+    const forwardParsed = (key: string, page: ParsedPage, timestamp: number) =>
+      context.forward({ key, value: page, timestamp }, PARSED_PAGES_SINK);
+    this.archiver = new PageArchiver(
+      this.config,
+      warc.writer,
+      new PayloadIndex(context.getStateStore(DIGESTS_STORE)),
+      context.metrics,
+      forwardParsed,
+    );
     this.recorder = new PageRecorder(
       context.getStateStore<KeyValueStore<Buffer, Buffer>>(RECORDED_STORE),
       new SiteDuplicates(context.getStateStore(SIMHASH_STORE), context.getStateStore(ORIGINALS_STORE)),

@@ -1,4 +1,4 @@
-import { fmix32 } from '../../runtime/hashing.js';
+import { fmix32 } from '../../core/hashing.js';
 
 /** Words per shingle: a feature is three consecutive words. */
 export const SHINGLE_WORDS = 3;

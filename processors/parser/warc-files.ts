@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { CrawlError } from '../../runtime/errors.js';
+import { CrawlError } from '../../core/errors.js';
 
 /** Suffix of a WARC file while it is being written (or after a crash, until recovery). */
 export const OPEN_SUFFIX = '.open';

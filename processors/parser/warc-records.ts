@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { constants, crc32, deflateRawSync, gzipSync } from 'node:zlib';
 
 /** An HTTP header list as the fetcher hands it over; arrays keep order and repeats. */
@@ -17,7 +17,6 @@ export const REVISIT_PROFILES = {
 const RENAMED_PREFIX = 'X-Crawlstream-Original-';
 
 const CRLF = '\r\n';
-const BASE32_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
 /** A fresh record id, `<urn:uuid:…>`. */
 export function newRecordId(): string {
@@ -34,13 +33,6 @@ export function warcDate(d: Date): string {
 
 /** gzip level of WARC records unless a writer is told otherwise (see WarcWriterOptions.gzipLevel). */
 export const DEFAULT_GZIP_LEVEL = 1;
-
-/** `sha1:` followed by the RFC 4648 base32 SHA-1 of `data`, the form WARC digests use. */
-export function sha1Digest(...data: Buffer[]): string {
-  const hash = createHash('sha1');
-  for (const d of data) hash.update(d);
-  return 'sha1:' + base32(hash.digest());
-}
 
 /**
  * Whether an HTTP payload is already compressed, so deflating it again would only cost CPU: it
@@ -60,24 +52,8 @@ export function isCompressedPayload(headers: HttpHeaders): boolean {
   return false;
 }
 
-const COMPRESSED_TYPES = /^\s*(?:image\/(?:jpeg|png|gif|webp|avif)|video\/|audio\/(?:mpeg|mp4|aac|ogg|opus|webm)|application\/(?:zip|gzip|x-gzip|zstd|x-bzip2|x-xz|x-7z-compressed|vnd\.rar))/i;
-
-/** RFC 4648 base32, uppercase, without padding (a SHA-1 digest is exactly 32 characters). */
-export function base32(bytes: Buffer): string {
-  let out = '';
-  let bits = 0;
-  let value = 0;
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32_ALPHABET[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += BASE32_ALPHABET[(value << (5 - bits)) & 31];
-  return out;
-}
+const COMPRESSED_TYPES =
+  /^\s*(?:image\/(?:jpeg|png|gif|webp|avif)|video\/|audio\/(?:mpeg|mp4|aac|ogg|opus|webm)|application\/(?:zip|gzip|x-gzip|zstd|x-bzip2|x-xz|x-7z-compressed|vnd\.rar))/i;
 
 /**
  * One complete WARC record: version line, `fields`, Content-Length, blank line, `block`, and the
@@ -142,7 +118,13 @@ export function gzipMember(parts: Buffer | readonly Buffer[], level = DEFAULT_GZ
   } else {
     const head = list.slice(0, storedPart);
     const tail = list.slice(storedPart + 1);
-    if (head.length > 0) out.push(deflateRawSync(head.length === 1 ? head[0]! : Buffer.concat(head), { level, finishFlush: constants.Z_SYNC_FLUSH }));
+    if (head.length > 0)
+      out.push(
+        deflateRawSync(head.length === 1 ? head[0]! : Buffer.concat(head), {
+          level,
+          finishFlush: constants.Z_SYNC_FLUSH,
+        }),
+      );
     storedBlocks(list[storedPart]!, false, out);
     storedBlocks(tail.length === 1 ? tail[0]! : Buffer.concat(tail), true, out);
   }
@@ -226,5 +208,6 @@ function oneLine(value: string): string {
 
 function encodingOf(text: string): BufferEncoding {
   // HTTP header bytes arrive as latin1 strings; writing them back as latin1 restores the bytes
+  // eslint-disable-next-line no-control-regex -- the range is every latin1 code point, NUL included
   return /[^\x00-\xff]/.test(text) ? 'utf8' : 'latin1';
 }

@@ -31,7 +31,13 @@ export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number)
     name: WARC_STORE,
     changelog: false,
     build: (context) => {
-      const writer = new WarcWriter({ dir: join(dir), partition: context.taskId.partition, maxFileBytes, software: 'crawlstream/0.1', ...(gzipLevel !== undefined ? { gzipLevel } : {}) });
+      const writer = new WarcWriter({
+        dir: join(dir),
+        partition: context.taskId.partition,
+        maxFileBytes,
+        software: 'crawlstream/0.1',
+        ...(gzipLevel !== undefined ? { gzipLevel } : {}),
+      });
       writer.open();
       return new WarcStore(writer);
     },

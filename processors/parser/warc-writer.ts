@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { CrawlError, InvalidOptionError } from '../../core/errors.js';
 import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import {
@@ -14,11 +14,11 @@ import {
   httpResponseHead,
   isCompressedPayload,
   newRecordId,
-  sha1Digest,
   warcDate,
   warcFieldsBlock,
   warcRecordParts,
 } from './warc-records.js';
+import { sha1Digest } from '../common/payload.js';
 
 /** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
 export interface WarcLocation {
@@ -134,7 +134,9 @@ export class WarcWriter {
     }
     const prefix = o.prefix ?? DEFAULT_PREFIX;
     if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
-      throw new InvalidOptionError(`WARC prefix must be letters, digits, '.', '_' or '-', got ${JSON.stringify(prefix)}`);
+      throw new InvalidOptionError(
+        `WARC prefix must be letters, digits, '.', '_' or '-', got ${JSON.stringify(prefix)}`,
+      );
     }
     const partition = o.partition ?? 0;
     if (!Number.isInteger(partition) || partition < 0 || partition > 99_999) {
@@ -316,13 +318,12 @@ export class WarcWriter {
     }
     let file = this.current ?? this.startFile();
     let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
-    let total = members.reduce((n, m) => n + m.length, 0);
+    const total = members.reduce((n, m) => n + m.length, 0);
     if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
       this.finishFile();
       file = this.startFile();
       // the records name their file's warcinfo record, so they are built again for the new file
       members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
-      total = members.reduce((n, m) => n + m.length, 0);
     }
     const locations: WarcLocation[] = [];
     const start = file.size;

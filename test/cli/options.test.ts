@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseCrawlArgs } from '../../cli/options.js';
 import { seedBatches } from '../../cli/crawl.js';
-import { InvalidOptionError } from '../../runtime/errors.js';
-import { defaultCrawlConfig } from '../../processors/crawl-config.js';
+import { InvalidOptionError } from '../../core/errors.js';
+import { defaultCrawlConfig } from '../../processors/common/crawl-config.js';
 
 function refuses(args: string[], message: string | RegExp): void {
   assert.throws(
@@ -45,18 +45,33 @@ test('--min-delay below the 1000 ms floor is refused, naming the option and the 
 
 test('--min-delay that is not a whole number is refused', () => {
   refuses(['--data', 'd', '--min-delay', 'abc'], '--min-delay must be a whole number of at least 1000, got "abc"');
-  refuses(['--data', 'd', '--min-delay', '1500.5'], '--min-delay must be a whole number of at least 1000, got "1500.5"');
+  refuses(
+    ['--data', 'd', '--min-delay', '1500.5'],
+    '--min-delay must be a whole number of at least 1000, got "1500.5"',
+  );
   refuses(['--data', 'd', '--min-delay', '-2000'], /--min-delay/);
 });
 
 test('--resolve without PATTERN=IP is refused', () => {
-  refuses(['--data', 'd', '--resolve', 'nonsense'], "--resolve must be PATTERN=IP (e.g. 'site.test=127.0.0.1' or '*.test=::1'), got 'nonsense'");
-  refuses(['--data', 'd', '--resolve', 'site.test=not-an-ip'], "--resolve 'site.test=not-an-ip': 'not-an-ip' is not an IPv4 or IPv6 address");
-  assert.deepEqual(parseCrawlArgs(['--data', 'd', '--resolve', '*.test=127.0.0.1', '--resolve', 'a.b=::1']).config.resolve, ['*.test=127.0.0.1', 'a.b=::1']);
+  refuses(
+    ['--data', 'd', '--resolve', 'nonsense'],
+    "--resolve must be PATTERN=IP (e.g. 'site.test=127.0.0.1' or '*.test=::1'), got 'nonsense'",
+  );
+  refuses(
+    ['--data', 'd', '--resolve', 'site.test=not-an-ip'],
+    "--resolve 'site.test=not-an-ip': 'not-an-ip' is not an IPv4 or IPv6 address",
+  );
+  assert.deepEqual(
+    parseCrawlArgs(['--data', 'd', '--resolve', '*.test=127.0.0.1', '--resolve', 'a.b=::1']).config.resolve,
+    ['*.test=127.0.0.1', 'a.b=::1'],
+  );
 });
 
 test('--allow-ip with an impossible address is refused, naming the option and the value', () => {
-  refuses(['--data', 'd', '--allow-ip', '300.1.1.1/8'], /^--allow-ip .*'300\.1\.1\.1\/8'.*is not an IPv4 or IPv6 address/);
+  refuses(
+    ['--data', 'd', '--allow-ip', '300.1.1.1/8'],
+    /^--allow-ip .*'300\.1\.1\.1\/8'.*is not an IPv4 or IPv6 address/,
+  );
   refuses(['--data', 'd', '--allow-ip', '10.0.0.1/8'], /^--allow-ip .*host bits set; did you mean '10\.0\.0\.0\/8'\?/);
   assert.deepEqual(parseCrawlArgs(['--data', 'd', '--allow-ip', '10.0.0.0/8']).config.allowIps, ['10.0.0.0/8']);
 });
@@ -71,16 +86,42 @@ test('seeds come from positionals and then the --seeds file, without comments or
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-seeds-'));
   try {
     const file = path.join(dir, 'seeds.txt');
-    fs.writeFileSync(file, '# my seeds\r\nhttps://a.example/\n\n   https://b.example/x   # the b site\n#https://commented.example/\n  \nhttps://c.example/\n');
+    fs.writeFileSync(
+      file,
+      '# my seeds\r\nhttps://a.example/\n\n   https://b.example/x   # the b site\n#https://commented.example/\n  \nhttps://c.example/\n',
+    );
     const cmd = parseCrawlArgs(['https://first.example/', '--seeds', file, '--data', 'd']);
-    assert.deepEqual(cmd.seeds, ['https://first.example/', 'https://a.example/', 'https://b.example/x', 'https://c.example/']);
+    assert.deepEqual(cmd.seeds, [
+      'https://first.example/',
+      'https://a.example/',
+      'https://b.example/x',
+      'https://c.example/',
+    ]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
 test('numeric and boolean options are parsed into the command', () => {
-  const cmd = parseCrawlArgs(['--data', 'd', '--until-idle', '--max-pages', '50', '--duration', '30', '--partitions', '8', '--quiet', '--no-system-dns', '--fetch-timeout', '3000', '--robots-retry', '500', '--user-agent', 'mybot/2 (+x)']);
+  const cmd = parseCrawlArgs([
+    '--data',
+    'd',
+    '--until-idle',
+    '--max-pages',
+    '50',
+    '--duration',
+    '30',
+    '--partitions',
+    '8',
+    '--quiet',
+    '--no-system-dns',
+    '--fetch-timeout',
+    '3000',
+    '--robots-retry',
+    '500',
+    '--user-agent',
+    'mybot/2 (+x)',
+  ]);
   assert.equal(cmd.untilIdle, true);
   assert.equal(cmd.maxPages, 50);
   assert.equal(cmd.durationMs, 30_000);
@@ -102,7 +143,11 @@ test('unknown options and zero partitions are refused', () => {
 
 test('seedBatches groups seeds by site, one batch per site at depth 0', () => {
   const warnings: string[] = [];
-  const batches = seedBatches(['https://www.example.com/', 'https://blog.example.com/post', 'http://other.org/a', 'https://www.example.com/b'], 123, (l) => warnings.push(l));
+  const batches = seedBatches(
+    ['https://www.example.com/', 'https://blog.example.com/post', 'http://other.org/a', 'https://www.example.com/b'],
+    123,
+    (l) => warnings.push(l),
+  );
   assert.deepEqual(warnings, []);
   assert.deepEqual(batches, [
     {
@@ -115,7 +160,12 @@ test('seedBatches groups seeds by site, one batch per site at depth 0', () => {
         { url: 'https://www.example.com/b', depth: 0, redirectHops: 0 },
       ],
     },
-    { site: 'other.org', sourceUrl: null, discoveredAt: 123, links: [{ url: 'http://other.org/a', depth: 0, redirectHops: 0 }] },
+    {
+      site: 'other.org',
+      sourceUrl: null,
+      discoveredAt: 123,
+      links: [{ url: 'http://other.org/a', depth: 0, redirectHops: 0 }],
+    },
   ]);
 });
 
@@ -123,5 +173,8 @@ test('seedBatches skips invalid seeds with a warning that names them and the rea
   const warnings: string[] = [];
   const batches = seedBatches(['ftp://x', 'not a url', 'https://ok.example/'], 0, (l) => warnings.push(l));
   assert.deepEqual(warnings, ['skipping seed "ftp://x": unsupported-scheme', 'skipping seed "not a url": bad-url']);
-  assert.deepEqual(batches.map((b) => b.links.map((l) => l.url)), [['https://ok.example/']]);
+  assert.deepEqual(
+    batches.map((b) => b.links.map((l) => l.url)),
+    [['https://ok.example/']],
+  );
 });

@@ -1,10 +1,20 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { SyntheticWeb } from '../web/synthetic-web.js';
-import { standardExpectations } from '../web/sites.js';
-import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
-import { countByUrl, crawlArgs, exportPageRecords, finallyFetchedUrls, removeDir, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { standardExpectations } from '../../synthetic-web/sites.js';
+import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import {
+  countByUrl,
+  crawlArgs,
+  exportPageRecords,
+  finallyFetchedUrls,
+  removeDir,
+  startCli,
+  tempDir,
+  warcioCheck,
+  writeSeeds,
+} from './harness.js';
 import { assertCopiesRecorded, warcRevisits } from './duplicates.js';
 
 /**
@@ -43,10 +53,17 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
 
     const records = exportPageRecords(join(dir, 'data'));
     const counts = countByUrl(records);
-    assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'a URL has more than one page record');
+    assert.deepEqual(
+      [...counts].filter(([, n]) => n !== 1),
+      [],
+      'a URL has more than one page record',
+    );
     assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
     for (const r of records.filter((r) => r.status === 200)) {
-      assert.ok(r.warcFile && r.warcOffset !== null && r.payloadDigest?.startsWith('sha1:'), `${r.url} lacks its WARC location`);
+      assert.ok(
+        r.warcFile && r.warcOffset !== null && r.payloadDigest?.startsWith('sha1:'),
+        `${r.url} lacks its WARC location`,
+      );
     }
 
     const warc = warcioCheck(join(dir, 'data', 'warc'));
@@ -56,12 +73,16 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
     // mirror copies (another site, byte for byte) and the news article's editions are aliases of
     // their first fetch, whatever partitions their sites hash to; nothing else is
     const copies = assertCopiesRecorded(records, web.port);
-    t.diagnostic(`${extra.join(' ') || 'default partitions'}: ${copies.exact.length + copies.near.length} of ${copies.expected} copies recorded (${copies.exact.length} exact, ${copies.near.length} near) among ${records.length} page records`);
+    t.diagnostic(
+      `${extra.join(' ') || 'default partitions'}: ${copies.exact.length + copies.near.length} of ${copies.expected} copies recorded (${copies.exact.length} exact, ${copies.near.length} near) among ${records.length} page records`,
+    );
     // each byte-identical copy is a WARC revisit of the first record of its payload
     const revisits = warcRevisits(warc.files);
     assert.deepEqual(
       revisits.map((r) => [r.url, r.refersTo, r.profile]).sort(),
-      copies.exact.map((r) => [r.url, r.duplicateOf, 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest']).sort(),
+      copies.exact
+        .map((r) => [r.url, r.duplicateOf, 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest'])
+        .sort(),
     );
   } finally {
     await web.close();
@@ -69,32 +90,43 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
   }
 }
 
-test('crawl --until-idle fetches the whole test web politely and records every page once', { timeout: 180_000 }, (t) => crawlTestWeb(t, []));
-
-test('with 8 partitions the crawl records the same copies: exact duplicates are found across partitions', { timeout: 180_000 }, (t) =>
-  crawlTestWeb(t, ['--partitions', '8']),
+test('crawl --until-idle fetches the whole test web politely and records every page once', { timeout: 180_000 }, (t) =>
+  crawlTestWeb(t, []),
 );
 
-test('running the same crawl again on its data dir resumes and fetches nothing twice', { timeout: 180_000 }, async () => {
-  const web = await SyntheticWeb.start();
-  const dir = tempDir('resume');
-  try {
-    const seeds = writeSeeds(dir, web.seedUrls());
-    const first = await startCli(crawlArgs(seeds, join(dir, 'data'), ['--max-pages', '10'])).exited;
-    assert.equal(first.code, 0, first.stderr);
-    const afterFirst = web.requests().length;
-    assert.ok(afterFirst > 0 && afterFirst < 70, `first run made ${afterFirst} requests`);
-    const second = await startCli(crawlArgs(seeds, join(dir, 'data'))).exited;
-    assert.equal(second.code, 0, second.stderr);
-    const log = web.requests();
-    assert.ok(log.length > afterFirst, 'the second run fetched nothing');
-    const counts = countByUrl(exportPageRecords(join(dir, 'data')));
-    assert.deepEqual([...counts].filter(([, n]) => n !== 1), []);
-    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
-    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
-    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
-  } finally {
-    await web.close();
-    removeDir(dir);
-  }
-});
+test(
+  'with 8 partitions the crawl records the same copies: exact duplicates are found across partitions',
+  { timeout: 180_000 },
+  (t) => crawlTestWeb(t, ['--partitions', '8']),
+);
+
+test(
+  'running the same crawl again on its data dir resumes and fetches nothing twice',
+  { timeout: 180_000 },
+  async () => {
+    const web = await SyntheticWeb.start();
+    const dir = tempDir('resume');
+    try {
+      const seeds = writeSeeds(dir, web.seedUrls());
+      const first = await startCli(crawlArgs(seeds, join(dir, 'data'), ['--max-pages', '10'])).exited;
+      assert.equal(first.code, 0, first.stderr);
+      const afterFirst = web.requests().length;
+      assert.ok(afterFirst > 0 && afterFirst < 70, `first run made ${afterFirst} requests`);
+      const second = await startCli(crawlArgs(seeds, join(dir, 'data'))).exited;
+      assert.equal(second.code, 0, second.stderr);
+      const log = web.requests();
+      assert.ok(log.length > afterFirst, 'the second run fetched nothing');
+      const counts = countByUrl(exportPageRecords(join(dir, 'data')));
+      assert.deepEqual(
+        [...counts].filter(([, n]) => n !== 1),
+        [],
+      );
+      assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+    } finally {
+      await web.close();
+      removeDir(dir);
+    }
+  },
+);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PageRecord } from '../../schemas/types.js';
-import type { RequestLogEntry } from '../web/synthetic-web.js';
+import { warcio } from '../python/warcio.js';
+import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -18,7 +19,19 @@ export function removeDir(dir: string): void {
 
 /** The documented crawl command line for the loopback test web. */
 export function crawlArgs(seedsFile: string, dataDir: string, extra: string[] = []): string[] {
-  return ['crawl', '--seeds', seedsFile, '--data', dataDir, '--resolve', '*.test=127.0.0.1', '--allow-ip', '127.0.0.1/32', '--until-idle', ...extra];
+  return [
+    'crawl',
+    '--seeds',
+    seedsFile,
+    '--data',
+    dataDir,
+    '--resolve',
+    '*.test=127.0.0.1',
+    '--allow-ip',
+    '127.0.0.1/32',
+    '--until-idle',
+    ...extra,
+  ];
 }
 
 export function writeSeeds(dir: string, urls: string[]): string {
@@ -41,14 +54,22 @@ export function startCli(args: string[]): { child: ChildProcess; exited: Promise
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<Exited>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const exited = new Promise<Exited>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   return { child, exited };
 }
 
 export function exportPageRecords(dataDir: string): PageRecord[] {
-  const r = spawnSync(process.execPath, [CLI, 'export', 'page-records', '--data', dataDir], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [CLI, 'export', 'page-records', '--data', dataDir], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`export failed (${r.status}): ${r.stderr}`);
-  return r.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as PageRecord);
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as PageRecord);
 }
 
 /** URLs the server answered with a final status (not 429/503), robots.txt excluded. */
@@ -70,8 +91,10 @@ export function countByUrl(records: PageRecord[]): Map<string, number> {
 
 /** Runs the independent WARC validator over every file; returns its combined output and status. */
 export function warcioCheck(warcDir: string): { status: number | null; output: string; files: string[] } {
-  const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz')).map((f) => join(warcDir, f));
-  const r = spawnSync('python3', ['-m', 'warcio.cli', 'check', '-v', ...files], { encoding: 'utf8' });
+  const files = readdirSync(warcDir)
+    .filter((f) => f.endsWith('.warc.gz'))
+    .map((f) => join(warcDir, f));
+  const r = warcio(['check', '-v', ...files]);
   return { status: r.status, output: `${r.stdout}${r.stderr}`, files };
 }
 

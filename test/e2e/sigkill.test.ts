@@ -1,57 +1,80 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { SyntheticWeb } from '../web/synthetic-web.js';
-import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
-import { countByUrl, crawlArgs, exportPageRecords, finallyFetchedUrls, removeDir, sleep, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import {
+  countByUrl,
+  crawlArgs,
+  exportPageRecords,
+  finallyFetchedUrls,
+  removeDir,
+  sleep,
+  startCli,
+  tempDir,
+  warcioCheck,
+  writeSeeds,
+} from './harness.js';
 
 const KILLS = 6;
 
-test('a crawl SIGKILLed at random points and restarted records every fetched page exactly once, politely', { timeout: 600_000 }, async (t) => {
-  const web = await SyntheticWeb.start();
-  const dir = tempDir('sigkill');
-  const data = join(dir, 'data');
-  // short fetch limits so leases lost in a kill expire in seconds, not a minute
-  const extra = ['--fetch-timeout', '3000', '--quiet'];
-  try {
-    const seeds = writeSeeds(dir, web.seedUrls());
-    // each run is killed once the server has seen a random 1..8 more requests, then up to 0.5 s
-    // later, so kills land mid-crawl (between fetches and during them), whatever the start-up time
-    const kills: string[] = [];
-    for (let i = 0; i < KILLS; i++) {
-      const before = web.requests().length;
-      const target = before + 1 + Math.floor(Math.random() * 8);
-      const { child, exited } = startCli(crawlArgs(seeds, data, extra));
-      let ended = false;
-      void exited.then(() => (ended = true));
-      const deadline = Date.now() + 60_000;
-      while (!ended && web.requests().length < target && Date.now() < deadline) await sleep(10);
-      await sleep(Math.floor(Math.random() * 500));
-      child.kill('SIGKILL');
-      const r = await exited;
-      // a run may finish before its kill on the last rounds; anything else must be the kill
-      assert.ok(r.signal === 'SIGKILL' || r.code === 0, `run ${i} ended with ${r.code}/${r.signal}: ${r.stderr}`);
-      kills.push(`${web.requests().length - before}${r.signal === 'SIGKILL' ? '' : ' (finished)'}`);
+test(
+  'a crawl SIGKILLed at random points and restarted records every fetched page exactly once, politely',
+  { timeout: 600_000 },
+  async (t) => {
+    const web = await SyntheticWeb.start();
+    const dir = tempDir('sigkill');
+    const data = join(dir, 'data');
+    // short fetch limits so leases lost in a kill expire in seconds, not a minute
+    const extra = ['--fetch-timeout', '3000', '--quiet'];
+    try {
+      const seeds = writeSeeds(dir, web.seedUrls());
+      // each run is killed once the server has seen a random 1..8 more requests, then up to 0.5 s
+      // later, so kills land mid-crawl (between fetches and during them), whatever the start-up time
+      const kills: string[] = [];
+      for (let i = 0; i < KILLS; i++) {
+        const before = web.requests().length;
+        const target = before + 1 + Math.floor(Math.random() * 8);
+        const { child, exited } = startCli(crawlArgs(seeds, data, extra));
+        let ended = false;
+        void exited.then(() => (ended = true));
+        const deadline = Date.now() + 60_000;
+        while (!ended && web.requests().length < target && Date.now() < deadline) await sleep(10);
+        await sleep(Math.floor(Math.random() * 500));
+        child.kill('SIGKILL');
+        const r = await exited;
+        // a run may finish before its kill on the last rounds; anything else must be the kill
+        assert.ok(r.signal === 'SIGKILL' || r.code === 0, `run ${i} ended with ${r.code}/${r.signal}: ${r.stderr}`);
+        kills.push(`${web.requests().length - before}${r.signal === 'SIGKILL' ? '' : ' (finished)'}`);
+      }
+      const beforeFinal = web.requests().length;
+      t.diagnostic(`requests per killed run: ${kills.join(', ')}; ${beforeFinal} requests before the final run`);
+      assert.ok(beforeFinal >= KILLS, `the kills came before the crawl fetched anything (${beforeFinal} requests)`);
+      const last = await startCli(crawlArgs(seeds, data, extra)).exited;
+      assert.equal(last.code, 0, `final run exited ${last.code}: ${last.stderr}`);
+
+      const log = web.requests();
+      const records = exportPageRecords(data);
+      const counts = countByUrl(records);
+      assert.deepEqual(
+        [...counts].filter(([, n]) => n !== 1),
+        [],
+        'a URL has more than one page record',
+      );
+      assert.deepEqual(
+        new Set(counts.keys()),
+        finallyFetchedUrls(log, web.port),
+        'fetched pages and page records differ',
+      );
+      assert.ok(counts.size >= 50, `only ${counts.size} pages recorded`);
+
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+      const warc = warcioCheck(join(data, 'warc'));
+      assert.equal(warc.status, 0, warc.output);
+    } finally {
+      await web.close();
+      removeDir(dir);
     }
-    const beforeFinal = web.requests().length;
-    t.diagnostic(`requests per killed run: ${kills.join(', ')}; ${beforeFinal} requests before the final run`);
-    assert.ok(beforeFinal >= KILLS, `the kills came before the crawl fetched anything (${beforeFinal} requests)`);
-    const last = await startCli(crawlArgs(seeds, data, extra)).exited;
-    assert.equal(last.code, 0, `final run exited ${last.code}: ${last.stderr}`);
-
-    const log = web.requests();
-    const records = exportPageRecords(data);
-    const counts = countByUrl(records);
-    assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'a URL has more than one page record');
-    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port), 'fetched pages and page records differ');
-    assert.ok(counts.size >= 50, `only ${counts.size} pages recorded`);
-
-    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
-    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
-    const warc = warcioCheck(join(data, 'warc'));
-    assert.equal(warc.status, 0, warc.output);
-  } finally {
-    await web.close();
-    removeDir(dir);
-  }
-});
+  },
+);

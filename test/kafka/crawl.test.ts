@@ -4,13 +4,23 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { SyntheticWeb } from '../web/synthetic-web.js';
-import { checkPoliteness, formatPolitenessReport } from '../web/politeness.js';
-import { CLI, finallyFetchedUrls, removeDir, sleep, startCli, tempDir, writeSeeds, type Exited } from '../e2e/harness.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import {
+  CLI,
+  finallyFetchedUrls,
+  removeDir,
+  sleep,
+  startCli,
+  tempDir,
+  writeSeeds,
+  type Exited,
+} from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
+import { python } from '../python/python.js';
 
-const READER = fileURLToPath(new URL('../../../test/kafka/read_page_records.py', import.meta.url));
+const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
 
 /** Runs a command without blocking the event loop (the synthetic web serves from this process). */
@@ -20,7 +30,11 @@ async function sh(file: string, args: string[]): Promise<{ code: number; stdout:
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''}\n${e.message}` };
+    return {
+      code: typeof e.code === 'number' ? e.code : -1,
+      stdout: e.stdout ?? '',
+      stderr: `${e.stderr ?? ''}\n${e.message}`,
+    };
   }
 }
 
@@ -32,109 +46,176 @@ interface Instance {
   exited: Promise<Exited>;
 }
 
-test('two instances of each stateful role crawl the test web on Kafka; one is SIGKILLed and restarted; page-records holds every page exactly once; no politeness violation; every store equals its changelog replay', { timeout: 600_000 }, async (t) => {
-  const { brokers, registry } = kafkaInfra();
-  const web = await SyntheticWeb.start();
-  const dir = tempDir('kafka-crawl');
-  const instances: Instance[] = [];
-  try {
-    const created = await sh(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
-    assert.equal(created.code, 0, created.stderr);
-    // the crawl's state lives in these topics: leftovers of an earlier crawl would make this one a resumption
-    const port = new KafkaPort([brokers], 'crawlstream-test');
-    const admin = await port.admin();
-    const ends = await admin.endOffsets('page-records').finally(() => admin.close().then(() => port.close()));
-    assert.deepEqual([...ends.values()].filter((n) => n > 0), [], 'page-records is not empty: this test needs a fresh broker (scripts/kafka/start.sh starts one)');
-    const seeds = writeSeeds(dir, web.seedUrls());
-    const injected = await sh(process.execPath, [CLI, 'inject', '--seeds', seeds, '--brokers', brokers, '--registry', registry]);
-    assert.equal(injected.code, 0, injected.stderr);
+test(
+  'two instances of each stateful role crawl the test web on Kafka; one is SIGKILLed and restarted; page-records holds every page exactly once; no politeness violation; every store equals its changelog replay',
+  { timeout: 600_000 },
+  async (t) => {
+    const { brokers, registry } = kafkaInfra();
+    const web = await SyntheticWeb.start();
+    const dir = tempDir('kafka-crawl');
+    const instances: Instance[] = [];
+    try {
+      const created = await sh(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
+      assert.equal(created.code, 0, created.stderr);
+      // the crawl's state lives in these topics: leftovers of an earlier crawl would make this one a resumption
+      const port = new KafkaPort([brokers], 'crawlstream-test');
+      const admin = await port.admin();
+      const ends = await admin.endOffsets('page-records').finally(() => admin.close().then(() => port.close()));
+      assert.deepEqual(
+        [...ends.values()].filter((n) => n > 0),
+        [],
+        'page-records is not empty: this test needs a fresh broker (scripts/kafka/start.sh starts one)',
+      );
+      const seeds = writeSeeds(dir, web.seedUrls());
+      const injected = await sh(process.execPath, [
+        CLI,
+        'inject',
+        '--seeds',
+        seeds,
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+      ]);
+      assert.equal(injected.code, 0, injected.stderr);
 
-    const common = ['--brokers', brokers, '--registry', registry, '--resolve', '*.test=127.0.0.1', '--allow-ip', '127.0.0.1/32', '--no-system-dns', '--quiet', '--session-timeout', '6000'];
-    const launch = (name: string, role: string): Instance => {
-      const dataDir = join(dir, name);
-      const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
-      const existing = instances.find((i) => i.name === name);
-      if (existing) return Object.assign(existing, { child: started.child, exited: started.exited });
-      const instance = { name, role, dataDir, ...started };
-      instances.push(instance);
-      return instance;
-    };
-    const began = Date.now();
-    for (const [name, role] of [['frontier-a', 'frontier'], ['frontier-b', 'frontier'], ['parser-a', 'parser'], ['parser-b', 'parser'], ['fetcher-a', 'fetcher']] as const) launch(name, role);
+      const common = [
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+        '--resolve',
+        '*.test=127.0.0.1',
+        '--allow-ip',
+        '127.0.0.1/32',
+        '--no-system-dns',
+        '--quiet',
+        '--session-timeout',
+        '6000',
+      ];
+      const launch = (name: string, role: string): Instance => {
+        const dataDir = join(dir, name);
+        const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
+        const existing = instances.find((i) => i.name === name);
+        if (existing) return Object.assign(existing, { child: started.child, exited: started.exited });
+        const instance = { name, role, dataDir, ...started };
+        instances.push(instance);
+        return instance;
+      };
+      const began = Date.now();
+      for (const [name, role] of [
+        ['frontier-a', 'frontier'],
+        ['frontier-b', 'frontier'],
+        ['parser-a', 'parser'],
+        ['parser-b', 'parser'],
+        ['fetcher-a', 'fetcher'],
+      ] as const)
+        launch(name, role);
 
-    // SIGKILL one frontier instance mid-crawl; its partitions move to the other, which restores them from the changelogs
-    const victim = instances.find((i) => i.name === 'frontier-a')!;
-    while (web.requests().length < 20 && Date.now() - began < 180_000) await sleep(200);
-    const atKill = web.requests().length;
-    assert.ok(atKill >= 20, `the crawl did not start: ${atKill} requests in 180 s\n${(await Promise.race([victim.exited, sleep(10).then(() => undefined)]))?.stderr ?? ''}`);
-    victim.child.kill('SIGKILL');
-    const killed = await victim.exited;
-    assert.equal(killed.signal, 'SIGKILL');
-    t.diagnostic(`SIGKILLed frontier-a after ${Date.now() - began} ms at ${atKill} requests`);
-    // past the 6 s session timeout frontier-b owns every frontier partition, restored from the changelogs;
-    // then restart frontier-a on its old local state: partitions move back (frontier-b is fenced for them)
-    await sleep(12_000);
-    const beforeRestart = web.requests().length;
-    launch('frontier-a', 'frontier');
-    t.diagnostic(`restarted frontier-a after ${Date.now() - began} ms at ${beforeRestart} requests`);
-    assert.ok(beforeRestart > atKill, `no request in the 12 s after the SIGKILL: frontier-b did not take over\n${killed.stderr.slice(-3000)}`);
+      // SIGKILL one frontier instance mid-crawl; its partitions move to the other, which restores them from the changelogs
+      const victim = instances.find((i) => i.name === 'frontier-a')!;
+      while (web.requests().length < 20 && Date.now() - began < 180_000) await sleep(200);
+      const atKill = web.requests().length;
+      assert.ok(
+        atKill >= 20,
+        `the crawl did not start: ${atKill} requests in 180 s\n${(await Promise.race([victim.exited, sleep(10).then(() => undefined)]))?.stderr ?? ''}`,
+      );
+      victim.child.kill('SIGKILL');
+      const killed = await victim.exited;
+      assert.equal(killed.signal, 'SIGKILL');
+      t.diagnostic(`SIGKILLed frontier-a after ${Date.now() - began} ms at ${atKill} requests`);
+      // past the 6 s session timeout frontier-b owns every frontier partition, restored from the changelogs;
+      // then restart frontier-a on its old local state: partitions move back (frontier-b is fenced for them)
+      await sleep(12_000);
+      const beforeRestart = web.requests().length;
+      launch('frontier-a', 'frontier');
+      t.diagnostic(`restarted frontier-a after ${Date.now() - began} ms at ${beforeRestart} requests`);
+      assert.ok(
+        beforeRestart > atKill,
+        `no request in the 12 s after the SIGKILL: frontier-b did not take over\n${killed.stderr.slice(-3000)}`,
+      );
 
-    // done when the web has seen no request for 20 s (the slowest politeness wait of the test web is 2 s)
-    let last = -1;
-    let quietSince = Date.now();
-    while (Date.now() - quietSince < 20_000 && Date.now() - began < 420_000) {
-      await sleep(1000);
-      const n = web.requests().length;
-      if (n !== last) [last, quietSince] = [n, Date.now()];
-    }
-    t.diagnostic(`crawl on Kafka: ${web.requests().length} requests, quiet after ${quietSince - began} ms`);
-    for (const i of instances) i.child.kill('SIGTERM');
-    const stderrs: string[] = [`== frontier-a before SIGKILL\n${killed.stderr.slice(-6000)}`];
-    const logs = (): string => stderrs.join('\n');
-    for (const i of instances) {
-      const ended = await i.exited;
-      stderrs.push(`== ${i.name}\n${ended.stderr.slice(-6000)}`);
-      assert.equal(ended.code, 0, `${i.name} exited ${ended.code}/${ended.signal}\n${ended.stderr.slice(-4000)}`);
-      assert.match(ended.stdout, /\[status\] stopped \(signal SIGTERM\)/, i.name);
-    }
-
-    const log = web.requests();
-    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
-    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
-
-    // a consumer we did not write: confluent-kafka (read_committed) + fastavro through the registry
-    const read = await sh('python3', [READER, brokers, registry, 'page-records']);
-    assert.equal(read.code, 0, read.stderr);
-    const records = read.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { url: string; status: number; schemaId: number });
-    const counts = new Map<string, number>();
-    for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
-    assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], 'a URL has more than one committed page record');
-    assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port), `fetched pages and committed page records differ\n${logs()}`);
-    assert.ok(counts.size >= 50, `only ${counts.size} pages recorded; the instances said:\n${logs()}`);
-
-    // every local store copy equals a replay of its changelog, and every store partition has a current copy somewhere
-    const current = new Set<string>();
-    const copies = new Set<string>();
-    for (const i of instances.filter((x) => x.role !== 'fetcher')) {
-      const replay = await sh(process.execPath, [CLI, 'replay', '--store', 'all', '--brokers', brokers, '--data', i.dataDir]);
-      assert.equal(replay.code, 0, `replay of ${i.name}:\n${replay.stdout}\n${replay.stderr}`);
-      const lines = replay.stdout.split('\n').filter((l) => /^(ok|MISMATCH)/.test(l));
-      assert.ok(lines.length > 0, `${i.name} has no store copies:\n${replay.stdout}`);
-      for (const line of lines) {
-        const m = /^ok\s+(\S+) partition (\d+): (\d+) entries .* \((current|behind[^)]*)\)$/.exec(line);
-        assert.ok(m, `${i.name}: ${line}`);
-        copies.add(`${m[1]}/${m[2]}`);
-        if (m[4] === 'current') current.add(`${m[1]}/${m[2]}`);
+      // done when the web has seen no request for 20 s (the slowest politeness wait of the test web is 2 s)
+      let last = -1;
+      let quietSince = Date.now();
+      while (Date.now() - quietSince < 20_000 && Date.now() - began < 420_000) {
+        await sleep(1000);
+        const n = web.requests().length;
+        if (n !== last) [last, quietSince] = [n, Date.now()];
       }
+      t.diagnostic(`crawl on Kafka: ${web.requests().length} requests, quiet after ${quietSince - began} ms`);
+      for (const i of instances) i.child.kill('SIGTERM');
+      const stderrs: string[] = [`== frontier-a before SIGKILL\n${killed.stderr.slice(-6000)}`];
+      const logs = (): string => stderrs.join('\n');
+      for (const i of instances) {
+        const ended = await i.exited;
+        stderrs.push(`== ${i.name}\n${ended.stderr.slice(-6000)}`);
+        assert.equal(ended.code, 0, `${i.name} exited ${ended.code}/${ended.signal}\n${ended.stderr.slice(-4000)}`);
+        assert.match(ended.stdout, /\[status\] stopped \(signal SIGTERM\)/, i.name);
+      }
+
+      const log = web.requests();
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+
+      // a consumer we did not write: confluent-kafka (read_committed) + fastavro through the registry
+      const read = await sh(python(), [READER, brokers, registry, 'page-records']);
+      assert.equal(read.code, 0, read.stderr);
+      const records = read.stdout
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { url: string; status: number; schemaId: number });
+      const counts = new Map<string, number>();
+      for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
+      assert.deepEqual(
+        [...counts].filter(([, n]) => n !== 1),
+        [],
+        'a URL has more than one committed page record',
+      );
+      assert.deepEqual(
+        new Set(counts.keys()),
+        finallyFetchedUrls(log, web.port),
+        `fetched pages and committed page records differ\n${logs()}`,
+      );
+      assert.ok(counts.size >= 50, `only ${counts.size} pages recorded; the instances said:\n${logs()}`);
+
+      // every local store copy equals a replay of its changelog, and every store partition has a current copy somewhere
+      const current = new Set<string>();
+      const copies = new Set<string>();
+      for (const i of instances.filter((x) => x.role !== 'fetcher')) {
+        const replay = await sh(process.execPath, [
+          CLI,
+          'replay',
+          '--store',
+          'all',
+          '--brokers',
+          brokers,
+          '--data',
+          i.dataDir,
+        ]);
+        assert.equal(replay.code, 0, `replay of ${i.name}:\n${replay.stdout}\n${replay.stderr}`);
+        const lines = replay.stdout.split('\n').filter((l) => /^(ok|MISMATCH)/.test(l));
+        assert.ok(lines.length > 0, `${i.name} has no store copies:\n${replay.stdout}`);
+        for (const line of lines) {
+          const m = /^ok\s+(\S+) partition (\d+): (\d+) entries .* \((current|behind[^)]*)\)$/.exec(line);
+          assert.ok(m, `${i.name}: ${line}`);
+          copies.add(`${m[1]}/${m[2]}`);
+          if (m[4] === 'current') current.add(`${m[1]}/${m[2]}`);
+        }
+      }
+      t.diagnostic(`replay: ${copies.size} store partitions verified, ${current.size} current`);
+      assert.deepEqual(
+        [...copies].filter((c) => !current.has(c)),
+        [],
+        'store partitions without a current copy',
+      );
+      for (const store of ['frontier-hosts', 'frontier-meta', 'parser-recorded']) {
+        for (let p = 0; p < 4; p++) assert.ok(current.has(`${store}/${p}`), `no copy of ${store} partition ${p}`);
+      }
+    } finally {
+      for (const i of instances) i.child.kill('SIGKILL');
+      await web.close();
+      removeDir(dir);
     }
-    t.diagnostic(`replay: ${copies.size} store partitions verified, ${current.size} current`);
-    assert.deepEqual([...copies].filter((c) => !current.has(c)), [], 'store partitions without a current copy');
-    for (const store of ['frontier-hosts', 'frontier-meta', 'parser-recorded']) {
-      for (let p = 0; p < 4; p++) assert.ok(current.has(`${store}/${p}`), `no copy of ${store} partition ${p}`);
-    }
-  } finally {
-    for (const i of instances) i.child.kill('SIGKILL');
-    await web.close();
-    removeDir(dir);
-  }
-});
+  },
+);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
-import { isCrawlError } from '../../runtime/errors.js';
+import { isCrawlError } from '../../core/errors.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { readChangelogs } from '../../runtime/engines/kafka/changelog-reader.js';
 import { kafkaInfra } from './infra.js';
@@ -22,52 +22,77 @@ async function withTopic<T>(port: KafkaPort, work: (topic: string) => Promise<T>
   return work(topic);
 }
 
-test('opening a transactional producer fences the previous one: its next commit fails with CS_FENCED', { timeout: 120_000 }, async () => {
-  const { brokers } = kafkaInfra();
-  const port = new KafkaPort([brokers], 'crawlstream-test');
-  try {
-    await withTopic(port, async (topic) => {
-      const txId = `fencing-${randomUUID()}`;
-      const record = { topic, partition: 0, key: Buffer.from('k'), value: Buffer.from('v'), timestamp: Date.now() };
-      const old = await port.transactionalProducer(txId);
-      const bases = await old.commit([record], 'fencing-test', []);
-      assert.equal(bases.get(`${topic}\u00000`), 0, 'the first owner commits before it is fenced');
-      const successor = await port.transactionalProducer(txId);
-      await assert.rejects(old.commit([record], 'fencing-test', []), (err: unknown) => isCrawlError(err) && err.code === 'CS_FENCED');
-      // the successor itself commits
-      const next = await successor.commit([record], 'fencing-test', []);
-      assert.ok((next.get(`${topic}\u00000`) ?? -1) > 0);
-      await old.close();
-      await successor.close();
-    });
-  } finally {
-    await port.close();
-  }
-});
+test(
+  'opening a transactional producer fences the previous one: its next commit fails with CS_FENCED',
+  { timeout: 120_000 },
+  async () => {
+    const { brokers } = kafkaInfra();
+    const port = new KafkaPort([brokers], 'crawlstream-test');
+    try {
+      await withTopic(port, async (topic) => {
+        const txId = `fencing-${randomUUID()}`;
+        const record = { topic, partition: 0, key: Buffer.from('k'), value: Buffer.from('v'), timestamp: Date.now() };
+        const old = await port.transactionalProducer(txId);
+        const bases = await old.commit([record], 'fencing-test', []);
+        assert.equal(bases.get(`${topic}\u00000`), 0, 'the first owner commits before it is fenced');
+        const successor = await port.transactionalProducer(txId);
+        await assert.rejects(
+          old.commit([record], 'fencing-test', []),
+          (err: unknown) => isCrawlError(err) && err.code === 'CS_FENCED',
+        );
+        // the successor itself commits
+        const next = await successor.commit([record], 'fencing-test', []);
+        assert.ok((next.get(`${topic}\u00000`) ?? -1) > 0);
+        await old.close();
+        await successor.close();
+      });
+    } finally {
+      await port.close();
+    }
+  },
+);
 
-test("opening a transactional producer ends the previous owner's open transaction, so a restore reads to the end at once", { timeout: 120_000 }, async () => {
-  const { brokers } = kafkaInfra();
-  const port = new KafkaPort([brokers], 'crawlstream-test');
-  const kafka = new kafkajs.Kafka({ clientId: 'crawlstream-test-zombie', brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING });
-  const txId = `fencing-${randomUUID()}`;
-  const zombie = kafka.producer({ transactionalId: txId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000 });
-  try {
-    await withTopic(port, async (topic) => {
-      await zombie.connect();
-      const tx = await zombie.transaction();
-      await tx.send({ topic, messages: [{ key: 'k', value: 'uncommitted', partition: 0 }] });
-      // the zombie's transaction stays open: read_committed readers cannot pass it until it ends
-      const successor = await port.transactionalProducer(txId);
-      const seen: string[] = [];
-      const started = Date.now();
-      await readChangelogs(port, [{ topic, partition: 0, from: 0 }], (_t, _p, records) => seen.push(...records.map((r) => String(r.value))), 15_000);
-      assert.deepEqual(seen, [], 'the open transaction was aborted, not committed');
-      assert.ok(Date.now() - started < 15_000);
-      await assert.rejects(tx.commit());
-      await successor.close();
+test(
+  "opening a transactional producer ends the previous owner's open transaction, so a restore reads to the end at once",
+  { timeout: 120_000 },
+  async () => {
+    const { brokers } = kafkaInfra();
+    const port = new KafkaPort([brokers], 'crawlstream-test');
+    const kafka = new kafkajs.Kafka({
+      clientId: 'crawlstream-test-zombie',
+      brokers: [brokers],
+      logLevel: kafkajs.logLevel.NOTHING,
     });
-  } finally {
-    await zombie.disconnect().catch(() => undefined);
-    await port.close();
-  }
-});
+    const txId = `fencing-${randomUUID()}`;
+    const zombie = kafka.producer({
+      transactionalId: txId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 60_000,
+    });
+    try {
+      await withTopic(port, async (topic) => {
+        await zombie.connect();
+        const tx = await zombie.transaction();
+        await tx.send({ topic, messages: [{ key: 'k', value: 'uncommitted', partition: 0 }] });
+        // the zombie's transaction stays open: read_committed readers cannot pass it until it ends
+        const successor = await port.transactionalProducer(txId);
+        const seen: string[] = [];
+        const started = Date.now();
+        await readChangelogs(
+          port,
+          [{ topic, partition: 0, from: 0 }],
+          (_t, _p, records) => seen.push(...records.map((r) => String(r.value))),
+          15_000,
+        );
+        assert.deepEqual(seen, [], 'the open transaction was aborted, not committed');
+        assert.ok(Date.now() - started < 15_000);
+        await assert.rejects(tx.commit());
+        await successor.close();
+      });
+    } finally {
+      await zombie.disconnect().catch(() => undefined);
+      await port.close();
+    }
+  },
+);

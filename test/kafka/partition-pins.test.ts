@@ -14,6 +14,10 @@ const PINS: [string, number, number][] = [
 
 test('sites land in the partitions the Java murmur2 partitioner picks', () => {
   for (const [site, partitions, expected] of PINS) {
-    assert.equal(partitionFor(Buffer.from(site, 'utf8'), partitions), expected, `${site} over ${partitions} partitions`);
+    assert.equal(
+      partitionFor(Buffer.from(site, 'utf8'), partitions),
+      expected,
+      `${site} over ${partitions} partitions`,
+    );
   }
 });

@@ -7,7 +7,7 @@ import { ChangelogCompactor } from '../../runtime/engines/embedded/changelog-com
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import { openRocks, type RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
-import { stringCodec } from '../../state/state-store.js';
+import { stringSerde } from '../../core/serde.js';
 
 const TOPIC = 'app-s-changelog';
 
@@ -15,12 +15,17 @@ const TOPIC = 'app-s-changelog';
 function commit(log: EmbeddedLog, store: RocksKeyValueStore<string, string>): void {
   const changes = store.pendingChanges();
   if (changes.length === 0) return;
-  const bases = log.commit([{ topic: TOPIC, partition: 0, records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: 0 })) }], []);
+  const bases = log.commit(
+    [{ topic: TOPIC, partition: 0, records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: 0 })) }],
+    [],
+  );
   store.applyCommitted(bases.get(`${TOPIC}\u00000`)! + changes.length);
 }
 
 function allRecords(log: EmbeddedLog): { key: Buffer; value: Buffer | null }[] {
-  return log.read(TOPIC, 0, 0, 1_000_000).map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }));
+  return log
+    .read(TOPIC, 0, 0, 1_000_000)
+    .map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }));
 }
 
 function replay(records: { key: Buffer; value: Buffer | null }[]): Map<string, string> {
@@ -32,7 +37,8 @@ function replay(records: { key: Buffer; value: Buffer | null }[]): Map<string, s
   return m;
 }
 
-const entries = (store: RocksKeyValueStore<string, string>) => new Map([...store.entries()].map(([k, v]) => [k.toString(), v.toString()]));
+const entries = (store: RocksKeyValueStore<string, string>) =>
+  new Map([...store.entries()].map(([k, v]) => [k.toString(), v.toString()]));
 
 test('changelog compaction keeps one record per live key, and a replay of what is left rebuilds the store exactly', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-compact-'));
@@ -41,7 +47,7 @@ test('changelog compaction keeps one record per live key, and a replay of what i
   try {
     log.ensureTopic(TOPIC, 1);
     db = await openRocks(path.join(dir, 'store'));
-    const store = new RocksKeyValueStore('s', db, stringCodec, stringCodec);
+    const store = new RocksKeyValueStore('s', db, stringSerde, stringSerde);
     const compactor = new ChangelogCompactor(log, 500, 700);
     const target = { store, topic: TOPIC, partition: 0, db };
     let written = 0;
@@ -62,13 +68,19 @@ test('changelog compaction keeps one record per live key, and a replay of what i
     const before = allRecords(log).length;
     // a budget of 700 records per call spreads the pass over calls; writes between them are kept
     let deleted = compactor.compactDue([target]);
-    assert.ok(deleted > 0 && deleted <= 700 && allRecords(log).length > before - 700 - 1, `the first call compacts only part of the log (${deleted})`);
+    assert.ok(
+      deleted > 0 && deleted <= 700 && allRecords(log).length > before - 700 - 1,
+      `the first call compacts only part of the log (${deleted})`,
+    );
     round(100);
     for (let i = 0; i < 10; i++) deleted += compactor.compactDue([target]);
     const after = allRecords(log);
     const live = entries(store);
     assert.ok(after.length < before / 4, `${before} records before, ${after.length} after`);
-    assert.ok(after.length <= live.size + 100, `${after.length} records left for ${live.size} live keys and a tail of at most 100`);
+    assert.ok(
+      after.length <= live.size + 100,
+      `${after.length} records left for ${live.size} live keys and a tail of at most 100`,
+    );
     assert.deepEqual(replay(after), live);
 
     // more writes and a second pass: still exact, and the log stays bounded by the live keys plus the new tail
@@ -80,7 +92,7 @@ test('changelog compaction keeps one record per live key, and a replay of what i
     // a store lost with its state dir is rebuilt from the compacted changelog alone
     const rebuiltDb = await openRocks(path.join(dir, 'rebuilt'));
     try {
-      const rebuilt = new RocksKeyValueStore('s', rebuiltDb, stringCodec, stringCodec);
+      const rebuilt = new RocksKeyValueStore('s', rebuiltDb, stringSerde, stringSerde);
       rebuilt.restore(allRecords(log), log.endOffset(TOPIC, 0));
       assert.deepEqual(entries(rebuilt), entries(store));
     } finally {

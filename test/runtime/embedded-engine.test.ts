@@ -9,12 +9,12 @@ import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
-import { stringSerde } from '../../runtime/serde.js';
 import { Topology, type ProcessorOptions } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
 import { openRocks } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
-import { stringCodec, type Codec, type KeyValueStore } from '../../state/state-store.js';
+import { type KeyValueStore } from '../../state/state-store.js';
+import { stringSerde, type Serde } from '../../core/serde.js';
 import { keyValueStore } from '../../state/store-builder.js';
 
 const APP = 'wordcount';
@@ -22,13 +22,13 @@ const STORE = 'word-counts';
 const CHANGELOG = `${APP}-${STORE}-changelog`;
 const PARTITIONS = 2;
 
-const countCodec: Codec<number> = {
-  encode: (n) => {
+const countSerde: Serde<number> = {
+  serialize: (n) => {
     const b = Buffer.alloc(4);
     b.writeUInt32BE(n);
     return b;
   },
-  decode: (b) => b.readUInt32BE(0),
+  deserialize: (b) => b.readUInt32BE(0),
 };
 
 /** Counts records per key; forwards the running count in `discoveredAt`. */
@@ -44,7 +44,11 @@ class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
   process(record: StreamRecord<string, LinkBatch>): void {
     const n = (this.store.get(record.key) ?? 0) + 1;
     this.store.put(record.key, n);
-    this.ctx.forward({ key: record.key, value: { site: record.key, sourceUrl: null, discoveredAt: n, links: [] }, timestamp: record.timestamp });
+    this.ctx.forward({
+      key: record.key,
+      value: { site: record.key, sourceUrl: null, discoveredAt: n, links: [] },
+      timestamp: record.timestamp,
+    });
   }
 }
 
@@ -54,11 +58,15 @@ function wordCount(): Topology {
     .addTopic({ name: 'counts', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
     .addSource('words-source', 'words')
     .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
-    .addStateStore(keyValueStore(STORE, stringCodec, countCodec), 'counter')
+    .addStateStore(keyValueStore(STORE, stringSerde, countSerde), 'counter')
     .addSink('counts-sink', 'counts', 'counter');
 }
 
-const word = (w: string): StreamRecord<string, LinkBatch> => ({ key: w, value: { site: w, sourceUrl: null, discoveredAt: 1, links: [] }, timestamp: 1_700_000_000_000 });
+const word = (w: string): StreamRecord<string, LinkBatch> => ({
+  key: w,
+  value: { site: w, sourceUrl: null, discoveredAt: 1, links: [] },
+  timestamp: 1_700_000_000_000,
+});
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-engine-'));
@@ -102,8 +110,8 @@ async function storeEntries(dir: string): Promise<string[][]> {
   for (let p = 0; p < PARTITIONS; p++) {
     const db = await openRocks(path.join(dir, 'state', `0_${p}`, 'rocksdb'));
     try {
-      const store = new RocksKeyValueStore(STORE, db, stringCodec, countCodec);
-      result.push([...store.entries()].map(([k, v]) => `${k.toString()}=${countCodec.decode(v)}`));
+      const store = new RocksKeyValueStore(STORE, db, stringSerde, countSerde);
+      result.push([...store.entries()].map(([k, v]) => `${k.toString()}=${countSerde.deserialize(v)}`));
     } finally {
       await db.close();
     }
@@ -121,9 +129,11 @@ async function changelogReplay(dir: string): Promise<string[][]> {
       const state = new Map<string, number>();
       for (const r of log.read(CHANGELOG, p, 0, 100_000)) {
         if (r.value === null) state.delete(r.key.toString());
-        else state.set(r.key.toString(), countCodec.decode(r.value));
+        else state.set(r.key.toString(), countSerde.deserialize(r.value));
       }
-      result.push([...state].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map(([k, v]) => `${k}=${v}`));
+      result.push(
+        [...state].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map(([k, v]) => `${k}=${v}`),
+      );
     }
     return result;
   } finally {
@@ -145,7 +155,8 @@ test('a stateful topology emits exact outputs and commits its input positions', 
       const keyed = (w: string) => partitionFor(Buffer.from(w), PARTITIONS);
       log.ensureTopic('counts', PARTITIONS);
       for (let p = 0; p < PARTITIONS; p++) {
-        for (const r of log.read('counts', p, 0, 100)) assert.equal(keyed(r.key.toString()), p, `${r.key} written to the partition of its key`);
+        for (const r of log.read('counts', p, 0, 100))
+          assert.equal(keyed(r.key.toString()), p, `${r.key} written to the partition of its key`);
       }
     } finally {
       await log.close();
@@ -179,11 +190,21 @@ test('a store equals a replay of its changelog, and is rebuilt from it when its 
     assert.deepEqual(before, await changelogReplay(dir));
     fs.rmSync(path.join(dir, 'state'), { recursive: true, force: true });
     const lines = await run(dir, []);
-    assert.ok(lines.some((l) => /restored \d+ changelog records into word-counts/.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /restored \d+ changelog records into word-counts/.test(l)),
+      lines.join('\n'),
+    );
     assert.deepEqual(await storeEntries(dir), before);
     await run(dir, ['a', 'e']);
     const counts = await countsByWord(dir);
-    assert.deepEqual([counts.a, counts.e], [[1, 2, 3, 4], [1, 2]], 'counting continues from the rebuilt state');
+    assert.deepEqual(
+      [counts.a, counts.e],
+      [
+        [1, 2, 3, 4],
+        [1, 2],
+      ],
+      'counting continues from the rebuilt state',
+    );
     assert.deepEqual(await storeEntries(dir), await changelogReplay(dir));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -203,7 +224,11 @@ test('a record that cannot be deserialized goes to the dead-letter topic and pro
     await log.close();
 
     await run(dir, ['a']);
-    assert.deepEqual((await countsByWord(dir)).a, [1, 2], 'the junk record counted for nothing; the next one was processed');
+    assert.deepEqual(
+      (await countsByWord(dir)).a,
+      [1, 2],
+      'the junk record counted for nothing; the next one was processed',
+    );
 
     log = await EmbeddedLog.open(path.join(dir, 'log'));
     try {
@@ -217,7 +242,11 @@ test('a record that cannot be deserialized goes to the dead-letter topic and pro
       assert.equal(dead[0]!.headers?.['x-error-code'], 'CS_CORRUPT_RECORD');
       assert.equal(dead[0]!.headers?.['x-source'], `words-${p}@${junkOffset}`);
       assert.match(dead[0]!.headers?.['x-error-message'] ?? '', /Confluent wire format/);
-      assert.equal(log.committedPosition(`${APP}:words`, 'words', p), log.endOffset('words', p), 'the position moved past the junk');
+      assert.equal(
+        log.committedPosition(`${APP}:words`, 'words', p),
+        log.endOffset('words', p),
+        'the position moved past the junk',
+      );
     } finally {
       await log.close();
     }
@@ -227,7 +256,10 @@ test('a record that cannot be deserialized goes to the dead-letter topic and pro
 });
 
 /** jobs -> slow -> done; `slow` waits for `target` records to be active at once, or `patienceMs`. */
-function slowTopology(options: ProcessorOptions, probe: { active: number; max: number; target: number; patienceMs: number }): Topology {
+function slowTopology(
+  options: ProcessorOptions,
+  probe: { active: number; max: number; target: number; patienceMs: number },
+): Topology {
   const waiters: (() => void)[] = [];
   const supplier = (): Processor<string, LinkBatch, string, LinkBatch> => {
     let ctx: ProcessorContext<string, LinkBatch>;
@@ -237,10 +269,11 @@ function slowTopology(options: ProcessorOptions, probe: { active: number; max: n
         probe.active++;
         probe.max = Math.max(probe.max, probe.active);
         if (probe.active >= probe.target) for (const w of waiters.splice(0)) w();
-        else await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, probe.patienceMs);
-        });
+        else
+          await new Promise<void>((resolve) => {
+            waiters.push(resolve);
+            setTimeout(resolve, probe.patienceMs);
+          });
         probe.active--;
         ctx.forward({ key: record.key, value: { ...record.value, discoveredAt: 42 }, timestamp: record.timestamp });
       },
@@ -254,13 +287,19 @@ function slowTopology(options: ProcessorOptions, probe: { active: number; max: n
     .addSink('done-sink', 'done', 'slow');
 }
 
-async function runJobs(options: ProcessorOptions, probe: { active: number; max: number; target: number; patienceMs: number }): Promise<string[]> {
+async function runJobs(
+  options: ProcessorOptions,
+  probe: { active: number; max: number; target: number; patienceMs: number },
+): Promise<string[]> {
   const dir = tempDir();
   try {
     const engine = new EmbeddedEngine(slowTopology(options, probe), { dataDir: dir, commitIntervalMs: 20 });
     await engine.start();
     try {
-      await engine.produce('jobs', ['j1', 'j2', 'j3', 'j4'].map((k) => ({ ...word(k) })));
+      await engine.produce(
+        'jobs',
+        ['j1', 'j2', 'j3', 'j4'].map((k) => ({ ...word(k) })),
+      );
       await untilIdle(engine);
     } finally {
       await engine.stop();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CrawlError } from '../../runtime/errors.js';
+import { CrawlError } from '../../core/errors.js';
 import { CORRUPT_HEADER, EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import type { RawRecord } from '../../runtime/record.js';
 import { openRocks } from '../../state/rocks.js';
@@ -25,7 +25,9 @@ const rec = (key: string, value: string | null, timestamp = 1000, headers?: Reco
 });
 
 const summary = (log: EmbeddedLog, topic: string, partition: number, from = 0) =>
-  log.read(topic, partition, from, 1000).map((r) => `${r.offset}:${r.key.toString()}=${r.value === null ? 'null' : r.value.toString()}`);
+  log
+    .read(topic, partition, from, 1000)
+    .map((r) => `${r.offset}:${r.key.toString()}=${r.value === null ? 'null' : r.value.toString()}`);
 
 test('offsets are contiguous per partition and start at 0', () =>
   withDir(async (dir) => {
@@ -49,7 +51,11 @@ test('offsets are contiguous per partition and start at 0', () =>
       assert.deepEqual(summary(log, 't', 1), ['0:x=9']);
       assert.equal(log.endOffset('t', 0), 4);
       assert.deepEqual(summary(log, 't', 0, 2), ['2:c=3', '3:d=4']);
-      assert.deepEqual(log.read('t', 0, 1, 2).map((r) => r.offset), [1, 2], 'max bounds the batch');
+      assert.deepEqual(
+        log.read('t', 0, 1, 2).map((r) => r.offset),
+        [1, 2],
+        'max bounds the batch',
+      );
       assert.deepEqual(log.read('t', 0, 4, 10), []);
     } finally {
       await log.close();
@@ -61,7 +67,16 @@ test('records keep their timestamp, null value and headers', () =>
     const log = await EmbeddedLog.open(dir);
     try {
       log.ensureTopic('t', 1);
-      log.commit([{ topic: 't', partition: 0, records: [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '')] }], []);
+      log.commit(
+        [
+          {
+            topic: 't',
+            partition: 0,
+            records: [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '')],
+          },
+        ],
+        [],
+      );
       const [tomb, withHeaders, empty] = log.read('t', 0, 0, 10);
       assert.equal(tomb!.value, null);
       assert.equal(tomb!.timestamp, 1.7e12 + 0.5);
@@ -80,7 +95,13 @@ test('topics whose names share a prefix keep their records apart', () =>
     try {
       log.ensureTopic('words', 1);
       log.ensureTopic('words-x', 1);
-      log.commit([{ topic: 'words-x', partition: 0, records: [rec('b', '2')] }, { topic: 'words', partition: 0, records: [rec('a', '1')] }], []);
+      log.commit(
+        [
+          { topic: 'words-x', partition: 0, records: [rec('b', '2')] },
+          { topic: 'words', partition: 0, records: [rec('a', '1')] },
+        ],
+        [],
+      );
       assert.deepEqual(summary(log, 'words', 0), ['0:a=1']);
       assert.deepEqual(summary(log, 'words-x', 0), ['0:b=2']);
     } finally {
@@ -94,7 +115,13 @@ test('a commit appends to every partition and moves every position, or does noth
     try {
       log.ensureTopic('a', 1);
       log.ensureTopic('b', 1);
-      log.commit([{ topic: 'a', partition: 0, records: [rec('k', '1')] }, { topic: 'b', partition: 0, records: [rec('k', '2')] }], [{ group: 'g', topic: 'a', partition: 0, offset: 1 }]);
+      log.commit(
+        [
+          { topic: 'a', partition: 0, records: [rec('k', '1')] },
+          { topic: 'b', partition: 0, records: [rec('k', '2')] },
+        ],
+        [{ group: 'g', topic: 'a', partition: 0, offset: 1 }],
+      );
       assert.equal(log.committedPosition('g', 'a', 0), 1);
       assert.equal(log.committedPosition('g', 'b', 0), 0, 'an unknown position is 0');
       const notified: string[] = [];
@@ -103,7 +130,10 @@ test('a commit appends to every partition and moves every position, or does noth
       assert.throws(
         () =>
           log.commit(
-            [{ topic: 'a', partition: 0, records: [rec('k', '3')] }, { topic: 'b', partition: 5, records: [rec('k', '4')] }],
+            [
+              { topic: 'a', partition: 0, records: [rec('k', '3')] },
+              { topic: 'b', partition: 5, records: [rec('k', '4')] },
+            ],
             [{ group: 'g', topic: 'a', partition: 0, offset: 2 }],
           ),
         (err: unknown) => err instanceof CrawlError && err.code === 'CS_TOPOLOGY' && /b-5/.test(err.message),
@@ -112,7 +142,13 @@ test('a commit appends to every partition and moves every position, or does noth
       assert.equal(log.committedPosition('g', 'a', 0), 1);
       assert.deepEqual(summary(log, 'a', 0), ['0:k=1']);
       assert.deepEqual(notified, []);
-      log.commit([{ topic: 'b', partition: 0, records: [rec('k', '5')] }, { topic: 'a', partition: 0, records: [] }], []);
+      log.commit(
+        [
+          { topic: 'b', partition: 0, records: [rec('k', '5')] },
+          { topic: 'a', partition: 0, records: [] },
+        ],
+        [],
+      );
       assert.deepEqual(notified, ['b-0'], 'listeners hear of partitions that got records only');
     } finally {
       await log.close();
@@ -123,7 +159,10 @@ test('end and start offsets, positions and records survive a reopen', () =>
   withDir(async (dir) => {
     let log = await EmbeddedLog.open(dir);
     log.ensureTopic('t', 2);
-    log.commit([{ topic: 't', partition: 1, records: [rec('a', '1'), rec('b', '2'), rec('c', '3'), rec('d', '4')] }], [{ group: 'g', topic: 't', partition: 1, offset: 3 }]);
+    log.commit(
+      [{ topic: 't', partition: 1, records: [rec('a', '1'), rec('b', '2'), rec('c', '3'), rec('d', '4')] }],
+      [{ group: 'g', topic: 't', partition: 1, offset: 3 }],
+    );
     log.truncateBefore('t', 1, 2);
     await log.close();
     log = await EmbeddedLog.open(dir);
@@ -146,8 +185,17 @@ test('a topic keeps the partition count it was created with', () =>
     const log = await EmbeddedLog.open(dir);
     try {
       log.ensureTopic('t', 3);
-      assert.throws(() => log.ensureTopic('t', 4), (err: unknown) => err instanceof CrawlError && err.code === 'CS_TOPOLOGY' && /3 partitions on disk.*declares 4/.test(err.message));
-      assert.throws(() => log.partitions('ghost'), (err: unknown) => err instanceof CrawlError && err.code === 'CS_TOPOLOGY');
+      assert.throws(
+        () => log.ensureTopic('t', 4),
+        (err: unknown) =>
+          err instanceof CrawlError &&
+          err.code === 'CS_TOPOLOGY' &&
+          /3 partitions on disk.*declares 4/.test(err.message),
+      );
+      assert.throws(
+        () => log.partitions('ghost'),
+        (err: unknown) => err instanceof CrawlError && err.code === 'CS_TOPOLOGY',
+      );
     } finally {
       await log.close();
     }
@@ -158,7 +206,13 @@ test('truncateBefore removes older records only, never past the end, and is idem
     const log = await EmbeddedLog.open(dir);
     try {
       log.ensureTopic('t', 2);
-      log.commit([{ topic: 't', partition: 0, records: ['a', 'b', 'c'].map((k) => rec(k, k)) }, { topic: 't', partition: 1, records: [rec('z', 'z')] }], []);
+      log.commit(
+        [
+          { topic: 't', partition: 0, records: ['a', 'b', 'c'].map((k) => rec(k, k)) },
+          { topic: 't', partition: 1, records: [rec('z', 'z')] },
+        ],
+        [],
+      );
       log.truncateBefore('t', 0, 2);
       assert.equal(log.startOffset('t', 0), 2);
       assert.deepEqual(summary(log, 't', 0), ['2:c=c'], 'reading below the start returns from the start');
@@ -186,7 +240,13 @@ test('a stored frame that cannot be decoded comes back with the x-crawlstream-co
     const junk = Buffer.from([1, 2, 3]);
     const badLengths = Buffer.alloc(16); // a key length larger than the frame
     badLengths.writeUInt32BE(1_000_000, 8);
-    db.write([{ key: keys[1]!, value: junk }, { key: keys[2]!, value: badLengths }], { sync: true });
+    db.write(
+      [
+        { key: keys[1]!, value: junk },
+        { key: keys[2]!, value: badLengths },
+      ],
+      { sync: true },
+    );
     await db.close();
     log = await EmbeddedLog.open(dir);
     try {
@@ -210,7 +270,10 @@ test('a partition emptied by retention keeps its end offset across a reopen, so 
   withDir(async (dir) => {
     let log = await EmbeddedLog.open(dir);
     log.ensureTopic('t', 1);
-    log.commit([{ topic: 't', partition: 0, records: [rec('a', '1'), rec('b', '2'), rec('c', '3')] }], [{ group: 'g', topic: 't', partition: 0, offset: 3 }]);
+    log.commit(
+      [{ topic: 't', partition: 0, records: [rec('a', '1'), rec('b', '2'), rec('c', '3')] }],
+      [{ group: 'g', topic: 't', partition: 0, offset: 3 }],
+    );
     log.truncateBefore('t', 0, 3);
     assert.deepEqual(summary(log, 't', 0), []);
     await log.close();

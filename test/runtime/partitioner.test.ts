@@ -20,7 +20,8 @@ const KAFKA_MURMUR2: [string, number][] = [
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
 
 test("murmur2 equals Kafka's Java Utils.murmur2 for every tail length", () => {
-  for (const [input, expected] of KAFKA_MURMUR2) assert.equal(murmur2(utf8(input)), expected, `murmur2(${JSON.stringify(input)})`);
+  for (const [input, expected] of KAFKA_MURMUR2)
+    assert.equal(murmur2(utf8(input)), expected, `murmur2(${JSON.stringify(input)})`);
 });
 
 /** Java's murmur2 transcribed with BigInt and explicit 32-bit wrapping, bytes read as Java signed bytes. */
@@ -33,7 +34,12 @@ function javaMurmur2(data: Uint8Array): number {
   const length4 = Math.floor(length / 4);
   for (let i = 0; i < length4; i++) {
     const i4 = i * 4;
-    let k = u32((signedByte(data[i4]!) & 0xffn) + ((signedByte(data[i4 + 1]!) & 0xffn) << 8n) + ((signedByte(data[i4 + 2]!) & 0xffn) << 16n) + ((signedByte(data[i4 + 3]!) & 0xffn) << 24n));
+    let k = u32(
+      (signedByte(data[i4]!) & 0xffn) +
+        ((signedByte(data[i4 + 1]!) & 0xffn) << 8n) +
+        ((signedByte(data[i4 + 2]!) & 0xffn) << 16n) +
+        ((signedByte(data[i4 + 3]!) & 0xffn) << 24n),
+    );
     k = u32(k * M);
     k ^= k >> 24n;
     k = u32(k * M);
@@ -59,7 +65,8 @@ test('the BigInt transcription of Java murmur2 agrees with the Kafka vectors (so
 });
 
 test('murmur2 treats bytes >= 0x80 as Java does (sign-masked), for non-ASCII keys and random bytes', () => {
-  for (const s of ['bücher.de', 'пример.рф', '例え.jp', '\u00ff\u00fe\u00fd']) assert.equal(murmur2(utf8(s)), javaMurmur2(utf8(s)), s);
+  for (const s of ['bücher.de', 'пример.рф', '例え.jp', '\u00ff\u00fe\u00fd'])
+    assert.equal(murmur2(utf8(s)), javaMurmur2(utf8(s)), s);
   let seed = 12345;
   const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 16;
   for (let n = 0; n < 300; n++) {
@@ -90,7 +97,8 @@ test('partitionFor places keys where the Java default partitioner does', () => {
     ['a-little-bit-long-string', 3, 2], // 1161502112
     ['a-little-bit-long-string', 16, 0],
   ];
-  for (const [key, n, expected] of pins) assert.equal(partitionFor(utf8(key), n), expected, `${key} over ${n} partitions`);
+  for (const [key, n, expected] of pins)
+    assert.equal(partitionFor(utf8(key), n), expected, `${key} over ${n} partitions`);
 });
 
 test('partitionFor is always within [0, partitions) and 0 for a single partition', () => {

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import avro from 'avsc';
-import { CrawlError } from '../../runtime/errors.js';
-import { CONFLUENT_MAGIC, frame, stringSerde, unframe } from '../../runtime/serde.js';
+import { CrawlError } from '../../core/errors.js';
+import { CONFLUENT_MAGIC, frame, stringSerde, unframe } from '../../core/serde.js';
 import { buildSerdes, valueSubject } from '../../runtime/serdes.js';
 import { Topology } from '../../runtime/topology.js';
 import { FileSchemaRegistry } from '../../runtime/engines/embedded/file-schema-registry.js';
@@ -72,7 +72,10 @@ test('every schema file parses into a record named after its SchemaName', () => 
   for (const name of Object.keys(SCHEMA_FILES) as (keyof typeof SCHEMA_FILES)[]) {
     const { text, type } = loadSchema(name);
     assert.match((type as { name?: string }).name ?? '', new RegExp(`^io\\.crawlstream\\.(\\w+\\.)?${name}$`));
-    assert.deepEqual(JSON.parse(text), JSON.parse(fs.readFileSync(new URL(`../../../schemas/${SCHEMA_FILES[name]}`, import.meta.url), 'utf8')));
+    assert.deepEqual(
+      JSON.parse(text),
+      JSON.parse(fs.readFileSync(new URL(`../../../schemas/${SCHEMA_FILES[name]}`, import.meta.url), 'utf8')),
+    );
   }
 });
 
@@ -84,7 +87,16 @@ test('AvroSerde round-trips a PageRecord in the Confluent wire format', () => {
   assert.equal(bytes.readUInt32BE(1), 7);
   assert.deepEqual(bytes.subarray(5), loadSchema('PageRecord').type.toBuffer(value));
   assert.deepEqual({ ...serde.deserialize(bytes) }, value);
-  const nulls = page({ canonicalUrl: null, simhash: null, warcFile: null, warcOffset: null, warcLength: null, redirectTarget: null, status: 0, errorCode: 'CS_DNS' });
+  const nulls = page({
+    canonicalUrl: null,
+    simhash: null,
+    warcFile: null,
+    warcOffset: null,
+    warcLength: null,
+    redirectTarget: null,
+    status: 0,
+    errorCode: 'CS_DNS',
+  });
   assert.deepEqual({ ...serde.deserialize(serde.serialize(nulls)) }, nulls);
 });
 
@@ -131,7 +143,11 @@ test('a PageRecord written with an older writer schema resolves to the current o
   const current = new AvroSerde<PageRecord>(loadSchema('PageRecord').type, 4, new Map([[3, older]]));
   assert.deepEqual({ ...current.deserialize(bytes) }, { ...oldValue, redirectTarget: null });
   // without the writer schema the same bytes are refused, not misread
-  rejects(() => new AvroSerde<PageRecord>(loadSchema('PageRecord').type, 4).deserialize(bytes), 'CS_CORRUPT_RECORD', /unknown schema id 3/);
+  rejects(
+    () => new AvroSerde<PageRecord>(loadSchema('PageRecord').type, 4).deserialize(bytes),
+    'CS_CORRUPT_RECORD',
+    /unknown schema id 3/,
+  );
 });
 
 test('buildSerdes reads values written under an earlier version of the topic subject', async () => {
@@ -140,11 +156,20 @@ test('buildSerdes reads values written under an earlier version of the topic sub
     const registry = new FileSchemaRegistry(dir);
     const older = olderPageRecordType();
     const oldId = await registry.register(valueSubject('pages'), JSON.stringify(older.schema()));
-    const topology = new Topology('serde-test').addTopic({ name: 'pages', partitions: 1, keySerde: stringSerde, schema: 'PageRecord' });
+    const topology = new Topology('serde-test').addTopic({
+      name: 'pages',
+      partitions: 1,
+      keySerde: stringSerde,
+      schema: 'PageRecord',
+    });
     const serdes = await buildSerdes(topology, registry);
     const currentId = serdes.schemaIds.get('pages')!;
     assert.notEqual(currentId, oldId);
-    assert.equal(await registry.register(valueSubject('pages'), loadSchema('PageRecord').text), currentId, 'registering is idempotent');
+    assert.equal(
+      await registry.register(valueSubject('pages'), loadSchema('PageRecord').text),
+      currentId,
+      'registering is idempotent',
+    );
     const { redirectTarget: _, ...oldValue } = page();
     const value = serdes.value('pages').deserialize(frame(oldId, older.toBuffer(oldValue)));
     assert.deepEqual({ ...(value as PageRecord) }, { ...oldValue, redirectTarget: null });

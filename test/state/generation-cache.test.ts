@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GenerationCache } from '../../state/generation-cache.js';
 import { SitePolicy } from '../../processors/frontier/site-policy.js';
-import { validateCrawlConfig } from '../../processors/crawl-config.js';
+import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { SiteState } from '../../schemas/types.js';
 
@@ -37,7 +37,16 @@ test('a site linked to again is not read from the store, and its state stays the
     flush() {},
     close() {},
   };
-  map.set('old.test', { site: 'old.test', admitted: 5, linkingSites: ['a.test'], seeded: false, recentPages: 0, recentDuplicates: 0, dupCut: false, control: null });
+  map.set('old.test', {
+    site: 'old.test',
+    admitted: 5,
+    linkingSites: ['a.test'],
+    seeded: false,
+    recentPages: 0,
+    recentDuplicates: 0,
+    dupCut: false,
+    control: null,
+  });
   const sites = new SitePolicy(store, validateCrawlConfig({ sitePageBudget: 10, siteBudgetPerInlink: 0 }));
   for (let i = 0; i < 100; i++) {
     sites.noteInlink('old.test', `from${i % 3}.test`);

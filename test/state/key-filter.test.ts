@@ -46,7 +46,9 @@ function countingStore(initial: HostState[]): HostStore & { reads: number } {
 }
 
 test('the host table reads the store for a host it has not seen only until a full scan has noted every stored host', () => {
-  const stored = Array.from({ length: 100 }, (_, i) => newHost(`h${i}.example`, `https://h${i}.example`, `h${i}.example`));
+  const stored = Array.from({ length: 100 }, (_, i) =>
+    newHost(`h${i}.example`, `https://h${i}.example`, `h${i}.example`),
+  );
   const store = countingStore(stored);
   const table = new HostTable(store, () => false);
   assert.equal(table.get('new.example'), undefined);

@@ -6,19 +6,21 @@ import path from 'node:path';
 import { openRocks, type RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { keyValueStore, isChangelogged } from '../../state/store-builder.js';
-import { stringCodec, type Codec } from '../../state/state-store.js';
+import { stringSerde, type Serde } from '../../core/serde.js';
 import { withDb as withTempDb } from './temp-rocks.js';
 
-const numberCodec: Codec<number> = {
-  encode: (n) => Buffer.from(String(n)),
-  decode: (b) => Number(b.toString()),
+const numberSerde: Serde<number> = {
+  serialize: (n) => Buffer.from(String(n)),
+  deserialize: (b) => Number(b.toString()),
 };
 
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('rocks', fn);
 
-const store = (db: RocksPort, name = 'words') => new RocksKeyValueStore<string, number>(name, db, stringCodec, numberCodec);
+const store = (db: RocksPort, name = 'words') =>
+  new RocksKeyValueStore<string, number>(name, db, stringSerde, numberSerde);
 const all = (s: RocksKeyValueStore<string, number>) => [...s.range('', '\u{10ffff}')];
-const rawEntries = (s: RocksKeyValueStore<string, number>) => [...s.entries()].map(([k, v]) => [k.toString(), v.toString()]);
+const rawEntries = (s: RocksKeyValueStore<string, number>) =>
+  [...s.entries()].map(([k, v]) => [k.toString(), v.toString()]);
 
 test('reads see pending writes and deletes before any commit', () =>
   withDb((db) => {
@@ -43,14 +45,23 @@ test('pendingChanges holds the last write per key, deletes as null', () =>
     s.delete('b');
     assert.deepEqual(
       s.pendingChanges().map((c) => [c.key.toString(), c.value?.toString() ?? null]),
-      [['a', '3'], ['b', null]],
+      [
+        ['a', '3'],
+        ['b', null],
+      ],
     );
   }));
 
 test('range merges pending puts and deletes with committed entries in key order', () =>
   withDb((db) => {
     const s = store(db);
-    for (const [k, v] of [['b', 1], ['d', 2], ['f', 3], ['h', 4]] as const) s.put(k, v);
+    for (const [k, v] of [
+      ['b', 1],
+      ['d', 2],
+      ['f', 3],
+      ['h', 4],
+    ] as const)
+      s.put(k, v);
     s.applyCommitted(4);
     s.put('a', 10); // before every committed key
     s.put('d', 20); // overrides a committed key
@@ -58,8 +69,22 @@ test('range merges pending puts and deletes with committed entries in key order'
     s.put('e', 30); // between committed keys
     s.put('z', 40); // after every committed key
     s.delete('q'); // deleting an absent key yields nothing
-    assert.deepEqual(all(s), [['a', 10], ['b', 1], ['d', 20], ['e', 30], ['h', 4], ['z', 40]]);
-    assert.deepEqual([...s.range('c', 'h')], [['d', 20], ['e', 30]], 'gte inclusive, lt exclusive');
+    assert.deepEqual(all(s), [
+      ['a', 10],
+      ['b', 1],
+      ['d', 20],
+      ['e', 30],
+      ['h', 4],
+      ['z', 40],
+    ]);
+    assert.deepEqual(
+      [...s.range('c', 'h')],
+      [
+        ['d', 20],
+        ['e', 30],
+      ],
+      'gte inclusive, lt exclusive',
+    );
     assert.deepEqual([...s.range('a', 'b')], [['a', 10]]);
     assert.deepEqual([...s.range('x', 'y')], []);
   }));
@@ -69,9 +94,15 @@ test('range with only pending or only committed entries', () =>
     const s = store(db);
     s.put('m', 1);
     s.put('c', 2);
-    assert.deepEqual(all(s), [['c', 2], ['m', 1]]);
+    assert.deepEqual(all(s), [
+      ['c', 2],
+      ['m', 1],
+    ]);
     s.applyCommitted(2);
-    assert.deepEqual(all(s), [['c', 2], ['m', 1]]);
+    assert.deepEqual(all(s), [
+      ['c', 2],
+      ['m', 1],
+    ]);
   }));
 
 test('stores sharing one RocksDB do not see each other', () =>
@@ -145,7 +176,10 @@ test('entries yields committed entries only, raw, in key order', () =>
     s.put('a', 1);
     s.applyCommitted(2);
     s.put('c', 3);
-    assert.deepEqual(rawEntries(s), [['a', '1'], ['b', '2']]);
+    assert.deepEqual(rawEntries(s), [
+      ['a', '1'],
+      ['b', '2'],
+    ]);
     assert.ok([...s.entries()].every(([k, v]) => Buffer.isBuffer(k) && Buffer.isBuffer(v)));
   }));
 
@@ -173,7 +207,7 @@ test('values survive close and reopen only after applyCommitted', async () => {
 
 test('keyValueStore builds a changelogged RocksKeyValueStore on the task db', () =>
   withDb((db, dir) => {
-    const builder = keyValueStore('kv', stringCodec, numberCodec);
+    const builder = keyValueStore('kv', stringSerde, numberSerde);
     assert.equal(builder.changelog, true);
     const s = builder.build({ taskId: { subtopology: 0, partition: 0 }, db, dir });
     assert.ok(s instanceof RocksKeyValueStore);
@@ -185,8 +219,14 @@ test('keyValueStore builds a changelogged RocksKeyValueStore on the task db', ()
 test('RocksPort iterate honours bounds, reverse and limit; write is atomic with deletes', () =>
   withDb((db) => {
     const b = (s: string) => Buffer.from(s);
-    db.write(['a', 'b', 'c', 'd'].map((k) => ({ key: b(k), value: b(k.toUpperCase()) })), { sync: true });
-    db.write([{ key: b('b'), value: null }, { key: b('e'), value: b('E') }]);
+    db.write(
+      ['a', 'b', 'c', 'd'].map((k) => ({ key: b(k), value: b(k.toUpperCase()) })),
+      { sync: true },
+    );
+    db.write([
+      { key: b('b'), value: null },
+      { key: b('e'), value: b('E') },
+    ]);
     const keys = (it: Iterable<[Buffer, Buffer]>) => [...it].map(([k]) => k.toString()).join('');
     assert.equal(keys(db.iterate(b('a'), b('z'))), 'acde');
     assert.equal(keys(db.iterate(b('a'), b('d'))), 'ac');
@@ -221,7 +261,10 @@ test('applyCommitted writes many keys in any pending order, each with its own va
     for (const [i, k] of keys.entries()) s.put(k, i);
     s.delete('k17');
     s.applyCommitted(1);
-    const expected = keys.map((k, i) => [k, i] as [string, number]).filter(([k]) => k !== 'k17').sort(([a], [b]) => (a < b ? -1 : 1));
+    const expected = keys
+      .map((k, i) => [k, i] as [string, number])
+      .filter(([k]) => k !== 'k17')
+      .sort(([a], [b]) => (a < b ? -1 : 1));
     assert.deepEqual(all(s), expected);
     assert.equal(s.checkpoint(), 1);
   }));
@@ -229,7 +272,17 @@ test('applyCommitted writes many keys in any pending order, each with its own va
 test('RocksPort stays usable after a failed write, with nothing of it left over', () =>
   withDb((db) => {
     const b = (s: string) => Buffer.from(s);
-    assert.throws(() => db.write([{ key: b('half'), value: b('1') }, { key: 42 as unknown as Buffer, value: b('2') }]), { code: 'CS_STORE' });
+    assert.throws(
+      () =>
+        db.write([
+          { key: b('half'), value: b('1') },
+          { key: 42 as unknown as Buffer, value: b('2') },
+        ]),
+      { code: 'CS_STORE' },
+    );
     db.write([{ key: b('whole'), value: b('3') }]);
-    assert.deepEqual([...db.iterate(b('a'), b('z'))].map(([k]) => k.toString()), ['whole']);
+    assert.deepEqual(
+      [...db.iterate(b('a'), b('z'))].map(([k]) => k.toString()),
+      ['whole'],
+    );
   }));

@@ -2,18 +2,27 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
-import { bufferCodec } from '../../state/state-store.js';
+import { bufferSerde } from '../../core/serde.js';
 import { SeenSet, type SeenSetOptions } from '../../state/seen-set.js';
 import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
 import { withDb } from './temp-rocks.js';
-import { seededRandom as random } from '../seeded-random.js';
+import { seededRandom as random } from '../../synthetic-web/seeded-random.js';
 
-const seenStore = (db: RocksPort, name = 'frontier-seen') => new RocksKeyValueStore<Buffer, Buffer>(name, db, bufferCodec, bufferCodec);
+const seenStore = (db: RocksPort, name = 'frontier-seen') =>
+  new RocksKeyValueStore<Buffer, Buffer>(name, db, bufferSerde, bufferSerde);
 
 // tiny pages and short sweeps, so a few thousand fingerprints go through many sweeps and layouts
-const SMALL: SeenSetOptions = { expectedCount: 64, falsePositiveRate: 0.05, exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1 / 4 } };
+const SMALL: SeenSetOptions = {
+  expectedCount: 64,
+  falsePositiveRate: 0.05,
+  exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1 / 4 },
+};
 
-for (const [cacheName, pageCacheBytes] of [['a page cache holding all', undefined], ['a page cache of a few pages', 1_500], ['no page cache', 0]] as const) {
+for (const [cacheName, pageCacheBytes] of [
+  ['a page cache holding all', undefined],
+  ['a page cache of a few pages', 1_500],
+  ['no page cache', 0],
+] as const) {
   test(`exact layer, ${cacheName}: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once`, () =>
     randomWorkload({ ...SMALL, exact: { ...SMALL.exact, pageCacheBytes } }));
 }
@@ -73,7 +82,7 @@ function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
         assert.equal(seen.stats().count, committed.size, 'the count survives a restart');
       }
     }
-    store.applyCommitted(++offset);
+    store.applyCommitted(offset + 1);
     for (const id of pending) committed.add(id);
     const stats = seen.stats();
     assert.ok(restarts > 10 && discards > 10, `${restarts} restarts, ${discards} discards`);
@@ -84,10 +93,18 @@ function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
     const all = [...committed];
     assert.ok(seen.has(all.map((id) => syntheticFingerprint(id))).every(Boolean), 'a committed fingerprint was lost');
     const never = Array.from({ length: 2_000 }, (_, i) => syntheticFingerprint(universe + i));
-    assert.ok(seen.has(never).every((s) => !s), 'a fingerprint never admitted was reported seen');
+    assert.ok(
+      seen.has(never).every((s) => !s),
+      'a fingerprint never admitted was reported seen',
+    );
     const cache = seen.stats().exact;
-    if (SMALL.exact?.pageCacheBytes !== 0) assert.ok(cache.pageCacheHits > 0 && cache.pageCacheMisses > 0, `page cache: ${cache.pageCacheHits} hits, ${cache.pageCacheMisses} misses`);
-    if (SMALL.exact?.pageCacheBytes !== undefined) assert.ok(cache.pageCacheBytes <= SMALL.exact.pageCacheBytes, `${cache.pageCacheBytes} bytes cached`);
+    if (SMALL.exact?.pageCacheBytes !== 0)
+      assert.ok(
+        cache.pageCacheHits > 0 && cache.pageCacheMisses > 0,
+        `page cache: ${cache.pageCacheHits} hits, ${cache.pageCacheMisses} misses`,
+      );
+    if (SMALL.exact?.pageCacheBytes !== undefined)
+      assert.ok(cache.pageCacheBytes <= SMALL.exact.pageCacheBytes, `${cache.pageCacheBytes} bytes cached`);
   });
 }
 
@@ -134,7 +151,10 @@ test('exact layer: fingerprints stored one key each by earlier versions are stil
     assert.ok(seen.has(old).every(Boolean));
     const mixed = [...old.slice(0, 100), ...Array.from({ length: 400 }, (_, i) => syntheticFingerprint(1_000 + i))];
     const fresh = seen.admit(mixed);
-    assert.deepEqual(fresh, mixed.map((_, i) => i >= 100));
+    assert.deepEqual(
+      fresh,
+      mixed.map((_, i) => i >= 100),
+    );
     assert.equal(seen.stats().count, 900);
     store.applyCommitted(2);
     // the old keys are read, never rewritten
@@ -155,7 +175,8 @@ test('exact layer: fingerprints that share their top 32 bits are merged in order
     };
     // 40 top halves, each with 30 low halves in random order
     const all: Buffer[] = [];
-    for (let h = 0; h < 40; h++) for (let l = 0; l < 30; l++) all.push(fp((h * 0x9e3779b9) >>> 0, Math.floor(rnd() * 2 ** 32)));
+    for (let h = 0; h < 40; h++)
+      for (let l = 0; l < 30; l++) all.push(fp((h * 0x9e3779b9) >>> 0, Math.floor(rnd() * 2 ** 32)));
     for (let i = all.length - 1; i > 0; i--) {
       const j = Math.floor(rnd() * (i + 1));
       [all[i], all[j]] = [all[j]!, all[i]!];
@@ -170,7 +191,11 @@ test('exact layer: fingerprints that share their top 32 bits are merged in order
 
 test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the count', () => {
   const store = new MemoryFingerprintStore();
-  const seen = new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 } });
+  const seen = new SeenSet(store, {
+    expectedCount: 64,
+    falsePositiveRate: 0.05,
+    exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 },
+  });
   seen.init();
   let most = 0;
   for (let i = 0; i < 20_000; i += 10) {
@@ -181,5 +206,8 @@ test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the cou
   assert.ok(most <= 2 * 200 + 10, `${most} unmerged at most`);
   assert.ok(seen.stats().exact.sweeps >= 20_000 / 400, `${seen.stats().exact.sweeps} sweeps`);
   assert.ok(seen.has(Array.from({ length: 20_000 }, (_, i) => syntheticFingerprint(i))).every(Boolean));
-  assert.throws(() => new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { minSweep: 50, maxSweep: 10 } }), { code: 'CS_INVALID_OPTION' });
+  assert.throws(
+    () => new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { minSweep: 50, maxSweep: 10 } }),
+    { code: 'CS_INVALID_OPTION' },
+  );
 });

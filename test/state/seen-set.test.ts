@@ -5,11 +5,18 @@ import { SeenSet } from '../../state/seen-set.js';
 import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
 
 test('Bloom sizing: the classic m = -n ln p / (ln 2)^2, grown just enough for the blocked layout to meet p', () => {
-  for (const [n, p, k] of [[10_000_000, 0.01, 7], [1_000_000, 0.001, 11], [1_000, 0.01, 7]] as const) {
+  for (const [n, p, k] of [
+    [10_000_000, 0.01, 7],
+    [1_000_000, 0.001, 11],
+    [1_000, 0.01, 7],
+  ] as const) {
     const s = bloomSizing(n, p);
     const classic = -Math.log(p) / Math.LN2 ** 2;
     assert.equal(s.bits % 512, 0, 'whole 512-bit blocks');
-    assert.ok(s.bits / n >= classic && s.bits / n <= 1.12 * classic, `${s.bits / n} bits per entry against the classic ${classic}`);
+    assert.ok(
+      s.bits / n >= classic && s.bits / n <= 1.12 * classic,
+      `${s.bits / n} bits per entry against the classic ${classic}`,
+    );
     assert.equal(s.hashes, k);
     const rate = expectedFalsePositiveRate(s, n);
     assert.ok(rate <= p && rate > 0.8 * p, `blocked rate ${rate} at design load for target ${p}`);
@@ -28,7 +35,10 @@ test('a blocked Bloom filter at design load is wrong as often as its sizing says
   for (let i = n; i < n + probes; i++) if (bloom.mightContain(syntheticFingerprint(i))) wrong++;
   const theory = expectedFalsePositiveRate(bloom, n);
   assert.ok(Math.abs(wrong / probes - theory) < 0.15 * theory, `measured ${wrong / probes}, theory ${theory}`);
-  assert.ok(Math.abs(bloom.estimatedFalsePositiveRate() - theory) < 0.05 * theory, `fill-based estimate ${bloom.estimatedFalsePositiveRate()}, theory ${theory}`);
+  assert.ok(
+    Math.abs(bloom.estimatedFalsePositiveRate() - theory) < 0.05 * theory,
+    `fill-based estimate ${bloom.estimatedFalsePositiveRate()}, theory ${theory}`,
+  );
 });
 
 test('a Bloom filter never forgets an added fingerprint', () => {
@@ -40,67 +50,88 @@ test('a Bloom filter never forgets an added fingerprint', () => {
   assert.ok(Math.abs(bloom.fill() - expectedFill(sizing, 50_000)) < 0.005, `fill at design load ${bloom.fill()}`);
 });
 
-test('seen-set of 10 M fingerprints admits every new one and its Bloom misses within 20 % of target', { timeout: 60_000 }, () => {
-  const n = 10_000_000;
-  const p = 0.01;
-  const exact = new MemoryFingerprintStore();
-  const seen = new SeenSet(exact, { expectedCount: n, falsePositiveRate: p });
-  seen.init();
-  const batch = 1_000;
-  let lost = 0;
-  for (let start = 0; start < n; start += batch) {
-    const fps: Buffer[] = new Array(batch);
-    for (let j = 0; j < batch; j++) fps[j] = syntheticFingerprint(start + j);
-    const fresh = seen.admit(fps);
-    for (let j = 0; j < batch; j++) if (!fresh[j]) lost++;
-  }
-  assert.equal(lost, 0, 'new fingerprints were treated as seen');
-  // the exact layer merged most of them into sorted pages: sweeps ran and its layout grew
-  // (a sweep per doubling of the count from 65,536: about seven)
-  assert.ok(seen.stats().exact.sweeps >= 5, `${seen.stats().exact.sweeps} sweeps`);
-  assert.ok(seen.stats().exact.pageBits >= 14, `page bits ${seen.stats().exact.pageBits}`);
-  const afterLoad = seen.stats();
-  assert.equal(afterLoad.count, n);
-  assert.equal(afterLoad.rebuilds, 0);
-  // while filling, some new fingerprints hit the Bloom and were cleared by the exact layer
-  assert.ok(afterLoad.bloomFalsePositives > 1_000, `only ${afterLoad.bloomFalsePositives} Bloom false positives confirmed`);
-  assert.equal(afterLoad.storeChecks, afterLoad.bloomFalsePositives, 'only Bloom false positives needed a store read');
-
-  // fresh fingerprints (never admitted) measure the false-positive rate at the design load
-  const probes = 2_000_000;
-  const probe: Buffer[] = [];
-  let wronglySeen = 0;
-  for (let i = n; i < n + probes; i++) {
-    probe.push(syntheticFingerprint(i));
-    if (probe.length === batch) {
-      for (const s of seen.has(probe)) if (s) wronglySeen++;
-      probe.length = 0;
+test(
+  'seen-set of 10 M fingerprints admits every new one and its Bloom misses within 20 % of target',
+  { timeout: 60_000 },
+  () => {
+    const n = 10_000_000;
+    const p = 0.01;
+    const exact = new MemoryFingerprintStore();
+    const seen = new SeenSet(exact, { expectedCount: n, falsePositiveRate: p });
+    seen.init();
+    const batch = 1_000;
+    let lost = 0;
+    for (let start = 0; start < n; start += batch) {
+      const fps: Buffer[] = new Array(batch);
+      for (let j = 0; j < batch; j++) fps[j] = syntheticFingerprint(start + j);
+      const fresh = seen.admit(fps);
+      for (let j = 0; j < batch; j++) if (!fresh[j]) lost++;
     }
-  }
-  assert.equal(wronglySeen, 0, 'the exact layer must refute every Bloom false positive');
-  const measured = (seen.stats().bloomFalsePositives - afterLoad.bloomFalsePositives) / probes;
-  const theory = expectedFalsePositiveRate(seen.sizing(), n);
-  console.log(`# Bloom FP rate at 10 M: measured ${(measured * 100).toFixed(4)} %, target ${p * 100} %, theory ${(theory * 100).toFixed(4)} %`);
-  assert.ok(Math.abs(measured - p) <= 0.2 * p, `measured FP rate ${measured} is not within 20 % of ${p}`);
-  assert.ok(Math.abs(seen.stats().estimatedFalsePositiveRate - p) <= 0.2 * p, 'the fill-based estimate tracks the target');
+    assert.equal(lost, 0, 'new fingerprints were treated as seen');
+    // the exact layer merged most of them into sorted pages: sweeps ran and its layout grew
+    // (a sweep per doubling of the count from 65,536: about seven)
+    assert.ok(seen.stats().exact.sweeps >= 5, `${seen.stats().exact.sweeps} sweeps`);
+    assert.ok(seen.stats().exact.pageBits >= 14, `page bits ${seen.stats().exact.pageBits}`);
+    const afterLoad = seen.stats();
+    assert.equal(afterLoad.count, n);
+    assert.equal(afterLoad.rebuilds, 0);
+    // while filling, some new fingerprints hit the Bloom and were cleared by the exact layer
+    assert.ok(
+      afterLoad.bloomFalsePositives > 1_000,
+      `only ${afterLoad.bloomFalsePositives} Bloom false positives confirmed`,
+    );
+    assert.equal(
+      afterLoad.storeChecks,
+      afterLoad.bloomFalsePositives,
+      'only Bloom false positives needed a store read',
+    );
 
-  // every admitted fingerprint is seen again (sample of 1 M spread over the whole range)
-  const again: Buffer[] = [];
-  for (let i = 0; i < n; i += 10) again.push(syntheticFingerprint(i));
-  for (let i = 0; i < again.length; i += batch) {
-    assert.ok(seen.admit(again.slice(i, i + batch)).every((fresh) => !fresh), 'a seen fingerprint was admitted twice');
-  }
-  assert.equal(seen.stats().count, n);
+    // fresh fingerprints (never admitted) measure the false-positive rate at the design load
+    const probes = 2_000_000;
+    const probe: Buffer[] = [];
+    let wronglySeen = 0;
+    for (let i = n; i < n + probes; i++) {
+      probe.push(syntheticFingerprint(i));
+      if (probe.length === batch) {
+        for (const s of seen.has(probe)) if (s) wronglySeen++;
+        probe.length = 0;
+      }
+    }
+    assert.equal(wronglySeen, 0, 'the exact layer must refute every Bloom false positive');
+    const measured = (seen.stats().bloomFalsePositives - afterLoad.bloomFalsePositives) / probes;
+    const theory = expectedFalsePositiveRate(seen.sizing(), n);
+    console.log(
+      `# Bloom FP rate at 10 M: measured ${(measured * 100).toFixed(4)} %, target ${p * 100} %, theory ${(theory * 100).toFixed(4)} %`,
+    );
+    assert.ok(Math.abs(measured - p) <= 0.2 * p, `measured FP rate ${measured} is not within 20 % of ${p}`);
+    assert.ok(
+      Math.abs(seen.stats().estimatedFalsePositiveRate - p) <= 0.2 * p,
+      'the fill-based estimate tracks the target',
+    );
 
-  // a restarted task over the same store finds every one of them again
-  const restarted = new SeenSet(exact.copy(), { expectedCount: n, falsePositiveRate: p });
-  restarted.init();
-  assert.equal(restarted.stats().count, n);
-  for (let i = 0; i < again.length; i += batch) {
-    assert.ok(restarted.has(again.slice(i, i + batch)).every(Boolean), 'a fingerprint was lost in a restart');
-  }
-  assert.ok(restarted.admit(Array.from({ length: batch }, (_, j) => syntheticFingerprint(n + probes + j))).every(Boolean));
-});
+    // every admitted fingerprint is seen again (sample of 1 M spread over the whole range)
+    const again: Buffer[] = [];
+    for (let i = 0; i < n; i += 10) again.push(syntheticFingerprint(i));
+    for (let i = 0; i < again.length; i += batch) {
+      assert.ok(
+        seen.admit(again.slice(i, i + batch)).every((fresh) => !fresh),
+        'a seen fingerprint was admitted twice',
+      );
+    }
+    assert.equal(seen.stats().count, n);
+
+    // a restarted task over the same store finds every one of them again
+    const restarted = new SeenSet(exact.copy(), { expectedCount: n, falsePositiveRate: p });
+    restarted.init();
+    assert.equal(restarted.stats().count, n);
+    for (let i = 0; i < again.length; i += batch) {
+      assert.ok(restarted.has(again.slice(i, i + batch)).every(Boolean), 'a fingerprint was lost in a restart');
+    }
+    assert.ok(
+      restarted.admit(Array.from({ length: batch }, (_, j) => syntheticFingerprint(n + probes + j))).every(Boolean),
+    );
+  },
+);
 
 test('a batch admits a repeated fingerprint once', () => {
   const seen = new SeenSet(new MemoryFingerprintStore(), { expectedCount: 100, falsePositiveRate: 0.01 });
@@ -133,13 +164,22 @@ test('the seen-set warns before it rebuilds, and a rebuild keeps every fingerpri
 
 test('a fingerprint repeated within a batch is new only the first time, false positives included', () => {
   // a filter this small is nearly full at once: most checks are "maybe seen" and go to the store
-  const seen = new SeenSet(new MemoryFingerprintStore(), { expectedCount: 8, falsePositiveRate: 0.5, rebuildAtLoad: 1e6, warnAtLoad: 1e6 });
+  const seen = new SeenSet(new MemoryFingerprintStore(), {
+    expectedCount: 8,
+    falsePositiveRate: 0.5,
+    rebuildAtLoad: 1e6,
+    warnAtLoad: 1e6,
+  });
   seen.init();
   const fp = (i: number) => syntheticFingerprint(i);
   assert.deepEqual(seen.admit([fp(1), fp(1), fp(2), fp(1), fp(2), fp(3)]), [true, false, true, false, false, true]);
   const batch = Array.from({ length: 600 }, (_, i) => fp(100 + (i % 200)));
   const fresh = seen.admit(batch);
-  assert.deepEqual(fresh, batch.map((_, i) => i < 200), 'each of 200 fingerprints new exactly once in a batch of 600');
+  assert.deepEqual(
+    fresh,
+    batch.map((_, i) => i < 200),
+    'each of 200 fingerprints new exactly once in a batch of 600',
+  );
   assert.ok(seen.stats().bloomFalsePositives > 0, 'the filter was full enough to be wrong');
   assert.ok(seen.admit(batch).every((f) => !f));
   assert.equal(seen.stats().count, 203);

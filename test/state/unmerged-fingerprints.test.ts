@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { radixByTopBits } from '../../state/sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from '../../state/unmerged-fingerprints.js';
-import { seededRandom as random } from '../seeded-random.js';
+import { seededRandom as random } from '../../synthetic-web/seeded-random.js';
 
 const u32 = (rnd: () => number) => Math.floor(rnd() * 2 ** 32);
 
@@ -44,7 +44,7 @@ test('unmerged fingerprints: has what was added, take empties buckets, rebucket 
     const from = Math.floor(rnd() * 2 ** bits);
     const to = Math.min(2 ** bits, from + 1 + Math.floor(rnd() * 2 ** (bits - 2)));
     const n = index.take(from, to, out);
-    const want = [...held.values()].filter(([h]) => (h >>> (32 - bits)) >= from && (h >>> (32 - bits)) < to);
+    const want = [...held.values()].filter(([h]) => h >>> (32 - bits) >= from && h >>> (32 - bits) < to);
     assert.equal(n, want.length);
     const taken = new Set(Array.from(out.hi.subarray(0, n), (h, i) => key(h, out.lo[i]!)));
     assert.deepEqual(taken, new Set(want.map(([h, l]) => key(h, l))));

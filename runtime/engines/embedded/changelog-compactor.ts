@@ -1,5 +1,5 @@
 import type { RocksPort } from '../../../state/rocks.js';
-import type { ChangeloggedStore } from '../../../state/store-builder.js';
+import type { ChangeloggedStore } from '../../../state/state-store.js';
 import { CORRUPT_HEADER, type EmbeddedLog } from './log-store.js';
 
 const DURABLE_KEY = Buffer.from('\u0000durable');
@@ -34,7 +34,11 @@ export class ChangelogCompactor {
    * `minDirty`: the least growth (records) that makes a pass worth it; `budget`: records scanned
    * per call at most, so a pass over a large store is spread over calls instead of blocking.
    */
-  constructor(private readonly log: EmbeddedLog, private readonly minDirty = MIN_DIRTY, private readonly budget = 50_000) {}
+  constructor(
+    private readonly log: EmbeddedLog,
+    private readonly minDirty = MIN_DIRTY,
+    private readonly budget = 50_000,
+  ) {}
 
   /** Runs or continues the passes that are due, within the budget; returns how many records were deleted. */
   compactDue(targets: readonly CompactionTarget[]): number {
@@ -67,11 +71,17 @@ export class ChangelogCompactor {
     return deleted;
   }
 
-  private scan(t: CompactionTarget, pass: { cursor: number; upTo: number; kept: number }, budget: number): { deleted: number; scanned: number } {
+  private scan(
+    t: CompactionTarget,
+    pass: { cursor: number; upTo: number; kept: number },
+    budget: number,
+  ): { deleted: number; scanned: number } {
     let deleted = 0;
     let scanned = 0;
     while (pass.cursor < pass.upTo && scanned < budget) {
-      const records = this.log.read(t.topic, t.partition, pass.cursor, Math.min(BATCH, budget - scanned)).filter((r) => r.offset < pass.upTo);
+      const records = this.log
+        .read(t.topic, t.partition, pass.cursor, Math.min(BATCH, budget - scanned))
+        .filter((r) => r.offset < pass.upTo);
       if (records.length === 0) {
         pass.cursor = pass.upTo;
         break;
@@ -80,7 +90,11 @@ export class ChangelogCompactor {
       for (const r of records) {
         const current = t.store.committedRaw(Buffer.from(r.key));
         // an unreadable record is left for restore to report, not silently dropped
-        if (r.headers?.[CORRUPT_HEADER] !== undefined || (r.value !== null && current !== undefined && current.equals(r.value))) pass.kept++;
+        if (
+          r.headers?.[CORRUPT_HEADER] !== undefined ||
+          (r.value !== null && current !== undefined && current.equals(r.value))
+        )
+          pass.kept++;
         else obsolete.push(r.offset);
       }
       if (obsolete.length > 0) this.log.deleteRecords(t.topic, t.partition, obsolete);

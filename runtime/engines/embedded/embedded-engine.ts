@@ -1,15 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../../engine.js';
-import { CrawlError } from '../../errors.js';
-import { Metrics } from '../../metrics.js';
+import { CrawlError } from '../../../core/errors.js';
+import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RawRecord, RecordHeaders, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
-import { isChangelogged, type ChangeloggedStore } from '../../../state/store-builder.js';
+import { isChangelogged } from '../../../state/store-builder.js';
+import type { ChangeloggedStore } from '../../../state/state-store.js';
 import type { StateStore } from '../../../state/state-store.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
 import { ChangelogCompactor } from './changelog-compactor.js';
@@ -57,7 +58,10 @@ export class EmbeddedEngine implements Engine {
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private readonly deadLetterTopic: string;
 
-  constructor(private readonly topology: Topology, private readonly options: EmbeddedEngineOptions) {
+  constructor(
+    private readonly topology: Topology,
+    private readonly options: EmbeddedEngineOptions,
+  ) {
     this.deadLetterTopic = `${topology.applicationId}-dead-letters`;
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
@@ -76,14 +80,17 @@ export class EmbeddedEngine implements Engine {
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
     for (const sub of subtopologies) {
-      for (const store of sub.stores) if (store.changelog) this.log.ensureTopic(this.topology.changelogTopic(store.name), sub.partitions);
+      for (const store of sub.stores)
+        if (store.changelog) this.log.ensureTopic(this.topology.changelogTopic(store.name), sub.partitions);
     }
     this.log.ensureTopic(this.deadLetterTopic, 1);
     for (const sub of subtopologies) {
-      for (let partition = 0; partition < sub.partitions; partition++) this.tasks.push(await this.openTask(sub, partition));
+      for (let partition = 0; partition < sub.partitions; partition++)
+        this.tasks.push(await this.openTask(sub, partition));
     }
     this.log.onAppend((topic, partition) => {
-      for (const t of this.tasks) if (t.task.id.partition === partition && t.task.subtopology.sourceTopics.includes(topic)) t.runner.notify();
+      for (const t of this.tasks)
+        if (t.task.id.partition === partition && t.task.subtopology.sourceTopics.includes(topic)) t.runner.notify();
     });
     this.state = 'running';
     for (const t of this.tasks) t.task.init();
@@ -92,7 +99,9 @@ export class EmbeddedEngine implements Engine {
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
     this.retentionTimer = setInterval(() => this.retention(), 5_000);
-    this.say(`embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`);
+    this.say(
+      `embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`,
+    );
   }
 
   private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
@@ -111,7 +120,15 @@ export class EmbeddedEngine implements Engine {
         changelogged.push({ store, topic });
       }
     }
-    const task = new StreamTask(id, sub, this.topology, { send: (t, p, k, v, ts, h) => this.collect(t, p, k, v, ts, h) }, stores, this.serdes, this.metrics);
+    const task = new StreamTask(
+      id,
+      sub,
+      this.topology,
+      { send: (t, p, k, v, ts, h) => this.collect(t, p, k, v, ts, h) },
+      stores,
+      this.serdes,
+      this.metrics,
+    );
     const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
       log: this.log,
@@ -132,13 +149,23 @@ export class EmbeddedEngine implements Engine {
       const batch = this.log.read(topic, partition, offset, 10_000);
       if (batch.length === 0) break;
       offset = batch[batch.length - 1]!.offset + 1;
-      store.restore(batch.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })), offset);
+      store.restore(
+        batch.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
+        offset,
+      );
       restored += batch.length;
     }
     if (restored > 0) this.say(`restored ${restored} changelog records into ${store.name} of partition ${partition}`);
   }
 
-  private collect(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void {
+  private collect(
+    topic: string,
+    partition: number,
+    key: Buffer,
+    value: Buffer | null,
+    timestamp: number,
+    headers?: RecordHeaders,
+  ): void {
     const k = `${topic}\u0000${partition}`;
     let entry = this.outputs.get(k);
     if (!entry) this.outputs.set(k, (entry = { topic, partition, records: [] }));
@@ -146,11 +173,19 @@ export class EmbeddedEngine implements Engine {
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
-    if (this.state !== 'running') throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
+    if (this.state !== 'running')
+      throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
     const spec = this.topology.topic(topic);
     for (const r of records) {
       const key = this.serdes.key(topic).serialize(r.key);
-      this.collect(topic, partitionFor(key, spec.partitions), key, this.serdes.value(topic).serialize(r.value), r.timestamp, r.headers);
+      this.collect(
+        topic,
+        partitionFor(key, spec.partitions),
+        key,
+        this.serdes.value(topic).serialize(r.value),
+        r.timestamp,
+        r.headers,
+      );
     }
     this.requestCommit();
     await this.nextCommit();
@@ -192,7 +227,11 @@ export class EmbeddedEngine implements Engine {
       for (const { store, topic } of t.changelogged) {
         const changes = store.pendingChanges();
         if (changes.length === 0) continue;
-        appends.push({ topic, partition: t.task.id.partition, records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: Date.now() })) });
+        appends.push({
+          topic,
+          partition: t.task.id.partition,
+          records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: Date.now() })),
+        });
         applied.push({ store, topic, partition: t.task.id.partition, count: changes.length });
       }
       for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
@@ -238,7 +277,11 @@ export class EmbeddedEngine implements Engine {
         if (spec.compacted || spec.keep) continue;
         this.log.truncateBefore(topic, Number(partition), offset);
       }
-      const compacted = this.compactor.compactDue(this.tasks.flatMap((t) => t.changelogged.map(({ store, topic }) => ({ store, topic, partition: t.task.id.partition, db: t.db }))));
+      const compacted = this.compactor.compactDue(
+        this.tasks.flatMap((t) =>
+          t.changelogged.map(({ store, topic }) => ({ store, topic, partition: t.task.id.partition, db: t.db })),
+        ),
+      );
       if (compacted > 0) this.metrics.inc('changelog_records_compacted', compacted);
     } catch (err) {
       this.say(`retention failed (will retry): ${(err as Error).message}`);
@@ -249,12 +292,21 @@ export class EmbeddedEngine implements Engine {
     const err = error as { code?: string; message?: string };
     const code = err.code ?? 'CS_INTERNAL';
     this.metrics.inc('dead_letters', 1, code);
-    this.say(`dead letter ${record.topic}-${record.partition}@${record.offset}: ${code} ${err.message ?? String(error)}`);
-    this.collect(this.deadLetterTopic, 0, Buffer.from(record.key), record.value === null ? null : Buffer.from(record.value), record.timestamp, {
-      'x-error-code': code,
-      'x-error-message': (err.message ?? String(error)).slice(0, 1000),
-      'x-source': `${record.topic}-${record.partition}@${record.offset}`,
-    });
+    this.say(
+      `dead letter ${record.topic}-${record.partition}@${record.offset}: ${code} ${err.message ?? String(error)}`,
+    );
+    this.collect(
+      this.deadLetterTopic,
+      0,
+      Buffer.from(record.key),
+      record.value === null ? null : Buffer.from(record.value),
+      record.timestamp,
+      {
+        'x-error-code': code,
+        'x-error-message': (err.message ?? String(error)).slice(0, 1000),
+        'x-source': `${record.topic}-${record.partition}@${record.offset}`,
+      },
+    );
   }
 
   isIdle(): boolean {

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, renameSync, writeFileSync, fsyncSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { CrawlError } from '../../errors.js';
+import { CrawlError } from '../../../core/errors.js';
 import type { SchemaRegistry } from '../../../schemas/index.js';
 
 interface RegistryFile {
@@ -23,7 +23,9 @@ export class FileSchemaRegistry implements SchemaRegistry {
       try {
         this.state = JSON.parse(readFileSync(this.file, 'utf8')) as RegistryFile;
       } catch (err) {
-        throw new CrawlError('CS_SCHEMA', `${this.file} is not a readable schema registry: ${(err as Error).message}`, { cause: err });
+        throw new CrawlError('CS_SCHEMA', `${this.file} is not a readable schema registry: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
     } else {
       this.state = { nextId: 1, schemas: [] };

@@ -1,4 +1,4 @@
-import { CrawlError } from '../../errors.js';
+import { CrawlError } from '../../../core/errors.js';
 import type { ConsumedRawRecord, RawRecord, RecordHeaders } from '../../record.js';
 import { openRocks, type RocksPort, type RocksWrite } from '../../../state/rocks.js';
 
@@ -41,7 +41,10 @@ export class EmbeddedLog {
     const metaKey = Buffer.from(`m\u0000${topic}`);
     const stored = this.db.get(metaKey);
     if (stored !== undefined && stored.readUInt32BE(0) !== partitions) {
-      throw new CrawlError('CS_TOPOLOGY', `topic ${topic} has ${stored.readUInt32BE(0)} partitions on disk, the topology declares ${partitions}; use a new --data dir`);
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `topic ${topic} has ${stored.readUInt32BE(0)} partitions on disk, the topology declares ${partitions}; use a new --data dir`,
+      );
     }
     if (stored === undefined) {
       const b = Buffer.alloc(4);
@@ -55,7 +58,8 @@ export class EmbeddedLog {
       // the stored end survives retention deleting every record of the partition
       const storedEnd = this.db.get(endKey(topic, p));
       let end = storedEnd === undefined ? 0 : Number(storedEnd.readBigUInt64BE(0));
-      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 })) end = Math.max(end, Number(k.readBigUInt64BE(k.length - 8)) + 1);
+      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 }))
+        end = Math.max(end, Number(k.readBigUInt64BE(k.length - 8)) + 1);
       let start = end;
       for (const [k] of this.db.iterate(prefix, upper, { limit: 1 })) start = Number(k.readBigUInt64BE(k.length - 8));
       this.ends.set(tp, end);
@@ -83,13 +87,23 @@ export class EmbeddedLog {
   read(topic: string, partition: number, from: number, max: number): ConsumedRawRecord[] {
     const out: ConsumedRawRecord[] = [];
     if (from >= this.endOffset(topic, partition)) return out;
-    for (const [k, v] of this.db.iterate(recordKey(topic, partition, from), recordPrefix(topic, partition + 1), { limit: max })) {
+    for (const [k, v] of this.db.iterate(recordKey(topic, partition, from), recordPrefix(topic, partition + 1), {
+      limit: max,
+    })) {
       const offset = Number(k.readBigUInt64BE(k.length - 8));
       try {
         out.push({ ...decodeRecord(v, topic, partition, offset), topic, partition, offset });
       } catch (err) {
         // handed on as an undecodable value so the engine dead-letters it instead of stalling
-        out.push({ key: Buffer.alloc(0), value: v, timestamp: 0, headers: { [CORRUPT_HEADER]: (err as Error).message }, topic, partition, offset });
+        out.push({
+          key: Buffer.alloc(0),
+          value: v,
+          timestamp: 0,
+          headers: { [CORRUPT_HEADER]: (err as Error).message },
+          topic,
+          partition,
+          offset,
+        });
       }
     }
     return out;
@@ -111,7 +125,8 @@ export class EmbeddedLog {
     for (const a of appends) {
       if (a.records.length === 0) continue;
       const tp = tpKey(a.topic, a.partition);
-      if (!this.ends.has(tp)) throw new CrawlError('CS_TOPOLOGY', `append to undeclared partition ${a.topic}-${a.partition}`);
+      if (!this.ends.has(tp))
+        throw new CrawlError('CS_TOPOLOGY', `append to undeclared partition ${a.topic}-${a.partition}`);
       let next = nextEnds.get(tp) ?? this.ends.get(tp)!;
       if (!bases.has(tp)) bases.set(tp, next);
       for (const r of a.records) batch.push({ key: recordKey(a.topic, a.partition, next++), value: encodeRecord(r) });
@@ -190,7 +205,8 @@ function positionKey(group: string, topic: string, partition: number): Buffer {
 
 // record layout: timestamp f64 | key length u32 | key | value length i32 (-1 = null) | value | headers JSON
 function encodeRecord(r: RawRecord): Buffer {
-  const headers = r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : Buffer.alloc(0);
+  const headers =
+    r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : Buffer.alloc(0);
   const valueLength = r.value === null ? 0 : r.value.length;
   const b = Buffer.allocUnsafe(8 + 4 + r.key.length + 4 + valueLength + headers.length);
   let o = b.writeDoubleBE(r.timestamp, 0);
@@ -216,6 +232,10 @@ function decodeRecord(b: Buffer, topic: string, partition: number, offset: numbe
     const headers = o < b.length ? (JSON.parse(b.subarray(o).toString('utf8')) as RecordHeaders) : undefined;
     return headers ? { key, value, timestamp, headers } : { key, value, timestamp };
   } catch (err) {
-    throw new CrawlError('CS_CORRUPT_RECORD', `record ${topic}-${partition}@${offset} cannot be read: ${(err as Error).message}`, { cause: err });
+    throw new CrawlError(
+      'CS_CORRUPT_RECORD',
+      `record ${topic}-${partition}@${offset} cannot be read: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }

@@ -32,7 +32,11 @@ export class TaskRunner {
     private readonly host: RunnerHost,
     private readonly pollBatch: number,
   ) {
-    this.driver = new RecordDriver(task, { advance: (r) => this.advance(r), deadLetter: (r, err) => host.deadLetter(r, err), fatal: (err) => host.fatal(err) });
+    this.driver = new RecordDriver(task, {
+      advance: (r) => this.advance(r),
+      deadLetter: (r, err) => host.deadLetter(r, err),
+      fatal: (err) => host.fatal(err),
+    });
     for (const topic of task.subtopology.sourceTopics) {
       const partition = task.id.partition;
       const committed = host.log.committedPosition(group, topic, partition);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import avro from 'avsc';
-import { CrawlError } from '../../errors.js';
-import { unframe } from '../../serde.js';
+import { CrawlError } from '../../../core/errors.js';
+import { unframe } from '../../../core/serde.js';
 import { EmbeddedLog } from './log-store.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
 
@@ -23,7 +23,8 @@ export async function readTopic(dataDir: string, topic: string, onRecord: (r: De
     log = await EmbeddedLog.open(join(dataDir, 'log'));
   } catch (err) {
     const msg = (err as Error).message;
-    if (/lock/i.test(msg)) throw new CrawlError('CS_STORE', `${dataDir} is in use by a running crawl; stop it first`, { cause: err });
+    if (/lock/i.test(msg))
+      throw new CrawlError('CS_STORE', `${dataDir} is in use by a running crawl; stop it first`, { cause: err });
     throw err;
   }
   try {
@@ -42,8 +43,18 @@ export async function readTopic(dataDir: string, topic: string, onRecord: (r: De
           if (r.value === null) continue;
           const { schemaId, body } = unframe(r.value);
           let type = types.get(schemaId);
-          if (!type) types.set(schemaId, (type = avro.Type.forSchema(JSON.parse(await registry.schemaById(schemaId)) as avro.Schema)));
-          onRecord({ partition: p, offset: r.offset, timestamp: r.timestamp, key: r.key.toString('utf8'), value: type.fromBuffer(body) });
+          if (!type)
+            types.set(
+              schemaId,
+              (type = avro.Type.forSchema(JSON.parse(await registry.schemaById(schemaId)) as avro.Schema)),
+            );
+          onRecord({
+            partition: p,
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key.toString('utf8'),
+            value: type.fromBuffer(body),
+          });
           count++;
         }
       }

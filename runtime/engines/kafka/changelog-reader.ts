@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { CrawlError } from '../../errors.js';
+import { CrawlError } from '../../../core/errors.js';
 import type { ConsumedRawRecord } from '../../record.js';
 import type { GroupConsumer, KafkaPort } from './kafka-port.js';
 import { tp } from './kafka-task.js';
@@ -33,7 +33,9 @@ export async function readChangelogs(
   try {
     for (const topic of new Set(ranges.map((r) => r.topic))) {
       const offsets = await admin.endOffsets(topic);
-      for (const r of ranges) if (r.topic === topic) ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));
+      for (const r of ranges)
+        if (r.topic === topic)
+          ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));
     }
   } finally {
     await admin.close();
@@ -50,7 +52,9 @@ export async function readChangelogs(
     for (const [key, next] of reached) if (next < ends.get(key)!) return;
     finish();
   };
+  // onAssignment can run before groupConsumer resolves: a const would be read in its TDZ
   let consumer: GroupConsumer | undefined;
+  // eslint-disable-next-line prefer-const
   consumer = await port.groupConsumer(
     { groupId, topics: [...new Set(todo.map((r) => r.topic))], fromBeginning: false, sessionTimeoutMs: 6_000 },
     {
@@ -96,7 +100,16 @@ export async function readChangelogs(
     await Promise.race([
       done,
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new CrawlError('CS_KAFKA', `restore of ${todo.map((r) => `${r.topic}-${r.partition}`).join(', ')} did not reach the end in ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new CrawlError(
+                'CS_KAFKA',
+                `restore of ${todo.map((r) => `${r.topic}-${r.partition}`).join(', ')} did not reach the end in ${timeoutMs} ms`,
+              ),
+            ),
+          timeoutMs,
+        );
       }),
     ]);
   } finally {

@@ -1,5 +1,5 @@
 import confluent from '@kafkajs/confluent-schema-registry';
-import { CrawlError } from '../../errors.js';
+import { CrawlError } from '../../../core/errors.js';
 import type { SchemaRegistry } from '../../../schemas/index.js';
 
 const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
@@ -14,7 +14,8 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   private readonly known = new Map<string, { id: number; schema: string }[]>();
 
   constructor(readonly url: string) {
-    if (!/^https?:\/\/[^\s]+$/.test(url)) throw new CrawlError('CS_INVALID_OPTION', `--registry must be an http(s) URL, got ${JSON.stringify(url)}`);
+    if (!/^https?:\/\/[^\s]+$/.test(url))
+      throw new CrawlError('CS_INVALID_OPTION', `--registry must be an http(s) URL, got ${JSON.stringify(url)}`);
     this.client = new RegistryClient({ host: url.replace(/\/+$/, ''), retry: { retries: 3 } });
   }
 
@@ -23,7 +24,9 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
     try {
       ({ id } = await this.client.register({ type: SchemaType.AVRO, schema: schemaText }, { subject }));
     } catch (err) {
-      throw new CrawlError('CS_SCHEMA', `registry ${this.url} refused ${subject}: ${(err as Error).message}`, { cause: err });
+      throw new CrawlError('CS_SCHEMA', `registry ${this.url} refused ${subject}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     this.known.set(subject, await this.loadVersions(subject));
     return id;
@@ -33,7 +36,9 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
     try {
       return JSON.stringify(await this.client.getSchema(id));
     } catch (err) {
-      throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to ${this.url}: ${(err as Error).message}`, { cause: err });
+      throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to ${this.url}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

@@ -1,15 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../../engine.js';
-import { CrawlError } from '../../errors.js';
-import { Metrics } from '../../metrics.js';
+import { CrawlError } from '../../../core/errors.js';
+import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
 import type { StreamRecord } from '../../record.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { openRocks } from '../../../state/rocks.js';
-import { isChangelogged, type ChangeloggedStore } from '../../../state/store-builder.js';
+import { isChangelogged } from '../../../state/store-builder.js';
+import type { ChangeloggedStore } from '../../../state/state-store.js';
 import type { StateStore } from '../../../state/state-store.js';
 import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
@@ -33,7 +34,10 @@ export interface KafkaEngineOptions {
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
 export function groupIdOf(topology: Topology, sub: Subtopology): string {
-  return `${topology.applicationId}-${sub.nodes.filter((n) => n.kind === 'processor').map((n) => n.name).join('+')}`;
+  return `${topology.applicationId}-${sub.nodes
+    .filter((n) => n.kind === 'processor')
+    .map((n) => n.name)
+    .join('+')}`;
 }
 
 /** The transactional id of a task: `<app>-<subtopology>_<partition>`; a new owner fences the old one. */
@@ -66,7 +70,10 @@ export class KafkaEngine implements Engine {
   private readonly assigned = new Map<number, Set<number>>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
 
-  constructor(private readonly topology: Topology, private readonly options: KafkaEngineOptions) {
+  constructor(
+    private readonly topology: Topology,
+    private readonly options: KafkaEngineOptions,
+  ) {
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -85,7 +92,11 @@ export class KafkaEngine implements Engine {
     for (const sub of subtopologies.filter(this.options.runs ?? (() => true))) {
       const holder: { consumer?: GroupConsumer } = {};
       const consumer = await this.port.groupConsumer(
-        { groupId: groupIdOf(this.topology, sub), topics: sub.sourceTopics, sessionTimeoutMs: this.options.sessionTimeoutMs ?? 10_000 },
+        {
+          groupId: groupIdOf(this.topology, sub),
+          topics: sub.sourceTopics,
+          sessionTimeoutMs: this.options.sessionTimeoutMs ?? 10_000,
+        },
         {
           onAssignment: (assigned) => this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer),
           onRecords: async (records, heartbeat) => {
@@ -97,21 +108,33 @@ export class KafkaEngine implements Engine {
               await heartbeat();
             }
           },
-          onProgress: (topic, partition, next, end) => void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end)),
+          onProgress: (topic, partition, next, end) =>
+            void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end)),
         },
       );
       holder.consumer = consumer;
       this.consumers.push(consumer);
     }
-    this.say(`kafka engine started on ${this.options.brokers.join(',')}: groups ${subtopologies.filter(this.options.runs ?? (() => true)).map((s) => groupIdOf(this.topology, s)).join(', ')}`);
+    this.say(
+      `kafka engine started on ${this.options.brokers.join(',')}: groups ${subtopologies
+        .filter(this.options.runs ?? (() => true))
+        .map((s) => groupIdOf(this.topology, s))
+        .join(', ')}`,
+    );
   }
 
   private async checkTopics(): Promise<void> {
     const admin = await this.port.admin();
     try {
       const existing = new Set(await admin.listTopics());
-      const missing = topicDefinitions(this.topology).filter((t) => !existing.has(t.name)).map((t) => t.name);
-      if (missing.length > 0) throw new CrawlError('CS_TOPOLOGY', `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`);
+      const missing = topicDefinitions(this.topology)
+        .filter((t) => !existing.has(t.name))
+        .map((t) => t.name);
+      if (missing.length > 0)
+        throw new CrawlError(
+          'CS_TOPOLOGY',
+          `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`,
+        );
     } finally {
       await admin.close();
     }
@@ -125,18 +148,23 @@ export class KafkaEngine implements Engine {
       const [s, p] = key.split('_').map(Number) as [number, number];
       if (s !== sub.id || partitions.has(p)) continue;
       this.tasks.delete(key);
-      void opening.then((t) => {
-        if (t && this.live.get(key) === t) this.live.delete(key);
-        return t?.close(true);
-      }).catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
+      void opening
+        .then((t) => {
+          if (t && this.live.get(key) === t) this.live.delete(key);
+          return t?.close(true);
+        })
+        .catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
     }
     for (const p of partitions) {
       const key = `${sub.id}_${p}`;
       if (!this.tasks.has(key)) {
-        this.tasks.set(key, this.openTask(sub, p).catch((err) => {
-          void this.fail(err);
-          return undefined;
-        }));
+        this.tasks.set(
+          key,
+          this.openTask(sub, p).catch((err) => {
+            void this.fail(err);
+            return undefined;
+          }),
+        );
       }
       if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
     }
@@ -164,18 +192,32 @@ export class KafkaEngine implements Engine {
     for (const builder of sub.stores) {
       const store = builder.build({ taskId: id, db, dir: join(taskDir, builder.name) });
       stores.set(builder.name, store);
-      if (builder.changelog && isChangelogged(store)) changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+      if (builder.changelog && isChangelogged(store))
+        changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
     }
     const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
     const started = Date.now();
     const restored = await readChangelogs(
       this.port,
       changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
-      (topic, _p, records, next) => byTopic.get(topic)!.restore(records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })), next),
+      (topic, _p, records, next) =>
+        byTopic.get(topic)!.restore(
+          records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
+          next,
+        ),
     );
-    if (restored > 0) this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
+    if (restored > 0)
+      this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     let kafkaTask!: KafkaTask;
-    const task = new StreamTask(id, sub, this.topology, { send: (t, p, k, v, ts, h) => kafkaTask.collect(t, p, k, v, ts, h) }, stores, this.serdes, this.metrics);
+    const task = new StreamTask(
+      id,
+      sub,
+      this.topology,
+      { send: (t, p, k, v, ts, h) => kafkaTask.collect(t, p, k, v, ts, h) },
+      stores,
+      this.serdes,
+      this.metrics,
+    );
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
     if (this.state !== 'running') {
       await kafkaTask.close(false);
@@ -231,14 +273,24 @@ export class KafkaEngine implements Engine {
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
-    if (this.state !== 'running') throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
+    if (this.state !== 'running')
+      throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
     const spec = this.topology.topic(topic);
     const producer = await this.port.producer();
     try {
-      await producer.send(records.map((r) => {
-        const key = this.serdes.key(topic).serialize(r.key);
-        return { topic, partition: partitionFor(key, spec.partitions), key, value: this.serdes.value(topic).serialize(r.value), timestamp: r.timestamp, ...(r.headers ? { headers: r.headers } : {}) };
-      }));
+      await producer.send(
+        records.map((r) => {
+          const key = this.serdes.key(topic).serialize(r.key);
+          return {
+            topic,
+            partition: partitionFor(key, spec.partitions),
+            key,
+            value: this.serdes.value(topic).serialize(r.value),
+            timestamp: r.timestamp,
+            ...(r.headers ? { headers: r.headers } : {}),
+          };
+        }),
+      );
     } finally {
       await producer.close();
     }
@@ -298,7 +350,10 @@ const settledTasks = new WeakMap<Promise<KafkaTask | undefined>, KafkaTask | und
 /** The value of a settled task promise, or PENDING (promises cannot be inspected synchronously). */
 function settledValue(p: Promise<KafkaTask | undefined>): KafkaTask | undefined | typeof PENDING {
   if (settledTasks.has(p)) return settledTasks.get(p);
-  void p.then((t) => settledTasks.set(p, t), () => settledTasks.set(p, undefined));
+  void p.then(
+    (t) => settledTasks.set(p, t),
+    () => settledTasks.set(p, undefined),
+  );
   return PENDING;
 }
 

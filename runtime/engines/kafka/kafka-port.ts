@@ -1,6 +1,6 @@
 import kafkajs from 'kafkajs';
 import type { Admin, Consumer, EachBatchPayload, Kafka, Producer, ProducerRecord } from 'kafkajs';
-import { CrawlError } from '../../errors.js';
+import { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 
@@ -36,7 +36,11 @@ export interface TransactionalProducer {
    * written partition's first offset (`topic\0partition` → offset). Throws CrawlError CS_FENCED
    * when a newer producer took the id, CS_KAFKA on any other failure (the transaction is aborted).
    */
-  commit(records: readonly OutRecord[], groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<Map<string, number>>;
+  commit(
+    records: readonly OutRecord[],
+    groupId: string,
+    offsets: readonly TopicPartitionOffset[],
+  ): Promise<Map<string, number>>;
   close(): Promise<void>;
 }
 
@@ -75,17 +79,25 @@ export class KafkaPort {
   private readonly kafka: Kafka;
   private readonly open = new Set<{ disconnect(): Promise<void> }>();
 
-  constructor(readonly brokers: readonly string[], readonly clientId: string, private readonly log: (line: string) => void = () => undefined) {
+  constructor(
+    readonly brokers: readonly string[],
+    readonly clientId: string,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {
     for (const b of brokers) {
-      if (!/^[^:\s]+:\d+$/.test(b)) throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
+      if (!/^[^:\s]+:\d+$/.test(b))
+        throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
     }
     this.kafka = new KafkaClient({
       clientId,
       brokers: [...brokers],
       logLevel: logLevel.WARN,
-      logCreator: () => ({ level, log }) => {
-        if (level <= logLevel.WARN) this.log(`kafkajs ${log.message}${log['error'] ? `: ${String(log['error'])}` : ''}`);
-      },
+      logCreator:
+        () =>
+        ({ level, log }) => {
+          if (level <= logLevel.WARN)
+            this.log(`kafkajs ${log.message}${log['error'] ? `: ${String(log['error'])}` : ''}`);
+        },
       retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
     });
   }
@@ -125,7 +137,11 @@ export class KafkaPort {
 
   /** An idempotent, non-transactional producer (seeds, control commands): one `send` is all-or-error per partition. */
   async producer(): Promise<{ send(records: readonly OutRecord[]): Promise<void>; close(): Promise<void> }> {
-    const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: javaPartitioner });
+    const producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: javaPartitioner,
+    });
     await producer.connect();
     this.open.add(producer);
     return {
@@ -158,7 +174,9 @@ export class KafkaPort {
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
-      handlers.onAssignment(Object.entries(assignment).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition }))));
+      handlers.onAssignment(
+        Object.entries(assignment).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition }))),
+      );
     });
     if (handlers.onProgress) {
       const onProgress = handlers.onProgress;
@@ -211,7 +229,10 @@ export class KafkaPort {
 
 /** Topic administration: creation with configs, offsets, committed group offsets. */
 export class KafkaAdmin {
-  constructor(private readonly admin: Admin, private readonly onClose: () => void) {}
+  constructor(
+    private readonly admin: Admin,
+    private readonly onClose: () => void,
+  ) {}
 
   /** Creates the topics that do not exist yet (existing ones are left alone); returns the names created. */
   async createTopics(topics: readonly TopicDefinition[]): Promise<string[]> {
@@ -239,9 +260,15 @@ export class KafkaAdmin {
   }
 
   /** Partition count and the named config values of a topic. */
-  async describeTopic(topic: string, configNames: readonly string[]): Promise<{ partitions: number; config: Record<string, string> }> {
+  async describeTopic(
+    topic: string,
+    configNames: readonly string[],
+  ): Promise<{ partitions: number; config: Record<string, string> }> {
     const meta = await this.admin.fetchTopicMetadata({ topics: [topic] });
-    const described = await this.admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topic, configNames: [...configNames] }] });
+    const described = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: 2, name: topic, configNames: [...configNames] }],
+    });
     const config: Record<string, string> = {};
     for (const e of described.resources[0]?.configEntries ?? []) config[e.configName] = e.configValue;
     return { partitions: meta.topics[0]?.partitions.length ?? 0, config };
@@ -255,7 +282,8 @@ export class KafkaAdmin {
         const offsets = await this.admin.fetchTopicOffsets(topic);
         return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
       } catch (err) {
-        if ((err as { retriable?: boolean }).retriable !== true || attempt >= 10) throw kafkaError(`cannot read the end offsets of ${topic}`, err);
+        if ((err as { retriable?: boolean }).retriable !== true || attempt >= 10)
+          throw kafkaError(`cannot read the end offsets of ${topic}`, err);
         await new Promise((r) => setTimeout(r, 100 * 2 ** Math.min(attempt, 4)));
       }
     }
@@ -274,7 +302,9 @@ export class KafkaAdmin {
 /** The broker's "the previous transaction of this id is still being ended" (or its coordinator moved): try again. */
 function transactionBusy(err: unknown): boolean {
   const e = err as { type?: string; message?: string };
-  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test(`${e.type ?? ''} ${e.message ?? ''}`);
+  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test(
+    `${e.type ?? ''} ${e.message ?? ''}`,
+  );
 }
 
 /**
@@ -308,14 +338,26 @@ async function whileBusy<T>(work: () => Promise<T>, firstDelayMs: number): Promi
 }
 
 class KafkajsTransactionalProducer implements TransactionalProducer {
-  constructor(private readonly producer: Producer, private readonly id: string, private readonly onClose: () => void) {}
+  constructor(
+    private readonly producer: Producer,
+    private readonly id: string,
+    private readonly onClose: () => void,
+  ) {}
 
-  async commit(records: readonly OutRecord[], groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<Map<string, number>> {
+  async commit(
+    records: readonly OutRecord[],
+    groupId: string,
+    offsets: readonly TopicPartitionOffset[],
+  ): Promise<Map<string, number>> {
     // the previous transaction's markers may still be being written: an aborted attempt leaves nothing visible
     return whileBusy(() => this.commitOnce(records, groupId, offsets), 20);
   }
 
-  private async commitOnce(records: readonly OutRecord[], groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<Map<string, number>> {
+  private async commitOnce(
+    records: readonly OutRecord[],
+    groupId: string,
+    offsets: readonly TopicPartitionOffset[],
+  ): Promise<Map<string, number>> {
     const bases = new Map<string, number>();
     let tx;
     try {
@@ -339,7 +381,10 @@ class KafkajsTransactionalProducer implements TransactionalProducer {
           if (!list) byTopic.set(o.topic, (list = []));
           list.push({ partition: o.partition, offset: String(o.offset) });
         }
-        await tx.sendOffsets({ consumerGroupId: groupId, topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) });
+        await tx.sendOffsets({
+          consumerGroupId: groupId,
+          topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+        });
       }
       await tx.commit();
       return bases;
@@ -355,7 +400,12 @@ class KafkajsTransactionalProducer implements TransactionalProducer {
   }
 }
 
-const FENCED = new Set(['PRODUCER_FENCED', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
+const FENCED = new Set([
+  'PRODUCER_FENCED',
+  'INVALID_PRODUCER_EPOCH',
+  'INVALID_PRODUCER_ID_MAPPING',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+]);
 
 /** Maps a client error to CS_FENCED (another producer owns the transactional id now) or CS_KAFKA. */
 export function kafkaError(message: string, err: unknown): CrawlError {
@@ -371,7 +421,13 @@ function toTopicMessages(records: readonly OutRecord[]): ProducerRecord[] {
   for (const r of records) {
     let entry = byTopic.get(r.topic);
     if (!entry) byTopic.set(r.topic, (entry = { topic: r.topic, messages: [] }));
-    entry.messages.push({ key: r.key, value: r.value, partition: r.partition, timestamp: String(r.timestamp), ...(r.headers ? { headers: { ...r.headers } } : {}) });
+    entry.messages.push({
+      key: r.key,
+      value: r.value,
+      partition: r.partition,
+      timestamp: String(r.timestamp),
+      ...(r.headers ? { headers: { ...r.headers } } : {}),
+    });
   }
   return [...byTopic.values()];
 }
@@ -387,7 +443,13 @@ function stringHeaders(headers: Record<string, unknown>): RecordHeaders {
 
 /** kafkajs partitioner with Java's murmur2 placement; used only when a record names no partition. */
 function javaPartitioner() {
-  return ({ partitionMetadata, message }: { partitionMetadata: unknown[]; message: { key?: Buffer | string | null; partition?: number } }): number => {
+  return ({
+    partitionMetadata,
+    message,
+  }: {
+    partitionMetadata: unknown[];
+    message: { key?: Buffer | string | null; partition?: number };
+  }): number => {
     if (message.partition !== undefined) return message.partition;
     const key = message.key === null || message.key === undefined ? Buffer.alloc(0) : Buffer.from(message.key);
     return partitionFor(key, partitionMetadata.length);

@@ -1,10 +1,10 @@
-import { isCrawlError, CrawlError } from '../../errors.js';
-import type { Metrics } from '../../metrics.js';
+import { isCrawlError, CrawlError } from '../../../core/errors.js';
+import type { Metrics } from '../../../core/metrics.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { RecordDriver } from '../../record-driver.js';
 import type { StreamTask } from '../../task.js';
 import type { RocksPort } from '../../../state/rocks.js';
-import type { ChangeloggedStore } from '../../../state/store-builder.js';
+import type { ChangeloggedStore } from '../../../state/state-store.js';
 import type { OutRecord, TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
 
 export interface KafkaTaskHost {
@@ -51,7 +51,11 @@ export class KafkaTask {
     readonly changelogged: readonly { store: ChangeloggedStore; topic: string }[],
     private readonly host: KafkaTaskHost,
   ) {
-    this.driver = new RecordDriver(task, { advance: (r) => this.advance(r), deadLetter: (r, err) => this.deadLetter(r, err), fatal: (err) => host.fatal(err) });
+    this.driver = new RecordDriver(task, {
+      advance: (r) => this.advance(r),
+      deadLetter: (r, err) => this.deadLetter(r, err),
+      fatal: (err) => host.fatal(err),
+    });
   }
 
   get name(): string {
@@ -59,8 +63,17 @@ export class KafkaTask {
   }
 
   /** Collects a sink's output for the next commit (the StreamTask's RecordCollector). */
-  collect(topic: string, partition: number, key: Buffer, value: Buffer | null, timestamp: number, headers?: RecordHeaders): void {
-    this.outputs.push(headers ? { topic, partition, key, value, timestamp, headers } : { topic, partition, key, value, timestamp });
+  collect(
+    topic: string,
+    partition: number,
+    key: Buffer,
+    value: Buffer | null,
+    timestamp: number,
+    headers?: RecordHeaders,
+  ): void {
+    this.outputs.push(
+      headers ? { topic, partition, key, value, timestamp, headers } : { topic, partition, key, value, timestamp },
+    );
   }
 
   start(): void {
@@ -81,7 +94,8 @@ export class KafkaTask {
       if (r.offset < (this.fetched.get(key)?.next ?? 0)) continue;
       this.buffer.push(r);
       const f = this.fetched.get(key);
-      if (!f || f.next < r.offset + 1) this.fetched.set(key, { next: r.offset + 1, end: Math.max(f?.end ?? 0, r.offset + 1) });
+      if (!f || f.next < r.offset + 1)
+        this.fetched.set(key, { next: r.offset + 1, end: Math.max(f?.end ?? 0, r.offset + 1) });
     }
     this.notify();
   }
@@ -130,7 +144,13 @@ export class KafkaTask {
       if (this.task.commitRequested || now - this.lastCommit >= this.host.commitIntervalMs) await this.commit();
       if (!this.running) break;
       if (this.buffer.length === 0) {
-        const waitMs = Math.max(5, Math.min(this.host.commitIntervalMs - (Date.now() - this.lastCommit), this.task.nextPunctuationIn(Date.now())));
+        const waitMs = Math.max(
+          5,
+          Math.min(
+            this.host.commitIntervalMs - (Date.now() - this.lastCommit),
+            this.task.nextPunctuationIn(Date.now()),
+          ),
+        );
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           setTimeout(resolve, waitMs).unref();
@@ -144,7 +164,9 @@ export class KafkaTask {
   private punctuate(): void {
     try {
       for (const p of this.task.punctuate(Date.now())) {
-        const tracked = p.catch((err) => this.host.fatal(err)).finally(() => (this.punctuating = this.punctuating.filter((x) => x !== tracked)));
+        const tracked = p
+          .catch((err) => this.host.fatal(err))
+          .finally(() => (this.punctuating = this.punctuating.filter((x) => x !== tracked)));
         this.punctuating.push(tracked);
       }
     } catch (err) {
@@ -177,11 +199,18 @@ export class KafkaTask {
     const code = err.code ?? 'CS_INTERNAL';
     this.host.metrics.inc('dead_letters', 1, code);
     this.host.log(`dead letter ${r.topic}-${r.partition}@${r.offset}: ${code} ${err.message ?? String(error)}`);
-    this.collect(this.host.deadLetterTopic, 0, Buffer.from(r.key), r.value === null ? null : Buffer.from(r.value), r.timestamp, {
-      'x-error-code': code,
-      'x-error-message': (err.message ?? String(error)).slice(0, 1000),
-      'x-source': `${r.topic}-${r.partition}@${r.offset}`,
-    });
+    this.collect(
+      this.host.deadLetterTopic,
+      0,
+      Buffer.from(r.key),
+      r.value === null ? null : Buffer.from(r.value),
+      r.timestamp,
+      {
+        'x-error-code': code,
+        'x-error-message': (err.message ?? String(error)).slice(0, 1000),
+        'x-source': `${r.topic}-${r.partition}@${r.offset}`,
+      },
+    );
   }
 
   /**
@@ -203,7 +232,8 @@ export class KafkaTask {
       for (const { store, topic } of this.changelogged) {
         const changes = store.pendingChanges();
         if (changes.length === 0) continue;
-        for (const c of changes) records.push({ topic, partition: this.task.id.partition, key: c.key, value: c.value, timestamp: now });
+        for (const c of changes)
+          records.push({ topic, partition: this.task.id.partition, key: c.key, value: c.value, timestamp: now });
         applied.push({ store, topic, count: changes.length });
       }
       const offsets = [...this.dirty].map((k) => this.positions.get(k)!);

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CrawlError, InvalidOptionError } from '../../errors.js';
+import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { openRocks } from '../../../state/rocks.js';
 import { isChangelogged, type StoreBuilder } from '../../../state/store-builder.js';
@@ -36,18 +36,28 @@ export function replayEqual(r: ReplayReport): boolean {
  * `dataDir` must be stopped (RocksDB allows one process). `stores` empty = every changelogged
  * store; `partition` undefined = every partition with a local copy.
  */
-export async function replayStores(port: KafkaPort, topology: Topology, dataDir: string, stores: readonly string[], partition?: number): Promise<ReplayReport[]> {
+export async function replayStores(
+  port: KafkaPort,
+  topology: Topology,
+  dataDir: string,
+  stores: readonly string[],
+  partition?: number,
+): Promise<ReplayReport[]> {
   const subs = topology.build();
   const all = subs.flatMap((sub) => sub.stores.filter((b) => b.changelog).map((builder) => ({ sub, builder })));
   for (const name of stores) {
-    if (!all.some((s) => s.builder.name === name)) throw new InvalidOptionError(`--store: no changelogged store ${JSON.stringify(name)}; stores are ${all.map((s) => s.builder.name).join(', ')}`);
+    if (!all.some((s) => s.builder.name === name))
+      throw new InvalidOptionError(
+        `--store: no changelogged store ${JSON.stringify(name)}; stores are ${all.map((s) => s.builder.name).join(', ')}`,
+      );
   }
   const wanted = stores.length === 0 ? all : all.filter((s) => stores.includes(s.builder.name));
   const bySub = new Map<Subtopology, StoreBuilder[]>();
   for (const { sub, builder } of wanted) bySub.set(sub, [...(bySub.get(sub) ?? []), builder]);
   const reports: ReplayReport[] = [];
   for (const [sub, builders] of bySub) {
-    if (partition !== undefined && (partition < 0 || partition >= sub.partitions)) throw new InvalidOptionError(`--partition must be 0..${sub.partitions - 1}, got ${partition}`);
+    if (partition !== undefined && (partition < 0 || partition >= sub.partitions))
+      throw new InvalidOptionError(`--partition must be 0..${sub.partitions - 1}, got ${partition}`);
     for (let p = 0; p < sub.partitions; p++) {
       if (partition !== undefined && p !== partition) continue;
       const path = join(dataDir, 'state', `${sub.id}_${p}`, 'rocksdb');
@@ -58,21 +68,42 @@ export async function replayStores(port: KafkaPort, topology: Topology, dataDir:
   return reports;
 }
 
-async function replayTask(port: KafkaPort, topology: Topology, sub: Subtopology, partition: number, path: string, builders: readonly StoreBuilder[]): Promise<ReplayReport[]> {
+async function replayTask(
+  port: KafkaPort,
+  topology: Topology,
+  sub: Subtopology,
+  partition: number,
+  path: string,
+  builders: readonly StoreBuilder[],
+): Promise<ReplayReport[]> {
   let db;
   try {
     db = await openRocks(path);
   } catch (err) {
-    throw new CrawlError('CS_STORE', `${(err as Error).message} (is an instance still running on this --data directory? stop it first)`, { cause: err });
+    throw new CrawlError(
+      'CS_STORE',
+      `${(err as Error).message} (is an instance still running on this --data directory? stop it first)`,
+      { cause: err },
+    );
   }
   try {
     const local = builders.map((builder) => {
-      const store = builder.build({ taskId: { subtopology: sub.id, partition }, db, dir: join(path, '..', builder.name) });
-      if (!isChangelogged(store)) throw new CrawlError('CS_TOPOLOGY', `store ${builder.name} declares a changelog but is not a changelogged store`);
+      const store = builder.build({
+        taskId: { subtopology: sub.id, partition },
+        db,
+        dir: join(path, '..', builder.name),
+      });
+      if (!isChangelogged(store))
+        throw new CrawlError(
+          'CS_TOPOLOGY',
+          `store ${builder.name} declares a changelog but is not a changelogged store`,
+        );
       return { name: builder.name, topic: topology.changelogTopic(builder.name), store };
     });
     // one pass over each changelog partition: records below the checkpoint rebuild, the rest count as `behind`
-    const replayed = new Map(local.map((l) => [l.topic, { rebuilt: new Map<string, Buffer>(), behind: 0, checkpoint: l.store.checkpoint() }]));
+    const replayed = new Map(
+      local.map((l) => [l.topic, { rebuilt: new Map<string, Buffer>(), behind: 0, checkpoint: l.store.checkpoint() }]),
+    );
     const ranges: ChangelogRange[] = local.map((l) => ({ topic: l.topic, partition, from: 0 }));
     await readChangelogs(port, ranges, (topic, _p, records) => {
       const r = replayed.get(topic)!;
@@ -110,7 +141,17 @@ async function replayTask(port: KafkaPort, topology: Topology, sub: Subtopology,
         firstDifference ??= printable(Buffer.from(key, 'hex'));
       }
       l.store.close();
-      return { store: l.name, partition, checkpoint, entries, missing, extra, differing, behind, ...(firstDifference !== undefined ? { firstDifference } : {}) };
+      return {
+        store: l.name,
+        partition,
+        checkpoint,
+        entries,
+        missing,
+        extra,
+        differing,
+        behind,
+        ...(firstDifference !== undefined ? { firstDifference } : {}),
+      };
     });
   } finally {
     await db.close();

@@ -24,7 +24,12 @@ export function topicDefinitions(topology: Topology): TopicDefinition[] {
   }
   for (const sub of subtopologies) {
     for (const store of sub.stores) {
-      if (store.changelog) defs.push({ name: topology.changelogTopic(store.name), partitions: sub.partitions, config: { 'cleanup.policy': 'compact' } });
+      if (store.changelog)
+        defs.push({
+          name: topology.changelogTopic(store.name),
+          partitions: sub.partitions,
+          config: { 'cleanup.policy': 'compact' },
+        });
     }
   }
   defs.push({ name: deadLetterTopic(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });

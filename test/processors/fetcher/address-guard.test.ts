@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AddressGuard, parseCidr } from '../../../processors/fetcher/address-guard.js';
-import { InvalidOptionError } from '../../../runtime/errors.js';
+import { InvalidOptionError } from '../../../core/errors.js';
 
 // Addresses here are only classified by a pure function; nothing is ever connected to.
 const guard = new AddressGuard([]);
@@ -134,12 +134,15 @@ describe('parseCidr', () => {
       ['fe80::1/10', /host bits set/],
     ];
     for (const [raw, message] of cases) {
-      assert.throws(() => parseCidr(raw), (err: unknown) => {
-        assert.ok(err instanceof InvalidOptionError, raw);
-        assert.equal(err.code, 'CS_INVALID_OPTION');
-        assert.match(err.message, message, raw);
-        return true;
-      });
+      assert.throws(
+        () => parseCidr(raw),
+        (err: unknown) => {
+          assert.ok(err instanceof InvalidOptionError, raw);
+          assert.equal(err.code, 'CS_INVALID_OPTION');
+          assert.match(err.message, message, raw);
+          return true;
+        },
+      );
     }
   });
 });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CachingDnsResolver, parseResolveRule, type ResolveRule } from '../../../processors/fetcher/dns-resolver.js';
-import { CrawlError, InvalidOptionError } from '../../../runtime/errors.js';
+import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 
 /**
  * A DNS server on 127.0.0.1 that knows a few A records and counts the questions it gets, so the
@@ -82,7 +82,10 @@ describe('parseResolveRule', () => {
     assert.deepEqual(parseResolveRule('site.test=127.0.0.1'), { pattern: 'site.test', address: '127.0.0.1' });
     assert.deepEqual(parseResolveRule('*.test=::1'), { pattern: '*.test', address: '::1' });
     assert.deepEqual(parseResolveRule('v6.test=[::1]'), { pattern: 'v6.test', address: '::1' });
-    assert.deepEqual(parseResolveRule('Bücher.Test.=127.0.0.1'), { pattern: 'xn--bcher-kva.test', address: '127.0.0.1' });
+    assert.deepEqual(parseResolveRule('Bücher.Test.=127.0.0.1'), {
+      pattern: 'xn--bcher-kva.test',
+      address: '127.0.0.1',
+    });
   });
 
   test('rejects malformed rules with a message naming them', () => {
@@ -96,11 +99,14 @@ describe('parseResolveRule', () => {
       ['*=127.0.0.1', /pattern must be/],
     ];
     for (const [raw, message] of cases) {
-      assert.throws(() => parseResolveRule(raw), (err: unknown) => {
-        assert.ok(err instanceof InvalidOptionError, raw);
-        assert.match(err.message, message, raw);
-        return true;
-      });
+      assert.throws(
+        () => parseResolveRule(raw),
+        (err: unknown) => {
+          assert.ok(err instanceof InvalidOptionError, raw);
+          assert.match(err.message, message, raw);
+          return true;
+        },
+      );
     }
   });
 });
@@ -118,7 +124,13 @@ describe('CachingDnsResolver', () => {
 
   test('rules answer exact names, and wildcards answer subdomains but not the bare suffix', async () => {
     const resolver = new CachingDnsResolver({
-      rules: rules('exact.test=127.0.0.2', '*.test=127.0.0.3', '*.deep.test=127.0.0.4', 'multi.test=127.0.0.5', 'multi.test=::1'),
+      rules: rules(
+        'exact.test=127.0.0.2',
+        '*.test=127.0.0.3',
+        '*.deep.test=127.0.0.4',
+        'multi.test=127.0.0.5',
+        'multi.test=::1',
+      ),
       systemDns: false,
     });
     assert.deepEqual(await resolver.resolve('exact.test'), ['127.0.0.2']);
@@ -142,7 +154,11 @@ describe('CachingDnsResolver', () => {
   test('with system DNS off, a name no rule matches fails with CS_DNS and sends no query', async () => {
     const silent = new LoopbackDns({ 'cached.test': { address: '127.0.0.11', ttl: 60 } });
     await silent.start();
-    const resolver = new CachingDnsResolver({ servers: [silent.server], systemDns: false, rules: rules('*.known.test=127.0.0.1') });
+    const resolver = new CachingDnsResolver({
+      servers: [silent.server],
+      systemDns: false,
+      rules: rules('*.known.test=127.0.0.1'),
+    });
     const err = await dnsFailure(resolver.resolve('cached.test'));
     await silent.stop();
     assert.match(err.message, /no --resolve rule matches 'cached.test' and system DNS is off/);

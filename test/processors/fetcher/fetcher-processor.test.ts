@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, describe, test } from 'node:test';
-import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/crawl-config.js';
+import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
 import { byType, lease, loopbackConfig, runLeases } from './pipeline.js';
@@ -16,17 +16,19 @@ const ETAG = '"v1"';
 const LAST_MODIFIED = 'Wed, 21 Oct 2026 07:28:00 GMT';
 
 describe('FetcherProcessor', () => {
-  test('sends the lease\'s If-None-Match and If-Modified-Since; a 304 is a result, a WARC response and a page record, not an error', async () => {
+  test("sends the lease's If-None-Match and If-Modified-Since; a 304 is a result, a WARC response and a page record, not an error", async () => {
     const seen: http.IncomingHttpHeaders[] = [];
-    const server = track(await startHttp((req, res) => {
-      seen.push(req.headers);
-      if (req.headers['if-none-match'] === ETAG) {
-        res.writeHead(304, { etag: ETAG, 'last-modified': LAST_MODIFIED });
-        return void res.end();
-      }
-      res.writeHead(200, { 'content-type': 'text/html', etag: ETAG, 'last-modified': LAST_MODIFIED });
-      res.end('<a href="/other">other</a>');
-    }));
+    const server = track(
+      await startHttp((req, res) => {
+        seen.push(req.headers);
+        if (req.headers['if-none-match'] === ETAG) {
+          res.writeHead(304, { etag: ETAG, 'last-modified': LAST_MODIFIED });
+          return void res.end();
+        }
+        res.writeHead(200, { 'content-type': 'text/html', etag: ETAG, 'last-modified': LAST_MODIFIED });
+        res.end('<a href="/other">other</a>');
+      }),
+    );
     const url = `http://cond.test:${server.port}/page`;
     const plainUrl = `http://plain.test:${server.port}/page`;
     const run = await runLeases(loopbackConfig(), [
@@ -41,11 +43,22 @@ describe('FetcherProcessor', () => {
     assert.equal(plain['if-none-match'], undefined, 'a lease without validators sends none');
 
     const result = run.results.find((r) => r.url === url)!;
-    assert.deepEqual({ status: result.status, errorCode: result.errorCode, redirectTarget: result.redirectTarget }, { status: 304, errorCode: null, redirectTarget: null });
+    assert.deepEqual(
+      { status: result.status, errorCode: result.errorCode, redirectTarget: result.redirectTarget },
+      { status: 304, errorCode: null, redirectTarget: null },
+    );
     const record = run.pageRecords.find((p) => p.url === url)!;
-    assert.deepEqual({ status: record.status, errorCode: record.errorCode, outlinks: record.outlinkCount }, { status: 304, errorCode: null, outlinks: 0 });
+    assert.deepEqual(
+      { status: record.status, errorCode: record.errorCode, outlinks: record.outlinkCount },
+      { status: 304, errorCode: null, outlinks: 0 },
+    );
     assert.ok(record.warcFile !== null && record.warcOffset !== null, 'the 304 points at its WARC record');
-    assert.deepEqual(byType(run.warc, 'response').filter((r) => r['warc-target-uri'] === url).map((r) => r['http:status']), ['304']);
+    assert.deepEqual(
+      byType(run.warc, 'response')
+        .filter((r) => r['warc-target-uri'] === url)
+        .map((r) => r['http:status']),
+      ['304'],
+    );
     const archivedHead = run.warcRequests.find((h) => h.includes('host: cond.test'))!;
     assert.match(archivedHead, /^GET \/page HTTP\/1\.1\r\n/);
     assert.match(archivedHead, /\r\nif-none-match: "v1"\r\n/, 'the archived request shows the validator sent');
@@ -55,10 +68,12 @@ describe('FetcherProcessor', () => {
 
   test('sends the configured User-Agent, and robots.txt groups are matched against its product token', async () => {
     const agents: string[] = [];
-    const server = track(await startHttp((req, res) => {
-      agents.push(req.headers['user-agent'] ?? '');
-      res.end('ok');
-    }));
+    const server = track(
+      await startHttp((req, res) => {
+        agents.push(req.headers['user-agent'] ?? '');
+        res.end('ok');
+      }),
+    );
     const userAgent = 'acmebot/2.0 (+https://acme.test/bot)';
     await runLeases(loopbackConfig({ userAgent }), [lease(`http://ua.test:${server.port}/`)]);
     assert.deepEqual(agents, [userAgent]);
@@ -74,7 +89,11 @@ describe('FetcherProcessor', () => {
     assert.equal(other.isAllowed(origin, robots, `${origin}/public.html`), false, 'another token falls to the * group');
 
     assert.equal(productToken(DEFAULT_USER_AGENT), 'crawlstream');
-    assert.match(DEFAULT_USER_AGENT, /^crawlstream\/\S+ \(\+https?:\/\/\S+\)$/, 'the default names a product token and a contact URL');
+    assert.match(
+      DEFAULT_USER_AGENT,
+      /^crawlstream\/\S+ \(\+https?:\/\/\S+\)$/,
+      'the default names a product token and a contact URL',
+    );
     const ours = 'User-agent: crawlstream\nDisallow: /\n\nUser-agent: *\nDisallow:\n';
     assert.equal(new RobotsCache(DEFAULT_USER_AGENT).isAllowed(origin, ours, `${origin}/a.html`), false);
     assert.throws(() => validateCrawlConfig({ userAgent: '(+https://acme.test/bot)' }), { code: 'CS_INVALID_OPTION' });
@@ -82,15 +101,23 @@ describe('FetcherProcessor', () => {
 
   test('a robots.txt lease returns its body in the result and is archived, but publishes no page record', async () => {
     const body = 'User-agent: *\nDisallow: /private/\n';
-    const server = track(await startHttp((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end(body);
-    }));
+    const server = track(
+      await startHttp((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(body);
+      }),
+    );
     const url = `http://robots.test:${server.port}/robots.txt`;
     const run = await runLeases(loopbackConfig(), [lease(url, { kind: 'ROBOTS' })]);
     assert.equal(run.results.length, 1);
-    assert.deepEqual({ kind: run.results[0]!.kind, status: run.results[0]!.status, robotsBody: run.results[0]!.robotsBody }, { kind: 'ROBOTS', status: 200, robotsBody: body });
-    assert.deepEqual(byType(run.warc, 'response').map((r) => r['warc-target-uri']), [url]);
+    assert.deepEqual(
+      { kind: run.results[0]!.kind, status: run.results[0]!.status, robotsBody: run.results[0]!.robotsBody },
+      { kind: 'ROBOTS', status: 200, robotsBody: body },
+    );
+    assert.deepEqual(
+      byType(run.warc, 'response').map((r) => r['warc-target-uri']),
+      [url],
+    );
     assert.deepEqual(run.pageRecords, []);
     assert.deepEqual(run.links, []);
   });
@@ -100,17 +127,25 @@ describe('FetcherProcessor', () => {
     const url = `http://late.test:${server.port}/`;
     const run = await runLeases(loopbackConfig(), [lease(url, { notAfter: Date.now() - 1, attempt: 5 })]);
     assert.equal(server.connections(), 0);
-    assert.deepEqual(run.results.map((r) => [r.status, r.errorCode]), [[0, 'CS_LEASE_EXPIRED']]);
-    assert.deepEqual(byType(run.warc, 'metadata').map((r) => r['warc-target-uri']), [url]);
+    assert.deepEqual(
+      run.results.map((r) => [r.status, r.errorCode]),
+      [[0, 'CS_LEASE_EXPIRED']],
+    );
+    assert.deepEqual(
+      byType(run.warc, 'metadata').map((r) => r['warc-target-uri']),
+      [url],
+    );
     assert.deepEqual(run.pageRecords, [], 'even on its last attempt, an expired lease says nothing about the page');
   });
 
   test('a lease is not started before its notBefore', async () => {
     const arrivals: number[] = [];
-    const server = track(await startHttp((_req, res) => {
-      arrivals.push(Date.now());
-      res.end('ok');
-    }));
+    const server = track(
+      await startHttp((_req, res) => {
+        arrivals.push(Date.now());
+        res.end('ok');
+      }),
+    );
     const notBefore = Date.now() + 700;
     const run = await runLeases(loopbackConfig(), [lease(`http://early.test:${server.port}/`, { notBefore })]);
     assert.equal(arrivals.length, 1);
@@ -129,7 +164,10 @@ test('a lease of an older frontier owner epoch is dropped unfetched once a newer
     const stale = lease(`http://stale.test:${server.port}/`, { ownerEpoch: 1, notBefore: Date.now() + 600 });
     const fresh = lease(`http://fresh.test:${server.port}/`, { ownerEpoch: 2 });
     const run = await runLeases(loopbackConfig(), [stale, fresh]);
-    assert.deepEqual(hits.map((h) => h.split(':')[0]), ['fresh.test']);
+    assert.deepEqual(
+      hits.map((h) => h.split(':')[0]),
+      ['fresh.test'],
+    );
     const byLease = new Map(run.results.map((r) => [r.leaseId, r]));
     assert.equal(byLease.get(stale.leaseId)?.errorCode, 'CS_LEASE_EXPIRED');
     assert.match(byLease.get(stale.leaseId)?.errorMessage ?? '', /owner epoch 1; epoch 2 owns/);

@@ -4,7 +4,7 @@ import { Readable, pipeline } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
-import { decodeBody } from '../../../processors/fetcher/decode.js';
+import { decodeBody } from '../../../processors/common/decode.js';
 import { loopbackClient, startHttp, startTcp, type LoopbackServer } from './loopback.js';
 
 const MiB = 1024 * 1024;
@@ -44,7 +44,10 @@ describe('HttpClient', () => {
     );
     const client = loopbackClient();
     const before = Date.now();
-    const out = await client.fetch(`http://127.0.0.1:${server.port}/page?q=1#frag`, { 'If-None-Match': '"v1"', Host: 'other.test' });
+    const out = await client.fetch(`http://127.0.0.1:${server.port}/page?q=1#frag`, {
+      'If-None-Match': '"v1"',
+      Host: 'other.test',
+    });
     await client.close();
 
     assert.equal(out.errorCode, undefined, out.errorMessage);
@@ -69,7 +72,10 @@ describe('HttpClient', () => {
     const outs = await Promise.all([client.fetch(url), client.fetch(url), client.fetch(url)]);
     const last = await client.fetch(url);
     await client.close();
-    assert.deepEqual([...outs, last].map((o) => o.status), [200, 200, 200, 200]);
+    assert.deepEqual(
+      [...outs, last].map((o) => o.status),
+      [200, 200, 200, 200],
+    );
     assert.equal(server.connections(), 1);
   });
 
@@ -103,7 +109,9 @@ describe('HttpClient', () => {
     // holding the whole body would cost at least 64 MiB of buffers (twice that with a concat)
     const buffersMiB = (peak.arrayBuffers - baseline.arrayBuffers) / MiB;
     const rssMiB = (peak.rss - baseline.rss) / MiB;
-    t.diagnostic(`64 MB body at a 10 MiB cap: peak growth RSS ${rssMiB.toFixed(1)} MiB, buffers ${buffersMiB.toFixed(1)} MiB`);
+    t.diagnostic(
+      `64 MB body at a 10 MiB cap: peak growth RSS ${rssMiB.toFixed(1)} MiB, buffers ${buffersMiB.toFixed(1)} MiB`,
+    );
     assert.ok(buffersMiB < 40, `buffers grew ${buffersMiB.toFixed(1)} MiB`);
     assert.ok(rssMiB < 80, `RSS grew ${rssMiB.toFixed(1)} MiB`);
     await sleep(50);

@@ -38,7 +38,11 @@ export function startHttp(handler: http.RequestListener, host = '127.0.0.1', por
   return listen(http.createServer(handler), host, port);
 }
 
-export function startTcp(onSocket: (socket: net.Socket) => void, host = '127.0.0.1', port = 0): Promise<LoopbackServer> {
+export function startTcp(
+  onSocket: (socket: net.Socket) => void,
+  host = '127.0.0.1',
+  port = 0,
+): Promise<LoopbackServer> {
   return listen(net.createServer(onSocket), host, port);
 }
 

@@ -2,23 +2,28 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { validateCrawlConfig, type CrawlConfig } from '../../../processors/crawl-config.js';
+import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../../../processors/fetcher/fetcher-processor.js';
 import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
 import { readTopic } from '../../../runtime/engines/embedded/topic-reader.js';
 import type { Engine } from '../../../runtime/engine.js';
 import type { Processor } from '../../../runtime/processor.js';
 import type { StreamRecord } from '../../../runtime/record.js';
-import { stringSerde } from '../../../runtime/serde.js';
+import { stringSerde } from '../../../core/serde.js';
 import { Topology } from '../../../runtime/topology.js';
 import { addParser, parsedPageMaxBytes } from '../../../topology/crawl-topology.js';
 import type { FetchKind, FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
 import { parseRecord, readAt } from '../parser/warc-helpers.js';
-import { warcioIndex } from '../parser/warcio.js';
+import { warcioIndex } from '../../python/warcio.js';
 
 /** A crawl config for loopback tests: `*.test` → 127.0.0.1, only 127.0.0.1 allowed, no system DNS. */
 export function loopbackConfig(overrides: Partial<CrawlConfig> = {}): CrawlConfig {
-  return validateCrawlConfig({ resolve: ['*.test=127.0.0.1'], allowIps: ['127.0.0.1/32'], systemDns: false, ...overrides });
+  return validateCrawlConfig({
+    resolve: ['*.test=127.0.0.1'],
+    allowIps: ['127.0.0.1/32'],
+    systemDns: false,
+    ...overrides,
+  });
 }
 
 let leaseCounter = 0;
@@ -33,8 +38,20 @@ export function lease(url: string, overrides: Partial<FetchRequest> = {}): Fetch
   }
   const now = Date.now();
   return {
-    leaseId: `test-${++leaseCounter}`, ownerEpoch: 1, url, host, site: host || 'invalid', kind: 'PAGE' as FetchKind,
-    depth: 0, redirectHops: 0, attempt: 1, issuedAt: now, notBefore: 0, notAfter: now + 60_000, ifNoneMatch: null, ifModifiedSince: null,
+    leaseId: `test-${++leaseCounter}`,
+    ownerEpoch: 1,
+    url,
+    host,
+    site: host || 'invalid',
+    kind: 'PAGE' as FetchKind,
+    depth: 0,
+    redirectHops: 0,
+    attempt: 1,
+    issuedAt: now,
+    notBefore: 0,
+    notAfter: now + 60_000,
+    ifNoneMatch: null,
+    ifModifiedSince: null,
     ...overrides,
   };
 }
@@ -52,7 +69,14 @@ export interface PipelineRun {
   engine: Engine;
 }
 
-const TOPIC = { requests: 'fetch-requests', results: 'fetch-results', fetched: 'fetched', parsed: 'parsed-pages', pages: 'page-records', links: 'links' };
+const TOPIC = {
+  requests: 'fetch-requests',
+  results: 'fetch-results',
+  fetched: 'fetched',
+  parsed: 'parsed-pages',
+  pages: 'page-records',
+  links: 'links',
+};
 
 /**
  * The fetcher and parser stages of the crawl topology (`topology/crawl-topology.ts`), the parser
@@ -61,12 +85,26 @@ const TOPIC = { requests: 'fetch-requests', results: 'fetch-results', fetched: '
 export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
   const t = new Topology('fetchtest');
   for (const [name, schema] of [
-    [TOPIC.requests, 'FetchRequest'], [TOPIC.results, 'FetchResult'], [TOPIC.fetched, 'FetchedPage'], [TOPIC.parsed, 'ParsedPage'], [TOPIC.pages, 'PageRecord'], [TOPIC.links, 'LinkBatch'],
+    [TOPIC.requests, 'FetchRequest'],
+    [TOPIC.results, 'FetchResult'],
+    [TOPIC.fetched, 'FetchedPage'],
+    [TOPIC.parsed, 'ParsedPage'],
+    [TOPIC.pages, 'PageRecord'],
+    [TOPIC.links, 'LinkBatch'],
   ] as const) {
-    t.addTopic({ name, partitions: 1, keySerde: stringSerde, schema, ...(name === TOPIC.parsed ? { maxMessageBytes: parsedPageMaxBytes(config) } : {}) });
+    t.addTopic({
+      name,
+      partitions: 1,
+      keySerde: stringSerde,
+      schema,
+      ...(name === TOPIC.parsed ? { maxMessageBytes: parsedPageMaxBytes(config) } : {}),
+    });
   }
   t.addSource('requests', TOPIC.requests);
-  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], { concurrency: config.fetchConcurrency, commitInputs: 'before' });
+  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], {
+    concurrency: config.fetchConcurrency,
+    commitInputs: 'before',
+  });
   t.addSink(FETCH_RESULTS_SINK, TOPIC.results, 'fetcher');
   t.addSink(FETCHED_SINK, TOPIC.fetched, 'fetcher');
   addParser(t, config, warcDir);
@@ -78,13 +116,23 @@ export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
  * throws), stops it, and reads back results, page records, links and the WARC index.
  * `during` runs while the engine works (e.g. to sample memory).
  */
-export async function runLeases(config: CrawlConfig, leases: FetchRequest[], options: { timeoutMs?: number; during?: () => void } = {}): Promise<PipelineRun> {
+export async function runLeases(
+  config: CrawlConfig,
+  leases: FetchRequest[],
+  options: { timeoutMs?: number; during?: () => void } = {},
+): Promise<PipelineRun> {
   const dir = mkdtempSync(join(tmpdir(), 'crawlstream-fetcher-'));
   const warcDir = join(dir, 'warc');
-  const engine = new EmbeddedEngine(fetchPipeline(config, warcDir), { dataDir: join(dir, 'data'), log: () => undefined });
+  const engine = new EmbeddedEngine(fetchPipeline(config, warcDir), {
+    dataDir: join(dir, 'data'),
+    log: () => undefined,
+  });
   try {
     await engine.start();
-    await engine.produce(TOPIC.requests, leases.map((l) => ({ key: l.site, value: l, timestamp: Date.now() })));
+    await engine.produce(
+      TOPIC.requests,
+      leases.map((l) => ({ key: l.site, value: l, timestamp: Date.now() })),
+    );
     await untilIdle(engine, options.timeoutMs ?? 45_000, options.during);
     await engine.stop();
     await engine.done;
@@ -99,7 +147,13 @@ export async function runLeases(config: CrawlConfig, leases: FetchRequest[], opt
       for (const r of warcioIndex(join(warcDir, file), ['warc-type', 'warc-target-uri', 'http:status'])) {
         warc.push(r);
         if (r['warc-type'] === 'request') {
-          warcRequests.push(parseRecord(readAt(warcDir, { file, offset: Number(r['offset']), length: Number(r['length']) } as Parameters<typeof readAt>[1])).block.toString('latin1'));
+          warcRequests.push(
+            parseRecord(
+              readAt(warcDir, { file, offset: Number(r['offset']), length: Number(r['length']) } as Parameters<
+                typeof readAt
+              >[1]),
+            ).block.toString('latin1'),
+          );
         }
       }
     }

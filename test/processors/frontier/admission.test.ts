@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Metrics } from '../../../runtime/metrics.js';
-import { validateCrawlConfig } from '../../../processors/crawl-config.js';
+import { Metrics } from '../../../core/metrics.js';
+import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { admitLinks } from '../../../processors/frontier/admission.js';
 import { SitePolicy } from '../../../processors/frontier/site-policy.js';
-import { packedFingerprints } from '../../../processors/parser/fingerprint.js';
+import { packedFingerprints } from '../../../processors/common/fingerprint.js';
 import type { KeyValueStore } from '../../../state/state-store.js';
 import { SeenSet } from '../../../state/seen-set.js';
 import type { LinkBatch, SiteState } from '../../../schemas/types.js';
@@ -38,7 +38,13 @@ function setup() {
 }
 
 const link = (url: string) => ({ url, depth: 1, redirectHops: 0 });
-const batchOf = (urls: string[], fingerprints?: Buffer | null): LinkBatch => ({ site: 'example.test', sourceUrl: 'https://other.test/', discoveredAt: 1, links: urls.map(link), fingerprints });
+const batchOf = (urls: string[], fingerprints?: Buffer | null): LinkBatch => ({
+  site: 'example.test',
+  sourceUrl: 'https://other.test/',
+  discoveredAt: 1,
+  links: urls.map(link),
+  fingerprints,
+});
 
 test('fingerprints a batch carries are the ones the seen-set checks; a trap-dropped link takes its own out', () => {
   const { admit, metrics } = setup();

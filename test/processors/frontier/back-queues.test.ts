@@ -6,14 +6,21 @@ import path from 'node:path';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import type { HostState, QueueEntry } from '../../../schemas/types.js';
-import { BackQueues, queueKeyCodec, type QueueKey } from '../../../processors/frontier/back-queues.js';
+import { BackQueues, queueKeySerde, type QueueKey } from '../../../processors/frontier/back-queues.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
-import { CHUNK_ENTRIES, chunkCodec, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+import { CHUNK_ENTRIES, chunkSerde, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 type Store = RocksKeyValueStore<QueueKey, QueueChunk>;
-const queueStore = (db: RocksPort) => new RocksKeyValueStore<QueueKey, QueueChunk>('frontier-queue', db, queueKeyCodec, chunkCodec);
-const entry = (i: number): QueueEntry => ({ url: `https://a.test/p/${i}`, depth: i % 7, redirectHops: 0, attempts: i % 3, discoveredAt: 1_000 + i });
+const queueStore = (db: RocksPort) =>
+  new RocksKeyValueStore<QueueKey, QueueChunk>('frontier-queue', db, queueKeySerde, chunkSerde);
+const entry = (i: number): QueueEntry => ({
+  url: `https://a.test/p/${i}`,
+  depth: i % 7,
+  redirectHops: 0,
+  attempts: i % 3,
+  discoveredAt: 1_000 + i,
+});
 
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('back', fn);
 
@@ -39,13 +46,22 @@ test('a host FIFO keeps its order across chunk boundaries, appends and pops inte
     const state = newHost('a.test', 'https://a.test', 'a.test');
     const popped: QueueEntry[] = [];
     let next = 0;
-    for (const [add, take] of [[1, 0], [63, 10], [70, 70], [200, 5], [0, 300]] as const) {
+    for (const [add, take] of [
+      [1, 0],
+      [63, 10],
+      [70, 70],
+      [200, 5],
+      [0, 300],
+    ] as const) {
       for (let i = 0; i < add; i++) q.append(state, entry(next++));
       q.flush();
       popped.push(...drain(q, state, take));
       q.flush();
     }
-    assert.deepEqual(popped, Array.from({ length: next }, (_, i) => entry(i)));
+    assert.deepEqual(
+      popped,
+      Array.from({ length: next }, (_, i) => entry(i)),
+    );
     assert.equal(state.headSeq, state.tailSeq);
     s.applyCommitted(1);
     assert.equal(storedChunks(s), 0, 'every chunk went with its last entry');
@@ -65,7 +81,10 @@ test('an emptied FIFO restarts on a chunk boundary and deletes its chunk', () =>
     q.append(state, entry(5));
     q.flush();
     s.applyCommitted(2);
-    assert.deepEqual([...s.entries()].map(([k]) => queueKeyCodec.decode(k)), [{ host: 'a.test', chunk: 1 }]);
+    assert.deepEqual(
+      [...s.entries()].map(([k]) => queueKeySerde.deserialize(k)),
+      [{ host: 'a.test', chunk: 1 }],
+    );
     assert.deepEqual(q.head(state), entry(5));
   }));
 
@@ -112,7 +131,10 @@ test('queues survive a reopen of the database; what was not committed is gone', 
     s = queueStore(db);
     q = new BackQueues(s);
     const restored = { ...committed };
-    assert.deepEqual(drain(q, restored), Array.from({ length: 70 }, (_, i) => entry(30 + i)));
+    assert.deepEqual(
+      drain(q, restored),
+      Array.from({ length: 70 }, (_, i) => entry(30 + i)),
+    );
     await db.close();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -131,7 +153,9 @@ test('a store rebuilt from the changelog alone holds the same queues', () =>
       q.flush();
       for (const h of hosts) drain(q, h, 5 + round);
       q.flush();
-      changelog.push(...s.pendingChanges().map((c) => ({ key: Buffer.from(c.key), value: c.value && Buffer.from(c.value) })));
+      changelog.push(
+        ...s.pendingChanges().map((c) => ({ key: Buffer.from(c.key), value: c.value && Buffer.from(c.value) })),
+      );
       s.applyCommitted(changelog.length);
     }
     const replica = await openRocks(path.join(dir, 'replica'));
@@ -161,7 +185,10 @@ test('clear drops every entry and chunk of a host, and no other', () =>
     assert.equal(q.head(a), undefined);
     q.flush();
     s.applyCommitted(2);
-    assert.deepEqual([...s.entries()].map(([k]) => queueKeyCodec.decode(k).host), ['b.test']);
+    assert.deepEqual(
+      [...s.entries()].map(([k]) => queueKeySerde.deserialize(k).host),
+      ['b.test'],
+    );
     q.append(a, entry(7));
     assert.deepEqual(drain(q, a), [entry(7)]);
     assert.equal(drain(q, b).length, 3);
@@ -212,7 +239,13 @@ test("URLs of the host's origin are stored without it and read back whole; other
     const s = queueStore(db);
     const q = new BackQueues(s);
     const state = newHost('a.test', 'https://a.test', 'a.test');
-    const urls = ['https://a.test/p/1?q=2', 'http://a.test/p/2', 'https://a.test:8443/p/3', 'https://a.test.evil/p/4', 'https://a.test/'];
+    const urls = [
+      'https://a.test/p/1?q=2',
+      'http://a.test/p/2',
+      'https://a.test:8443/p/3',
+      'https://a.test.evil/p/4',
+      'https://a.test/',
+    ];
     const entries = urls.map((url, i) => ({ ...entry(i), url }));
     for (const e of entries) q.append(state, e);
     q.flush();

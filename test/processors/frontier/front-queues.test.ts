@@ -5,11 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
-import { bufferCodec, stringCodec } from '../../../state/state-store.js';
+import { bufferSerde, stringSerde } from '../../../core/serde.js';
 import type { FrontEntry } from '../../../schemas/types.js';
-import { frontKeyCodec, FrontQueues, type Band, type FrontKey } from '../../../processors/frontier/front-queues.js';
+import { frontKeySerde, FrontQueues, type Band, type FrontKey } from '../../../processors/frontier/front-queues.js';
 import { numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
-import { chunkCodec, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
+import { chunkSerde, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 interface Stores {
@@ -19,9 +19,17 @@ interface Stores {
 }
 
 function open(db: RocksPort): Stores {
-  const front = new RocksKeyValueStore<FrontKey, QueueChunk>('frontier-front', db, frontKeyCodec, chunkCodec);
-  const meta = new RocksKeyValueStore<string, Buffer>('frontier-meta', db, stringCodec, bufferCodec);
-  return { front, meta, queues: new FrontQueues(front, (k) => readNumber(meta.get(k)), (k, v) => meta.put(k, numberBytes(v))) };
+  const front = new RocksKeyValueStore<FrontKey, QueueChunk>('frontier-front', db, frontKeySerde, chunkSerde);
+  const meta = new RocksKeyValueStore<string, Buffer>('frontier-meta', db, stringSerde, bufferSerde);
+  return {
+    front,
+    meta,
+    queues: new FrontQueues(
+      front,
+      (k) => readNumber(meta.get(k)),
+      (k, v) => meta.put(k, numberBytes(v)),
+    ),
+  };
 }
 
 function commit(s: Stores, offset: number): void {
@@ -31,7 +39,13 @@ function commit(s: Stores, offset: number): void {
 }
 
 const entry = (band: number, i: number): FrontEntry => ({
-  url: `https://h${i % 5}.test/b${band}/${i}`, host: `h${i % 5}.test`, origin: `https://h${i % 5}.test`, site: `h${i % 5}.test`, depth: band, redirectHops: 0, discoveredAt: i,
+  url: `https://h${i % 5}.test/b${band}/${i}`,
+  host: `h${i % 5}.test`,
+  origin: `https://h${i % 5}.test`,
+  site: `h${i % 5}.test`,
+  depth: band,
+  redirectHops: 0,
+  discoveredAt: i,
 });
 
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('front', fn);
@@ -48,7 +62,10 @@ test('each band is a FIFO across chunk boundaries; bands are picked 8:4:2:1 whil
     assert.equal(rest.length, 1_200 - 15);
     for (let band = 0; band < 4; band++) {
       const taken = firstRound.filter((d) => d === band).length;
-      assert.deepEqual(rest.filter((e) => e.depth === band), Array.from({ length: 300 - taken }, (_, i) => entry(band, taken + i)));
+      assert.deepEqual(
+        rest.filter((e) => e.depth === band),
+        Array.from({ length: 300 - taken }, (_, i) => entry(band, taken + i)),
+      );
     }
     commit(s, 1);
     assert.deepEqual([...s.front.entries()], [], 'every chunk went with its last entry');
@@ -73,7 +90,10 @@ test('front queues survive a reopen where they were last committed', async () =>
     assert.equal(s.queues.size, 70);
     const out: FrontEntry[] = [];
     for (let e = s.queues.pop(); e; e = s.queues.pop()) out.push(e);
-    assert.deepEqual(out, Array.from({ length: 70 }, (_, i) => entry(2, 30 + i)));
+    assert.deepEqual(
+      out,
+      Array.from({ length: 70 }, (_, i) => entry(2, 30 + i)),
+    );
     // and appends after the restart continue the same FIFO
     s.queues.push(2, entry(2, 500));
     assert.deepEqual(s.queues.pop(), entry(2, 500));
@@ -104,7 +124,10 @@ test('pushes and pops interleaved with commits, restarted at every commit, lose 
       }
     }
     for (let e = s.queues.pop(); e; e = s.queues.pop()) popped.push(e);
-    assert.deepEqual(popped, Array.from({ length: pushed }, (_, i) => entry(1, i)));
+    assert.deepEqual(
+      popped,
+      Array.from({ length: pushed }, (_, i) => entry(1, i)),
+    );
     commit(s, 99);
     assert.deepEqual([...s.front.entries()], []);
     await db.close();
@@ -120,5 +143,8 @@ test('URLs pushed and popped within one call leave at most a chunk or two of sto
     for (let i = 0; i < 200; i++) s.queues.pop();
     s.queues.flush();
     // only chunks held neither as head nor as tail in between reach the store (and are deleted)
-    assert.ok(s.front.pendingCount() <= 2, `${s.front.pendingCount()} chunk writes for 200 URLs that never outlived the call`);
+    assert.ok(
+      s.front.pendingCount() <= 2,
+      `${s.front.pendingCount()} chunk writes for 200 URLs that never outlived the call`,
+    );
   }));

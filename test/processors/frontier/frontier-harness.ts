@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Metrics } from '../../../runtime/metrics.js';
+import { Metrics } from '../../../core/metrics.js';
 import { buildSerdes } from '../../../runtime/serdes.js';
 import { StreamTask } from '../../../runtime/task.js';
-import type { CrawlConfig } from '../../../processors/crawl-config.js';
+import type { CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import type { StateStore } from '../../../state/state-store.js';
@@ -12,7 +12,6 @@ import { isChangelogged } from '../../../state/store-builder.js';
 import type { ConsumedRawRecord } from '../../../runtime/record.js';
 import { MemoryRegistry } from '../../../schemas/memory-registry.js';
 import type { FetchRequest } from '../../../schemas/types.js';
-
 
 /**
  * The frontier task of partition 0 on real RocksDB stores, driven by hand: records go in
@@ -46,11 +45,21 @@ export class FrontierHarness {
     const stores = new Map<string, StateStore>();
     for (const b of sub.stores) stores.set(b.name, b.build({ taskId: { subtopology: sub.id, partition: 0 }, db, dir }));
     const build = (h: FrontierHarness) =>
-      new StreamTask({ subtopology: sub.id, partition: 0 }, sub, topology, {
-        send: (topic, _p, _k, value) => {
-          if (topic === TOPICS.fetchRequests && value) h.requests.push(serdes.value(topic).deserialize(value) as FetchRequest);
+      new StreamTask(
+        { subtopology: sub.id, partition: 0 },
+        sub,
+        topology,
+        {
+          send: (topic, _p, _k, value) => {
+            if (topic === TOPICS.fetchRequests && value)
+              h.requests.push(serdes.value(topic).deserialize(value) as FetchRequest);
+          },
         },
-      }, stores, serdes, new Metrics(), () => h.clock);
+        stores,
+        serdes,
+        new Metrics(),
+        () => h.clock,
+      );
     const h = new FrontierHarness(build, (topic, value) => serdes.value(topic).serialize(value), stores, db, dir);
     h.task = build(h);
     h.task.init();
@@ -58,7 +67,14 @@ export class FrontierHarness {
   }
 
   feed(topic: string, key: string, value: unknown): void {
-    const raw: ConsumedRawRecord = { topic, partition: 0, offset: this.offset++, timestamp: this.clock, key: Buffer.from(key), value: this.serialize(topic, value) };
+    const raw: ConsumedRawRecord = {
+      topic,
+      partition: 0,
+      offset: this.offset++,
+      timestamp: this.clock,
+      key: Buffer.from(key),
+      value: this.serialize(topic, value),
+    };
     this.uncommitted.push(raw);
     this.task.process(raw);
   }

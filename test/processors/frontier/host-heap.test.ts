@@ -18,10 +18,19 @@ test('hosts pop in order of the time they may next be fetched', () => {
   heap.push('b.test', 200);
   assert.equal(heap.size, 4);
   assert.equal(heap.peekTime(), 100);
-  assert.deepEqual([heap.pop(), heap.pop()], [{ at: 100, host: 'a.test' }, { at: 200, host: 'b.test' }]);
+  assert.deepEqual(
+    [heap.pop(), heap.pop()],
+    [
+      { at: 100, host: 'a.test' },
+      { at: 200, host: 'b.test' },
+    ],
+  );
   heap.push('e.test', 150);
   assert.equal(heap.peekTime(), 150);
-  assert.deepEqual([heap.pop(), heap.pop(), heap.pop(), heap.pop()].map((e) => e?.host), ['e.test', 'c.test', 'd.test', undefined]);
+  assert.deepEqual(
+    [heap.pop(), heap.pop(), heap.pop(), heap.pop()].map((e) => e?.host),
+    ['e.test', 'c.test', 'd.test', undefined],
+  );
 });
 
 test('a host may be in the heap more than once', () => {
@@ -29,7 +38,13 @@ test('a host may be in the heap more than once', () => {
   heap.push('a.test', 50);
   heap.push('a.test', 10);
   assert.equal(heap.size, 2);
-  assert.deepEqual([heap.pop(), heap.pop()], [{ at: 10, host: 'a.test' }, { at: 50, host: 'a.test' }]);
+  assert.deepEqual(
+    [heap.pop(), heap.pop()],
+    [
+      { at: 10, host: 'a.test' },
+      { at: 50, host: 'a.test' },
+    ],
+  );
 });
 
 test('interleaved random pushes and pops always hand out the earliest time', () => {
@@ -59,6 +74,9 @@ test('the drained heap holds exactly what was pushed', () => {
   for (const { at, host } of items) heap.push(host, at);
   const drained: { at: number; host: string }[] = [];
   for (let e = heap.pop(); e; e = heap.pop()) drained.push(e);
-  assert.deepEqual(drained.map((e) => e.at), [0, 1, 3, 3, 5, 7, 7, 9]);
+  assert.deepEqual(
+    drained.map((e) => e.at),
+    [0, 1, 3, 3, 5, 7, 7, 9],
+  );
   assert.deepEqual(drained.map((e) => e.host).sort(), items.map((e) => e.host).sort());
 });

@@ -1,7 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffAfter, GAP_SAFETY_MS, requiredGap as gapWithSlack, robotsVerdict, RobotsCache } from '../../../processors/frontier/politeness.js';
-import { defaultCrawlConfig as config } from '../../../processors/crawl-config.js';
+import {
+  backoffAfter,
+  GAP_SAFETY_MS,
+  requiredGap as gapWithSlack,
+  robotsVerdict,
+  RobotsCache,
+} from '../../../processors/frontier/politeness.js';
+import { defaultCrawlConfig as config } from '../../../processors/common/crawl-config.js';
 
 // the rule's value; every gap also carries the fixed clock slack, checked once below
 const requiredGap = (...args: Parameters<typeof gapWithSlack>) => gapWithSlack(...args) - GAP_SAFETY_MS;
@@ -99,6 +105,7 @@ test('RobotsCache re-parses when the stored body of an origin changes, and survi
   const cache = new RobotsCache('crawlstream/0.1', 2);
   assert.equal(cache.isAllowed(ORIGIN, 'User-agent: *\nDisallow: /a', `${ORIGIN}/a`), false);
   assert.equal(cache.isAllowed(ORIGIN, 'User-agent: *\nDisallow: /b', `${ORIGIN}/a`), true);
-  for (const o of ['https://a.test', 'https://b.test', 'https://c.test']) assert.equal(cache.isAllowed(o, 'User-agent: *\nDisallow: /', `${o}/x`), false);
+  for (const o of ['https://a.test', 'https://b.test', 'https://c.test'])
+    assert.equal(cache.isAllowed(o, 'User-agent: *\nDisallow: /', `${o}/x`), false);
   assert.equal(cache.isAllowed(ORIGIN, 'User-agent: *\nDisallow: /b', `${ORIGIN}/b`), false);
 });

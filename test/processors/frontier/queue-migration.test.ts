@@ -2,24 +2,48 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
-import { bufferCodec } from '../../../state/state-store.js';
+import { bufferSerde } from '../../../core/serde.js';
 import { isChangelogged } from '../../../state/store-builder.js';
 import { loadSchema } from '../../../schemas/index.js';
 import type { FrontEntry, HostState, QueueEntry } from '../../../schemas/types.js';
 import { BackQueues } from '../../../processors/frontier/back-queues.js';
-import { FRONT_STORE, frontierStores, HOSTS_STORE, META_STORE, QUEUE_STORE, type FrontStore, type HostStore, type MetaStore, type QueueStore } from '../../../processors/frontier/frontier-stores.js';
+import {
+  FRONT_STORE,
+  frontierStores,
+  HOSTS_STORE,
+  META_STORE,
+  QUEUE_STORE,
+  type FrontStore,
+  type HostStore,
+  type MetaStore,
+  type QueueStore,
+} from '../../../processors/frontier/frontier-stores.js';
 import { FrontQueues } from '../../../processors/frontier/front-queues.js';
 import { newHost, numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
 import { migrateQueues, QUEUE_FORMAT_KEY } from '../../../processors/frontier/queue-migration.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
-const queueEntry = (i: number): QueueEntry => ({ url: `https://a.test/p/${i}`, depth: 1, redirectHops: 0, attempts: i % 2, discoveredAt: 10 + i });
-const frontEntry = (i: number): FrontEntry => ({ url: `https://f${i}.test/`, host: `f${i}.test`, origin: `https://f${i}.test`, site: `f${i}.test`, depth: 3, redirectHops: 1, discoveredAt: i });
+const queueEntry = (i: number): QueueEntry => ({
+  url: `https://a.test/p/${i}`,
+  depth: 1,
+  redirectHops: 0,
+  attempts: i % 2,
+  discoveredAt: 10 + i,
+});
+const frontEntry = (i: number): FrontEntry => ({
+  url: `https://f${i}.test/`,
+  host: `f${i}.test`,
+  origin: `https://f${i}.test`,
+  site: `f${i}.test`,
+  depth: 3,
+  redirectHops: 1,
+  discoveredAt: i,
+});
 
 /** The stores as the frontier had them before chunks: one key per URL, `<key> seq(u64 BE)`. */
 function writeOldLayout(db: RocksPort): void {
-  const oldQueue = new RocksKeyValueStore<Buffer, Buffer>('frontier-queue', db, bufferCodec, bufferCodec);
-  const oldFront = new RocksKeyValueStore<Buffer, Buffer>('frontier-front', db, bufferCodec, bufferCodec);
+  const oldQueue = new RocksKeyValueStore<Buffer, Buffer>('frontier-queue', db, bufferSerde, bufferSerde);
+  const oldFront = new RocksKeyValueStore<Buffer, Buffer>('frontier-front', db, bufferSerde, bufferSerde);
   const seqKey = (prefix: Buffer, seq: number) => {
     const b = Buffer.alloc(prefix.length + 8);
     prefix.copy(b);
@@ -29,7 +53,8 @@ function writeOldLayout(db: RocksPort): void {
   const q = loadSchema('QueueEntry').type;
   const f = loadSchema('FrontEntry').type;
   // a.test holds entries 5..204, but 7 was lost; the first 5 were fetched long ago
-  for (let seq = 5; seq < 205; seq++) if (seq !== 7) oldQueue.put(seqKey(Buffer.from('a.test\u0000'), seq), q.toBuffer(queueEntry(seq)));
+  for (let seq = 5; seq < 205; seq++)
+    if (seq !== 7) oldQueue.put(seqKey(Buffer.from('a.test\u0000'), seq), q.toBuffer(queueEntry(seq)));
   for (let seq = 3; seq < 103; seq++) oldFront.put(seqKey(Buffer.from([2]), seq), f.toBuffer(frontEntry(seq)));
   oldQueue.applyCommitted(1);
   oldFront.applyCommitted(1);
@@ -38,7 +63,9 @@ function writeOldLayout(db: RocksPort): void {
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('migrate', fn);
 
 function frontierStoresOn(db: RocksPort, dir: string) {
-  const built = new Map(frontierStores().map((b) => [b.name, b.build({ taskId: { subtopology: 0, partition: 0 }, db, dir })]));
+  const built = new Map(
+    frontierStores().map((b) => [b.name, b.build({ taskId: { subtopology: 0, partition: 0 }, db, dir })]),
+  );
   return {
     hosts: built.get(HOSTS_STORE) as HostStore,
     queue: built.get(QUEUE_STORE) as QueueStore,
@@ -82,17 +109,31 @@ test('queues stored one key per URL are rewritten into chunks once, in order, lo
       drained.push(e);
       back.pop(a);
     }
-    assert.deepEqual(drained, Array.from({ length: 200 }, (_, i) => queueEntry(5 + i)).filter((e) => e.url !== queueEntry(7).url));
+    assert.deepEqual(
+      drained,
+      Array.from({ length: 200 }, (_, i) => queueEntry(5 + i)).filter((e) => e.url !== queueEntry(7).url),
+    );
 
-    const front = new FrontQueues(s.front, (k) => readNumber(s.meta.get(k)), (k, v) => s.meta.put(k, numberBytes(v)));
+    const front = new FrontQueues(
+      s.front,
+      (k) => readNumber(s.meta.get(k)),
+      (k, v) => s.meta.put(k, numberBytes(v)),
+    );
     assert.equal(front.size, 100);
     const popped: FrontEntry[] = [];
     for (let e = front.pop(); e; e = front.pop()) popped.push(e);
-    assert.deepEqual(popped, Array.from({ length: 100 }, (_, i) => frontEntry(3 + i)));
+    assert.deepEqual(
+      popped,
+      Array.from({ length: 100 }, (_, i) => frontEntry(3 + i)),
+    );
     back.flush();
     front.flush();
     s.commit(3);
-    assert.deepEqual([...(s.queue as unknown as RocksKeyValueStore<unknown, unknown>).entries()], [], 'no old key is left behind');
+    assert.deepEqual(
+      [...(s.queue as unknown as RocksKeyValueStore<unknown, unknown>).entries()],
+      [],
+      'no old key is left behind',
+    );
   }));
 
 test('fresh stores are marked chunked and nothing is moved', () =>

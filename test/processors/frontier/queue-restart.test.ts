@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validateCrawlConfig } from '../../../processors/crawl-config.js';
+import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../../../schemas/types.js';
 import { FrontierHarness } from './frontier-harness.js';
@@ -11,64 +11,89 @@ const urlsOf = (host: string) => Array.from({ length: PER_HOST }, (_, i) => `htt
 
 function answer(r: FetchRequest, now: number): FetchResult {
   return {
-    leaseId: r.leaseId, ownerEpoch: r.ownerEpoch, url: r.url, host: r.host, site: r.site, kind: r.kind, status: r.kind === 'ROBOTS' ? 404 : 200,
-    startedAt: now, durationMs: 10, errorCode: null, errorMessage: null, retryAfterMs: null, redirectTarget: null, robotsBody: null, remoteAddress: null,
+    leaseId: r.leaseId,
+    ownerEpoch: r.ownerEpoch,
+    url: r.url,
+    host: r.host,
+    site: r.site,
+    kind: r.kind,
+    status: r.kind === 'ROBOTS' ? 404 : 200,
+    startedAt: now,
+    durationMs: 10,
+    errorCode: null,
+    errorMessage: null,
+    retryAfterMs: null,
+    redirectTarget: null,
+    robotsBody: null,
+    remoteAddress: null,
   };
 }
 
-test('chunked queues through commits and crashes: every URL leased exactly once, one lease at a time per host, a gap apart', { timeout: 120_000 }, async () => {
-  // two slots for three hosts: the third waits in the front queues until one drains
-  const h = await FrontierHarness.open(validateCrawlConfig({ activeHostSlots: 2, sitePageBudget: 10_000 }));
-  try {
-    for (const host of HOSTS) {
-      const urls = urlsOf(host);
-      for (let i = 0; i < urls.length; i += 50) {
-        const batch: LinkBatch = { site: host, sourceUrl: null, discoveredAt: h.clock, links: urls.slice(i, i + 50).map((url) => ({ url, depth: 1, redirectHops: 0 })) };
-        h.feed(TOPICS.links, host, batch);
+test(
+  'chunked queues through commits and crashes: every URL leased exactly once, one lease at a time per host, a gap apart',
+  { timeout: 120_000 },
+  async () => {
+    // two slots for three hosts: the third waits in the front queues until one drains
+    const h = await FrontierHarness.open(validateCrawlConfig({ activeHostSlots: 2, sitePageBudget: 10_000 }));
+    try {
+      for (const host of HOSTS) {
+        const urls = urlsOf(host);
+        for (let i = 0; i < urls.length; i += 50) {
+          const batch: LinkBatch = {
+            site: host,
+            sourceUrl: null,
+            discoveredAt: h.clock,
+            links: urls.slice(i, i + 50).map((url) => ({ url, depth: 1, redirectHops: 0 })),
+          };
+          h.feed(TOPICS.links, host, batch);
+        }
       }
-    }
-    h.commit();
-    const answered = new Set<string>();
-    let seed = 7;
-    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
-    let crashes = 0;
-    for (let step = 0; step < 5_000; step++) {
-      await h.advance(300);
-      // a fetcher sees committed leases only, and answers each once
-      for (const r of h.committed()) {
-        if (answered.has(r.leaseId)) continue;
-        answered.add(r.leaseId);
-        h.feed(TOPICS.fetchResults, r.site, answer(r, h.clock));
+      h.commit();
+      const answered = new Set<string>();
+      let seed = 7;
+      const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      let crashes = 0;
+      for (let step = 0; step < 5_000; step++) {
+        await h.advance(300);
+        // a fetcher sees committed leases only, and answers each once
+        for (const r of h.committed()) {
+          if (answered.has(r.leaseId)) continue;
+          answered.add(r.leaseId);
+          h.feed(TOPICS.fetchResults, r.site, answer(r, h.clock));
+        }
+        const roll = rnd();
+        if (roll < 0.08) {
+          await h.crash();
+          crashes++;
+        } else if (roll < 0.6) {
+          h.commit();
+        }
+        const pages = h.committed().filter((r) => r.kind === 'PAGE').length;
+        if (pages === HOSTS.length * PER_HOST && answered.size === h.committed().length) break;
       }
-      const roll = rnd();
-      if (roll < 0.08) {
-        await h.crash();
-        crashes++;
-      } else if (roll < 0.6) {
-        h.commit();
+      h.commit();
+      assert.ok(crashes >= 5, `only ${crashes} crashes`);
+      const leases = h.committed();
+      for (const host of HOSTS) {
+        // order within a host is not FIFO overall: URLs that waited in the front queues for a slot
+        // join the back queue behind later ones that came while the host already held one
+        const pages = leases.filter((r) => r.host === host && r.kind === 'PAGE').map((r) => r.url);
+        assert.deepEqual(pages.sort(), urlsOf(host).sort(), `${host}: pages leased twice or not at all`);
+        assert.equal(leases.filter((r) => r.host === host && r.kind === 'ROBOTS').length, 1);
       }
-      const pages = h.committed().filter((r) => r.kind === 'PAGE').length;
-      if (pages === HOSTS.length * PER_HOST && answered.size === h.committed().length) break;
-    }
-    h.commit();
-    assert.ok(crashes >= 5, `only ${crashes} crashes`);
-    const leases = h.committed();
-    for (const host of HOSTS) {
-      // order within a host is not FIFO overall: URLs that waited in the front queues for a slot
-      // join the back queue behind later ones that came while the host already held one
-      const pages = leases.filter((r) => r.host === host && r.kind === 'PAGE').map((r) => r.url);
-      assert.deepEqual(pages.sort(), urlsOf(host).sort(), `${host}: pages leased twice or not at all`);
-      assert.equal(leases.filter((r) => r.host === host && r.kind === 'ROBOTS').length, 1);
-    }
-    // one lease at a time per host, a full gap apart: each answer came after its lease was issued
-    for (const host of HOSTS) {
-      const mine = leases.filter((r) => r.host === host);
-      for (let i = 1; i < mine.length; i++) {
-        assert.ok(mine[i]!.notBefore >= mine[i - 1]!.issuedAt + 1_000, `${host}: lease ${i} does not wait a gap after lease ${i - 1}`);
+      // one lease at a time per host, a full gap apart: each answer came after its lease was issued
+      for (const host of HOSTS) {
+        const mine = leases.filter((r) => r.host === host);
+        for (let i = 1; i < mine.length; i++) {
+          assert.ok(
+            mine[i]!.notBefore >= mine[i - 1]!.issuedAt + 1_000,
+            `${host}: lease ${i} does not wait a gap after lease ${i - 1}`,
+          );
+        }
       }
+      assert.equal(h.task.isIdle(), true);
+    } finally {
+      await h.close();
     }
-    assert.equal(h.task.isIdle(), true);
-  } finally {
-    await h.close();
-  }
-});
+  },
+);

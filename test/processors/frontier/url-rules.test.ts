@@ -1,14 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { trapCheck } from '../../../processors/frontier/url-rules.js';
-import { defaultCrawlConfig, validateCrawlConfig } from '../../../processors/crawl-config.js';
+import { defaultCrawlConfig, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 
 const config = defaultCrawlConfig;
 const path = (segments: string[]) => `https://example.com/${segments.join('/')}`;
 const distinct = (n: number) => Array.from({ length: n }, (_, i) => `s${i}`);
 
 test('the defaults behind these rules: 2000 chars, depth 15, 3 repeats, 5 redirect hops', () => {
-  assert.deepEqual([config.maxUrlLength, config.maxPathDepth, config.maxSegmentRepeats, config.maxRedirectHops], [2000, 15, 3, 5]);
+  assert.deepEqual(
+    [config.maxUrlLength, config.maxPathDepth, config.maxSegmentRepeats, config.maxRedirectHops],
+    [2000, 15, 3, 5],
+  );
 });
 
 test('a URL of exactly maxUrlLength is admitted; one character more is too long', () => {
@@ -23,14 +26,22 @@ test('a path 15 segments deep is admitted; 16 is too deep', () => {
   assert.equal(trapCheck(path(distinct(15)), 0, config), undefined);
   assert.equal(trapCheck(path(distinct(16)), 0, config), 'too-deep');
   assert.equal(trapCheck(path(distinct(15)) + '/', 0, config), undefined, 'a trailing slash adds no segment');
-  assert.equal(trapCheck(`https://example.com/${distinct(15).join('//')}`, 0, config), undefined, 'empty segments do not count');
+  assert.equal(
+    trapCheck(`https://example.com/${distinct(15).join('//')}`, 0, config),
+    undefined,
+    'empty segments do not count',
+  );
 });
 
 test('a segment seen twice is admitted; three times is a trap', () => {
   assert.equal(trapCheck(path(['a', 'b', 'a']), 0, config), undefined);
   assert.equal(trapCheck(path(['a', 'b', 'a', 'c', 'a']), 0, config), 'repeated-segment');
   assert.equal(trapCheck(path(['cal', 'cal', 'cal']), 0, config), 'repeated-segment');
-  assert.equal(trapCheck(path(['a', 'a', 'b', 'b', 'c', 'c']), 0, config), undefined, 'many segments twice each are fine');
+  assert.equal(
+    trapCheck(path(['a', 'a', 'b', 'b', 'c', 'c']), 0, config),
+    undefined,
+    'many segments twice each are fine',
+  );
   assert.equal(trapCheck('https://example.com/a/b?x=/a/a/a', 0, config), undefined, 'the query is not the path');
 });
 

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultCrawlConfig, type CrawlConfig } from '../../../processors/crawl-config.js';
+import { defaultCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { bandOf } from '../../../processors/frontier/front-queues.js';
 import { trapCheck } from '../../../processors/frontier/url-rules.js';
 import { parsedShape, urlShape } from '../../../processors/frontier/url-shape.js';
-import { fingerprint64, packedFingerprints } from '../../../processors/parser/fingerprint.js';
+import { fingerprint64, packedFingerprints } from '../../../processors/common/fingerprint.js';
 
 // the frontier's URL handling before it parsed once: the reference the one-parse code must match
 function hostOfByParser(url: string): string {
@@ -105,8 +105,47 @@ const TABLE = [
 ];
 
 function* generated(n: number): Generator<string> {
-  const pieces = ['a', 'b', 'xyz', '', '.', '..', '%2e', '%41', 'ä', ' ', '?', '#', '&', '=', ';', ':', '@', 'A', '1', '0x1', '-', '_', '~', "'", '\\', '|'];
-  const hosts = ['example.com', 'www.example.co.uk', 'a.b.c.d', 'x1.example', 'example.1', '1.2.3.4', 'EXAMPLE.com', 'ex_ample.com', 'example.com:80', 'example.com.', 'xn--bcher-kva.example'];
+  const pieces = [
+    'a',
+    'b',
+    'xyz',
+    '',
+    '.',
+    '..',
+    '%2e',
+    '%41',
+    'ä',
+    ' ',
+    '?',
+    '#',
+    '&',
+    '=',
+    ';',
+    ':',
+    '@',
+    'A',
+    '1',
+    '0x1',
+    '-',
+    '_',
+    '~',
+    "'",
+    '\\',
+    '|',
+  ];
+  const hosts = [
+    'example.com',
+    'www.example.co.uk',
+    'a.b.c.d',
+    'x1.example',
+    'example.1',
+    '1.2.3.4',
+    'EXAMPLE.com',
+    'ex_ample.com',
+    'example.com:80',
+    'example.com.',
+    'xn--bcher-kva.example',
+  ];
   let seed = 12345;
   const rnd = (k: number) => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -115,11 +154,13 @@ function* generated(n: number): Generator<string> {
   for (let i = 0; i < n; i++) {
     let path = '';
     const segs = rnd(12);
-    for (let s = 0; s < segs; s++) path += '/' + pieces[rnd(pieces.length)] + (rnd(3) === 0 ? pieces[rnd(pieces.length)] : '');
+    for (let s = 0; s < segs; s++)
+      path += '/' + pieces[rnd(pieces.length)] + (rnd(3) === 0 ? pieces[rnd(pieces.length)] : '');
     let query = '';
     if (rnd(3) === 0) {
       query = '?';
-      for (let q = rnd(6); q > 0; q--) query += (query.length > 1 ? '&' : '') + pieces[rnd(pieces.length)] + '=' + pieces[rnd(pieces.length)];
+      for (let q = rnd(6); q > 0; q--)
+        query += (query.length > 1 ? '&' : '') + pieces[rnd(pieces.length)] + '=' + pieces[rnd(pieces.length)];
     }
     yield `${rnd(2) ? 'https' : 'http'}://${hosts[rnd(hosts.length)]}${path}${query}`;
   }
@@ -139,7 +180,8 @@ test('trap rules and bands from one parse are those of the URL parser', () => {
     for (const config of [defaultCrawlConfig, strict]) {
       for (const hops of [0, 6]) assert.equal(trapCheck(url, hops, config), trapCheckByParser(url, hops, config), url);
     }
-    for (const depth of [0, 1, 2, 5, 11]) assert.equal(bandOf(url, urlShape(url), depth), bandOfByParser(url, depth), `${url} at depth ${depth}`);
+    for (const depth of [0, 1, 2, 5, 11])
+      assert.equal(bandOf(url, urlShape(url), depth), bandOfByParser(url, depth), `${url} at depth ${depth}`);
   }
 });
 

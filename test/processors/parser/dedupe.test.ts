@@ -4,26 +4,42 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FetchedPage, PageRecord } from '../../../schemas/types.js';
-import { prose } from '../../web/sites.js';
+import { prose } from '../../../synthetic-web/sites.js';
 import { ParserTasks } from './parser-tasks.js';
-import { packedFingerprints } from '../../../processors/parser/fingerprint.js';
-import { assertWarcioCheckPasses, warcioIndex } from './warcio.js';
+import { packedFingerprints } from '../../../processors/common/fingerprint.js';
+import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
 
 let clock = Date.parse('2026-05-01T12:00:00Z');
 function fetched(url: string, html: string, status = 200): FetchedPage {
   const u = new URL(url);
   return {
-    leaseId: `l-${clock}`, url, host: u.hostname, site: u.hostname.split('.').slice(-2).join('.'), depth: 1, redirectHops: 0, attempt: 1,
-    fetchedAt: clock += 1_000, durationMs: 20, status, httpVersion: '1.1',
+    leaseId: `l-${clock}`,
+    url,
+    host: u.hostname,
+    site: u.hostname.split('.').slice(-2).join('.'),
+    depth: 1,
+    redirectHops: 0,
+    attempt: 1,
+    fetchedAt: (clock += 1_000),
+    durationMs: 20,
+    status,
+    httpVersion: '1.1',
     requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
-    headers: [{ name: 'Content-Type', value: 'text/html; charset=utf-8' }], body: Buffer.from(html, 'utf8'),
-    truncated: false, remoteAddress: '127.0.0.1', errorCode: null, errorMessage: null, redirectTarget: null, kind: 'PAGE',
+    headers: [{ name: 'Content-Type', value: 'text/html; charset=utf-8' }],
+    body: Buffer.from(html, 'utf8'),
+    truncated: false,
+    remoteAddress: '127.0.0.1',
+    errorCode: null,
+    errorMessage: null,
+    redirectTarget: null,
+    kind: 'PAGE',
   };
 }
 
 const article = (edition: number) =>
   `<html><head><title>Harbour</title></head><body><p>Updated 2026-05-0${edition}T10:0${edition}:00Z, edition ${edition}</p><p>${prose('harbour', 300)}</p><a href="/more.html">more</a></body></html>`;
-const distinct = (seed: string) => `<html><body><p>${prose(seed, 150)}</p><a href="/${seed}.html">next</a></body></html>`;
+const distinct = (seed: string) =>
+  `<html><body><p>${prose(seed, 150)}</p><a href="/${seed}.html">next</a></body></html>`;
 
 const short = (url: string | null) => url?.replace('http://', '') ?? null;
 
@@ -70,7 +86,12 @@ async function crawl(partitions: number): Promise<Crawl> {
     linkSources.push(...tasks.links.map((l) => l.sourceUrl!));
     // every batch carries the frontier's seen-set keys of its links, computed once, here
     assert.ok(tasks.links.length > 0);
-    for (const b of tasks.links) assert.deepEqual(b.fingerprints, packedFingerprints(b.links.map((l) => l.url)), `fingerprints of the links from ${b.sourceUrl}`);
+    for (const b of tasks.links)
+      assert.deepEqual(
+        b.fingerprints,
+        packedFingerprints(b.links.map((l) => l.url)),
+        `fingerprints of the links from ${b.sourceUrl}`,
+      );
 
     // restarted tasks: the same RocksDBs, digests and indexes are read back from them
     tasks = await ParserTasks.open(dir, partitions);
@@ -87,7 +108,14 @@ async function crawl(partitions: number): Promise<Crawl> {
 
     const warc = tasks.warcFiles().flatMap((f) => {
       assertWarcioCheckPasses(f);
-      return warcioIndex(f, ['warc-type', 'warc-target-uri', 'warc-record-id', 'warc-refers-to-target-uri', 'warc-refers-to', 'warc-profile']).map((r) => ({ ...r, file: path.basename(f) }));
+      return warcioIndex(f, [
+        'warc-type',
+        'warc-target-uri',
+        'warc-record-id',
+        'warc-refers-to-target-uri',
+        'warc-refers-to',
+        'warc-profile',
+      ]).map((r) => ({ ...r, file: path.basename(f) }));
     });
     const dupOf = Object.fromEntries(records.map((r) => [short(r.url)!, short(r.duplicateOf)]));
     return { dupOf, records, linkSources, warc };
@@ -112,46 +140,88 @@ const EXPECTED = {
   'www.site.test/c.html': 'other.test/c.html',
 };
 
-const EXACT_COPIES = ['mirror.test/a.html', 'mirror.test/print/story.html', 'other.test/copy.html', 'www.site.test/copy-of-a.html', 'www.site.test/c.html'];
+const EXACT_COPIES = [
+  'mirror.test/a.html',
+  'mirror.test/print/story.html',
+  'other.test/copy.html',
+  'www.site.test/copy-of-a.html',
+  'www.site.test/c.html',
+];
 
 for (const partitions of [1, 3, 4, 8]) {
   test(`with ${partitions} partition(s), exact copies on any site are revisits and aliases of their original, near copies within a site too`, async () => {
     const { dupOf, records, linkSources, warc } = await crawl(partitions);
     assert.deepEqual(dupOf, EXPECTED);
     assert.equal(records.length, Object.keys(EXPECTED).length, 'each URL recorded once, the repeated fetch not again');
-    for (const r of records.filter((r) => r.duplicateOf !== null)) assert.equal(r.outlinkCount, 0, `links of ${r.url} were followed`);
+    for (const r of records.filter((r) => r.duplicateOf !== null))
+      assert.equal(r.outlinkCount, 0, `links of ${r.url} were followed`);
     assert.deepEqual(
       linkSources.map(short).sort(),
-      ['www.site.test/a.html', 'www.site.test/story.html', 'www.site.test/b.html', 'other.test/c.html', 'other.test/story.html'].sort(),
+      [
+        'www.site.test/a.html',
+        'www.site.test/story.html',
+        'www.site.test/b.html',
+        'other.test/c.html',
+        'other.test/story.html',
+      ].sort(),
     );
     const byUrl = new Map(records.map((r) => [short(r.url), r]));
-    assert.deepEqual(byUrl.get('mirror.test/a.html')!.simhash, byUrl.get('www.site.test/a.html')!.simhash, 'an exact copy carries the SimHash of its original');
+    assert.deepEqual(
+      byUrl.get('mirror.test/a.html')!.simhash,
+      byUrl.get('www.site.test/a.html')!.simhash,
+      'an exact copy carries the SimHash of its original',
+    );
     assert.equal(byUrl.get('www.site.test/missing.html')!.simhash, null, 'a 404 takes no part in duplicate detection');
 
     // revisits for the exact copies, each referring to the first response record of its payload
     const revisits = warc.filter((r) => r['warc-type'] === 'revisit');
-    assert.deepEqual(revisits.map((r) => [short(r['warc-target-uri']!), short(r['warc-refers-to-target-uri']!)]).sort(), [
-      ['mirror.test/a.html', 'www.site.test/a.html'],
-      ['mirror.test/print/story.html', 'www.site.test/print/story.html'],
-      ['other.test/copy.html', 'www.site.test/story.html'],
-      ['www.site.test/copy-of-a.html', 'www.site.test/a.html'],
-      ['www.site.test/c.html', 'other.test/c.html'],
-      ['www.site.test/a.html', 'www.site.test/a.html'],
-    ].sort());
+    assert.deepEqual(
+      revisits.map((r) => [short(r['warc-target-uri']!), short(r['warc-refers-to-target-uri']!)]).sort(),
+      [
+        ['mirror.test/a.html', 'www.site.test/a.html'],
+        ['mirror.test/print/story.html', 'www.site.test/print/story.html'],
+        ['other.test/copy.html', 'www.site.test/story.html'],
+        ['www.site.test/copy-of-a.html', 'www.site.test/a.html'],
+        ['www.site.test/c.html', 'other.test/c.html'],
+        ['www.site.test/a.html', 'www.site.test/a.html'],
+      ].sort(),
+    );
     for (const r of revisits) {
-      const original = warc.find((o) => o['warc-type'] === 'response' && o['warc-target-uri'] === r['warc-refers-to-target-uri'])!;
+      const original = warc.find(
+        (o) => o['warc-type'] === 'response' && o['warc-target-uri'] === r['warc-refers-to-target-uri'],
+      )!;
       assert.equal(r['warc-profile'], 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest');
-      assert.equal(r['warc-refers-to'], original['warc-record-id'], `the revisit of ${r['warc-target-uri']} names the record holding the payload`);
+      assert.equal(
+        r['warc-refers-to'],
+        original['warc-record-id'],
+        `the revisit of ${r['warc-target-uri']} names the record holding the payload`,
+      );
     }
     // one response per distinct payload and per near copy, nothing stored twice
-    assert.deepEqual(warc.filter((r) => r['warc-type'] === 'response').map((r) => short(r['warc-target-uri']!)).sort(), [
-      'www.site.test/a.html', 'www.site.test/story.html', 'www.site.test/print/story.html', 'www.site.test/b.html', 'other.test/c.html',
-      'other.test/story.html', 'www.site.test/missing.html', 'www.site.test/story.html?amp=1',
-    ].sort());
+    assert.deepEqual(
+      warc
+        .filter((r) => r['warc-type'] === 'response')
+        .map((r) => short(r['warc-target-uri']!))
+        .sort(),
+      [
+        'www.site.test/a.html',
+        'www.site.test/story.html',
+        'www.site.test/print/story.html',
+        'www.site.test/b.html',
+        'other.test/c.html',
+        'other.test/story.html',
+        'www.site.test/missing.html',
+        'www.site.test/story.html?amp=1',
+      ].sort(),
+    );
     for (const r of records) {
       const at = warc.find((i) => i['file'] === r.warcFile && Number(i['offset']) === r.warcOffset);
       assert.equal(at?.['warc-target-uri'], r.url, `the page record of ${r.url} points at its own WARC record`);
-      assert.equal(at?.['warc-type'], EXACT_COPIES.includes(short(r.url)!) ? 'revisit' : 'response', `the WARC record of ${r.url}`);
+      assert.equal(
+        at?.['warc-type'],
+        EXACT_COPIES.includes(short(r.url)!) ? 'revisit' : 'response',
+        `the WARC record of ${r.url}`,
+      );
     }
   });
 }

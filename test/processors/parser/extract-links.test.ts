@@ -131,7 +131,10 @@ test('the first <base href> resolves every relative link, even those before it',
 test('a <base href> with an unsupported scheme is ignored', () => {
   const r = extractLinks('<base href="javascript:x"><a href="a">a</a>', 'http://example.com/d/p');
   assert.equal(r.base, undefined);
-  assert.deepEqual(r.links.map((l) => l.url), ['http://example.com/d/a']);
+  assert.deepEqual(
+    r.links.map((l) => l.url),
+    ['http://example.com/d/a'],
+  );
 });
 
 test('meta robots none means noindex and nofollow; link nofollow stays per link', () => {
@@ -183,10 +186,13 @@ test('a URL linked with and without nofollow is followable', () => {
     '<a href="/a" rel="nofollow">1</a><a href="/a">2</a><a href="/b" rel="nofollow">3</a><a href="/b" rel="nofollow ugc">4</a>',
     'http://example.com/',
   );
-  assert.deepEqual(r.links.map((l) => [l.url, l.nofollow]), [
-    ['http://example.com/a', false],
-    ['http://example.com/b', true],
-  ]);
+  assert.deepEqual(
+    r.links.map((l) => [l.url, l.nofollow]),
+    [
+      ['http://example.com/a', false],
+      ['http://example.com/b', true],
+    ],
+  );
 });
 
 test('uppercase hosts and schemes collapse to one link', () => {
@@ -194,12 +200,16 @@ test('uppercase hosts and schemes collapse to one link', () => {
     '<a href="HTTP://EXAMPLE.COM/x">1</a><a href="http://example.com:80/x#f">2</a><a href="http://Example.com/x?">3</a>',
     'http://other.org/',
   );
-  assert.deepEqual(r.links.map((l) => l.url), ['http://example.com/x']);
+  assert.deepEqual(
+    r.links.map((l) => l.url),
+    ['http://example.com/x'],
+  );
 });
 
 test('links are capped at 1,000 by default and at maxLinks when given', () => {
   let html = '<ul>';
-  for (let i = 0; i < 1500; i++) html += `<li><a href="/item/${i}">Item ${i}</a></li><li><a href="/item/${i}">again</a></li>`;
+  for (let i = 0; i < 1500; i++)
+    html += `<li><a href="/item/${i}">Item ${i}</a></li><li><a href="/item/${i}">again</a></li>`;
   html += '</ul>';
   const all = extractLinks(html, 'http://example.com/');
   assert.equal(all.links.length, 1000);
@@ -207,7 +217,10 @@ test('links are capped at 1,000 by default and at maxLinks when given', () => {
   assert.equal(all.links[999]!.url, 'http://example.com/item/999');
   assert.equal(new Set(all.links.map((l) => l.url)).size, 1000);
   const ten = extractLinks(html, 'http://example.com/', { maxLinks: 10 });
-  assert.deepEqual(ten.links.map((l) => l.url), Array.from({ length: 10 }, (_, i) => `http://example.com/item/${i}`));
+  assert.deepEqual(
+    ten.links.map((l) => l.url),
+    Array.from({ length: 10 }, (_, i) => `http://example.com/item/${i}`),
+  );
 });
 
 test('visible text is capped at MAX_TEXT_CHARS', () => {
@@ -225,7 +238,7 @@ test('a <title> inside SVG is not the page title, and an unclosed title still co
 
 test('extractLinks never throws on garbage', () => {
   let seed = 42;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   const alphabet = '<>/="\' a href=base meta frame &#x;\u0000\ud800\n!--[CDATA[';
   for (let n = 0; n < 200; n++) {
     let s = '';
@@ -236,7 +249,7 @@ test('extractLinks never throws on garbage', () => {
   const hostile = [
     '<a href="' + 'x'.repeat(1_000_000) + '">',
     '<base href="http://[">' + '<a href="rel">',
-    '<a href=http://example.com/unquoted>u</a><a href=\'/single\'>s</a>',
+    "<a href=http://example.com/unquoted>u</a><a href='/single'>s</a>",
     '<<<<a href="/x"<<>>',
     '</a></a></p></body></html>',
     '<meta http-equiv=refresh content>',
@@ -248,12 +261,18 @@ test('extractLinks never throws on garbage', () => {
 
 test('an invalid page URL drops relative links but keeps absolute ones', () => {
   const r = extractLinks('<a href="/x">x</a><a href="http://ok.example/">y</a>', 'not a url');
-  assert.deepEqual(r.links.map((l) => l.url), ['http://ok.example/']);
+  assert.deepEqual(
+    r.links.map((l) => l.url),
+    ['http://ok.example/'],
+  );
   assert.equal(r.dropped, 1);
 });
 
 test('an overlong href is dropped as too long', () => {
   const r = extractLinks(`<a href="/${'x'.repeat(3000)}">x</a><a href="/ok">ok</a>`, 'http://example.com/');
-  assert.deepEqual(r.links.map((l) => l.url), ['http://example.com/ok']);
+  assert.deepEqual(
+    r.links.map((l) => l.url),
+    ['http://example.com/ok'],
+  );
   assert.equal(r.dropped, 1);
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Parser, Tokenizer } from 'htmlparser2';
 import { FAST_TOKENIZER_ACTIVE, FastTokenizer } from '../../../processors/parser/fast-tokenizer.js';
 import { extractLinks } from '../../../processors/parser/extract-links.js';
-import { prose, renderPage, standardWeb } from '../../web/sites.js';
+import { prose, renderPage, standardWeb } from '../../../synthetic-web/sites.js';
 
 /** Every callback htmlparser2 makes, in order, as one list of strings. */
 function tokens(html: string, tokenizer: typeof Tokenizer): string[] {
@@ -37,7 +37,7 @@ const HOSTILE = [
   '<!-- comment with <a href="/no"> & stuff --><p>after</p><!---->',
   '<![CDATA[ x < y ]]><?php echo 1 ?><!doctype html>',
   '<p>unclosed <b>bold <i>both</p> text & &&& &#;',
-  '<a href=/unquoted?x=1&amp;y=2>u</a><a href=\'single&amp;q\'>s</a>',
+  "<a href=/unquoted?x=1&amp;y=2>u</a><a href='single&amp;q'>s</a>",
   '<plaintext><p>not a tag & not an entity',
   '<svg><title>svg title</title><text>x &lt; y</text></svg>',
   'a <3 b << c <<< d < e',

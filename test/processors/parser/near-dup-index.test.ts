@@ -4,12 +4,13 @@ import { NearDupIndex, TABLES, permute } from '../../../processors/parser/near-d
 import { hammingDistance } from '../../../processors/parser/simhash.js';
 import type { RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
-import { bufferCodec } from '../../../state/state-store.js';
+import { bufferSerde } from '../../../core/serde.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
 
 const withDb = (fn: (db: RocksPort) => Promise<void> | void): Promise<void> => withTempDb('neardup', fn);
 
-const store = (db: RocksPort) => new RocksKeyValueStore<Buffer, Buffer>('parser-site-simhash', db, bufferCodec, bufferCodec);
+const store = (db: RocksPort) =>
+  new RocksKeyValueStore<Buffer, Buffer>('parser-site-simhash', db, bufferSerde, bufferSerde);
 
 let seed = 0x12345678;
 function random32(): number {
@@ -50,7 +51,11 @@ test('near-dup index finds every SimHash within 3 bits, none farther, and surviv
     let index = new NearDupIndex(s);
     const originals = Array.from({ length: 1_000 }, () => randomSimhash());
     originals.forEach((h, i) => index.add('site.test', h, `http://site.test/${i}`));
-    assert.equal(index.find('site.test', flipBits(originals[3]!, 3))?.url, 'http://site.test/3', 'uncommitted entries are found');
+    assert.equal(
+      index.find('site.test', flipBits(originals[3]!, 3))?.url,
+      'http://site.test/3',
+      'uncommitted entries are found',
+    );
     s.applyCommitted(1);
     for (const [i, h] of originals.entries()) {
       for (let d = 0; d <= 3; d++) {
@@ -74,7 +79,11 @@ test('near-dup index finds every SimHash within 3 bits, none farther, and surviv
 
     s = store(db);
     index = new NearDupIndex(s);
-    assert.equal(index.find('site.test', flipBits(originals[7]!, 2))?.url, 'http://site.test/7', 'found again after reopening the store');
+    assert.equal(
+      index.find('site.test', flipBits(originals[7]!, 2))?.url,
+      'http://site.test/7',
+      'found again after reopening the store',
+    );
   }));
 
 test('near-dup index keeps each site apart: a SimHash indexed for one site is never found for another', () =>

@@ -1,20 +1,28 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { defaultCrawlConfig } from '../../../processors/crawl-config.js';
-import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntryCodec, isDedupable } from '../../../processors/parser/dedupe.js';
-import { LINKS_SINK, PAGE_RECORDS_SINK, PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../../../processors/parser/parser-processor.js';
-import { sha1Digest } from '../../../processors/parser/warc-records.js';
+import { defaultCrawlConfig } from '../../../processors/common/crawl-config.js';
+import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from '../../../processors/parser/dedupe.js';
+import { isDedupable } from '../../../processors/common/payload.js';
+import {
+  LINKS_SINK,
+  PAGE_RECORDS_SINK,
+  PARSED_PAGES_SINK,
+  ParserProcessor,
+  RECORDED_STORE,
+} from '../../../processors/parser/parser-processor.js';
+import { sha1Digest } from '../../../processors/common/payload.js';
 import { WARC_STORE, WarcStore } from '../../../processors/parser/warc-store.js';
 import { WarcWriter } from '../../../processors/parser/warc-writer.js';
-import { Metrics } from '../../../runtime/metrics.js';
+import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../../runtime/partitioner.js';
 import type { ProcessorContext } from '../../../runtime/processor.js';
 import { loadSchema } from '../../../schemas/index.js';
 import type { FetchedPage, LinkBatch, PageRecord } from '../../../schemas/types.js';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
-import { bufferCodec, stringCodec, type StateStore } from '../../../state/state-store.js';
-import { TOPICS } from '../../../topology/topics.js';
+import { type StateStore } from '../../../state/state-store.js';
+import { bufferSerde, stringSerde } from '../../../core/serde.js';
+import { TOPICS } from '../../../processors/common/topics.js';
 
 interface Task {
   parser: ParserProcessor;
@@ -37,7 +45,10 @@ export class ParserTasks {
   private readonly queue: { topic: string; key: string; value: unknown }[] = [];
   private offset = 0;
 
-  private constructor(readonly partitions: number, readonly warcDir: string) {}
+  private constructor(
+    readonly partitions: number,
+    readonly warcDir: string,
+  ) {}
 
   /** Opens (or reopens, after `close()`) the tasks with their state under `dir`. */
   static async open(dir: string, partitions: number): Promise<ParserTasks> {
@@ -58,7 +69,11 @@ export class ParserTasks {
       const type = loadSchema(r.topic === TOPICS.fetched ? 'FetchedPage' : 'ParsedPage').type;
       const task = this.tasks[partitionFor(Buffer.from(r.key, 'utf8'), this.partitions)]!;
       task.topic = r.topic;
-      task.parser.process({ key: r.key, value: type.fromBuffer(type.toBuffer(r.value)) as never, timestamp: Date.now() });
+      task.parser.process({
+        key: r.key,
+        value: type.fromBuffer(type.toBuffer(r.value)) as never,
+        timestamp: Date.now(),
+      });
     }
   }
 
@@ -77,7 +92,11 @@ export class ParserTasks {
 
   /** WARC files written, final names. */
   warcFiles(): string[] {
-    return fs.readdirSync(this.warcDir).filter((f) => f.endsWith('.warc.gz')).sort().map((f) => path.join(this.warcDir, f));
+    return fs
+      .readdirSync(this.warcDir)
+      .filter((f) => f.endsWith('.warc.gz'))
+      .sort()
+      .map((f) => path.join(this.warcDir, f));
   }
 
   private readonly dbs: RocksPort[] = [];
@@ -86,10 +105,10 @@ export class ParserTasks {
     const db = await openRocks(dbDir);
     this.dbs.push(db);
     const stores: RocksKeyValueStore<unknown, unknown>[] = [
-      new RocksKeyValueStore(RECORDED_STORE, db, bufferCodec, bufferCodec),
-      new RocksKeyValueStore(DIGESTS_STORE, db, stringCodec, digestEntryCodec),
-      new RocksKeyValueStore(SIMHASH_STORE, db, bufferCodec, bufferCodec),
-      new RocksKeyValueStore(ORIGINALS_STORE, db, stringCodec, stringCodec),
+      new RocksKeyValueStore(RECORDED_STORE, db, bufferSerde, bufferSerde),
+      new RocksKeyValueStore(DIGESTS_STORE, db, stringSerde, digestEntrySerde),
+      new RocksKeyValueStore(SIMHASH_STORE, db, bufferSerde, bufferSerde),
+      new RocksKeyValueStore(ORIGINALS_STORE, db, stringSerde, stringSerde),
     ] as RocksKeyValueStore<unknown, unknown>[];
     const byName = new Map<string, StateStore>(stores.map((s) => [s.name, s]));
     const writer = new WarcWriter({ dir: this.warcDir, partition });
@@ -97,14 +116,17 @@ export class ParserTasks {
     byName.set(WARC_STORE, new WarcStore(writer));
     const task: Task = { parser: new ParserProcessor(defaultCrawlConfig), stores, writer, topic: TOPICS.fetched };
     const context: ProcessorContext<string, unknown> = {
-      applicationId: 'test', taskId: { subtopology: 2, partition }, metrics: this.metrics,
+      applicationId: 'test',
+      taskId: { subtopology: 2, partition },
+      metrics: this.metrics,
       get recordMetadata() {
         return { topic: task.topic, partition, offset: 0 };
       },
       forward: (r, child) => {
         if (child === PAGE_RECORDS_SINK) this.records.push(r.value as PageRecord);
         else if (child === LINKS_SINK) this.links.push(r.value as LinkBatch);
-        else if (child === PARSED_PAGES_SINK) this.queue.push({ topic: TOPICS.parsedPages, key: r.key as string, value: r.value });
+        else if (child === PARSED_PAGES_SINK)
+          this.queue.push({ topic: TOPICS.parsedPages, key: r.key as string, value: r.value });
         else throw new Error(`unknown child ${child}`);
       },
       schedule: () => ({ cancel() {} }),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { extractLinks } from '../../../processors/parser/extract-links.js';
 import { hammingDistance, simhash64 } from '../../../processors/parser/simhash.js';
 import { NEAR_DUP_BITS } from '../../../processors/parser/near-dup-index.js';
-import { prose, renderPage, standardWeb } from '../../web/sites.js';
+import { prose, renderPage, standardWeb } from '../../../synthetic-web/sites.js';
 
 const PORT = 8080;
 
@@ -43,7 +43,12 @@ test('SimHash ignores case, punctuation and numbers, and keeps word order', () =
 test('editions of the news article are near-duplicates of each other', () => {
   const news = standardWeb().find((s) => s.host === 'news.test')!;
   const texts = [1, 2, 3, 17].map((hits) => {
-    const body = renderPage(news.pages['/story.html']!, { port: PORT, host: 'news.test', path: '/story.html', pageHits: hits });
+    const body = renderPage(news.pages['/story.html']!, {
+      port: PORT,
+      host: 'news.test',
+      path: '/story.html',
+      pageHits: hits,
+    });
     return extractLinks(String(body), `http://news.test:${PORT}/story.html`).text;
   });
   assert.notEqual(texts[0], texts[1], 'the editions differ');

@@ -44,7 +44,8 @@ export function parseRecord(record: Buffer): ParsedRecord {
   }
   const length = Number(headers.get('content-length'));
   const block = record.subarray(end + 4, end + 4 + length);
-  if (!record.subarray(end + 4 + length).equals(Buffer.from('\r\n\r\n'))) throw new Error('record not closed by CRLF CRLF');
+  if (!record.subarray(end + 4 + length).equals(Buffer.from('\r\n\r\n')))
+    throw new Error('record not closed by CRLF CRLF');
   return { headers, block };
 }
 

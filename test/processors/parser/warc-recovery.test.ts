@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { WarcWriter, type WarcLocation } from '../../../processors/parser/warc-writer.js';
 import { completeMembersLength } from '../../../processors/parser/warc-recovery.js';
 import { fetchOf, httpBody, listFiles, parseRecord, readAt, tempDir } from './warc-helpers.js';
-import { assertWarcioCheckPasses, warcioIndex } from './warcio.js';
+import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
 
 interface Crashed {
   dir: string;
@@ -80,7 +80,7 @@ test('a torn write that ends inside the gzip header is cut off', (t) => {
 test('a trailing member with a bad CRC is cut off', (t) => {
   const c = crashAfterFlush(tempDir(t));
   const member = someMember();
-  member[member.length - 8] ^= 1;
+  member[member.length - 8]! ^= 1;
   appendFileSync(c.openPath, member);
   recover(c.dir).close();
   assertRecovered(c);

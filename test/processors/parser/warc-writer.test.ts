@@ -6,9 +6,9 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { gzipMember } from '../../../processors/parser/warc-records.js';
 import { WarcWriter, type WarcLocation } from '../../../processors/parser/warc-writer.js';
-import { CrawlError, InvalidOptionError } from '../../../runtime/errors.js';
+import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 import { fetchOf, httpBody, httpHead, listFiles, parseRecord, readAt, tempDir } from './warc-helpers.js';
-import { assertWarcioCheckPasses, warcioIndex } from './warcio.js';
+import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
 
 const NAME = /^crawlstream-\d{17}-00003-\d{5}\.warc\.gz$/;
 
@@ -60,7 +60,13 @@ test('a WARC file of every record kind passes warcio check and indexes as writte
 
   const file = join(dir, files[0]!);
   assertWarcioCheckPasses(file);
-  const index = warcioIndex(file, ['warc-type', 'warc-target-uri', 'warc-payload-digest', 'http:status', 'warc-profile']);
+  const index = warcioIndex(file, [
+    'warc-type',
+    'warc-target-uri',
+    'warc-payload-digest',
+    'http:status',
+    'warc-profile',
+  ]);
   assert.deepEqual(
     index.map((r) => [r['warc-type'], r['warc-target-uri'], r['http:status']]),
     [
@@ -131,7 +137,11 @@ test('files rotate before a record would cross maxFileBytes, each starting with 
   assert.ok(files.length >= 5, `expected several files, got ${files.length}`);
   for (const f of files) assert.match(f, NAME);
   const seqs = files.map((f) => Number(f.slice(-13, -8)));
-  assert.deepEqual(seqs, seqs.map((_, i) => i), 'sequence numbers count up from 0 in name order');
+  assert.deepEqual(
+    seqs,
+    seqs.map((_, i) => i),
+    'sequence numbers count up from 0 in name order',
+  );
 
   for (const f of files) {
     const path = join(dir, f);
@@ -140,7 +150,8 @@ test('files rotate before a record would cross maxFileBytes, each starting with 
     assert.equal(index[0]!['warc-type'], 'warcinfo');
     assert.equal(index[0]!['warc-filename'], f);
     assert.equal(index.filter((r) => r['warc-type'] === 'warcinfo').length, 1);
-    if (f !== hugeLoc.response.file) assert.ok(statSync(path).size <= maxFileBytes, `${f} is ${statSync(path).size} bytes`);
+    if (f !== hugeLoc.response.file)
+      assert.ok(statSync(path).size <= maxFileBytes, `${f} is ${statSync(path).size} bytes`);
   }
   // the oversized pair gets a file of its own, and the next record starts a new one
   assert.notEqual(hugeLoc.response.file, written.at(-1)!.response.file);
@@ -160,7 +171,10 @@ test('a chunked or truncated response is stored with a Content-Length that match
   w.open();
   const chunked = w.writeRequestResponse({
     ...fetchOf('http://example.com/chunked', 10),
-    responseHeaders: [['Transfer-Encoding', 'chunked'], ['Content-Type', 'text/plain']],
+    responseHeaders: [
+      ['Transfer-Encoding', 'chunked'],
+      ['Content-Type', 'text/plain'],
+    ],
     payload: Buffer.from('0123456789'),
   });
   const truncated = w.writeRequestResponse({
@@ -179,7 +193,10 @@ test('a chunked or truncated response is stored with a Content-Length that match
   );
   const b = parseRecord(readAt(dir, truncated.response));
   assert.equal(b.headers.get('warc-truncated'), 'length');
-  assert.equal(httpHead(b.block), 'HTTP/1.1 200 OK\r\nX-Crawlstream-Original-Content-Length: 99999999\r\nContent-Length: 7');
+  assert.equal(
+    httpHead(b.block),
+    'HTTP/1.1 200 OK\r\nX-Crawlstream-Original-Content-Length: 99999999\r\nContent-Length: 7',
+  );
 });
 
 test('CR and LF in header values cannot forge WARC or HTTP fields', (t) => {
@@ -190,10 +207,17 @@ test('CR and LF in header values cannot forge WARC or HTTP fields', (t) => {
     ...fetchOf('http://example.com/evil', 4),
     responseHeaders: [['X-Evil', 'a\r\nSet-Cookie: injected\r\n\r\nbody']],
   });
-  const meta = w.writeMetadata({ targetUri: 'http://example.com/m', date: new Date(), fields: { 'a\r\nb': 'c\nWARC-Type: x' } });
+  const meta = w.writeMetadata({
+    targetUri: 'http://example.com/m',
+    date: new Date(),
+    fields: { 'a\r\nb': 'c\nWARC-Type: x' },
+  });
   w.close();
   assertWarcioCheckPasses(join(dir, loc.response.file));
-  assert.equal(httpHead(parseRecord(readAt(dir, loc.response)).block), 'HTTP/1.1 200 OK\r\nX-Evil: a Set-Cookie: injected body');
+  assert.equal(
+    httpHead(parseRecord(readAt(dir, loc.response)).block),
+    'HTTP/1.1 200 OK\r\nX-Evil: a Set-Cookie: injected body',
+  );
   assert.equal(parseRecord(readAt(dir, meta)).block.toString(), 'a b: c WARC-Type: x\r\n');
 });
 
@@ -215,7 +239,10 @@ test('warcio check rejects a record whose payload digest does not match', (t) =>
   const good = w.writeRequestResponse(fetchOf('http://example.com/x', 100));
   w.close();
   const record = readAt(dir, good.response);
-  const forged = Buffer.from(record.toString('latin1').replace(good.payloadDigest, 'sha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB'), 'latin1');
+  const forged = Buffer.from(
+    record.toString('latin1').replace(good.payloadDigest, 'sha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB'),
+    'latin1',
+  );
   const path = join(dir, 'forged.warc.gz');
   writeFileSync(path, gzipSync(forged));
   assert.throws(() => assertWarcioCheckPasses(path), /warcio check failed/);
@@ -276,12 +303,18 @@ test('while a file is written it carries the .open suffix, and locations name th
 
 test('gzip level 1 (the default) writes records warcio reads back, larger than at level 6', (t) => {
   const dir = tempDir(t);
-  const page = Buffer.from('<html><body>' + '<p>the same words over and over, as HTML often is</p>'.repeat(2_000) + '</body></html>');
+  const page = Buffer.from(
+    '<html><body>' + '<p>the same words over and over, as HTML often is</p>'.repeat(2_000) + '</body></html>',
+  );
   const sizes: number[] = [];
   for (const gzipLevel of [1, 6]) {
     const w = new WarcWriter({ dir, prefix: `level${gzipLevel}`, gzipLevel });
     w.open();
-    const written = w.writeRequestResponse({ ...fetchOf('http://example.com/big', 0), payload: page, responseHeaders: [['Content-Type', 'text/html']] });
+    const written = w.writeRequestResponse({
+      ...fetchOf('http://example.com/big', 0),
+      payload: page,
+      responseHeaders: [['Content-Type', 'text/html']],
+    });
     w.close();
     assert.deepEqual(httpBody(parseRecord(readAt(dir, written.response)).block), page);
     sizes.push(written.response.length);
@@ -297,17 +330,28 @@ test('a payload that arrives compressed is stored in the gzip member as is, and 
   // 150 KB of incompressible bytes: three stored blocks, as a gzip- or br-encoded body would need
   const encoded = gzipSync(randomBytes(150_000));
   const written = w.writeRequestResponse({
-    ...fetchOf('http://example.com/big.html', 0), payload: encoded,
-    responseHeaders: [['Content-Type', 'text/html'], ['Content-Encoding', 'gzip']],
+    ...fetchOf('http://example.com/big.html', 0),
+    payload: encoded,
+    responseHeaders: [
+      ['Content-Type', 'text/html'],
+      ['Content-Encoding', 'gzip'],
+    ],
   });
   const image = randomBytes(2_000);
-  const picture = w.writeRequestResponse({ ...fetchOf('http://example.com/a.png', 0), payload: image, responseHeaders: [['Content-Type', 'image/png']] });
+  const picture = w.writeRequestResponse({
+    ...fetchOf('http://example.com/a.png', 0),
+    payload: image,
+    responseHeaders: [['Content-Type', 'image/png']],
+  });
   w.close();
   assertWarcioCheckPasses(join(dir, written.response.file));
   assert.deepEqual(httpBody(parseRecord(readAt(dir, written.response)).block), encoded);
   assert.deepEqual(httpBody(parseRecord(readAt(dir, picture.response)).block), image);
   // stored: the member is the payload plus its record and HTTP heads, compressed, and a few bytes per 64 KB
-  assert.ok(written.response.length < encoded.length + 1_000, `member of ${written.response.length} B for a ${encoded.length} B payload`);
+  assert.ok(
+    written.response.length < encoded.length + 1_000,
+    `member of ${written.response.length} B for a ${encoded.length} B payload`,
+  );
   assert.ok(written.response.length > encoded.length, 'compressed bytes do not shrink');
 });
 
@@ -315,7 +359,11 @@ test('gzipMember with a stored part inflates to exactly the parts joined, at eve
   const text = Buffer.from('WARC/1.1\r\nWARC-Type: response\r\n\r\n'.repeat(20));
   for (const size of [0, 1, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000]) {
     const payload = randomBytes(size);
-    for (const parts of [[text, payload, Buffer.from('\r\n\r\n')], [payload, text], [text, payload]]) {
+    for (const parts of [
+      [text, payload, Buffer.from('\r\n\r\n')],
+      [payload, text],
+      [text, payload],
+    ]) {
       const storedPart = parts.indexOf(payload);
       const member = gzipMember(parts, 1, storedPart);
       assert.deepEqual(gunzipSync(member), Buffer.concat(parts), `payload of ${size} B at part ${storedPart}`);
@@ -323,7 +371,10 @@ test('gzipMember with a stored part inflates to exactly the parts joined, at eve
   }
   // nothing stored: a small record is stored whole, a large one deflated
   for (const record of [Buffer.alloc(0), text, Buffer.concat([text, text, text, text])]) {
-    assert.deepEqual(gunzipSync(gzipMember([record, Buffer.from('\r\n\r\n')])), Buffer.concat([record, Buffer.from('\r\n\r\n')]));
+    assert.deepEqual(
+      gunzipSync(gzipMember([record, Buffer.from('\r\n\r\n')])),
+      Buffer.concat([record, Buffer.from('\r\n\r\n')]),
+    );
   }
   const large = Buffer.concat(Array.from({ length: 10 }, () => text));
   assert.ok(gzipMember(large).length < large.length / 2, 'a large record is deflated');

@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
+import { python } from './python.js';
 
 /**
- * Runs the independent WARC reader `warcio` (PyPI package warcio), as the `warcio` command or
- * `python3 -m warcio.cli`. Fails the calling test when neither exists: CI installs it, and a WARC
- * test that silently skips its validator proves nothing.
+ * Runs the independent WARC reader `warcio` (PyPI package warcio) as `<python> -m warcio.cli`, with
+ * the Python `npm test` found or installed (test/python/python.ts). Fails the calling test when it
+ * is missing: a WARC test that silently skips its validator proves nothing.
  */
 export function warcio(args: string[]): { status: number; stdout: string; stderr: string } {
   const command = resolveCommand();
@@ -34,12 +35,14 @@ let resolved: string[] | undefined;
 
 function resolveCommand(): string[] {
   if (resolved !== undefined) return resolved;
-  for (const candidate of [['warcio'], ['python3', '-m', 'warcio.cli']]) {
+  for (const candidate of [[python(), '-m', 'warcio.cli']]) {
     const r = spawnSync(candidate[0]!, [...candidate.slice(1), '--version'], { encoding: 'utf8' });
     if (r.error === undefined && r.status === 0) {
       resolved = candidate;
       return candidate;
     }
   }
-  assert.fail('warcio is required for the WARC tests and was not found: pip install warcio');
+  assert.fail(
+    'warcio is required for the WARC tests and was not found: run the tests with npm test, or python3 -m pip install -r test/python/requirements.txt',
+  );
 }

@@ -3,7 +3,7 @@
  *   node serve.js [--port N] [--log FILE]
  * Prints `synthetic web on 127.0.0.1:PORT`, then the seed URLs one per line.
  */
-import { InvalidOptionError } from '../../runtime/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { SyntheticWeb, type SyntheticWebOptions } from './synthetic-web.js';
 
 function parseArgs(argv: readonly string[]): SyntheticWebOptions {
@@ -11,14 +11,16 @@ function parseArgs(argv: readonly string[]): SyntheticWebOptions {
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
-    if (flag !== '--port' && flag !== '--log') throw new InvalidOptionError(`unknown argument ${flag}; usage: serve [--port N] [--log FILE]`);
+    if (flag !== '--port' && flag !== '--log')
+      throw new InvalidOptionError(`unknown argument ${flag}; usage: serve [--port N] [--log FILE]`);
     if (value === undefined || value.startsWith('--')) throw new InvalidOptionError(`${flag} needs a value`);
     i++;
     if (flag === '--log') {
       options.logFile = value;
     } else {
       const port = Number(value);
-      if (!/^\d+$/.test(value) || port > 65535) throw new InvalidOptionError(`--port must be an integer from 0 to 65535, got ${value}`);
+      if (!/^\d+$/.test(value) || port > 65535)
+        throw new InvalidOptionError(`--port must be an integer from 0 to 65535, got ${value}`);
       options.port = port;
     }
   }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_URL_LENGTH, hostOf, normalizeUrl, siteOf } from '../../../processors/parser/normalize.js';
-import { CrawlError } from '../../../runtime/errors.js';
+import { MAX_URL_LENGTH, hostOf, normalizeUrl, siteOf } from '../../../processors/common/normalize.js';
+import { CrawlError } from '../../../core/errors.js';
 import { NORMALIZE_CASES } from './normalize-cases.js';
 
 test('the normalization table has at least 100 cases', () => {
@@ -36,7 +36,16 @@ test('every accepted URL is at most MAX_URL_LENGTH characters', () => {
 });
 
 test('normalizeUrl never throws on hostile input', () => {
-  const junk = ['\u0000', '%', 'http://[', 'http://a.com/\ud800', ':::', 'http:\\\\', '\uffff'.repeat(5000), 'h'.repeat(100_000)];
+  const junk = [
+    '\u0000',
+    '%',
+    'http://[',
+    'http://a.com/\ud800',
+    ':::',
+    'http:\\\\',
+    '\uffff'.repeat(5000),
+    'h'.repeat(100_000),
+  ];
   for (const raw of junk) {
     assert.doesNotThrow(() => normalizeUrl(raw));
     assert.doesNotThrow(() => normalizeUrl(raw, 'http://example.com/'));
@@ -68,6 +77,9 @@ test('hostOf is the lowercase hostname without port', () => {
 
 test('siteOf and hostOf refuse a string that is not an absolute URL with CS_BAD_URL', () => {
   for (const fn of [siteOf, hostOf]) {
-    assert.throws(() => fn('/relative'), (err: unknown) => err instanceof CrawlError && err.code === 'CS_BAD_URL');
+    assert.throws(
+      () => fn('/relative'),
+      (err: unknown) => err instanceof CrawlError && err.code === 'CS_BAD_URL',
+    );
   }
 });

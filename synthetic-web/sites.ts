@@ -1,4 +1,4 @@
-import { seededRandom } from '../seeded-random.js';
+import { seededRandom } from './seeded-random.js';
 
 /**
  * The synthetic web as data: sites, their robots.txt and pages. The server in
@@ -72,7 +72,8 @@ export interface SiteSpec {
 
 /** Renders a page's bytes for one request, with {@link PORT} substituted. */
 export function renderPage(page: PageSpec, ctx: PageContext): Body {
-  const raw = page.body === undefined ? renderHtml(page, ctx) : typeof page.body === 'function' ? page.body(ctx) : page.body;
+  const raw =
+    page.body === undefined ? renderHtml(page, ctx) : typeof page.body === 'function' ? page.body(ctx) : page.body;
   return typeof raw === 'string' ? fillPort(raw, ctx.port) : raw;
 }
 
@@ -102,7 +103,24 @@ export function prose(seed: string, words: number): string {
   let state = 2166136261;
   for (let i = 0; i < seed.length; i++) state = Math.imul(state ^ seed.charCodeAt(i), 16777619) >>> 0;
   const next = seededRandom(state);
-  const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dro', 'fen', 'gal', 'hob', 'jun'];
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'ne',
+    'ru',
+    'sa',
+    'ti',
+    'vo',
+    'ze',
+    'pa',
+    'qui',
+    'dro',
+    'fen',
+    'gal',
+    'hob',
+    'jun',
+  ];
   const out: string[] = [];
   for (let w = 0; w < words; w++) {
     let word = '';
@@ -120,7 +138,10 @@ const noPrivate: RobotsSpec = { status: 200, body: 'User-agent: *\nDisallow: /pr
 // www.alpha.test pages that mirror.test serves byte for byte; their relative links resolve to
 // pages that exist on both hosts, so the expected crawl does not depend on which copy is first.
 const alphaA: PageSpec = { title: 'Alpha A', links: ['b.html', 'c.html', '/'] };
-const alphaB: PageSpec = { title: 'Alpha B', links: ['c.html', '/', `HTTP://WWW.ALPHA.TEST:${PORT}/a.html`, at('gamma.test')] };
+const alphaB: PageSpec = {
+  title: 'Alpha B',
+  links: ['c.html', '/', `HTTP://WWW.ALPHA.TEST:${PORT}/a.html`, at('gamma.test')],
+};
 const alphaC: PageSpec = { title: 'Alpha C', links: ['b.html', '/', at('news.test', '/story.html')] };
 
 function wwwAlpha(): SiteSpec {
@@ -133,16 +154,30 @@ function wwwAlpha(): SiteSpec {
         title: 'Alpha home',
         head: `<link rel="canonical" href="${at('www.alpha.test')}">`,
         links: [
-          'a.html', './b.html', 'c.html', `HTTP://WWW.ALPHA.TEST:${PORT}/a.html`, '/about/', '/private/secret.html',
-          '#top', 'javascript:void(0)', 'mailto:x@y.test', 'http://[::1', '  /spaces  ',
-          at('blog.alpha.test'), at('beta.test'),
+          'a.html',
+          './b.html',
+          'c.html',
+          `HTTP://WWW.ALPHA.TEST:${PORT}/a.html`,
+          '/about/',
+          '/private/secret.html',
+          '#top',
+          'javascript:void(0)',
+          'mailto:x@y.test',
+          'http://[::1',
+          '  /spaces  ',
+          at('blog.alpha.test'),
+          at('beta.test'),
         ],
       },
       '/a.html': alphaA,
       '/b.html': alphaB,
       '/c.html': alphaC,
       // <base> makes `guide.html` resolve to /docs/guide.html; /about/guide.html does not exist
-      '/about/': { title: 'About alpha', head: '<base href="/docs/">', links: ['guide.html', at('blog.alpha.test', '/about.html')] },
+      '/about/': {
+        title: 'About alpha',
+        head: '<base href="/docs/">',
+        links: ['guide.html', at('blog.alpha.test', '/about.html')],
+      },
       '/docs/guide.html': { title: 'Alpha guide', links: ['../c.html', at('blog.alpha.test', '/2026/01/hello.html')] },
       '/spaces': { title: 'Alpha spaces', links: ['/'] },
       '/private/secret.html': { title: 'Alpha secret' },
@@ -159,8 +194,16 @@ function blogAlpha(): SiteSpec {
       '/': {
         title: 'Alpha blog',
         links: [
-          '2026/01/hello.html', '/2026/02/world.html', 'tags/', 'archive.html', 'about.html', '/private/draft.html',
-          at('www.alpha.test'), `//www.alpha.test:${PORT}/about/`, at('slow.test'), at('busy.test'),
+          '2026/01/hello.html',
+          '/2026/02/world.html',
+          'tags/',
+          'archive.html',
+          'about.html',
+          '/private/draft.html',
+          at('www.alpha.test'),
+          `//www.alpha.test:${PORT}/about/`,
+          at('slow.test'),
+          at('busy.test'),
         ],
         html: '<p><a rel="nofollow" href="/nofollow.html">sponsored</a></p>',
       },
@@ -169,7 +212,10 @@ function blogAlpha(): SiteSpec {
         head: `<link rel="canonical" href="${at('blog.alpha.test', '/2026/01/hello.html')}">`,
         links: ['../02/world.html', '/', at('www.alpha.test', '/c.html')],
       },
-      '/2026/02/world.html': { title: 'World 2026', links: ['../01/hello.html', '/tags/', at('trap.test'), at('redirect.test', '/old')] },
+      '/2026/02/world.html': {
+        title: 'World 2026',
+        links: ['../01/hello.html', '/tags/', at('trap.test'), at('redirect.test', '/old')],
+      },
       '/tags/': { title: 'Blog tags', links: ['../2026/01/hello.html', '../archive.html', '#top'] },
       '/archive.html': { title: 'Blog archive', links: ['2026/01/hello.html', '2026/02/world.html', at('files.test')] },
       '/about.html': { title: 'About the blog', links: ['/', 'mailto:x@y.test'] },
@@ -180,7 +226,12 @@ function blogAlpha(): SiteSpec {
 }
 
 /** A seeded site whose pages are generated from `path → hrefs`, titled `<host> <path>`. */
-function simpleSite(host: string, robots: RobotsSpec | undefined, links: Record<string, string[]>, extra: Partial<SiteSpec> = {}): SiteSpec {
+function simpleSite(
+  host: string,
+  robots: RobotsSpec | undefined,
+  links: Record<string, string[]>,
+  extra: Partial<SiteSpec> = {},
+): SiteSpec {
   const pages: Record<string, PageSpec> = {};
   for (const [path, hrefs] of Object.entries(links)) pages[path] = { title: `${host} ${path}`, links: hrefs };
   return { host, seed: true, ...(robots ? { robots } : {}), pages, ...extra };
@@ -215,7 +266,14 @@ function trapSite(): SiteSpec {
     pages: {
       '/': {
         title: 'Trap home',
-        links: () => ['about.html', 'a/', DEEP_START, LONG_PATH, `/shop.html?sid=${sid()}`, `/cart.html;jsessionid=${sid().toUpperCase()}`],
+        links: () => [
+          'about.html',
+          'a/',
+          DEEP_START,
+          LONG_PATH,
+          `/shop.html?sid=${sid()}`,
+          `/cart.html;jsessionid=${sid().toUpperCase()}`,
+        ],
       },
       '/about.html': { title: 'Trap about', links: ['/'] },
       // every response links itself under a fresh session id
@@ -233,7 +291,11 @@ function trapSite(): SiteSpec {
 }
 
 function redirectSite(): SiteSpec {
-  const moved = (status: number, location: string): PageSpec => ({ status, headers: { location }, title: `Moved to ${location}` });
+  const moved = (status: number, location: string): PageSpec => ({
+    status,
+    headers: { location },
+    title: `Moved to ${location}`,
+  });
   return {
     host: 'redirect.test',
     seed: true,
@@ -247,7 +309,10 @@ function redirectSite(): SiteSpec {
   };
 }
 
-const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+const PNG_1X1 = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
 const PDF_TINY = '%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n';
 
 function filesSite(): SiteSpec {
@@ -272,25 +337,64 @@ export function standardWeb(): SiteSpec[] {
     wwwAlpha(),
     blogAlpha(),
     simpleSite('beta.test', undefined, {
-      '/': ['one.html', 'two.html', at('mirror.test', '/b.html'), at('mirror.test', '/c.html'), at('news.test', '/story.html'), at('news.test', '/print/story.html')],
+      '/': [
+        'one.html',
+        'two.html',
+        at('mirror.test', '/b.html'),
+        at('mirror.test', '/c.html'),
+        at('news.test', '/story.html'),
+        at('news.test', '/print/story.html'),
+      ],
       '/one.html': ['two.html', 'three.html', at('down.test', '/a.html')],
       '/two.html': ['three.html', at('www.alpha.test')],
       '/three.html': ['four.html', at('files.test', '/doc.pdf')],
       '/four.html': ['/'],
     }),
-    simpleSite('gamma.test', { status: 200, body: 'User-agent: *\nCrawl-delay: 2\n' }, {
-      '/': ['g1.html', 'g2.html'],
-      '/g1.html': ['g3.html', at('down.test')],
-      '/g2.html': ['/', at('news.test', '/print/story.html')],
-      '/g3.html': [at('blog.alpha.test')],
-    }),
-    simpleSite('slow.test', allowAll, { '/': ['s1.html', 's2.html', 's3.html'], '/s1.html': ['/'], '/s2.html': [at('busy.test', '/b1.html')], '/s3.html': ['s1.html'] }, { delayMs: 200 }),
-    simpleSite('busy.test', allowAll, { '/': ['b1.html', 'b2.html', 'b3.html'], '/b1.html': ['/'], '/b2.html': ['b3.html'], '/b3.html': [at('slow.test')] }, {
-      throttle: { requests: 2, status: 429, retryAfterSec: 2 },
-    }),
-    simpleSite('down.test', { status: 503, body: 'Service Unavailable\n' }, { '/': ['a.html', 'b.html'], '/a.html': ['b.html'], '/b.html': ['/'] }),
+    simpleSite(
+      'gamma.test',
+      { status: 200, body: 'User-agent: *\nCrawl-delay: 2\n' },
+      {
+        '/': ['g1.html', 'g2.html'],
+        '/g1.html': ['g3.html', at('down.test')],
+        '/g2.html': ['/', at('news.test', '/print/story.html')],
+        '/g3.html': [at('blog.alpha.test')],
+      },
+    ),
+    simpleSite(
+      'slow.test',
+      allowAll,
+      {
+        '/': ['s1.html', 's2.html', 's3.html'],
+        '/s1.html': ['/'],
+        '/s2.html': [at('busy.test', '/b1.html')],
+        '/s3.html': ['s1.html'],
+      },
+      { delayMs: 200 },
+    ),
+    simpleSite(
+      'busy.test',
+      allowAll,
+      {
+        '/': ['b1.html', 'b2.html', 'b3.html'],
+        '/b1.html': ['/'],
+        '/b2.html': ['b3.html'],
+        '/b3.html': [at('slow.test')],
+      },
+      {
+        throttle: { requests: 2, status: 429, retryAfterSec: 2 },
+      },
+    ),
+    simpleSite(
+      'down.test',
+      { status: 503, body: 'Service Unavailable\n' },
+      { '/': ['a.html', 'b.html'], '/a.html': ['b.html'], '/b.html': ['/'] },
+    ),
     { host: 'mirror.test', seed: true, pages: { '/': alphaA, '/b.html': alphaB, '/c.html': alphaC } },
-    { host: 'news.test', seed: true, pages: { '/': newsArticle, '/story.html': newsArticle, '/print/story.html': newsArticle } },
+    {
+      host: 'news.test',
+      seed: true,
+      pages: { '/': newsArticle, '/story.html': newsArticle, '/print/story.html': newsArticle },
+    },
     trapSite(),
     redirectSite(),
     filesSite(),
@@ -338,8 +442,15 @@ export function standardExpectations(): Readonly<Record<string, SiteExpectation>
     optional,
   });
   return {
-    'www.alpha.test': site(['/', '/a.html', '/b.html', '/c.html', '/about/', '/docs/guide.html', '/spaces'], ['/private/*', '/about/guide.html']),
-    'blog.alpha.test': site(['/', '/2026/01/hello.html', '/2026/02/world.html', '/tags/', '/archive.html', '/about.html'], ['/private/*'], ['/nofollow.html']),
+    'www.alpha.test': site(
+      ['/', '/a.html', '/b.html', '/c.html', '/about/', '/docs/guide.html', '/spaces'],
+      ['/private/*', '/about/guide.html'],
+    ),
+    'blog.alpha.test': site(
+      ['/', '/2026/01/hello.html', '/2026/02/world.html', '/tags/', '/archive.html', '/about.html'],
+      ['/private/*'],
+      ['/nofollow.html'],
+    ),
     'beta.test': site(['/', '/one.html', '/two.html', '/three.html', '/four.html']),
     'gamma.test': site(['/', '/g1.html', '/g2.html', '/g3.html']),
     'slow.test': site(['/', '/s1.html', '/s2.html', '/s3.html']),

@@ -3,7 +3,11 @@
  * metrics; `message` is for people and may change.
  */
 export class CrawlError extends Error {
-  constructor(readonly code: CrawlErrorCode, message: string, options?: ErrorOptions) {
+  constructor(
+    readonly code: CrawlErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'CrawlError';
   }

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
-import { checkPoliteness, formatPolitenessReport, type PolitenessReport } from './politeness.js';
-import { standardWeb, type SiteSpec } from './sites.js';
-import { SyntheticWeb, type RequestLogEntry } from './synthetic-web.js';
+import { checkPoliteness, formatPolitenessReport, type PolitenessReport } from '../../synthetic-web/politeness.js';
+import { standardWeb, type SiteSpec } from '../../synthetic-web/sites.js';
+import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
 
 const T = 1_700_000_000_000;
 const sites = standardWeb();
@@ -16,7 +16,17 @@ function logOf(rows: Row[]): RequestLogEntry[] {
   return rows
     .slice()
     .sort((a, b) => a[2] - b[2])
-    .map(([host, path, start, end, extra], i) => ({ seq: i + 1, host, method: 'GET', path, start: T + start, end: T + end, status: 200, bytes: 100, ...extra }));
+    .map(([host, path, start, end, extra], i) => ({
+      seq: i + 1,
+      host,
+      method: 'GET',
+      path,
+      start: T + start,
+      end: T + end,
+      status: 200,
+      bytes: 100,
+      ...extra,
+    }));
 }
 
 /** A crawl that keeps every rule: 1 s gaps, Crawl-delay 2 on gamma, 10× a 200 ms fetch on slow, Retry-After on busy. */
@@ -100,15 +110,30 @@ describe('politeness checker on hand-built logs', () => {
   });
 
   test('a robots.txt-disallowed path that was requested is flagged', () => {
-    onlyViolation(withRow(['www.alpha.test', '/private/secret.html', 5000, 5010]), 'disallowed-fetched', 'www.alpha.test', '/private/secret.html');
+    onlyViolation(
+      withRow(['www.alpha.test', '/private/secret.html', 5000, 5010]),
+      'disallowed-fetched',
+      'www.alpha.test',
+      '/private/secret.html',
+    );
   });
 
   test('robots.txt groups are matched against the given user agent', () => {
     const host = 'agents.test';
-    const site: SiteSpec = { host, pages: {}, robots: { status: 200, body: 'User-agent: crawlstream\nDisallow: /x/\n\nUser-agent: *\nDisallow:\n' } };
-    const log = logOf([[host, '/robots.txt', 0, 5], [host, '/x/1.html', 1005, 1010]]);
+    const site: SiteSpec = {
+      host,
+      pages: {},
+      robots: { status: 200, body: 'User-agent: crawlstream\nDisallow: /x/\n\nUser-agent: *\nDisallow:\n' },
+    };
+    const log = logOf([
+      [host, '/robots.txt', 0, 5],
+      [host, '/x/1.html', 1005, 1010],
+    ]);
     assert.deepEqual(checkPoliteness(log, [site]).violations, []);
-    assert.deepEqual(checkPoliteness(log, [site], { userAgent: 'crawlstream' }).violations.map((v) => v.kind), ['disallowed-fetched']);
+    assert.deepEqual(
+      checkPoliteness(log, [site], { userAgent: 'crawlstream' }).violations.map((v) => v.kind),
+      ['disallowed-fetched'],
+    );
   });
 
   test('a request before Retry-After has passed is flagged retry-after, even when the 1 s gap is kept', () => {
@@ -136,10 +161,13 @@ describe('politeness checker on hand-built logs', () => {
 
 function get(web: SyntheticWeb, host: string, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: web.port, path, agent: false, headers: { host: `${host}:${web.port}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      { host: '127.0.0.1', port: web.port, path, agent: false, headers: { host: `${host}:${web.port}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

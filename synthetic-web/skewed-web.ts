@@ -1,6 +1,19 @@
 import { calendarTrapSite, type SiteSpec } from './sites.js';
 
-const WORDS = ['river', 'stone', 'maple', 'harbor', 'lantern', 'meadow', 'copper', 'willow', 'summit', 'falcon', 'orchard', 'canyon'];
+const WORDS = [
+  'river',
+  'stone',
+  'maple',
+  'harbor',
+  'lantern',
+  'meadow',
+  'copper',
+  'willow',
+  'summit',
+  'falcon',
+  'orchard',
+  'canyon',
+];
 
 /** A distinct, readable page name: no numbered template a trap heuristic could mistake for paging. */
 function pageName(i: number): string {
@@ -18,7 +31,10 @@ export function skewedSize(rank: number, largest: number): number {
  * session ids, and a repeating path. Every normal page is reachable; traps are linked only from
  * seeds, so their budget does not grow.
  */
-export function skewedWeb(count: number, largest: number): { sites: SiteSpec[]; normalPages: Map<string, string[]>; trapHosts: string[] } {
+export function skewedWeb(
+  count: number,
+  largest: number,
+): { sites: SiteSpec[]; normalPages: Map<string, string[]>; trapHosts: string[] } {
   const sites: SiteSpec[] = [];
   const normalPages = new Map<string, string[]>();
   for (let rank = 1; rank <= count; rank++) {
@@ -26,7 +42,9 @@ export function skewedWeb(count: number, largest: number): { sites: SiteSpec[]; 
     const size = skewedSize(rank, largest);
     const pages: Record<string, { title: string; links: string[] }> = {};
     const names = Array.from({ length: size - 1 }, (_, i) => pageName(i));
-    const others = [1, 7, 31].map((d) => `http://s${String(((rank - 1 + d) % count) + 1).padStart(3, '0')}.test:{{PORT}}/`);
+    const others = [1, 7, 31].map(
+      (d) => `http://s${String(((rank - 1 + d) % count) + 1).padStart(3, '0')}.test:{{PORT}}/`,
+    );
     pages['/'] = { title: `${host} home`, links: [...names, ...others] };
     for (const n of names) pages[n] = { title: `${host} ${n}`, links: ['/'] };
     sites.push({ host, seed: true, pages });

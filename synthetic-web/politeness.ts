@@ -5,7 +5,8 @@ import type { RequestLogEntry } from './synthetic-web.js';
 // robots-parser is CommonJS whose typings declare an ES default export; the default import is the function
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
 
-export type ViolationKind = 'overlap' | 'gap' | 'robots-not-first' | 'disallowed-fetched' | 'retry-after' | 'robots-unavailable-fetched';
+export type ViolationKind =
+  'overlap' | 'gap' | 'robots-not-first' | 'disallowed-fetched' | 'retry-after' | 'robots-unavailable-fetched';
 
 export interface Violation {
   kind: ViolationKind;
@@ -51,7 +52,11 @@ interface HostRules {
  * Robots rules come from `sites`; hosts not in `sites` (logged 404s) are judged on timing and
  * robots-first only. An overlapping pair is reported as overlap, not also as gap.
  */
-export function checkPoliteness(log: RequestLogEntry[], sites: readonly SiteSpec[], options: PolitenessOptions = {}): PolitenessReport {
+export function checkPoliteness(
+  log: RequestLogEntry[],
+  sites: readonly SiteSpec[],
+  options: PolitenessOptions = {},
+): PolitenessReport {
   const minGapMs = options.minGapMs ?? 1000;
   const slowFactor = options.slowFactor ?? 10;
   const userAgent = options.userAgent ?? '*';
@@ -67,14 +72,18 @@ export function checkPoliteness(log: RequestLogEntry[], sites: readonly SiteSpec
   const violations: Violation[] = [];
   const perHost: PolitenessReport['perHost'] = {};
   for (const host of [...byHost.keys()].sort()) {
-    const entries = byHost.get(host)!.slice().sort((a, b) => a.start - b.start || a.seq - b.seq);
+    const entries = byHost
+      .get(host)!
+      .slice()
+      .sort((a, b) => a.start - b.start || a.seq - b.seq);
     const rules = hostRules(siteByHost.get(host), userAgent);
     const flag = (kind: ViolationKind, e: RequestLogEntry, detail: string): void => {
       violations.push({ kind, host, seq: e.seq, detail });
     };
 
     const first = entries[0]!;
-    if (first.path !== '/robots.txt') flag('robots-not-first', first, `first request was ${first.method} ${first.path}`);
+    if (first.path !== '/robots.txt')
+      flag('robots-not-first', first, `first request was ${first.method} ${first.path}`);
 
     let minGap: number | null = null;
     let prev: RequestLogEntry | undefined; // the earlier request that ended last
@@ -82,8 +91,10 @@ export function checkPoliteness(log: RequestLogEntry[], sites: readonly SiteSpec
     let notBeforeSeq = 0;
     for (const e of entries) {
       if (e.path !== '/robots.txt') {
-        if (rules.unavailable) flag('robots-unavailable-fetched', e, `${e.path} requested while robots.txt answers 5xx`);
-        else if (rules.isAllowed !== undefined && !rules.isAllowed(e.path)) flag('disallowed-fetched', e, `${e.path} is disallowed by robots.txt`);
+        if (rules.unavailable)
+          flag('robots-unavailable-fetched', e, `${e.path} requested while robots.txt answers 5xx`);
+        else if (rules.isAllowed !== undefined && !rules.isAllowed(e.path))
+          flag('disallowed-fetched', e, `${e.path} is disallowed by robots.txt`);
       }
       if (prev !== undefined) {
         const gap = e.start - prev.end;
@@ -92,7 +103,8 @@ export function checkPoliteness(log: RequestLogEntry[], sites: readonly SiteSpec
         if (gap < 0) flag('overlap', e, `started ${ms(-gap)} before #${prev.seq} ended`);
         else if (gap < needed) flag('gap', e, `${ms(gap)} after #${prev.seq} ended; needs ${ms(needed)}`);
       }
-      if (e.start < notBefore) flag('retry-after', e, `started ${ms(notBefore - e.start)} before Retry-After of #${notBeforeSeq} expired`);
+      if (e.start < notBefore)
+        flag('retry-after', e, `started ${ms(notBefore - e.start)} before Retry-After of #${notBeforeSeq} expired`);
       if (e.retryAfterSec !== undefined && e.end + e.retryAfterSec * 1000 > notBefore) {
         notBefore = e.end + e.retryAfterSec * 1000;
         notBeforeSeq = e.seq;
@@ -116,7 +128,8 @@ function hostRules(site: SiteSpec | undefined, userAgent: string): HostRules {
   const origin = `http://${site.host}`;
   const parsed = robotsParser(`${origin}/robots.txt`, robots.body);
   return {
-    isAllowed: (path) => parsed.isAllowed(path.startsWith('/') ? origin + path : `${origin}/${path}`, userAgent) !== false,
+    isAllowed: (path) =>
+      parsed.isAllowed(path.startsWith('/') ? origin + path : `${origin}/${path}`, userAgent) !== false,
     crawlDelayMs: (parsed.getCrawlDelay(userAgent) ?? 0) * 1000,
     unavailable: false,
   };
@@ -129,7 +142,9 @@ export function formatPolitenessReport(r: PolitenessReport): string {
   for (const [host, stats] of Object.entries(r.perHost)) {
     const count = r.violations.filter((v) => v.host === host).length;
     const gap = stats.minGapMs === null ? 'min gap -' : `min gap ${ms(stats.minGapMs)}`;
-    lines.push(`  ${host.padEnd(width)}  ${String(stats.requests).padStart(4)} requests  ${gap}  ${count === 0 ? 'ok' : `${count} violations`}`);
+    lines.push(
+      `  ${host.padEnd(width)}  ${String(stats.requests).padStart(4)} requests  ${gap}  ${count === 0 ? 'ok' : `${count} violations`}`,
+    );
   }
   for (const v of r.violations) lines.push(`  ${v.kind} ${v.host} #${v.seq}: ${v.detail}`);
   if (r.violations.length === 0) {

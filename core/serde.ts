@@ -27,7 +27,16 @@ export function frame(schemaId: number, body: Buffer): Buffer {
 /** Splits a Confluent-framed value; throws CS_CORRUPT_RECORD when the frame is not there. */
 export function unframe(bytes: Buffer): { schemaId: number; body: Buffer } {
   if (bytes.length < 5 || bytes[0] !== CONFLUENT_MAGIC) {
-    throw new CrawlError('CS_CORRUPT_RECORD', `value is not in the Confluent wire format (length ${bytes.length}, first byte ${bytes[0] ?? 'none'})`);
+    throw new CrawlError(
+      'CS_CORRUPT_RECORD',
+      `value is not in the Confluent wire format (length ${bytes.length}, first byte ${bytes[0] ?? 'none'})`,
+    );
   }
   return { schemaId: bytes.readUInt32BE(1), body: bytes.subarray(5) };
 }
+
+/** Bytes as they are. */
+export const bufferSerde: Serde<Buffer> = {
+  serialize: (value) => value,
+  deserialize: (bytes) => bytes,
+};

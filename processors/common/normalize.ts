@@ -1,12 +1,11 @@
 import { getDomain } from 'tldts';
-import { CrawlError } from '../../runtime/errors.js';
+import { CrawlError } from '../../core/errors.js';
 
 /** Longest URL the crawl accepts, counted in UTF-16 code units of the normalized form. */
 export const MAX_URL_LENGTH = 2000;
 
 export type NormalizeResult =
-  | { ok: true; url: string }
-  | { ok: false; reason: 'bad-url' | 'unsupported-scheme' | 'too-long' };
+  { ok: true; url: string } | { ok: false; reason: 'bad-url' | 'unsupported-scheme' | 'too-long' };
 
 // Query parameters that carry a session, matched on the lowercased, percent-decoded name.
 const SESSION_PARAMS = new Set([

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../runtime/errors.js';
+import { InvalidOptionError } from '../../core/errors.js';
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -117,22 +117,71 @@ export const defaultCrawlConfig: CrawlConfig = {
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
   const c = { ...defaultCrawlConfig, ...partial };
   const wholeNumbers: (keyof CrawlConfig)[] = [
-    'minDelayMs', 'slowFactor', 'maxCrawlDelayMs', 'robotsTtlMs', 'robotsRetryMs', 'backoffMs', 'backoffMaxMs',
-    'maxAttempts', 'leaseWindowMs', 'connectTimeoutMs', 'headersTimeoutMs', 'fetchTimeoutMs', 'maxBodyBytes', 'maxDecodedBytes',
-    'maxUrlLength', 'maxPathDepth', 'maxSegmentRepeats', 'maxRedirectHops', 'seenExpectedUrls', 'sitePageBudget', 'siteBudgetPerInlink', 'siteBudgetMax', 'dupCutWindow', 'dupCutPercent', 'activeHostSlots', 'dispatchLookaheadMs', 'ipConcurrency', 'ipGapMs', 'connErrorsToPark', 'backoffQuietMs', 'backoffJitterPercent', 'maxOutlinksPerPage', 'fetchConcurrency', 'warcMaxFileBytes',
+    'minDelayMs',
+    'slowFactor',
+    'maxCrawlDelayMs',
+    'robotsTtlMs',
+    'robotsRetryMs',
+    'backoffMs',
+    'backoffMaxMs',
+    'maxAttempts',
+    'leaseWindowMs',
+    'connectTimeoutMs',
+    'headersTimeoutMs',
+    'fetchTimeoutMs',
+    'maxBodyBytes',
+    'maxDecodedBytes',
+    'maxUrlLength',
+    'maxPathDepth',
+    'maxSegmentRepeats',
+    'maxRedirectHops',
+    'seenExpectedUrls',
+    'sitePageBudget',
+    'siteBudgetPerInlink',
+    'siteBudgetMax',
+    'dupCutWindow',
+    'dupCutPercent',
+    'activeHostSlots',
+    'dispatchLookaheadMs',
+    'ipConcurrency',
+    'ipGapMs',
+    'connErrorsToPark',
+    'backoffQuietMs',
+    'backoffJitterPercent',
+    'maxOutlinksPerPage',
+    'fetchConcurrency',
+    'warcMaxFileBytes',
   ];
   for (const key of wholeNumbers) {
     const v = c[key];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
   }
-  if (c.minDelayMs < 1_000) throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
-  for (const key of ['activeHostSlots', 'ipConcurrency', 'connErrorsToPark', 'maxAttempts', 'fetchConcurrency', 'leaseWindowMs', 'fetchTimeoutMs'] as const) {
+  if (c.minDelayMs < 1_000)
+    throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
+  for (const key of [
+    'activeHostSlots',
+    'ipConcurrency',
+    'connErrorsToPark',
+    'maxAttempts',
+    'fetchConcurrency',
+    'leaseWindowMs',
+    'fetchTimeoutMs',
+  ] as const) {
     if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
   }
-  if (c.dispatchLookaheadMs >= c.minDelayMs) throw new InvalidOptionError(`dispatch look-ahead (${c.dispatchLookaheadMs} ms) must be below the min delay (${c.minDelayMs} ms)`);
-  if (!(c.seenFalsePositiveRate > 0 && c.seenFalsePositiveRate < 1)) throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
-  if (c.dupCutPercent > 100) throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
-  if (!/^[A-Za-z0-9._-]+/.test(c.userAgent)) throw new InvalidOptionError(`user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`);
+  if (c.dispatchLookaheadMs >= c.minDelayMs)
+    throw new InvalidOptionError(
+      `dispatch look-ahead (${c.dispatchLookaheadMs} ms) must be below the min delay (${c.minDelayMs} ms)`,
+    );
+  if (!(c.seenFalsePositiveRate > 0 && c.seenFalsePositiveRate < 1))
+    throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
+  if (c.dupCutPercent > 100)
+    throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
+  if (!/^[A-Za-z0-9._-]+/.test(c.userAgent))
+    throw new InvalidOptionError(
+      `user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`,
+    );
   return c;
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fingerprint64, fingerprintHex } from '../../../processors/parser/fingerprint.js';
+import { fingerprint64, fingerprintHex } from '../../../processors/common/fingerprint.js';
 
 // pinned with Python: hashlib.sha256(s.encode('utf-8')).digest()[:8], read big-endian
 const PINNED: [string, string, bigint][] = [

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import zlib from 'node:zlib';
-import { decodeBody, decodedSizeExceeds } from '../../../processors/fetcher/decode.js';
+import { decodeBody, decodedSizeExceeds } from '../../../processors/common/decode.js';
 
 const MiB = 1024 * 1024;
 const page = Buffer.from('<html><body>' + 'crawl me gently. '.repeat(2000) + '</body></html>');
@@ -115,7 +115,11 @@ describe('decodedSizeExceeds', () => {
   });
 
   test('answers false for identity, corrupt, unknown and cut-short bodies under the cap', async () => {
-    assert.equal(await decodedSizeExceeds(zeros, undefined, MiB), false, 'identity is capped by the body cap, not this one');
+    assert.equal(
+      await decodedSizeExceeds(zeros, undefined, MiB),
+      false,
+      'identity is capped by the body cap, not this one',
+    );
     assert.equal(await decodedSizeExceeds(Buffer.from('not gzip at all'), 'gzip', MiB), false);
     assert.equal(await decodedSizeExceeds(zlib.gzipSync(page), 'compress', 1), false);
     assert.equal(await decodedSizeExceeds(zlib.gzipSync(page).subarray(0, 100), 'gzip', MiB), false);

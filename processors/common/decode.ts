@@ -34,7 +34,11 @@ export function decodeBody(raw: Buffer, contentEncoding: string | undefined, max
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
   if (codings.length > MAX_CODINGS) {
-    return { body: raw, errorCode: 'CS_PARSE', message: `too many content codings (${codings.length}): ${contentEncoding}` };
+    return {
+      body: raw,
+      errorCode: 'CS_PARSE',
+      message: `too many content codings (${codings.length}): ${contentEncoding}`,
+    };
   }
   const unknown = codings.find((c) => DECODERS[c] === undefined);
   if (unknown !== undefined) {
@@ -57,7 +61,11 @@ export function decodeBody(raw: Buffer, contentEncoding: string | undefined, max
       if (code === 'Z_BUF_ERROR') {
         return salvage(body, coding, decoder, maxDecodedBytes);
       }
-      return { body: Buffer.alloc(0), errorCode: 'CS_PARSE', message: `corrupt ${coding} body: ${(err as Error).message}` };
+      return {
+        body: Buffer.alloc(0),
+        errorCode: 'CS_PARSE',
+        message: `corrupt ${coding} body: ${(err as Error).message}`,
+      };
     }
   }
   return { body };
@@ -71,7 +79,11 @@ function salvage(input: Buffer, coding: string, decoder: (typeof DECODERS)[strin
     return { body, errorCode: 'CS_PARSE', message };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      return { body: Buffer.alloc(0), errorCode: 'CS_BOMB', message: `${message}; decodes to more than the cap of ${cap} bytes` };
+      return {
+        body: Buffer.alloc(0),
+        errorCode: 'CS_BOMB',
+        message: `${message}; decodes to more than the cap of ${cap} bytes`,
+      };
     }
     return { body: Buffer.alloc(0), errorCode: 'CS_PARSE', message };
   }
@@ -93,12 +105,17 @@ function inflateEither(input: Buffer, options: zlib.ZlibOptions): Buffer {
  * costs the time to inflate `maxDecodedBytes` and a few KB of memory. Corrupt, cut-short or
  * unknown codings answer false (the parser reports those); identity answers false. Never rejects.
  */
-export function decodedSizeExceeds(raw: Buffer, contentEncoding: string | undefined, maxDecodedBytes: number): Promise<boolean> {
+export function decodedSizeExceeds(
+  raw: Buffer,
+  contentEncoding: string | undefined,
+  maxDecodedBytes: number,
+): Promise<boolean> {
   const codings = (contentEncoding ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
-  if (codings.length === 0 || codings.length > MAX_CODINGS || codings.some((c) => DECODERS[c] === undefined)) return Promise.resolve(false);
+  if (codings.length === 0 || codings.length > MAX_CODINGS || codings.some((c) => DECODERS[c] === undefined))
+    return Promise.resolve(false);
   const stages = codings.reverse().map((c, i) => decoderStream(c, i === 0 ? raw : undefined));
   return new Promise((resolve) => {
     let total = 0;
@@ -123,11 +140,17 @@ export function decodedSizeExceeds(raw: Buffer, contentEncoding: string | undefi
   });
 }
 
-function decoderStream(coding: string, firstInput: Buffer | undefined): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
+function decoderStream(
+  coding: string,
+  firstInput: Buffer | undefined,
+): zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress {
   if (coding === 'br') return zlib.createBrotliDecompress();
   if (coding === 'deflate') {
     // a zlib header is CMF/FLG with method 8 and a multiple of 31; otherwise the stream is raw deflate
-    const zlibWrapped = firstInput === undefined || firstInput.length < 2 || ((firstInput[0]! & 0x0f) === 8 && ((firstInput[0]! << 8) | firstInput[1]!) % 31 === 0);
+    const zlibWrapped =
+      firstInput === undefined ||
+      firstInput.length < 2 ||
+      ((firstInput[0]! & 0x0f) === 8 && ((firstInput[0]! << 8) | firstInput[1]!) % 31 === 0);
     return zlibWrapped ? zlib.createInflate() : zlib.createInflateRaw();
   }
   return zlib.createGunzip();

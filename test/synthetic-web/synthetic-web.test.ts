@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import robotsParserModule from 'robots-parser';
-import { calendarTrapSite, standardExpectations, standardWeb } from './sites.js';
-import { readRequestLog, SyntheticWeb } from './synthetic-web.js';
+import { calendarTrapSite, standardExpectations, standardWeb } from '../../synthetic-web/sites.js';
+import { readRequestLog, SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
 
@@ -19,14 +19,33 @@ interface Fetched {
 }
 
 /** GET (or `method`) `path` from the server at 127.0.0.1 with `Host: host:port`. */
-function get(web: SyntheticWeb, host: string, path = '/', init: { headers?: Record<string, string>; agent?: Agent; method?: string } = {}): Promise<Fetched> {
+function get(
+  web: SyntheticWeb,
+  host: string,
+  path = '/',
+  init: { headers?: Record<string, string>; agent?: Agent; method?: string } = {},
+): Promise<Fetched> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port: web.port, path, method: init.method ?? 'GET', agent: init.agent ?? false, headers: { host: `${host}:${web.port}`, ...init.headers } },
+      {
+        host: '127.0.0.1',
+        port: web.port,
+        path,
+        method: init.method ?? 'GET',
+        agent: init.agent ?? false,
+        headers: { host: `${host}:${web.port}`, ...init.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), reusedSocket: req.reusedSocket }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            reusedSocket: req.reusedSocket,
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -53,8 +72,22 @@ describe('synthetic web server', () => {
     const [first, second] = web.requests().slice(before);
     assert.ok(first && second);
     assert.deepEqual(
-      { host: first.host, method: first.method, path: first.path, status: first.status, bytes: first.bytes, userAgent: first.userAgent },
-      { host: 'beta.test', method: 'GET', path: '/one.html?x=1', status: 200, bytes: page.body.length, userAgent: 'crawlstream-test/1.0' },
+      {
+        host: first.host,
+        method: first.method,
+        path: first.path,
+        status: first.status,
+        bytes: first.bytes,
+        userAgent: first.userAgent,
+      },
+      {
+        host: 'beta.test',
+        method: 'GET',
+        path: '/one.html?x=1',
+        status: 200,
+        bytes: page.body.length,
+        userAgent: 'crawlstream-test/1.0',
+      },
     );
     assert.ok(t0 <= first.start && first.start <= first.end && first.end <= t1);
     assert.deepEqual([second.method, second.path, second.status, second.bytes], ['HEAD', '/missing.html', 404, 0]);
@@ -74,7 +107,10 @@ describe('synthetic web server', () => {
     const res = await get(web, 'nowhere.test', '/robots.txt');
     assert.equal(res.status, 404);
     assert.deepEqual(
-      web.requests().filter((e) => e.host === 'nowhere.test').map((e) => [e.path, e.status]),
+      web
+        .requests()
+        .filter((e) => e.host === 'nowhere.test')
+        .map((e) => [e.path, e.status]),
       [['/robots.txt', 404]],
     );
   });
@@ -88,11 +124,17 @@ describe('synthetic web server', () => {
 
   test('mirror.test pages are byte-identical to www.alpha.test pages', async () => {
     assert.deepEqual((await get(web, 'mirror.test', '/')).body, (await get(web, 'www.alpha.test', '/a.html')).body);
-    assert.deepEqual((await get(web, 'mirror.test', '/c.html')).body, (await get(web, 'www.alpha.test', '/c.html')).body);
+    assert.deepEqual(
+      (await get(web, 'mirror.test', '/c.html')).body,
+      (await get(web, 'www.alpha.test', '/c.html')).body,
+    );
   });
 
   test('news.test serves one article whose timestamp line changes with every response', async () => {
-    const [a, b] = [(await get(web, 'news.test', '/')).body.toString(), (await get(web, 'news.test', '/story.html')).body.toString()];
+    const [a, b] = [
+      (await get(web, 'news.test', '/')).body.toString(),
+      (await get(web, 'news.test', '/story.html')).body.toString(),
+    ];
     assert.notEqual(a, b);
     const strip = (s: string): string => s.replace(/<p class="updated">.*<\/p>/, '');
     assert.equal(strip(a), strip(b));
@@ -105,8 +147,12 @@ describe('synthetic web server', () => {
 
   test('the gzip page is gzip-encoded only when the request accepts gzip', async () => {
     const plain = await get(web, 'files.test', '/compressed.html');
-    const zipped = await get(web, 'files.test', '/compressed.html', { headers: { 'accept-encoding': 'br, gzip;q=0.8' } });
-    const refused = await get(web, 'files.test', '/compressed.html', { headers: { 'accept-encoding': 'gzip;q=0, deflate' } });
+    const zipped = await get(web, 'files.test', '/compressed.html', {
+      headers: { 'accept-encoding': 'br, gzip;q=0.8' },
+    });
+    const refused = await get(web, 'files.test', '/compressed.html', {
+      headers: { 'accept-encoding': 'gzip;q=0, deflate' },
+    });
     assert.equal(plain.headers['content-encoding'], undefined);
     assert.equal(refused.headers['content-encoding'], undefined);
     assert.equal(zipped.headers['content-encoding'], 'gzip');
@@ -135,7 +181,13 @@ describe('synthetic web server', () => {
   test('redirect.test answers /old with 301 to /new and bounces between /loop1 and /loop2', async () => {
     const old = await get(web, 'redirect.test', '/old');
     assert.deepEqual([old.status, old.headers.location], [301, `http://redirect.test:${web.port}/new`]);
-    assert.deepEqual([(await get(web, 'redirect.test', '/loop1')).headers.location, (await get(web, 'redirect.test', '/loop2')).headers.location], ['/loop2', '/loop1']);
+    assert.deepEqual(
+      [
+        (await get(web, 'redirect.test', '/loop1')).headers.location,
+        (await get(web, 'redirect.test', '/loop2')).headers.location,
+      ],
+      ['/loop2', '/loop1'],
+    );
     assert.equal((await get(web, 'redirect.test', '/new')).status, 200);
   });
 
@@ -143,11 +195,19 @@ describe('synthetic web server', () => {
     const home = hrefs((await get(web, 'trap.test')).body.toString());
     assert.ok(home.some((l) => l.length > 2000));
     assert.deepEqual(hrefs((await get(web, 'trap.test', '/a/a/a/a/')).body.toString()), ['a/']);
-    assert.deepEqual(hrefs((await get(web, 'trap.test', '/deep/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/')).body.toString()), ['17/']);
-    const sids = [await get(web, 'trap.test', '/shop.html?sid=x'), await get(web, 'trap.test', '/shop.html?sid=y')].map((r) => hrefs(r.body.toString())[0]);
+    assert.deepEqual(
+      hrefs((await get(web, 'trap.test', '/deep/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/')).body.toString()),
+      ['17/'],
+    );
+    const sids = [await get(web, 'trap.test', '/shop.html?sid=x'), await get(web, 'trap.test', '/shop.html?sid=y')].map(
+      (r) => hrefs(r.body.toString())[0],
+    );
     assert.match(sids[0]!, /^\/shop\.html\?sid=\w+$/);
     assert.notEqual(sids[0], sids[1]);
-    assert.match(hrefs((await get(web, 'trap.test', '/cart.html;jsessionid=ABC')).body.toString())[0]!, /^cart\.html;jsessionid=\w+$/);
+    assert.match(
+      hrefs((await get(web, 'trap.test', '/cart.html;jsessionid=ABC')).body.toString())[0]!,
+      /^cart\.html;jsessionid=\w+$/,
+    );
   });
 
   test('one keep-alive connection serves consecutive requests to a host', async () => {
@@ -167,9 +227,13 @@ describe('synthetic web server lifecycle', () => {
     const web = await SyntheticWeb.start();
     try {
       const statuses = [];
-      for (const path of ['/robots.txt', '/', '/b1.html', '/', '/b1.html']) statuses.push((await get(web, 'busy.test', path)).status);
+      for (const path of ['/robots.txt', '/', '/b1.html', '/', '/b1.html'])
+        statuses.push((await get(web, 'busy.test', path)).status);
       assert.deepEqual(statuses, [200, 429, 429, 200, 200]);
-      assert.deepEqual(web.requests().map((e) => e.retryAfterSec), [undefined, 2, 2, undefined, undefined]);
+      assert.deepEqual(
+        web.requests().map((e) => e.retryAfterSec),
+        [undefined, 2, 2, undefined, undefined],
+      );
     } finally {
       await web.close();
     }
@@ -202,7 +266,9 @@ describe('synthetic web server lifecycle', () => {
 
   test('start() rejects a port out of range and a host outside .test', async () => {
     await assert.rejects(SyntheticWeb.start({ port: 70000 }), { code: 'CS_INVALID_OPTION' });
-    await assert.rejects(SyntheticWeb.start({ sites: [{ host: 'example.com', pages: {} }] }), { code: 'CS_INVALID_OPTION' });
+    await assert.rejects(SyntheticWeb.start({ sites: [{ host: 'example.com', pages: {} }] }), {
+      code: 'CS_INVALID_OPTION',
+    });
   });
 
   test('the calendar trap links the next month forever', async () => {
@@ -220,7 +286,9 @@ describe('synthetic web server lifecycle', () => {
  * A reference crawl, ignoring timing: robots.txt honoured (5xx = disallow all), rel=nofollow not
  * followed, session ids stripped, traps cut. Returns `host path` of every request it made.
  */
-async function referenceCrawl(web: SyntheticWeb): Promise<{ fetched: Set<string>; nofollow: Set<string>; foreign: string[] }> {
+async function referenceCrawl(
+  web: SyntheticWeb,
+): Promise<{ fetched: Set<string>; nofollow: Set<string>; foreign: string[] }> {
   const fetched = new Set<string>();
   const nofollow = new Set<string>();
   const foreign: string[] = [];
@@ -258,7 +326,10 @@ async function referenceCrawl(web: SyntheticWeb): Promise<{ fetched: Set<string>
       const res = await get(web, url.hostname, '/robots.txt');
       fetched.add(`${url.hostname} /robots.txt`);
       const parsed = robotsParser(`${url.origin}/robots.txt`, res.body.toString());
-      robots.set(url.hostname, res.status >= 500 ? () => false : res.status >= 400 ? () => true : (u) => parsed.isAllowed(u) !== false);
+      robots.set(
+        url.hostname,
+        res.status >= 500 ? () => false : res.status >= 400 ? () => true : (u) => parsed.isAllowed(u) !== false,
+      );
     }
     if (!robots.get(url.hostname)!(url.href)) continue;
     let res = await get(web, url.hostname, url.pathname + url.search);
@@ -301,7 +372,11 @@ describe('the standard web', () => {
   test('pages a correct crawl must skip exist, so fetching one shows in the log', async () => {
     const web = await SyntheticWeb.start();
     try {
-      for (const [host, path] of [['www.alpha.test', '/private/secret.html'], ['blog.alpha.test', '/private/draft.html'], ['down.test', '/']] as const) {
+      for (const [host, path] of [
+        ['www.alpha.test', '/private/secret.html'],
+        ['blog.alpha.test', '/private/draft.html'],
+        ['down.test', '/'],
+      ] as const) {
         assert.equal((await get(web, host, path)).status, 200, `${host}${path}`);
       }
     } finally {

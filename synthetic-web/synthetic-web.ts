@@ -2,7 +2,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { CrawlError, InvalidOptionError } from '../../runtime/errors.js';
+import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { fillPort, renderPage, standardWeb, type SiteSpec } from './sites.js';
 
 /** One finished request as the server saw it; the politeness checker's only input. */
@@ -87,7 +87,9 @@ export class SyntheticWeb {
     const seen = new Set<string>();
     for (const site of sites) {
       if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?\.test$/.test(site.host)) {
-        throw new InvalidOptionError(`site host must be a lowercase name ending in .test, got ${JSON.stringify(site.host)}`);
+        throw new InvalidOptionError(
+          `site host must be a lowercase name ending in .test, got ${JSON.stringify(site.host)}`,
+        );
       }
       if (seen.has(site.host)) throw new InvalidOptionError(`site host ${site.host} is declared twice`);
       seen.add(site.host);
@@ -95,7 +97,8 @@ export class SyntheticWeb {
 
     let web: SyntheticWeb | undefined;
     const server = createServer((req, res) => {
-      if (web === undefined) res.destroy(); // unreachable: web is set in the tick listening completes
+      if (web === undefined)
+        res.destroy(); // unreachable: web is set in the tick listening completes
       else web.#handle(req, res);
     });
     server.keepAliveTimeout = KEEP_ALIVE_MS;
@@ -216,7 +219,8 @@ export class SyntheticWeb {
     const rendered = renderPage(page, { port: this.port, host: site.host, path: entry.path, pageHits });
     let body = typeof rendered === 'string' ? Buffer.from(rendered, 'utf8') : rendered;
     const headers: Record<string, string> = { 'content-type': page.contentType ?? 'text/html; charset=utf-8' };
-    for (const [name, value] of Object.entries(page.headers ?? {})) headers[name.toLowerCase()] = fillPort(value, this.port);
+    for (const [name, value] of Object.entries(page.headers ?? {}))
+      headers[name.toLowerCase()] = fillPort(value, this.port);
     if (page.gzip) {
       headers['vary'] = 'Accept-Encoding';
       if (acceptsGzip(req.headers['accept-encoding'])) {
@@ -259,7 +263,12 @@ function isEntry(v: unknown): v is RequestLogEntry {
 }
 
 function text(status: number, body: string): Reply {
-  return { status, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: Buffer.from(body, 'utf8'), delayMs: 0 };
+  return {
+    status,
+    headers: { 'content-type': 'text/plain; charset=utf-8' },
+    body: Buffer.from(body, 'utf8'),
+    delayMs: 0,
+  };
 }
 
 /** The Host header's name: lowercased, port and a trailing dot removed. */

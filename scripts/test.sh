@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `npm test [-- FILE.test.js ...]`: builds, lints, finds the Python tools, starts a Kafka broker and a
+# registry when the selected tests need them and none is given (CRAWLSTREAM_BROKERS/REGISTRY), runs
+# the tests, and stops whatever it started, also on failure and Ctrl-C.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+npm run --silent build
+npm run --silent lint
+
+if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(find dist/test -name '*.test.js' | sort); fi
+
+eval "$(bash scripts/python-tools.sh)"
+export CRAWLSTREAM_PYTHON
+
+started=0
+stop() { if [ $started = 1 ]; then bash scripts/kafka/stop.sh >&2 || true; fi; }
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if printf '%s\n' "${files[@]}" | grep -q '/kafka/' && [ -z "${CRAWLSTREAM_BROKERS:-}" ]; then
+  started=1
+  # a failed start is retried once: the Kafka tests must not run without a broker
+  kafka_env="$(bash scripts/kafka/start.sh)" || kafka_env="$(bash scripts/kafka/start.sh)" || {
+    echo 'could not start the Kafka broker and registry (scripts/kafka/start.sh; needs Java 17 and Maven)' >&2
+    exit 1
+  }
+  eval "$kafka_env"
+  export CRAWLSTREAM_BROKERS CRAWLSTREAM_REGISTRY
+fi
+
+node --test --test-concurrency=1 "${files[@]}"
