@@ -100,10 +100,10 @@ try {
   figure('seen-set RAM per URL (Bloom sized for 2x the count)', stats.bloomBytes / stats.count, 'bytes/URL');
   figure("  plus the exact layer's unmerged fingerprints in RAM", stats.exact.ramBytes / stats.count, 'bytes/URL');
   figure('  unmerged now', stats.exact.unmerged, 'fingerprints');
-  figure('  plus pages cached (bounded, 128 MiB by default)', stats.exact.pageCacheBytes / 2 ** 20, 'MiB');
+  figure('  plus blocks cached (bounded, 128 MiB by default)', stats.exact.blockCacheBytes / 2 ** 20, 'MiB');
   figure(
-    '  page lookups answered by the cache',
-    (100 * stats.exact.pageCacheHits) / Math.max(1, stats.exact.pageCacheHits + stats.exact.pageCacheMisses),
+    '  block lookups answered by the cache',
+    (100 * stats.exact.blockCacheHits) / Math.max(1, stats.exact.blockCacheHits + stats.exact.blockCacheMisses),
     '%',
   );
   figure('Bloom fill after 2.25 M', stats.fill * 100, '%');

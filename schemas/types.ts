@@ -1,5 +1,7 @@
 /** TypeScript shapes of the Avro records in schemas/*.avsc; keep the two in step. */
 
+import type { CrawlErrorCode } from '../core/errors.js';
+
 export type FetchKind = 'PAGE' | 'ROBOTS';
 
 export interface Link {
@@ -44,7 +46,7 @@ export interface FetchResult {
   status: number;
   startedAt: number;
   durationMs: number;
-  errorCode: string | null;
+  errorCode: CrawlErrorCode | null;
   errorMessage: string | null;
   retryAfterMs: number | null;
   redirectTarget: string | null;
@@ -74,7 +76,7 @@ export interface FetchedPage {
   body: Buffer;
   truncated: boolean;
   remoteAddress: string | null;
-  errorCode: string | null;
+  errorCode: CrawlErrorCode | null;
   errorMessage: string | null;
   redirectTarget: string | null;
   /** Added later with default PAGE: records written before it read as PAGE. */
@@ -101,7 +103,7 @@ export interface ParsedPage {
   payloadDigest: string | null;
   simhash: Buffer | null;
   canonicalUrl: string | null;
-  errorCode: string | null;
+  errorCode: CrawlErrorCode | null;
   redirectTarget: string | null;
   warcFile: string | null;
   warcOffset: number | null;
@@ -129,7 +131,7 @@ export interface PageRecord {
   warcLength: number | null;
   outlinkCount: number;
   depth: number;
-  errorCode: string | null;
+  errorCode: CrawlErrorCode | null;
   redirectTarget: string | null;
 }
 

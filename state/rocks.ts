@@ -42,7 +42,7 @@ const RAW = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
  * frontier's admit CPU) to save WAL bytes that live only until the next flush. SST blocks are not
  * compressed either: the binding's ZSTD with dictionaries cost the frontier ~15 % of its admit CPU
  * and ~200 MiB of RSS at 10 M queued URLs, to save 2/3 of a disk footprint (~69 bytes per queued
- * URL uncompressed) that a frontier can better afford (docs/BENCHMARKS.md).
+ * URL uncompressed) that a frontier can better afford (docs/BENCHMARKS-LOG.md).
  */
 const OPTIONS = { ...RAW, walCompression: false, compression: false } as const;
 

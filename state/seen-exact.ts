@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
-import { PageCache } from './page-cache.js';
+import { BlockCache } from './block-cache.js';
 import {
   ALL_FROM,
   ALL_TO,
@@ -7,15 +7,15 @@ import {
   type SweepState,
   decodeSweepState,
   encodeSweepState,
-  isPageKey,
+  isBlockKey,
   isRunKey,
-  pageId,
-  pageKey,
-  pageKeyOf,
+  blockId,
+  blockKey,
+  blockKeyOf,
   runKey,
   runSeq,
 } from './seen-layout.js';
-import { byValue, inSorted, lowerBound, mergeSorted, PageArena } from './sorted-fingerprints.js';
+import { byValue, inSorted, lowerBound, mergeSorted, BlockArena } from './sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
 
 /**
@@ -33,11 +33,11 @@ export interface FingerprintStore {
 }
 
 export interface ExactLayerOptions {
-  /** Fingerprints the partition is expected to hold: sizes the first page layout. */
+  /** Fingerprints the partition is expected to hold: sizes the first block layout. */
   readonly expectedCount: number;
-  /** Fingerprints per page the layout aims at when it is (re)sized. Default 512 (4 KiB pages). */
-  readonly pageTarget?: number;
-  /** A sweep merges every page within at least this many new fingerprints. Default 65,536. */
+  /** Fingerprints per block the layout aims at when it is (re)sized. Default 512 (4 KiB blocks). */
+  readonly blockTarget?: number;
+  /** A sweep merges every block within at least this many new fingerprints. Default 65,536. */
   readonly minSweep?: number;
   /**
    * ... or within this fraction of the stored count, if more, but never more than `maxSweep` (RAM:
@@ -46,33 +46,33 @@ export interface ExactLayerOptions {
   readonly sweepFraction?: number;
   /** The most new fingerprints a sweep may wait for (caps the RAM above). Default 2^24 (~16.8 M, ~235 MB). */
   readonly maxSweep?: number;
-  /** RAM for pages, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every page of ~15 M fingerprints. */
-  readonly pageCacheBytes?: number;
+  /** RAM for blocks, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every block of ~15 M fingerprints. */
+  readonly blockCacheBytes?: number;
 }
 
 /** Gauges of the exact layer. */
 export interface ExactLayerStats {
-  /** Fingerprints in RAM that are not yet merged into their page (they are in stored runs). */
+  /** Fingerprints in RAM that are not yet merged into their block (they are in stored runs). */
   readonly unmerged: number;
   /** Run records in the store (one per `flush` with new fingerprints, deleted after a full sweep). */
   readonly runs: number;
-  readonly pageBits: number;
+  readonly blockBits: number;
   readonly sweeps: number;
-  /** Fingerprints stored one key each by versions before runs and pages; read, never rewritten. */
+  /** Fingerprints stored one key each by versions before runs and blocks; read, never rewritten. */
   readonly legacy: number;
   /** RAM held by the unmerged fingerprints' chains (arrays as allocated). */
   readonly ramBytes: number;
-  /** Bytes of pages cached, and page lookups answered from the cache / from the store. */
-  readonly pageCacheBytes: number;
-  readonly pageCacheHits: number;
-  readonly pageCacheMisses: number;
+  /** Bytes of blocks cached, and block lookups answered from the cache / from the store. */
+  readonly blockCacheBytes: number;
+  readonly blockCacheHits: number;
+  readonly blockCacheMisses: number;
 }
 
 const MIN_BITS = 4;
 const MAX_BITS = 22;
 const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
-// a page the read-ahead skipped because it was cached
+// a block the read-ahead skipped because it was cached
 const NOT_READ = Buffer.alloc(0);
 
 /**
@@ -80,26 +80,26 @@ const NOT_READ = Buffer.alloc(0);
  * out so that recording one costs a few bytes of a write instead of a store key of its own.
  *
  * - A **run** (`r` + sequence) holds the fingerprints recorded by one `flush`, in any order.
- * - A **page** (`p` + bits + index) holds, sorted, every merged fingerprint whose top `bits` bits
- *   are `index`. Pages are sized for about `pageTarget` fingerprints each.
- * - In RAM, every fingerprint not yet merged into its page, chained per page: "seen?" is a walk of
- *   one short chain, then (if not there) one binary search in one page read from the store.
- * - A **sweep** merges the unmerged fingerprints into the pages one page at a time, paced so a full
+ * - A **block** (`p` + bits + index) holds, sorted, every merged fingerprint whose top `bits` bits
+ *   are `index`. Blocks are sized for about `blockTarget` fingerprints each.
+ * - In RAM, every fingerprint not yet merged into its block, chained per block: "seen?" is a walk of
+ *   one short chain, then (if not there) one binary search in one block read from the store.
+ * - A **sweep** merges the unmerged fingerprints into the blocks one block at a time, paced so a full
  *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count)) new fingerprints;
- *   at its end every run written before it began is deleted. A sweep may start with more page
- *   bits than the last (the count grew): each page of the old layout is split as the sweep passes
+ *   at its end every run written before it began is deleted. A sweep may start with more block
+ *   bits than the last (the count grew): each block of the old layout is split as the sweep passes
  *   it.
  *
  * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
- * reads pages, runs and the layout record, and re-chains every run's fingerprints (those already
+ * reads blocks, runs and the layout record, and re-chains every run's fingerprints (those already
  * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
- * are still found (one extra batched read for what the pages do not hold) but never moved.
+ * are still found (one extra batched read for what the blocks do not hold) but never moved.
  *
  * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one
  * instance per task.
  */
 export class ExactFingerprints {
-  private readonly pageTarget: number;
+  private readonly blockTarget: number;
   private readonly minSweep: number;
   private readonly maxSweep: number;
   private readonly sweepFraction: number;
@@ -109,17 +109,17 @@ export class ExactFingerprints {
   private runs: number[] = [];
   private legacy = 0;
   private credit = 0;
-  // chained per bucket of the top bits (>= newBits): one or two entries per bucket, and a page's
+  // chained per bucket of the top bits (>= newBits): one or two entries per bucket, and a block's
   // buckets are contiguous
   private unmerged = new UnmergedFingerprints(MIN_BITS);
-  // scratch: the unmerged fingerprints of the page being merged
+  // scratch: the unmerged fingerprints of the block being merged
   private readonly fresh: FingerprintScratch = { hi: new Uint32Array(1024), lo: new Uint32Array(1024) };
-  private readonly arena = new PageArena();
+  private readonly arena = new BlockArena();
   // fingerprints staged since the last flush, back to back
   private staged = Buffer.allocUnsafe(8 * 1024);
   private stagedCount = 0;
-  private readonly cache: PageCache;
-  // pages of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
+  private readonly cache: BlockCache;
+  // blocks of the old layout read ahead of the sweep, in one range read: indexes [aheadFrom, aheadTo)
   private ahead: (Buffer | undefined)[] = [];
   private aheadFrom = 0;
   private aheadTo = 0;
@@ -128,28 +128,28 @@ export class ExactFingerprints {
     private readonly store: FingerprintStore,
     options: ExactLayerOptions,
   ) {
-    this.pageTarget = options.pageTarget ?? 512;
+    this.blockTarget = options.blockTarget ?? 512;
     this.minSweep = options.minSweep ?? 65_536;
     this.maxSweep = options.maxSweep ?? 2 ** 24;
     this.sweepFraction = options.sweepFraction ?? 1;
-    if (!Number.isInteger(this.pageTarget) || this.pageTarget < 1)
-      throw new InvalidOptionError(`pageTarget must be a positive integer, got ${this.pageTarget}`);
+    if (!Number.isInteger(this.blockTarget) || this.blockTarget < 1)
+      throw new InvalidOptionError(`blockTarget must be a positive integer, got ${this.blockTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1)
       throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
     if (!Number.isInteger(this.maxSweep) || this.maxSweep < this.minSweep)
       throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1))
       throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
-    const cacheBytes = options.pageCacheBytes ?? 128 * 2 ** 20;
+    const cacheBytes = options.blockCacheBytes ?? 128 * 2 ** 20;
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
-      throw new InvalidOptionError(`pageCacheBytes must be a whole number, got ${cacheBytes}`);
-    this.cache = new PageCache(cacheBytes);
+      throw new InvalidOptionError(`blockCacheBytes must be a whole number, got ${cacheBytes}`);
+    this.cache = new BlockCache(cacheBytes);
     this.firstBits = this.bitsFor(options.expectedCount);
   }
 
   /**
    * Reads the layout and every run into RAM, calling `each(bytes, offset)` for every stored
-   * fingerprint (pages, runs and legacy keys; a fingerprint in both a run and a page comes twice).
+   * fingerprint (blocks, runs and legacy keys; a fingerprint in both a run and a block comes twice).
    * Returns how many calls that made. `count` (the recorded count, if known) sizes the RAM index.
    * Call once, before anything else.
    */
@@ -175,13 +175,13 @@ export class ExactFingerprints {
 
   /**
    * For each index i in `at`: whether the fingerprint at bytes 8i..8i+8 of `fps` is recorded
-   * (staged ones included). Store reads: one batched read of the pages needed.
+   * (staged ones included). Store reads: one batched read of the blocks needed.
    */
   contains(fps: Buffer, at: readonly number[]): boolean[] {
     const n = at.length;
     const out: boolean[] = new Array(n).fill(false);
-    const pageIds: number[] = [];
-    const pageSlot = new Map<number, number>();
+    const blockIds: number[] = [];
+    const blockSlot = new Map<number, number>();
     const waiting: number[] = [];
     const slotOf: number[] = [];
     for (let w = 0; w < n; w++) {
@@ -192,37 +192,37 @@ export class ExactFingerprints {
         out[w] = true;
         continue;
       }
-      const [bits, index] = this.pageOf(h);
-      const id = pageId(bits, index);
-      let slot = pageSlot.get(id);
+      const [bits, index] = this.blockOf(h);
+      const id = blockId(bits, index);
+      let slot = blockSlot.get(id);
       if (slot === undefined) {
-        slot = pageIds.length;
-        pageSlot.set(id, slot);
-        pageIds.push(id);
+        slot = blockIds.length;
+        blockSlot.set(id, slot);
+        blockIds.push(id);
       }
       waiting.push(w);
       slotOf.push(slot);
     }
     if (waiting.length === 0) return out;
-    const pages: (Buffer | undefined)[] = new Array(pageIds.length);
+    const blocks: (Buffer | undefined)[] = new Array(blockIds.length);
     const missing: number[] = [];
-    for (let k = 0; k < pageIds.length; k++) {
-      pages[k] = this.cache.get(pageIds[k]!);
-      if (pages[k] === undefined) missing.push(k);
+    for (let k = 0; k < blockIds.length; k++) {
+      blocks[k] = this.cache.get(blockIds[k]!);
+      if (blocks[k] === undefined) missing.push(k);
     }
     if (missing.length > 0) {
-      const read = this.store.getMany(missing.map((k) => pageKeyOf(pageIds[k]!)));
+      const read = this.store.getMany(missing.map((k) => blockKeyOf(blockIds[k]!)));
       for (let m = 0; m < missing.length; m++) {
-        pages[missing[m]!] = read[m];
-        this.cache.add(pageIds[missing[m]!]!, read[m]);
+        blocks[missing[m]!] = read[m];
+        this.cache.add(blockIds[missing[m]!]!, read[m]);
       }
     }
     const legacyAsk: number[] = [];
     for (let k = 0; k < waiting.length; k++) {
       const w = waiting[k]!;
-      const page = pages[slotOf[k]!];
+      const block = blocks[slotOf[k]!];
       const o = 8 * at[w]!;
-      if (page !== undefined && inSorted(page, u32(fps, o), u32(fps, o + 4))) out[w] = true;
+      if (block !== undefined && inSorted(block, u32(fps, o), u32(fps, o + 4))) out[w] = true;
       else if (this.legacy > 0) legacyAsk.push(w);
     }
     if (legacyAsk.length > 0) {
@@ -246,7 +246,7 @@ export class ExactFingerprints {
   }
 
   /**
-   * Writes the staged fingerprints as one run, then merges as many pages as the pace asks for
+   * Writes the staged fingerprints as one run, then merges as many blocks as the pace asks for
    * (`count` is the total recorded, for the pace and the next layout). No-op when nothing is staged.
    */
   flush(count: number): void {
@@ -258,7 +258,7 @@ export class ExactFingerprints {
     this.credit += (staged * 2 ** this.sweep.newBits) / this.sweepSpan(count);
     while (this.credit >= 1) {
       this.credit -= 1;
-      this.mergePage(count);
+      this.mergeBlock(count);
     }
     this.store.put(META_KEY, encodeSweepState(this.sweep));
   }
@@ -268,13 +268,13 @@ export class ExactFingerprints {
     return {
       unmerged: this.unmerged.size,
       runs: this.runs.length,
-      pageBits: this.sweep.newBits,
+      blockBits: this.sweep.newBits,
       sweeps: this.sweep.sweeps,
       legacy: this.legacy,
       ramBytes,
-      pageCacheBytes: this.cache.size,
-      pageCacheHits: this.cache.hits,
-      pageCacheMisses: this.cache.misses,
+      blockCacheBytes: this.cache.size,
+      blockCacheHits: this.cache.hits,
+      blockCacheMisses: this.cache.misses,
     };
   }
 
@@ -285,7 +285,7 @@ export class ExactFingerprints {
         each(key, 0);
         calls++;
         if (loading) this.legacy++;
-      } else if (isPageKey(key)) {
+      } else if (isBlockKey(key)) {
         for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
         calls += value.length >>> 3;
       } else if (isRunKey(key)) {
@@ -304,24 +304,24 @@ export class ExactFingerprints {
     return calls;
   }
 
-  /** Which stored page would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
-  private pageOf(h: number): [number, number] {
+  /** Which stored block would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
+  private blockOf(h: number): [number, number] {
     const j = h >>> (32 - this.sweep.newBits);
     return j < this.sweep.cursor ? [this.sweep.newBits, j] : [this.sweep.oldBits, h >>> (32 - this.sweep.oldBits)];
   }
 
-  /** Merges the unmerged fingerprints of page `cursor` (new layout) into it, then moves on. */
-  private mergePage(count: number): void {
+  /** Merges the unmerged fingerprints of block `cursor` (new layout) into it, then moves on. */
+  private mergeBlock(count: number): void {
     const j = this.sweep.cursor;
     const split = this.sweep.newBits - this.sweep.oldBits;
     const oldIndex = j >>> split;
-    const oldKey = pageKey(this.sweep.oldBits, oldIndex);
-    let old = this.oldPage(oldIndex);
+    const oldKey = blockKey(this.sweep.oldBits, oldIndex);
+    let old = this.oldBlock(oldIndex);
     if (old !== undefined && split > 0) {
       const shift = 32 - this.sweep.newBits;
       old = old.subarray(8 * lowerBound(old, j * 2 ** shift), 8 * lowerBound(old, (j + 1) * 2 ** shift));
     }
-    // this page's unmerged fingerprints, copied out of their chains, sorted
+    // this block's unmerged fingerprints, copied out of their chains, sorted
     const spread = this.unmerged.bits - this.sweep.newBits;
     const n = this.unmerged.take(j * 2 ** spread, (j + 1) * 2 ** spread, this.fresh);
     const { hi: freshHi, lo: freshLo } = this.fresh;
@@ -330,29 +330,29 @@ export class ExactFingerprints {
       for (let k = 0; k < n; k++) order[k] = k;
       const merged = this.arena.copy(mergeSorted(old, byValue(order, freshHi, freshLo), freshHi, freshLo));
       if (merged.length > 0) {
-        this.store.put(pageKey(this.sweep.newBits, j), merged);
-        this.cache.update(pageId(this.sweep.newBits, j), merged);
+        this.store.put(blockKey(this.sweep.newBits, j), merged);
+        this.cache.update(blockId(this.sweep.newBits, j), merged);
       } else if (split === 0 && old !== undefined) {
         this.store.delete(oldKey);
-        this.cache.update(pageId(this.sweep.oldBits, oldIndex), undefined);
+        this.cache.update(blockId(this.sweep.oldBits, oldIndex), undefined);
       }
     }
     if (split > 0 && (j & (2 ** split - 1)) === 2 ** split - 1) {
       this.store.delete(oldKey);
-      this.cache.update(pageId(this.sweep.oldBits, oldIndex), undefined);
+      this.cache.update(blockId(this.sweep.oldBits, oldIndex), undefined);
     }
     this.sweep.cursor++;
     if (this.sweep.cursor === 2 ** this.sweep.newBits) this.endSweep(count);
   }
 
   /**
-   * Page `index` of the old layout, from the page cache or the store. The sweep reads them in key
+   * Block `index` of the old layout, from the block cache or the store. The sweep reads them in key
    * order, so uncached ones are read READ_AHEAD at a time in one batched read (pending writes
-   * included). Only the sweep writes old-layout pages, and only the one it has just read, so what
+   * included). Only the sweep writes old-layout blocks, and only the one it has just read, so what
    * was read ahead stays current.
    */
-  private oldPage(index: number): Buffer | undefined {
-    const id = pageId(this.sweep.oldBits, index);
+  private oldBlock(index: number): Buffer | undefined {
+    const id = blockId(this.sweep.oldBits, index);
     const cached = this.cache.peek(id);
     if (cached !== undefined) return cached.length === 0 ? undefined : cached;
     if (index < this.aheadFrom || index >= this.aheadTo) {
@@ -361,16 +361,16 @@ export class ExactFingerprints {
       this.ahead = new Array(this.aheadTo - this.aheadFrom).fill(NOT_READ);
       const want: number[] = [];
       for (let i = this.aheadFrom; i < this.aheadTo; i++)
-        if (this.cache.peek(pageId(this.sweep.oldBits, i)) === undefined) want.push(i);
-      const read = this.store.getMany(want.map((i) => pageKey(this.sweep.oldBits, i)));
+        if (this.cache.peek(blockId(this.sweep.oldBits, i)) === undefined) want.push(i);
+      const read = this.store.getMany(want.map((i) => blockKey(this.sweep.oldBits, i)));
       for (let k = 0; k < want.length; k++) this.ahead[want[k]! - this.aheadFrom] = read[k];
     }
     const ahead = this.ahead[index - this.aheadFrom];
     // cached when read ahead, evicted since
-    return ahead === NOT_READ ? this.store.get(pageKey(this.sweep.oldBits, index)) : ahead;
+    return ahead === NOT_READ ? this.store.get(blockKey(this.sweep.oldBits, index)) : ahead;
   }
 
-  /** Every run written before the sweep began is now in pages: delete them; start the next sweep. */
+  /** Every run written before the sweep began is now in blocks: delete them; start the next sweep. */
   private endSweep(count: number): void {
     let k = 0;
     while (k < this.runs.length && this.runs[k]! < this.sweep.sweepStart) this.store.delete(runKey(this.runs[k++]!));
@@ -382,7 +382,7 @@ export class ExactFingerprints {
     this.sweep.cursor = 0;
     this.ahead = [];
     this.aheadFrom = this.aheadTo = 0;
-    // what is still unmerged was added since its page was merged
+    // what is still unmerged was added since its block was merged
     this.unmerged.rebucket(this.ramBitsFor(count));
   }
 
@@ -398,7 +398,7 @@ export class ExactFingerprints {
   }
 
   private bitsFor(count: number): number {
-    const bits = Math.ceil(Math.log2(Math.max(1, count) / this.pageTarget));
+    const bits = Math.ceil(Math.log2(Math.max(1, count) / this.blockTarget));
     return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
   }
 }

@@ -2,7 +2,8 @@
  * The key formats of the seen-set's exact layer in its store, and the record of a sweep's
  * position. Keys never collide with the 8-byte fingerprint keys of the layout before it.
  *
- * - `p` + bits (1 byte) + index (u32 BE), 6 bytes: a page, sorted 8-byte fingerprints.
+ * - `p` + bits (1 byte) + index (u32 BE), 6 bytes: a block, sorted 8-byte fingerprints (`p` from its
+ *   first name, "page"; kept so stores written before the rename still read).
  * - `r` + sequence (u64 BE), 9 bytes: a run, the fingerprints of one flush, in any order.
  * - `meta`, 4 bytes: the sweep position (`SweepState`, 32 bytes, versioned).
  * - 8 bytes: one fingerprint of the old layout (value empty).
@@ -10,10 +11,10 @@
 
 export const META_KEY = Buffer.from('meta');
 const META_VERSION = 1;
-const PAGE = 0x70;
+const BLOCK = 0x70;
 const RUN = 0x72;
 
-/** Where the sweep is: pages below `cursor` (in newBits units) are in the new layout, the rest in the old. */
+/** Where the sweep is: blocks below `cursor` (in newBits units) are in the new layout, the rest in the old. */
 export interface SweepState {
   oldBits: number;
   newBits: number;
@@ -53,22 +54,22 @@ export function decodeSweepState(b: Buffer | undefined): SweepState | undefined 
   };
 }
 
-/** A page's number in RAM: bits × 2^32 + index. */
-export function pageId(bits: number, index: number): number {
+/** A block's number in RAM: bits × 2^32 + index. */
+export function blockId(bits: number, index: number): number {
   return bits * 2 ** 32 + index;
 }
 
-export function pageKey(bits: number, index: number): Buffer {
+export function blockKey(bits: number, index: number): Buffer {
   const k = Buffer.allocUnsafe(6);
-  k[0] = PAGE;
+  k[0] = BLOCK;
   k[1] = bits;
   k.writeUInt32BE(index, 2);
   return k;
 }
 
-/** The key of page `id` (a `pageId`). */
-export function pageKeyOf(id: number): Buffer {
-  return pageKey(Math.floor(id / 2 ** 32), id % 2 ** 32);
+/** The key of block `id` (a `blockId`). */
+export function blockKeyOf(id: number): Buffer {
+  return blockKey(Math.floor(id / 2 ** 32), id % 2 ** 32);
 }
 
 export function runKey(seq: number): Buffer {
@@ -78,7 +79,7 @@ export function runKey(seq: number): Buffer {
   return k;
 }
 
-export const isPageKey = (key: Buffer): boolean => key.length === 6 && key[0] === PAGE;
+export const isBlockKey = (key: Buffer): boolean => key.length === 6 && key[0] === BLOCK;
 export const isRunKey = (key: Buffer): boolean => key.length === 9 && key[0] === RUN;
 /** The sequence number of a run key. */
 export const runSeq = (key: Buffer): number => Number(key.readBigUInt64BE(1));

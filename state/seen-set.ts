@@ -19,7 +19,7 @@ export interface SeenSetOptions {
   readonly warnAtLoad?: number;
   /** The filter is rebuilt, twice the size, when its fill passes that of this many × the sized-for count. Default 1.25. */
   readonly rebuildAtLoad?: number;
-  /** Tuning of the exact layer's pages and sweeps (see `ExactFingerprints`); defaults suit a crawl. */
+  /** Tuning of the exact layer's blocks and sweeps (see `ExactFingerprints`); defaults suit a crawl. */
   readonly exact?: Omit<ExactLayerOptions, 'expectedCount'>;
 }
 
@@ -43,7 +43,7 @@ export interface SeenSetStats {
   readonly storeChecks: number;
   /** Of those, the ones the store did not hold: Bloom false positives, admitted as new. */
   readonly bloomFalsePositives: number;
-  /** The exact layer's runs, pages and sweeps. */
+  /** The exact layer's runs, blocks and sweeps. */
   readonly exact: ExactLayerStats;
 }
 
@@ -53,7 +53,7 @@ const COUNT_KEY = Buffer.from('count');
 
 /**
  * The seen-set of one partition: a Bloom filter in RAM in front of exact 8-byte fingerprints in
- * a store (`ExactFingerprints`: runs and sorted pages). "Definitely new" skips the store; every
+ * a store (`ExactFingerprints`: runs and sorted blocks). "Definitely new" skips the store; every
  * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
@@ -112,7 +112,7 @@ export class SeenSet {
   /**
    * For each fingerprint (8 bytes): true when it was new, and is now recorded (in the Bloom and,
    * as a pending write, in the store); false when it was seen before, including earlier in the
-   * same batch. Store reads: one batched page read for the "maybe seen" ones; none for the others.
+   * same batch. Store reads: one batched block read for the "maybe seen" ones; none for the others.
    */
   admit(fingerprints: readonly Buffer[]): boolean[] {
     return this.admitPacked(packed(fingerprints));
@@ -239,7 +239,7 @@ export class SeenSet {
     this.warnFill = expectedFill(sizing, this.warnAtLoad * sizedFor);
     this.rebuildFill = expectedFill(sizing, this.rebuildAtLoad * sizedFor);
     if (grown) this.rebuildCount++;
-    // an over-full filter (a count lost with an uncommitted write, or copies in runs and pages): grow it now
+    // an over-full filter (a count lost with an uncommitted write, or copies in runs and blocks): grow it now
     if (bloom.fill() > this.rebuildFill)
       this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
   }

@@ -1,5 +1,5 @@
 /**
- * Sorted fingerprint arrays: 8-byte big-endian entries, ascending, as the seen-set's pages hold
+ * Sorted fingerprint arrays: 8-byte big-endian entries, ascending, as the seen-set's blocks hold
  * them. Pure functions; buffers passed in are never changed.
  */
 
@@ -8,11 +8,11 @@ function view(b: Buffer): DataView {
   return new DataView(b.buffer, b.byteOffset, b.byteLength);
 }
 
-/** Whether the sorted 8-byte entries of `page` hold (h, l). */
-export function inSorted(page: Buffer, h: number, l: number): boolean {
-  const v = view(page);
+/** Whether the sorted 8-byte entries of `block` hold (h, l). */
+export function inSorted(block: Buffer, h: number, l: number): boolean {
+  const v = view(block);
   let a = 0;
-  let b = (page.length >>> 3) - 1;
+  let b = (block.length >>> 3) - 1;
   while (a <= b) {
     const m = (a + b) >>> 1;
     const mh = v.getUint32(8 * m);
@@ -24,11 +24,11 @@ export function inSorted(page: Buffer, h: number, l: number): boolean {
   return false;
 }
 
-/** Index of the first entry of sorted `page` whose top 32 bits are >= h. */
-export function lowerBound(page: Buffer, h: number): number {
-  const v = view(page);
+/** Index of the first entry of sorted `block` whose top 32 bits are >= h. */
+export function lowerBound(block: Buffer, h: number): number {
+  const v = view(block);
   let a = 0;
-  let b = page.length >>> 3;
+  let b = block.length >>> 3;
   while (a < b) {
     const m = (a + b) >>> 1;
     if (v.getUint32(8 * m) < h) a = m + 1;
@@ -44,15 +44,15 @@ let scratch = Buffer.allocUnsafeSlow(64 * 1024);
 const SLAB = 256 * 1024;
 
 /**
- * Buffers for pages, carved from slabs of 256 KiB: one allocation for many pages instead of one
- * each. A slab lives while any page cut from it does; the sweep rewrites pages in order and the
+ * Buffers for blocks, carved from slabs of 256 KiB: one allocation for many blocks instead of one
+ * each. A slab lives while any block cut from it does; the sweep rewrites blocks in order and the
  * next sweep replaces them all, so whole slabs die together.
  */
-export class PageArena {
+export class BlockArena {
   private slab = Buffer.allocUnsafeSlow(0);
   private used = 0;
 
-  /** A copy of `bytes` in arena memory (a page larger than a quarter slab gets a buffer of its own). */
+  /** A copy of `bytes` in arena memory (a block larger than a quarter slab gets a buffer of its own). */
   copy(bytes: Buffer): Buffer {
     const n = bytes.length;
     if (n > SLAB / 4) return Buffer.from(bytes);
@@ -62,7 +62,7 @@ export class PageArena {
     }
     const out = this.slab.subarray(this.used, this.used + n);
     bytes.copy(out);
-    // 8-byte alignment keeps DataView reads of the next page aligned
+    // 8-byte alignment keeps DataView reads of the next block aligned
     this.used += (n + 7) & ~7;
     return out;
   }
@@ -92,22 +92,22 @@ export function byValue(idx: number[], hi: Uint32Array, lo: Uint32Array): number
 }
 
 /**
- * The sorted union, without repeats, of `page` (sorted entries, or none) and the entries `fresh`
+ * The sorted union, without repeats, of `block` (sorted entries, or none) and the entries `fresh`
  * (indexes into hi/lo, sorted by value). The result is valid until the next call (it is a view of
- * one reused buffer, or `page` itself): copy it to keep it.
+ * one reused buffer, or `block` itself): copy it to keep it.
  */
 export function mergeSorted(
-  page: Buffer | undefined,
+  block: Buffer | undefined,
   fresh: readonly number[],
   hi: Uint32Array,
   lo: Uint32Array,
 ): Buffer {
-  const pn = page === undefined ? 0 : page.length >>> 3;
-  if (fresh.length === 0) return page === undefined ? Buffer.alloc(0) : page.subarray(0, 8 * pn);
+  const pn = block === undefined ? 0 : block.length >>> 3;
+  if (fresh.length === 0) return block === undefined ? Buffer.alloc(0) : block.subarray(0, 8 * pn);
   if (scratch.length < 8 * (pn + fresh.length)) scratch = Buffer.allocUnsafeSlow(2 * 8 * (pn + fresh.length));
   const out = scratch;
   const w = view(out);
-  const r = page === undefined ? w : view(page);
+  const r = block === undefined ? w : view(block);
   const fn = fresh.length;
   let o = 0;
   let p = 0;

@@ -10,9 +10,9 @@ export interface FingerprintScratch {
 }
 
 /**
- * The exact layer's fingerprints that are not yet merged into their pages, in RAM: each chained
+ * The exact layer's fingerprints that are not yet merged into their blocks, in RAM: each chained
  * in the bucket of its top `bits` bits, so "is it here?" walks one short chain and the fingerprints
- * of a page (a run of contiguous buckets) are found by walking those buckets. An entry is three
+ * of a block (a run of contiguous buckets) are found by walking those buckets. An entry is three
  * interleaved int32s (top 32 bits, low 32 bits, next in chain): a chain step is one memory miss.
  *
  * Ownership: nothing passed in is kept. Not thread-safe; one instance per exact layer.

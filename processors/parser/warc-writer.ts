@@ -46,7 +46,7 @@ export interface WarcWriterOptions {
   operator?: string;
   /**
    * gzip level of each record, 1–9. Default 1: deflating an uncompressed payload is the largest
-   * CPU cost of archiving (docs/BENCHMARKS.md), and 6 is ~2.5× slower for files ~10–35 % smaller.
+   * CPU cost of archiving (docs/BENCHMARKS-LOG.md), and 6 is ~2.5× slower for files ~10–35 % smaller.
    * Payloads that arrive compressed (content-encoded, or a compressed media type) are stored in
    * the gzip member as they are, at any level.
    */

@@ -138,3 +138,12 @@ test('the image runs the CLI with huge-page-backed allocations and carries the A
     assert.match(doc.spec.template.spec.containers[0].image, /^crawlstream:\d+\.\d+\.\d+$/, file);
   }
 });
+
+test('the image build copies every source folder the TypeScript build compiles', () => {
+  const dockerfile = readFileSync(`${DEPLOY}Dockerfile`, 'utf8');
+  const tsconfig = JSON.parse(readFileSync(`${DEPLOY}../tsconfig.json`, 'utf8')) as { include: string[] };
+  assert.ok(tsconfig.include.length >= 8, tsconfig.include.join());
+  for (const folder of tsconfig.include) {
+    assert.match(dockerfile, new RegExp(`^COPY ${folder} ${folder}$`, 'm'), `the image build lacks ${folder}/`);
+  }
+});

@@ -11,20 +11,20 @@ import { seededRandom as random } from '../../synthetic-web/seeded-random.js';
 const seenStore = (db: RocksPort, name = 'frontier-seen') =>
   new RocksKeyValueStore<Buffer, Buffer>(name, db, bufferSerde, bufferSerde);
 
-// tiny pages and short sweeps, so a few thousand fingerprints go through many sweeps and layouts
+// tiny blocks and short sweeps, so a few thousand fingerprints go through many sweeps and layouts
 const SMALL: SeenSetOptions = {
   expectedCount: 64,
   falsePositiveRate: 0.05,
-  exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1 / 4 },
+  exact: { blockTarget: 8, minSweep: 50, sweepFraction: 1 / 4 },
 };
 
-for (const [cacheName, pageCacheBytes] of [
-  ['a page cache holding all', undefined],
-  ['a page cache of a few pages', 1_500],
-  ['no page cache', 0],
+for (const [cacheName, blockCacheBytes] of [
+  ['a block cache holding all', undefined],
+  ['a block cache of a few blocks', 1_500],
+  ['no block cache', 0],
 ] as const) {
-  test(`exact layer, ${cacheName}: through commits, discarded commits, restarts, sweeps and page splits, every fingerprint is new exactly once`, () =>
-    randomWorkload({ ...SMALL, exact: { ...SMALL.exact, pageCacheBytes } }));
+  test(`exact layer, ${cacheName}: through commits, discarded commits, restarts, sweeps and block splits, every fingerprint is new exactly once`, () =>
+    randomWorkload({ ...SMALL, exact: { ...SMALL.exact, blockCacheBytes } }));
 }
 
 function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
@@ -87,7 +87,7 @@ function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
     const stats = seen.stats();
     assert.ok(restarts > 10 && discards > 10, `${restarts} restarts, ${discards} discards`);
     assert.ok(stats.exact.sweeps >= 10, `${stats.exact.sweeps} sweeps`);
-    assert.ok(stats.exact.pageBits >= 7, `the layout grew to ${stats.exact.pageBits} page bits`);
+    assert.ok(stats.exact.blockBits >= 7, `the layout grew to ${stats.exact.blockBits} block bits`);
     // runs are deleted once merged: far fewer remain than were written
     assert.ok(stats.exact.runs < 400, `${stats.exact.runs} runs left`);
     const all = [...committed];
@@ -98,13 +98,13 @@ function randomWorkload(SMALL: SeenSetOptions): Promise<void> {
       'a fingerprint never admitted was reported seen',
     );
     const cache = seen.stats().exact;
-    if (SMALL.exact?.pageCacheBytes !== 0)
+    if (SMALL.exact?.blockCacheBytes !== 0)
       assert.ok(
-        cache.pageCacheHits > 0 && cache.pageCacheMisses > 0,
-        `page cache: ${cache.pageCacheHits} hits, ${cache.pageCacheMisses} misses`,
+        cache.blockCacheHits > 0 && cache.blockCacheMisses > 0,
+        `block cache: ${cache.blockCacheHits} hits, ${cache.blockCacheMisses} misses`,
       );
-    if (SMALL.exact?.pageCacheBytes !== undefined)
-      assert.ok(cache.pageCacheBytes <= SMALL.exact.pageCacheBytes, `${cache.pageCacheBytes} bytes cached`);
+    if (SMALL.exact?.blockCacheBytes !== undefined)
+      assert.ok(cache.blockCacheBytes <= SMALL.exact.blockCacheBytes, `${cache.blockCacheBytes} bytes cached`);
   });
 }
 
@@ -194,7 +194,7 @@ test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the cou
   const seen = new SeenSet(store, {
     expectedCount: 64,
     falsePositiveRate: 0.05,
-    exact: { pageTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 },
+    exact: { blockTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 },
   });
   seen.init();
   let most = 0;

@@ -68,10 +68,10 @@ test(
       for (let j = 0; j < batch; j++) if (!fresh[j]) lost++;
     }
     assert.equal(lost, 0, 'new fingerprints were treated as seen');
-    // the exact layer merged most of them into sorted pages: sweeps ran and its layout grew
+    // the exact layer merged most of them into sorted blocks: sweeps ran and its layout grew
     // (a sweep per doubling of the count from 65,536: about seven)
     assert.ok(seen.stats().exact.sweeps >= 5, `${seen.stats().exact.sweeps} sweeps`);
-    assert.ok(seen.stats().exact.pageBits >= 14, `page bits ${seen.stats().exact.pageBits}`);
+    assert.ok(seen.stats().exact.blockBits >= 14, `block bits ${seen.stats().exact.blockBits}`);
     const afterLoad = seen.stats();
     assert.equal(afterLoad.count, n);
     assert.equal(afterLoad.rebuilds, 0);
