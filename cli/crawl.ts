@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
 import type { Engine } from '../runtime/engine.js';
+import { startOpsServer } from '../runtime/ops-server.js';
 import type { Metrics } from '../core/metrics.js';
 import type { LinkBatch } from '../schemas/types.js';
 import { normalizeUrl, siteOf } from '../processors/common/normalize.js';
@@ -54,6 +55,9 @@ export async function runCrawl(
     warcDir: join(cmd.dataDir, 'warc'),
   });
   const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, log: (l) => err(`[engine] ${l}`) });
+  // served before the stores restore, so /readyz says "not ready" while they do
+  const ops = cmd.ops ? await startOpsServer({ engine, ...cmd.ops, stateDir: join(cmd.dataDir, 'state') }) : undefined;
+  if (ops) err(`[ops] /metrics, /healthz and /readyz on http://${ops.address}`);
   const started = Date.now();
   await engine.start();
   let stopping: string | undefined;
@@ -117,6 +121,7 @@ export async function runCrawl(
   } finally {
     clearInterval(watcher);
     clearInterval(inboxTimer);
+    await ops?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

@@ -14,6 +14,8 @@ export interface CrawlCommand {
   readonly partitions: number;
   readonly quiet: boolean;
   readonly config: CrawlConfig;
+  /** Where /metrics, /healthz and /readyz are served; undefined: not served. */
+  readonly ops: { readonly port: number; readonly host: string } | undefined;
 }
 
 export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]
@@ -37,6 +39,8 @@ export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --d
   --ip-gap MS            least time between two fetch starts on one IP address (default 100)
   --partitions N         partitions per topic for a new data dir (default 4)
   --no-system-dns        resolve only names matched by --resolve
+  --metrics-port N       serve /metrics, /healthz and /readyz on this port (0: any free port)
+  --metrics-host ADDR    address those endpoints bind to (default 127.0.0.1)
   --quiet                no progress lines`;
 
 function wholeNumber(name: string, raw: string | undefined, min: number): number | undefined {
@@ -75,6 +79,8 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
         'ip-gap': { type: 'string' },
         'no-system-dns': { type: 'boolean' },
         quiet: { type: 'boolean' },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
       },
     });
   } catch (err) {
@@ -141,6 +147,11 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     ...(v['ip-gap'] !== undefined ? { ipGapMs: wholeNumber('ip-gap', v['ip-gap'], 0)! } : {}),
   });
   const duration = wholeNumber('duration', v.duration, 1);
+  const metricsPort = wholeNumber('metrics-port', v['metrics-port'], 0);
+  if (metricsPort !== undefined && metricsPort > 65_535)
+    throw new InvalidOptionError(`--metrics-port must be a TCP port (0 to 65535), got ${metricsPort}`);
+  if (v['metrics-host'] !== undefined && metricsPort === undefined)
+    throw new InvalidOptionError('--metrics-host needs --metrics-port');
   return {
     seeds,
     dataDir: v.data,
@@ -150,5 +161,6 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     partitions: wholeNumber('partitions', v.partitions, 1) ?? 4,
     quiet: v.quiet === true,
     config,
+    ops: metricsPort === undefined ? undefined : { port: metricsPort, host: v['metrics-host'] ?? '127.0.0.1' },
   };
 }

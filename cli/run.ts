@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
+import { startOpsServer } from '../runtime/ops-server.js';
 import type { Subtopology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import type { RunCommand } from './run-options.js';
@@ -46,6 +47,11 @@ export async function runRole(
   const onSignal = (sig: NodeJS.Signals): void => stop(`signal ${sig}`);
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // served before tasks restore, so /readyz says "not ready" while they do
+  const ops = cmd.crawl.ops
+    ? await startOpsServer({ engine, ...cmd.crawl.ops, stateDir: join(cmd.crawl.dataDir, 'state') })
+    : undefined;
+  if (ops) err(`[ops] /metrics, /healthz and /readyz on http://${ops.address}`);
   await engine.start();
   out(`[status] started role ${cmd.role}`);
   let idleChecks = 0;
@@ -72,6 +78,7 @@ export async function runRole(
     exitCode = 1;
   } finally {
     clearInterval(watcher);
+    await ops?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

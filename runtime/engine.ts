@@ -16,6 +16,21 @@ export interface Engine {
   isIdle(): boolean;
   /** Settles when the engine has stopped, by `stop()` or a fatal error (then it rejects). */
   readonly done: Promise<void>;
+  /** What `/healthz` and `/readyz` report; cheap, safe to call at any time. */
+  health(): EngineHealth;
   /** Graceful: stops taking input, waits briefly for work in flight, commits, closes. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** An engine's liveness and readiness, as the operations endpoints report them. */
+export interface EngineHealth {
+  /** False once the engine has failed (a fatal error): the process should be restarted. */
+  readonly live: boolean;
+  /** True when started and every assigned task has restored its stores and is running. */
+  readonly ready: boolean;
+  /** The engine's lifecycle state. */
+  readonly state: string;
+  /** Tasks assigned to this instance, and how many of them are still restoring. */
+  readonly tasks: number;
+  readonly restoring: number;
 }

@@ -83,6 +83,7 @@ export class StreamTask {
     const children = this.sourceChildren.get(raw.topic);
     if (!children) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
     if (raw.value === null) return; // tombstones carry nothing for processors
+    this.metrics.inc('records_processed', 1, raw.topic);
     const corrupt = raw.headers?.['x-crawlstream-corrupt'];
     if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
     const record: StreamRecord<unknown, unknown> = {

@@ -1,3 +1,4 @@
+import type { MetricId } from '../../core/metric-catalogue.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import type {
@@ -477,7 +478,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   private reportGauges(): void {
     const owner = String(this.ctx.taskId.partition);
-    const g = (name: string, v: number) => this.ctx.metrics.setGauge(name, owner, v);
+    const g = (name: MetricId, v: number) => this.ctx.metrics.setGauge(name, owner, v);
     g('frontier_queued_urls', this.backQueued + this.front.size);
     g('frontier_front_queued_urls', this.front.size);
     g('frontier_leases', this.leases.size);

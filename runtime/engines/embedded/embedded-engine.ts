@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine } from '../../engine.js';
+import type { Engine, EngineHealth } from '../../engine.js';
 import { CrawlError } from '../../../core/errors.js';
 import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
@@ -56,6 +56,7 @@ export class EmbeddedEngine implements Engine {
   private retentionTimer: NodeJS.Timeout | undefined;
   private commitSoon: NodeJS.Immediate | undefined;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private failed = false;
   private readonly deadLetterTopic: string;
 
   constructor(
@@ -144,6 +145,7 @@ export class EmbeddedEngine implements Engine {
   private restore(store: ChangeloggedStore, topic: string, partition: number): void {
     let offset = store.checkpoint();
     const end = this.log.endOffset(topic, partition);
+    const started = process.hrtime.bigint();
     let restored = 0;
     while (offset < end) {
       const batch = this.log.read(topic, partition, offset, 10_000);
@@ -155,6 +157,8 @@ export class EmbeddedEngine implements Engine {
       );
       restored += batch.length;
     }
+    this.metrics.inc('restore_records', restored, store.name);
+    this.metrics.inc('restore_seconds', Number(process.hrtime.bigint() - started) / 1e9, store.name);
     if (restored > 0) this.say(`restored ${restored} changelog records into ${store.name} of partition ${partition}`);
   }
 
@@ -204,11 +208,15 @@ export class EmbeddedEngine implements Engine {
 
   private commitOrDie(): void {
     if (this.state !== 'running' && this.state !== 'stopping') return;
+    const started = process.hrtime.bigint();
     try {
       this.commit();
     } catch (err) {
+      this.metrics.inc('commits_aborted');
       void this.fail(err);
+      return;
     }
+    this.metrics.observe('commit_duration', Number(process.hrtime.bigint() - started) / 1e9);
   }
 
   /**
@@ -337,6 +345,7 @@ export class EmbeddedEngine implements Engine {
     if (this.state === 'stopped') return;
     this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
+    this.failed = true;
     for (const t of this.tasks) t.runner.halt();
     // no final commit: whatever was not committed is redone after a restart
     await this.shutdown().catch(() => undefined);
@@ -357,6 +366,18 @@ export class EmbeddedEngine implements Engine {
     }
     await this.log?.close();
     this.state = 'stopped';
+  }
+
+  health(): EngineHealth {
+    // stores restore inside start(), before the engine reports running
+    const running = this.state === 'running';
+    return {
+      live: !this.failed,
+      ready: running,
+      state: this.failed ? 'failed' : this.state,
+      tasks: this.tasks.length,
+      restoring: this.state === 'new' ? this.tasks.length : 0,
+    };
   }
 
   private say(line: string): void {

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine } from '../../engine.js';
+import type { Engine, EngineHealth } from '../../engine.js';
 import { CrawlError } from '../../../core/errors.js';
 import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
@@ -69,6 +69,7 @@ export class KafkaEngine implements Engine {
   /** The partitions of each sub-topology in this member's latest assignment. */
   private readonly assigned = new Map<number, Set<number>>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private failed = false;
 
   constructor(
     private readonly topology: Topology,
@@ -196,16 +197,26 @@ export class KafkaEngine implements Engine {
         changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
     }
     const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
+    const perStore = new Map<string, number>();
     const started = Date.now();
     const restored = await readChangelogs(
       this.port,
       changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
-      (topic, _p, records, next) =>
-        byTopic.get(topic)!.restore(
+      (topic, _p, records, next) => {
+        const store = byTopic.get(topic)!;
+        perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
+        store.restore(
           records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
           next,
-        ),
+        );
+      },
     );
+    // the stores restore together: their time is shared out by the records each read
+    const seconds = (Date.now() - started) / 1000;
+    for (const [store, n] of perStore) {
+      this.metrics.inc('restore_records', n, store);
+      this.metrics.inc('restore_seconds', restored > 0 ? (seconds * n) / restored : 0, store);
+    }
     if (restored > 0)
       this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     let kafkaTask!: KafkaTask;
@@ -329,6 +340,7 @@ export class KafkaEngine implements Engine {
     if (this.state === 'stopped') return;
     this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
+    this.failed = true;
     const tasks = await Promise.all([...this.tasks.values()].map((p) => p.catch(() => undefined)));
     this.tasks.clear();
     this.live.clear();
@@ -337,6 +349,24 @@ export class KafkaEngine implements Engine {
     await Promise.allSettled(this.consumers.map((c) => c.close()));
     await this.port?.close();
     this.rejectDone(err);
+  }
+
+  health(): EngineHealth {
+    let tasks = 0;
+    let restoring = 0;
+    for (const [sub, partitions] of this.assigned) {
+      for (const p of partitions) {
+        tasks++;
+        if (!this.live.has(`${sub}_${p}`)) restoring++;
+      }
+    }
+    return {
+      live: !this.failed,
+      ready: this.state === 'running' && restoring === 0,
+      state: this.failed ? 'failed' : this.state,
+      tasks,
+      restoring,
+    };
   }
 
   private say(line: string): void {

@@ -242,9 +242,11 @@ export class KafkaTask {
       this.lastCommit = now;
       if (records.length === 0 && offsets.length === 0) return;
       let bases: Map<string, number>;
+      const started = process.hrtime.bigint();
       try {
         bases = await this.producer.commit(records, this.host.groupId, offsets);
       } catch (err) {
+        this.host.metrics.inc('commits_aborted');
         for (const { store } of this.changelogged) store.discardPending();
         this.running = false;
         this.host.lost(this, isCrawlError(err) ? err : new CrawlError('CS_KAFKA', String(err), { cause: err }));
@@ -252,6 +254,7 @@ export class KafkaTask {
       }
       for (const a of applied) a.store.applyCommitted(bases.get(tp(a.topic, this.task.id.partition))! + a.count);
       this.host.metrics.inc('commits');
+      this.host.metrics.observe('commit_duration', Number(process.hrtime.bigint() - started) / 1e9);
     } finally {
       this.committing = false;
     }

@@ -1,0 +1,297 @@
+/**
+ * Every metric crawlstream exports, declared once: the id call sites pass to `Metrics`, the
+ * Prometheus name (`crawlstream_` prefix, base units, `_total` on counters), help, unit and label
+ * names. No label ever holds a host, URL or other unbounded value. `Metrics` keeps the values;
+ * core/prometheus.ts exports them; deploy/grafana-dashboard.json is built from this list.
+ */
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricDef {
+  readonly type: MetricType;
+  /** The exported name, without `_total` (added for counters). */
+  readonly name: string;
+  readonly help: string;
+  /** Base unit, when the value has one (`seconds`, `bytes`). */
+  readonly unit?: 'seconds' | 'bytes' | 'ratio';
+  /** Label names; a call site passes their values joined by `,` in this order. */
+  readonly labels: readonly string[];
+  /** Histogram bucket upper bounds, in the metric's unit. */
+  readonly buckets?: readonly number[];
+  /** Where it belongs on the dashboard. */
+  readonly panel: 'crawl' | 'politeness' | 'frontier' | 'seen-set' | 'parser' | 'runtime';
+}
+
+const counter = (name: string, help: string, labels: string[], panel: MetricDef['panel'], unit?: MetricDef['unit']) =>
+  ({ type: 'counter', name, help, labels, panel, ...(unit ? { unit } : {}) }) as const satisfies MetricDef;
+const gauge = (name: string, help: string, panel: MetricDef['panel'], unit?: MetricDef['unit']) =>
+  ({
+    type: 'gauge',
+    name,
+    help,
+    labels: [] as string[],
+    panel,
+    ...(unit ? { unit } : {}),
+  }) as const satisfies MetricDef;
+const histogram = (name: string, help: string, labels: string[], buckets: number[], panel: MetricDef['panel']) =>
+  ({ type: 'histogram', name, help, labels, buckets, panel, unit: 'seconds' }) as const satisfies MetricDef;
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The catalogue, keyed by the id call sites use (`metrics.inc(M.urlsDropped, n, reason)`). */
+export const METRICS = {
+  // crawl
+  pages_fetched: counter('crawlstream_pages_fetched', 'Page fetches that ended without an error.', [], 'crawl'),
+  fetches: counter('crawlstream_fetches', 'Fetches started by the fetcher, by kind (PAGE, ROBOTS).', ['kind'], 'crawl'),
+  fetch_results: counter(
+    'crawlstream_fetch_results',
+    'Fetch results sent to the frontier, by kind.',
+    ['kind'],
+    'crawl',
+  ),
+  fetch_outcome_errors: counter(
+    'crawlstream_fetch_outcome_errors',
+    'Fetches that ended in an error at the fetcher, by code.',
+    ['code'],
+    'crawl',
+  ),
+  fetch_outcomes: counter(
+    'crawlstream_fetches_completed',
+    'Fetches completed, by outcome (ok, error code) and HTTP status class.',
+    ['outcome', 'status_class'],
+    'crawl',
+  ),
+  fetch_body_bytes: counter(
+    'crawlstream_fetch_body_bytes',
+    'Response body bytes received, as sent.',
+    [],
+    'crawl',
+    'bytes',
+  ),
+  fetch_duration: histogram(
+    'crawlstream_fetch_duration_seconds',
+    'Time from connect to the end of the body.',
+    ['kind'],
+    DURATION_BUCKETS,
+    'crawl',
+  ),
+  fetch_errors: counter(
+    'crawlstream_fetch_errors',
+    'Final fetch failures seen by the frontier, by error code.',
+    ['code'],
+    'crawl',
+  ),
+  fetch_retries: counter(
+    'crawlstream_fetch_retries',
+    'Fetches the frontier will redo, by code or status.',
+    ['reason'],
+    'crawl',
+  ),
+  robots_results: counter('crawlstream_robots_fetches', 'robots.txt fetches, by result.', ['result'], 'politeness'),
+  urls_admitted: counter('crawlstream_urls_admitted', 'New URLs admitted to the frontier.', [], 'frontier'),
+  urls_seen: counter('crawlstream_urls_seen', 'Links to URLs already known.', [], 'frontier'),
+  urls_dropped: counter(
+    'crawlstream_urls_dropped',
+    'URLs not admitted or dropped from a queue, by reason.',
+    ['reason'],
+    'frontier',
+  ),
+  link_fingerprints_invalid: counter(
+    'crawlstream_link_fingerprints_invalid',
+    'Link batches whose carried fingerprints had the wrong length (hashed again).',
+    [],
+    'frontier',
+  ),
+  page_records: counter('crawlstream_page_records', 'Page records published.', [], 'parser'),
+  parser_duplicates: counter(
+    'crawlstream_page_records_duplicate',
+    'Page records of copies, by kind (exact, near); originals are page_records minus these.',
+    ['kind'],
+    'parser',
+  ),
+  links_extracted: counter('crawlstream_links_extracted', 'Outlinks extracted from pages.', [], 'parser'),
+  warc_archived: counter('crawlstream_warc_records', 'Fetches archived to WARC, by kind.', ['kind'], 'parser'),
+  parser_errors: counter(
+    'crawlstream_parser_errors',
+    'Pages the parser could not decode, by error code.',
+    ['code'],
+    'parser',
+  ),
+  parser_transient_outcomes: counter(
+    'crawlstream_parser_transient_outcomes',
+    'Fetch outcomes the frontier retries, seen (and not recorded) by the parser.',
+    [],
+    'parser',
+  ),
+  parser_repeat_fetches: counter(
+    'crawlstream_parser_repeat_fetches',
+    'Fetches of URLs already recorded (redone leases).',
+    [],
+    'parser',
+  ),
+  parser_copies_forwarded: counter(
+    'crawlstream_parser_copies_forwarded',
+    'Exact copies forwarded to the partition of their own site.',
+    [],
+    'parser',
+  ),
+  // politeness
+  backoffs: counter('crawlstream_backoffs', 'Hosts backed off after 429/503, by status.', ['status'], 'politeness'),
+  politeness_delay: counter(
+    'crawlstream_politeness_delay_seconds',
+    'Gap required between fetches to a host, summed over leases issued.',
+    [],
+    'politeness',
+    'seconds',
+  ),
+  hosts_parked: counter('crawlstream_hosts_parked', 'Hosts parked, by reason.', ['reason'], 'politeness'),
+  control_commands: counter(
+    'crawlstream_control_commands',
+    'Operator commands applied, by action.',
+    ['action'],
+    'politeness',
+  ),
+  sites_dup_cut: counter(
+    'crawlstream_sites_duplicate_cut',
+    'Sites cut because their recent pages were mostly copies.',
+    [],
+    'politeness',
+  ),
+  // frontier state
+  leases_issued: counter('crawlstream_leases_issued', 'Leases handed to fetchers, by kind.', ['kind'], 'frontier'),
+  leases_expired: counter('crawlstream_leases_expired', 'Leases that expired without a result.', [], 'frontier'),
+  leases_dropped_late: counter(
+    'crawlstream_leases_dropped_late',
+    'Leases a fetcher dropped past their deadline.',
+    [],
+    'frontier',
+  ),
+  leases_dropped_stale: counter(
+    'crawlstream_leases_dropped_stale',
+    'Leases a fetcher dropped as stale.',
+    [],
+    'frontier',
+  ),
+  results_ignored: counter('crawlstream_results_ignored', 'Fetch results for leases no longer held.', [], 'frontier'),
+  frontier_queue_urls_migrated: counter(
+    'crawlstream_queue_urls_migrated',
+    'Queued URLs moved to the chunked queue format.',
+    [],
+    'frontier',
+  ),
+  frontier_queued_urls: gauge(
+    'crawlstream_frontier_queued_urls',
+    'URLs queued in the frontier (front and back queues).',
+    'frontier',
+  ),
+  frontier_front_queued_urls: gauge(
+    'crawlstream_frontier_front_queued_urls',
+    'URLs in the front (priority) queues.',
+    'frontier',
+  ),
+  frontier_leases: gauge('crawlstream_frontier_leases', 'Leases in flight.', 'frontier'),
+  frontier_active_hosts: gauge('crawlstream_frontier_active_hosts', 'Hosts holding a back queue.', 'frontier'),
+  frontier_hosts_waiting: gauge(
+    'crawlstream_frontier_hosts_waiting',
+    'Hosts waiting in the heap for their next fetch.',
+    'frontier',
+  ),
+  frontier_parked_hosts: gauge(
+    'crawlstream_frontier_parked_hosts',
+    'Hosts parked now (robots.txt unavailable, errors).',
+    'frontier',
+  ),
+  frontier_parked_urls: gauge('crawlstream_frontier_parked_urls', 'URLs queued on parked hosts.', 'frontier'),
+  frontier_oldest_due_age: gauge(
+    'crawlstream_frontier_oldest_due_age_seconds',
+    'How long the most overdue waiting host has been due.',
+    'frontier',
+    'seconds',
+  ),
+  // seen-set
+  seen_set_fingerprints: gauge('crawlstream_seen_set_fingerprints', 'URL fingerprints in the seen-set.', 'seen-set'),
+  seen_set_bloom_bytes: gauge(
+    'crawlstream_seen_set_bloom_bytes',
+    'Bytes of the seen-set Bloom filters.',
+    'seen-set',
+    'bytes',
+  ),
+  seen_set_bloom_fill: gauge(
+    'crawlstream_seen_set_bloom_fill_ratio',
+    'Fill of the Bloom filters (sum over tasks).',
+    'seen-set',
+    'ratio',
+  ),
+  seen_set_bloom_fp_rate_estimate: gauge(
+    'crawlstream_seen_set_bloom_false_positive_ratio',
+    'Estimated Bloom false-positive rate (sum over tasks).',
+    'seen-set',
+    'ratio',
+  ),
+  seen_set_bloom_warning: gauge(
+    'crawlstream_seen_set_bloom_warnings',
+    'Tasks whose Bloom filter is over its target.',
+    'seen-set',
+  ),
+  seen_set_bloom_rebuilds: gauge('crawlstream_seen_set_bloom_rebuilds', 'Bloom filter rebuilds.', 'seen-set'),
+  seen_set_unmerged: gauge('crawlstream_seen_set_unmerged', 'Fingerprints not yet merged into blocks.', 'seen-set'),
+  seen_set_runs: gauge('crawlstream_seen_set_runs', 'Runs of unmerged fingerprints in the store.', 'seen-set'),
+  seen_set_sweeps: gauge('crawlstream_seen_set_sweeps', 'Sweeps of the exact layer since start.', 'seen-set'),
+  // stream runtime
+  records_processed: counter(
+    'crawlstream_records_processed',
+    'Input records processed, by topic.',
+    ['topic'],
+    'runtime',
+  ),
+  commits: counter('crawlstream_commits', 'Commits (outputs, state and positions together).', [], 'runtime'),
+  commit_duration: histogram(
+    'crawlstream_commit_duration_seconds',
+    'Time one commit takes.',
+    [],
+    DURATION_BUCKETS,
+    'runtime',
+  ),
+  commits_aborted: counter('crawlstream_commits_aborted', 'Commits that failed and were rolled back.', [], 'runtime'),
+  restore_records: counter(
+    'crawlstream_restore_records',
+    'Changelog records restored, by store.',
+    ['store'],
+    'runtime',
+  ),
+  restore_seconds: counter(
+    'crawlstream_restore_seconds',
+    'Time spent restoring, by store.',
+    ['store'],
+    'runtime',
+    'seconds',
+  ),
+  dead_letters: counter(
+    'crawlstream_dead_letters',
+    'Records sent to the dead-letter topic, by code.',
+    ['code'],
+    'runtime',
+  ),
+  changelog_records_compacted: counter(
+    'crawlstream_changelog_records_compacted',
+    'Changelog records compacted away.',
+    [],
+    'runtime',
+  ),
+  consumer_lag: gauge(
+    'crawlstream_consumer_lag_records',
+    'Records not yet consumed, over assigned partitions.',
+    'runtime',
+  ),
+  state_disk_bytes: gauge('crawlstream_state_disk_bytes', 'Bytes of local state on disk.', 'runtime', 'bytes'),
+  tasks_running: gauge('crawlstream_tasks_running', 'Tasks restored and running.', 'runtime'),
+  tasks_restoring: gauge('crawlstream_tasks_restoring', 'Tasks restoring their stores.', 'runtime'),
+} as const satisfies Record<string, MetricDef>;
+
+export type MetricId = keyof typeof METRICS;
+
+type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+
+/** The ids as values, for call sites: `metrics.inc(M.urlsDropped, n, 'robots-disallowed')`. */
+export const M = Object.fromEntries(
+  Object.keys(METRICS).map((id) => [id.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), id]),
+) as { readonly [K in MetricId as Camel<K>]: K };

@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { M, METRICS, type MetricDef } from '../../core/metric-catalogue.js';
+
+const defs = Object.entries(METRICS) as [string, MetricDef][];
+
+test('every metric has a unique crawlstream_ name in base units and no unbounded label', () => {
+  const names = defs.map(([, d]) => d.name);
+  assert.equal(new Set(names).size, names.length, 'two metrics share a name');
+  for (const [id, d] of defs) {
+    assert.match(d.name, /^crawlstream_[a-z][a-z0-9_]*$/, id);
+    assert.ok(!d.name.endsWith('_total'), `${id}: counters get _total when exported, not in the catalogue`);
+    if (d.unit === 'seconds') assert.match(d.name, /_seconds$/, `${id} is in seconds`);
+    if (d.unit === 'bytes') assert.match(d.name, /_bytes$/, `${id} is in bytes`);
+    if (/_(ms|millis|milliseconds|kb|mb)$/.test(d.name)) assert.fail(`${id}: not a base unit`);
+    for (const label of d.labels)
+      assert.ok(
+        !['host', 'url', 'site', 'ip', 'lease', 'path'].includes(label),
+        `${id} has an unbounded label ${label}`,
+      );
+    assert.ok(d.help.length > 10 && d.help.endsWith('.'), `${id} needs one line of help`);
+    if (d.type === 'histogram') assert.ok((d.buckets?.length ?? 0) > 3, `${id} needs buckets`);
+  }
+});
+
+test('the call-site constants name every catalogue id', () => {
+  assert.deepEqual(Object.values(M).sort(), Object.keys(METRICS).sort());
+  assert.equal(M.urlsDropped, 'urls_dropped');
+});
