@@ -38,6 +38,7 @@ import { IpLimiter } from './ip-limiter.js';
 import { migrateQueues } from './queue-migration.js';
 import { applyFetchTiming, applyPageOutcome, applyRobotsOutcome } from './outcomes.js';
 import { RobotsCache } from './politeness.js';
+import { originOf, originRobots, robotsDue } from './robots-origins.js';
 import { SitePolicy } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 
@@ -113,7 +114,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const queued = state.tailSeq - state.headSeq;
       this.backQueued += queued;
       if (queued > 0 || state.lease) this.active.add(host);
-      if (queued > 0 && (state.robotsState === 'UNAVAILABLE' || state.parkedUntil > 0)) this.parked.add(host);
+      if (queued > 0 && (state.robots.some((r) => r.state === 'UNAVAILABLE') || state.parkedUntil > 0))
+        this.parked.add(host);
       if (state.lease) {
         this.leases.set(state.lease.leaseId, { host, expiresAt: state.lease.expiresAt });
         this.ips.holdExisting(state.ip);
@@ -271,37 +273,40 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         set.add(host);
         continue;
       }
-      const robots = this.needsRobots(state, now);
-      const entry = robots ? undefined : this.nextAllowed(state);
-      if (!robots && !entry) continue;
+      const next = this.nextFetch(state, now);
+      if (next === undefined) continue;
       const notBefore = Math.max(now, due);
       if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
-      if (robots)
+      if (typeof next === 'string')
         this.lease(
           state,
           now,
           notBefore,
-          { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 },
+          { url: next, depth: 0, redirectHops: state.robotsHop?.chain.length ?? 0, attempts: 0 },
           false,
         );
-      else this.lease(state, now, notBefore, entry!, true);
+      else this.lease(state, now, notBefore, next, true);
       issued++;
     }
   }
 
-  private needsRobots(state: HostState, now: number): boolean {
-    if (state.robotsState === 'UNKNOWN' || state.robotsState === 'UNAVAILABLE') return true;
-    return now - state.robotsFetchedAt > this.config.robotsTtlMs;
-  }
-
-  /** Pops queue heads the host's robots.txt disallows (counting them) until one is allowed. */
-  private nextAllowed(state: HostState): QueueEntry | undefined {
-    const rules = state.robotsState === 'READY' ? state.robotsBody : null;
+  /**
+   * The host's next request: a robots.txt URL (a redirect of one still to follow, or the
+   * robots.txt of the head URL's origin when it is due), else the head URL, after popping heads
+   * their origin's robots.txt disallows (counting them). Undefined when the queue ran out.
+   */
+  private nextFetch(state: HostState, now: number): string | QueueEntry | undefined {
+    if (state.robotsHop !== null) return state.robotsHop.url;
     for (;;) {
       const entry = this.back.head(state);
       if (entry === undefined) break;
-      if (entry !== null && (rules === null || this.robots.isAllowed(state.origin, rules, entry.url))) return entry;
-      if (entry !== null) this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      if (entry !== null) {
+        const origin = originOf(entry.url) ?? state.origin;
+        const rules = originRobots(state, origin);
+        if (robotsDue(rules, now, this.config.robotsTtlMs)) return `${origin}/robots.txt`;
+        if (rules!.state !== 'READY' || this.robots.isAllowed(origin, rules!.body ?? '', entry.url)) return entry;
+        this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      }
       this.back.pop(state);
       this.backQueued--;
     }
@@ -373,12 +378,15 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
     }
     if (lease.kind === 'ROBOTS') {
-      const verdict = applyRobotsOutcome(state, result, now, this.config, this.robots);
+      const { verdict, refused } = applyRobotsOutcome(state, result, now, this.config, this.robots);
       this.ctx.metrics.inc('robots_results', 1, verdict);
-      if (state.robotsState === 'UNAVAILABLE') this.parked.add(state.host);
+      if (refused !== undefined) this.ctx.metrics.inc('robots_redirects_refused', 1, refused);
+      if (verdict === 'UNAVAILABLE') this.parked.add(state.host);
       else if (state.parkedUntil === 0) this.parked.delete(state.host);
     } else if (lease.fromQueue) {
       this.applyPage(state, lease, result, now);
+      // a page was due, so its origin's robots.txt was not unavailable
+      if (state.parkedUntil === 0) this.parked.delete(state.host);
     }
     this.hosts.put(state);
     if (state.tailSeq > state.headSeq) this.heap.push(state.host, this.eligibleAt(state));
