@@ -1,7 +1,14 @@
 import type { FetchResult, HostState, OriginRobots } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { backoffAfter, requiredGap, robotsVerdict, type RobotsCache, type RobotsVerdict } from './politeness.js';
-import { boundedSitemaps, ensureOrigin, hostCrawlDelayMs, originOf, robotsRedirectRefusal } from './robots-origins.js';
+import {
+  boundedSitemaps,
+  ensureOrigin,
+  hostCrawlDelayMs,
+  originOf,
+  robotsRedirectRefusal,
+  trimRobots,
+} from './robots-origins.js';
 
 const CONNECTION_ERRORS = new Set(['CS_CONNECT', 'CS_TIMEOUT', 'CS_RESET', 'CS_DNS', 'CS_TLS']);
 
@@ -94,6 +101,7 @@ export function applyRobotsOutcome(
     other.fetchedAt = now;
     setRules(other, verdict, result.robotsBody, robots);
   }
+  trimRobots(state, origin);
   state.crawlDelayMs = hostCrawlDelayMs(state);
   // Crawl-delay can raise the gap right away, from the end of this fetch
   state.gapMs = Math.max(state.gapMs, requiredGap(config, result.durationMs, state.crawlDelayMs));

@@ -7,6 +7,13 @@ import { urlShape } from './url-shape.js';
 export const MAX_ROBOTS_REDIRECTS = 5;
 /** Origins whose robots.txt a host state keeps; the least recently fetched one makes room for a new one. */
 export const MAX_ORIGINS_PER_HOST = 8;
+/**
+ * Characters of robots.txt bodies a host state keeps, all origins together: two full 500 KiB
+ * bodies (http and https). A host state is rewritten after every fetch of the host, so this is
+ * what bounds that write; past it the origins fetched longest ago are dropped (and fetched again
+ * before their next URL).
+ */
+export const MAX_ROBOTS_CHARS_PER_HOST = 2 * 500 * 1024;
 /** `Sitemap:` lines kept per origin, and the longest kept. */
 export const MAX_SITEMAPS = 50;
 export const MAX_SITEMAP_CHARS = 2_000;
@@ -46,6 +53,23 @@ export function ensureOrigin(state: HostState, origin: string): OriginRobots {
   };
   state.robots.push(entry);
   return entry;
+}
+
+/** Drops the entries fetched longest ago, except `keep`'s, while the host's robots bodies exceed MAX_ROBOTS_CHARS_PER_HOST. */
+export function trimRobots(state: HostState, keep: string): void {
+  let total = 0;
+  for (const r of state.robots) total += r.body?.length ?? 0;
+  while (total > MAX_ROBOTS_CHARS_PER_HOST) {
+    let oldest = -1;
+    for (let i = 0; i < state.robots.length; i++) {
+      const r = state.robots[i]!;
+      if (r.origin !== keep && r.body !== null && (oldest < 0 || r.fetchedAt < state.robots[oldest]!.fetchedAt))
+        oldest = i;
+    }
+    if (oldest < 0) return;
+    total -= state.robots[oldest]!.body!.length;
+    state.robots.splice(oldest, 1);
+  }
 }
 
 /** Whether `origin`'s robots.txt must be fetched before one of its URLs: never fetched, unavailable, or older than `ttlMs`. */

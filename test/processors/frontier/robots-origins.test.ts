@@ -274,3 +274,33 @@ test('Sitemap lines are kept per origin, at most 50, none longer than 2,000 char
   );
   assert.deepEqual(state.robots.find((r) => r.origin === 'http://maps.test')!.sitemaps, ['http://maps.test/only.xml']);
 });
+
+test("an origin's robots.txt is fetched again once older than robotsTtlMs, before that origin's next URL", async () => {
+  const web: Web = { 'http://fresh.test/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /z\n' } };
+  const urls = Array.from({ length: 6 }, (_, i) => `http://fresh.test/p${i}`);
+  const { fetches } = await crawl(urls, web, 20_000, { robotsTtlMs: 3_500 });
+  const robots = fetches.filter((f) => f.kind === 'ROBOTS');
+  assert.equal(robots.length, 2, urlsOf(fetches).join(' '));
+  assert.ok(robots[1]!.at - robots[0]!.at > 3_500, 'fetched again before its time to live ran out');
+  assert.equal(fetches.filter((f) => f.kind === 'PAGE').length, 6);
+});
+
+test('robots.txt bodies of a host are bounded together: the origin fetched longest ago makes room', () => {
+  const config = validateCrawlConfig({});
+  const robots = new RobotsCache(config.userAgent);
+  const state = newHost('big.test', 'http://big.test', 'big.test');
+  const request = { leaseId: 'l', ownerEpoch: 1, site: 'big.test', host: 'big.test', kind: 'ROBOTS' } as FetchRequest;
+  const body = `User-agent: *\nDisallow: /x\n#${'-'.repeat(400 * 1024)}\n`;
+  for (const [i, origin] of ['http://big.test', 'https://big.test', 'http://big.test:8080'].entries())
+    applyRobotsOutcome(
+      state,
+      answer({ ...request, url: `${origin}/robots.txt` }, i, { status: 200, body }),
+      i,
+      config,
+      robots,
+    );
+  assert.deepEqual(
+    state.robots.map((r) => r.origin),
+    ['https://big.test', 'http://big.test:8080'],
+  );
+});
