@@ -181,7 +181,7 @@ export interface HostState {
   parkedUntil: number;
   /** robots.txt per origin of the host (RFC 9309); see schemas/host-state.avsc. */
   robots: OriginRobots[];
-  robotsHop: RobotsHop | null;
+  robotsHops: RobotsHop[];
 }
 
 /** One origin's robots.txt as the frontier holds it. */
@@ -195,7 +195,7 @@ export interface OriginRobots {
   sitemaps: string[];
 }
 
-/** A redirect of an origin's robots.txt still to follow. */
+/** A redirect of an origin's robots.txt still to follow (see schemas/host-state.avsc). */
 export interface RobotsHop {
   origin: string;
   url: string;

@@ -1,3 +1,4 @@
+import { HTTPS_PORT } from './origins.js';
 import { PORT, type SiteSpec } from './sites.js';
 
 /**
@@ -6,7 +7,9 @@ import { PORT, type SiteSpec } from './sites.js';
  *   robots.txt disallows /private/, which pages link to relatively and by absolute http URLs;
  * - `hops5.test` / `hops6.test`: robots.txt reaches its rules after 5 / 6 redirects on its host
  *   (relative, absolute and cross-scheme Locations mixed); with 6 the origin is unavailable;
- * - `loop.test`: robots.txt redirects in a loop: unavailable.
+ * - `loop.test`: robots.txt redirects in a loop: unavailable;
+ * - `shop.test`: robots.txt redirects to `https://www.shop.test/robots.txt` (another host of the
+ *   site), whose rules disallow /cart/ on both hosts.
  * Home pages are the seeds (`http://host:PORT/`).
  */
 export function originsWeb(): SiteSpec[] {
@@ -28,6 +31,28 @@ export function originsWeb(): SiteSpec[] {
         '/private/a.html': { title: 'secure private a' },
         '/private/b.html': { title: 'secure private b' },
         '/private/c.html': { title: 'secure private c' },
+      },
+    },
+    {
+      host: 'shop.test',
+      seed: true,
+      robots: { status: 301, body: '', location: `https://www.shop.test:${HTTPS_PORT}/robots.txt` },
+      pages: {
+        '/': { title: 'shop home', links: ['/item.html', '/cart/add.html'] },
+        '/item.html': { title: 'shop item', links: ['/cart/view.html'] },
+        '/cart/add.html': { title: 'shop cart add' },
+        '/cart/view.html': { title: 'shop cart view' },
+      },
+    },
+    {
+      host: 'www.shop.test',
+      seed: true,
+      robots: { status: 200, body: 'User-agent: *\nDisallow: /cart/\n' },
+      origins: { httpToHttps: true },
+      pages: {
+        '/': { title: 'www shop home', links: ['/cart/', '/about.html'] },
+        '/about.html': { title: 'www shop about' },
+        '/cart/': { title: 'www shop cart' },
       },
     },
     chainSite('hops5.test', 5),
@@ -74,6 +99,11 @@ export const originsExpectations = {
     'http hops5.test /',
     'http hops5.test /open.html',
     'http hops6.test /robots.txt',
+    'http shop.test /robots.txt',
+    'https www.shop.test /robots.txt',
+    'http shop.test /',
+    'http shop.test /item.html',
+    'https www.shop.test /about.html',
   ],
   never: [
     'https secure.test /private/a.html',
@@ -86,5 +116,8 @@ export const originsExpectations = {
     'http hops6.test /',
     'http hops6.test /robots/step-6.txt',
     'http loop.test /',
+    'http shop.test /cart/add.html',
+    'http shop.test /cart/view.html',
+    'https www.shop.test /cart/',
   ],
 };

@@ -66,28 +66,43 @@ const MAX_REDIRECTS = 5;
 // stand-ins: the checker only needs each Location's scheme, host and path
 const CHECK_PORTS: Ports = { http: 80, https: 443 };
 
+/** One request of a robots.txt chain. */
+export interface ChainStep {
+  readonly scheme: Scheme;
+  readonly host: string;
+  readonly path: string;
+}
+
 /**
- * Follows `scheme://site.host/robots.txt` through the web as served: at most five redirects on
- * the site's own host; a sixth, a loop, another host or a 3xx without Location is unavailable,
- * as are 429 and 5xx; 4xx allows all. Also returns the paths (per scheme) the chain requests.
+ * Follows `scheme://site.host/robots.txt` through the web as served, RFC 9309: at most five
+ * redirects, to any host of `sites` (a host not in it answers 404); a sixth, a loop or a 3xx
+ * without Location is unavailable, as are 429 and 5xx; 4xx allows all. Also returns the
+ * requests the chain makes. A crawler that treats a redirect to another site as unavailable is
+ * stricter than this, which the checker never counts against it.
  */
 export function originRobots(
   site: SiteSpec,
   scheme: Scheme,
-): { rules: OriginRules; chain: { scheme: Scheme; path: string }[] } {
-  const chain: { scheme: Scheme; path: string }[] = [];
-  let at = { scheme, path: '/robots.txt' };
+  sites: readonly SiteSpec[] = [site],
+): { rules: OriginRules; chain: ChainStep[] } {
+  const chain: ChainStep[] = [];
+  let at: ChainStep = { scheme, host: site.host, path: '/robots.txt' };
   for (;;) {
     chain.push(at);
-    const reply = answerOf(site, at.scheme, at.path);
+    const where = sites.find((s) => s.host === at.host);
+    const reply = where === undefined ? { status: 404, body: '' } : answerOf(where, at.scheme, at.path);
     if (reply.status >= 300 && reply.status < 400) {
       if (reply.location === undefined || chain.length > MAX_REDIRECTS)
         return { rules: { kind: 'unavailable' }, chain };
-      const next = new URL(reply.location, `${at.scheme}://${site.host}${at.path}`);
-      const nextScheme = next.protocol === 'https:' ? 'https' : 'http';
-      if (next.hostname !== site.host || chain.some((c) => c.scheme === nextScheme && c.path === next.pathname))
+      const next = new URL(reply.location, `${at.scheme}://${at.host}${at.path}`);
+      const step: ChainStep = {
+        scheme: next.protocol === 'https:' ? 'https' : 'http',
+        host: next.hostname,
+        path: next.pathname,
+      };
+      if (chain.some((c) => c.scheme === step.scheme && c.host === step.host && c.path === step.path))
         return { rules: { kind: 'unavailable' }, chain };
-      at = { scheme: nextScheme, path: next.pathname };
+      at = step;
       continue;
     }
     if (reply.status >= 200 && reply.status < 300)

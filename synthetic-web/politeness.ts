@@ -40,8 +40,6 @@ interface OriginRules {
   crawlDelayMs: number;
   /** robots.txt is unavailable (5xx, 429, too many redirects, a loop): nothing but robots.txt may be requested. */
   unavailable: boolean;
-  /** Paths of the origin that its own robots.txt chain requests: robots requests, not pages. */
-  robotsPaths: Set<string>;
 }
 
 /**
@@ -55,8 +53,8 @@ interface OriginRules {
  *   disallows for `userAgent` was requested;
  * - retry-after: a request started before end + Retry-After of an earlier response;
  * - robots-unavailable-fetched: a non-robots request to an origin whose robots.txt is
- *   unavailable (5xx, 429, more than five redirects, a loop, a redirect to another host).
- * The requests of an origin's own robots.txt redirect chain count as robots.txt requests.
+ *   unavailable (5xx, 429, more than five redirects, a loop).
+ * The requests of a robots.txt redirect chain count as robots.txt requests, on whatever host.
  * Robots rules come from `sites`; hosts not in `sites` (logged 404s) are judged on timing and
  * robots-first only. An overlapping pair is reported as overlap, not also as gap.
  */
@@ -77,6 +75,12 @@ export function checkPoliteness(
     else list.push(entry);
   }
 
+  // a hop of one origin's robots.txt chain may be a request on another origin, or another host
+  const chainRequests = new Set<string>();
+  for (const site of sites)
+    for (const scheme of ['http', 'https'] as const)
+      for (const c of originRobots(site, scheme, sites).chain) chainRequests.add(`${c.scheme} ${c.host} ${c.path}`);
+
   const violations: Violation[] = [];
   const perHost: PolitenessReport['perHost'] = {};
   for (const host of [...byHost.keys()].sort()) {
@@ -88,17 +92,15 @@ export function checkPoliteness(
     const bySchemes = new Map<Scheme, OriginRules>();
     const rulesOf = (scheme: Scheme): OriginRules => {
       let rules = bySchemes.get(scheme);
-      if (rules === undefined) bySchemes.set(scheme, (rules = originRules(site, scheme, userAgent)));
+      if (rules === undefined) bySchemes.set(scheme, (rules = originRules(site, scheme, sites, userAgent)));
       return rules;
     };
     const flag = (kind: ViolationKind, e: RequestLogEntry, detail: string): void => {
       violations.push({ kind, host, seq: e.seq, detail });
     };
 
-    // the chain paths of every origin: a hop of one origin's chain may be a request on another
     const robotsRequest = (e: RequestLogEntry): boolean =>
-      e.path === '/robots.txt' ||
-      (['http', 'https'] as const).some((s) => rulesOf(s).robotsPaths.has(`${e.scheme ?? 'http'} ${e.path}`));
+      e.path === '/robots.txt' || chainRequests.has(`${e.scheme ?? 'http'} ${e.host} ${e.path}`);
     // an origin's first request other than robots.txt (or a hop of a robots.txt chain) must come after its robots.txt
     const robotsAsked = new Set<Scheme>();
     for (const e of entries) {
@@ -149,12 +151,16 @@ export function checkPoliteness(
 }
 
 /** The rules of `scheme://site.host` as the web serves its robots.txt, redirects followed (origins.ts). */
-function originRules(site: SiteSpec | undefined, scheme: Scheme, userAgent: string): OriginRules {
-  if (site === undefined) return { crawlDelayMs: 0, unavailable: false, robotsPaths: new Set() };
-  const { rules, chain } = originRobots(site, scheme);
-  const robotsPaths = new Set(chain.map((c) => `${c.scheme} ${c.path}`));
-  if (rules.kind === 'unavailable') return { crawlDelayMs: 0, unavailable: true, robotsPaths };
-  if (rules.kind === 'allow-all') return { crawlDelayMs: 0, unavailable: false, robotsPaths };
+function originRules(
+  site: SiteSpec | undefined,
+  scheme: Scheme,
+  sites: readonly SiteSpec[],
+  userAgent: string,
+): OriginRules {
+  if (site === undefined) return { crawlDelayMs: 0, unavailable: false };
+  const { rules } = originRobots(site, scheme, sites);
+  if (rules.kind === 'unavailable') return { crawlDelayMs: 0, unavailable: true };
+  if (rules.kind === 'allow-all') return { crawlDelayMs: 0, unavailable: false };
   const origin = rules.origin;
   const parsed = robotsParser(`${origin}/robots.txt`, rules.body);
   return {
@@ -162,7 +168,6 @@ function originRules(site: SiteSpec | undefined, scheme: Scheme, userAgent: stri
       parsed.isAllowed(path.startsWith('/') ? origin + path : `${origin}/${path}`, userAgent) !== false,
     crawlDelayMs: (parsed.getCrawlDelay(userAgent) ?? 0) * 1000,
     unavailable: false,
-    robotsPaths,
   };
 }
 

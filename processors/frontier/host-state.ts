@@ -24,7 +24,7 @@ export function newHost(host: string, origin: string, site: string): HostState {
     lastBackoffAt: 0,
     parkedUntil: 0,
     robots: [],
-    robotsHop: null,
+    robotsHops: [],
   };
 }
 

@@ -1,10 +1,11 @@
-import type { FetchResult, HostState, OriginRobots } from '../../schemas/types.js';
+import type { FetchResult, HostState, OriginRobots, RobotsHop } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { backoffAfter, requiredGap, robotsVerdict, type RobotsCache, type RobotsVerdict } from './politeness.js';
 import {
   boundedSitemaps,
   ensureOrigin,
   hostCrawlDelayMs,
+  hostOfUrl,
   originOf,
   robotsRedirectRefusal,
   trimRobots,
@@ -50,14 +51,20 @@ export interface RobotsOutcome {
   refused?: string;
 }
 
+/** Whether a result says nothing of its request: dropped unfetched, or lost with its fetcher. */
+export function isUnanswered(result: FetchResult): boolean {
+  return result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST';
+}
+
 /**
- * A robots.txt request answered (or did not), RFC 9309: the result applies to the origin whose
- * robots.txt was asked for (`state.robotsHop.origin` while a redirect chain is followed, else
- * the origin of the URL). A 301/302/303/307/308 to a URL of the same host is followed, as the
- * host's next request (`state.robotsHop`), up to MAX_ROBOTS_REDIRECTS redirects; more, a loop,
- * another host or no usable Location is unavailable. 2xx is parsed (rules, Crawl-delay,
- * Sitemap lines), 4xx allows all, 429/5xx/no answer disallows all and holds the host until a
- * retry, doubling from robotsRetryMs. Mutates `state`.
+ * A robots.txt request answered (or did not), RFC 9309, applied to the state of the host whose
+ * origin asked for it: `hop.origin` when the request was a redirect of its chain (possibly
+ * fetched by another host of the site), else the origin of the URL. A 301/302/303/307/308 to a
+ * URL of the same site is followed: the next hop goes into `state.robotsHops`, for this host to
+ * fetch or for the host of its URL (the caller hands it over), up to MAX_ROBOTS_REDIRECTS
+ * redirects; more, a loop, another site or no usable Location is unavailable. 2xx is parsed
+ * (rules, Crawl-delay, Sitemap lines), 4xx allows all, 429/5xx/no answer disallows all and holds
+ * the host until a retry, doubling from robotsRetryMs. Mutates `state`.
  */
 export function applyRobotsOutcome(
   state: HostState,
@@ -65,20 +72,19 @@ export function applyRobotsOutcome(
   now: number,
   config: CrawlConfig,
   robots: RobotsCache,
+  hop: RobotsHop | null = null,
 ): RobotsOutcome {
-  const hop = state.robotsHop !== null && state.robotsHop.url === result.url ? state.robotsHop : null;
   const origin = hop?.origin ?? originOf(result.url) ?? state.origin;
-  // no answer is known (dropped unfetched, or lost with its fetcher): that says nothing about
-  // robots.txt, so try again after the gap instead of parking the host as unavailable
-  if (result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST')
-    return { verdict: 'EXPIRED', origin };
+  // no answer is known: that says nothing about robots.txt, so try again after the gap instead
+  // of parking the host as unavailable
+  if (isUnanswered(result)) return { verdict: 'EXPIRED', origin };
   const chain = hop ? [...hop.chain, result.url] : [result.url];
-  state.robotsHop = null;
+  state.robotsHops = state.robotsHops.filter((h) => h.origin !== origin);
   let refused: string | undefined;
   if (result.errorCode === null && REDIRECT_STATUS.has(result.status) && result.redirectTarget !== null) {
-    refused = robotsRedirectRefusal(state.host, chain, result.redirectTarget);
+    refused = robotsRedirectRefusal(state.site, chain, result.redirectTarget);
     if (refused === undefined) {
-      state.robotsHop = { origin, url: result.redirectTarget, chain };
+      state.robotsHops.push({ origin, url: result.redirectTarget, chain });
       return { verdict: 'REDIRECT', origin };
     }
   }
@@ -93,10 +99,15 @@ export function applyRobotsOutcome(
     return refused === undefined ? { verdict, origin } : { verdict, origin, refused };
   }
   setRules(entry, verdict, result.robotsBody, robots);
-  // the chain ended at another origin's own robots.txt (http → https): that origin's rules are known too
+  // the chain ended at the own robots.txt of another origin of this host (http → https): its rules are known too
   const last = chain[chain.length - 1]!;
   const lastOrigin = originOf(last);
-  if (lastOrigin !== undefined && lastOrigin !== origin && last === `${lastOrigin}/robots.txt`) {
+  if (
+    lastOrigin !== undefined &&
+    lastOrigin !== origin &&
+    last === `${lastOrigin}/robots.txt` &&
+    hostOfUrl(lastOrigin) === state.host
+  ) {
     const other = ensureOrigin(state, lastOrigin);
     other.fetchedAt = now;
     setRules(other, verdict, result.robotsBody, robots);

@@ -1,5 +1,6 @@
 import { loadSchema } from '../../schemas/index.js';
-import type { HostState, OriginRobots } from '../../schemas/types.js';
+import type { HostState, OriginRobots, RobotsHop } from '../../schemas/types.js';
+import { safeSite } from './host-state.js';
 import type { Serde } from '../../core/serde.js';
 import { urlShape } from './url-shape.js';
 
@@ -21,6 +22,24 @@ export const MAX_SITEMAP_CHARS = 2_000;
 /** `scheme://host[:port]` of an absolute URL (as `URL.origin`), or undefined when it does not parse. */
 export function originOf(url: string): string | undefined {
   return urlShape(url)?.origin;
+}
+
+/** The back-queue host of an absolute URL or origin, or undefined when it does not parse. */
+export function hostOfUrl(url: string): string | undefined {
+  return urlShape(url)?.host;
+}
+
+/** The robots.txt redirect this host is to fetch next (its url is on this host), if any. */
+export function hopToFetch(state: HostState): RobotsHop | undefined {
+  for (const h of state.robotsHops) if (hostOfUrl(h.url) === state.host) return h;
+  return undefined;
+}
+
+/** Whether this host's own robots.txt chain waits for a request of another host. */
+export function waitsOnAnotherHost(state: HostState): boolean {
+  for (const h of state.robotsHops)
+    if (hostOfUrl(h.origin) === state.host && hostOfUrl(h.url) !== state.host) return true;
+  return false;
 }
 
 /** The robots.txt entry of `origin`, if the host has one. */
@@ -87,18 +106,19 @@ export function hostCrawlDelayMs(state: HostState): number {
 
 /** Why a robots.txt redirect is not followed, or undefined when it is (RFC 9309 §2.3.1.2). */
 export function robotsRedirectRefusal(
-  host: string,
+  site: string,
   chain: readonly string[],
   target: string,
-): 'too-many-redirects' | 'redirect-loop' | 'redirect-other-host' | 'redirect-bad-url' | undefined {
+): 'too-many-redirects' | 'redirect-loop' | 'redirect-other-site' | 'redirect-bad-url' | undefined {
   // chain holds every URL fetched so far: following this redirect makes chain.length redirects
   if (chain.length > MAX_ROBOTS_REDIRECTS) return 'too-many-redirects';
   if (chain.includes(target)) return 'redirect-loop';
   const shape = urlShape(target);
   if (shape === undefined) return 'redirect-bad-url';
-  // another host's request would have to keep that host's gap and single flight, which only its
-  // own queue can do: such a robots.txt is treated as unavailable (docs/ARCHITECTURE.md)
-  if (shape.host !== host) return 'redirect-other-host';
+  // a request to another host is that host's lease (its gap, its single flight), which only the
+  // frontier task holding its state can give: the one of the same site. Another site's host may
+  // be in another partition, so such a robots.txt is treated as unavailable (docs/ARCHITECTURE.md)
+  if (safeSite(target) !== site) return 'redirect-other-site';
   return undefined;
 }
 
@@ -138,13 +158,13 @@ export function migrateLegacyRobots(state: HostState): HostState {
 
 /**
  * The Avro encoding of the fields added after `parkedUntil` at their defaults: `robots` (an
- * empty array: block count 0) and `robotsHop` (null: union branch 0).
+ * empty array: block count 0) and `robotsHops` (the same).
  */
 const ADDED_FIELDS_AT_DEFAULTS = Buffer.from([0, 0]);
 
 /**
  * The `frontier-hosts` value serde: HostState Avro binary. The store holds no writer schema, so a
- * value written before `robots` and `robotsHop` were added ends after `parkedUntil`, too short
+ * value written before `robots` and `robotsHops` were added ends after `parkedUntil`, too short
  * for this schema: it is read with those fields at their defaults, then migrated.
  */
 export function hostStateSerde(): Serde<HostState> {

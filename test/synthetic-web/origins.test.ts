@@ -31,8 +31,8 @@ test('an http origin that redirects to https takes its robots.txt rules from whe
   const http = originRobots(site('secure.test'), 'http');
   assert.equal(http.rules.kind, 'rules');
   assert.deepEqual(http.chain, [
-    { scheme: 'http', path: '/robots.txt' },
-    { scheme: 'https', path: '/robots.txt' },
+    { scheme: 'http', host: 'secure.test', path: '/robots.txt' },
+    { scheme: 'https', host: 'secure.test', path: '/robots.txt' },
   ]);
 });
 
@@ -120,5 +120,25 @@ test('an https robots.txt redirected to http on the same host takes the http rul
   assert.deepEqual(
     checkPoliteness(log, [spec]).violations.map((v) => v.kind),
     ['disallowed-fetched'],
+  );
+});
+
+test('a robots.txt redirect to another host is followed there; its request counts as a robots request of that host', () => {
+  const shop = originRobots(site('shop.test'), 'http', sites);
+  assert.equal(shop.rules.kind, 'rules');
+  assert.deepEqual(shop.chain, [
+    { scheme: 'http', host: 'shop.test', path: '/robots.txt' },
+    { scheme: 'https', host: 'www.shop.test', path: '/robots.txt' },
+  ]);
+  assert.deepEqual(
+    kinds(
+      logOf([
+        ['http', 'shop.test', '/robots.txt'],
+        ['https', 'www.shop.test', '/robots.txt'],
+        ['http', 'shop.test', '/item.html'],
+        ['http', 'shop.test', '/cart/add.html'],
+      ]),
+    ),
+    ['disallowed-fetched #4'],
   );
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { FetchRequest, FetchResult } from '../../../schemas/types.js';
+import type { ControlCommand, FetchRequest, FetchResult } from '../../../schemas/types.js';
 import avro from 'avsc';
 import { loadSchema } from '../../../schemas/index.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
@@ -16,8 +16,15 @@ type Web = Record<string, { status: number; location?: string; body?: string }>;
 
 interface Fetch {
   url: string;
+  host: string;
   kind: string;
   at: number;
+}
+
+/** Something done to the frontier once `when` holds, after the fetches answered so far. */
+interface Step {
+  when: (fetches: Fetch[], elapsedMs: number) => boolean;
+  run: (h: FrontierHarness) => void;
 }
 
 /**
@@ -29,6 +36,7 @@ async function crawl(
   web: Web,
   ms: number,
   config: Partial<CrawlConfig> = {},
+  steps: Step[] = [],
 ): Promise<{ fetches: Fetch[]; idle: boolean }> {
   const h = await FrontierHarness.open(validateCrawlConfig({ robotsRetryMs: 600_000, ...config }));
   try {
@@ -46,9 +54,10 @@ async function crawl(
       // a fetch starts at its notBefore and its result arrives once it is over
       while (answered < h.requests.length && h.requests[answered]!.notBefore + 10 <= h.clock) {
         const r = h.requests[answered++]!;
-        fetches.push({ url: r.url, kind: r.kind, at: r.notBefore });
+        fetches.push({ url: r.url, host: r.host, kind: r.kind, at: r.notBefore });
         h.feed(TOPICS.fetchResults, r.site, answer(r, r.notBefore, web[r.url]));
       }
+      while (steps.length > 0 && steps[0]!.when(fetches, t)) steps.shift()!.run(h);
     }
     return { fetches, idle: h.task.isIdle() };
   } finally {
@@ -192,10 +201,70 @@ test('a robots.txt redirect loop is unavailable without waiting for the hop limi
   assert.deepEqual(urlsOf(fetches), ['http://loop.test/robots.txt', 'http://loop.test/a.txt']);
 });
 
-test('a robots.txt redirect to another host is unavailable (that host is never asked from this queue)', async () => {
+test('a robots.txt redirect to another site is unavailable (its host may be in another partition)', async () => {
   const web: Web = { 'http://old.test/robots.txt': { status: 301, location: 'http://new.test/robots.txt' } };
   const { fetches } = await crawl(['http://old.test/page'], web, 10_000);
   assert.deepEqual(urlsOf(fetches), ['http://old.test/robots.txt']);
+});
+
+test("a robots.txt redirect to another host of the site is that host's request, and its rules apply to the asking origin", async () => {
+  const web: Web = {
+    'http://example.test/robots.txt': { status: 301, location: 'https://www.example.test/robots.txt' },
+    'https://www.example.test/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /private/\n' },
+  };
+  const { fetches } = await crawl(
+    ['http://example.test/', 'http://example.test/private/1', 'http://example.test/2'],
+    web,
+    20_000,
+  );
+  assert.deepEqual(
+    fetches.map((f) => [f.host, f.url]),
+    [
+      ['example.test', 'http://example.test/robots.txt'],
+      ['www.example.test', 'https://www.example.test/robots.txt'],
+      ['example.test', 'http://example.test/'],
+      ['example.test', 'http://example.test/2'],
+    ],
+  );
+  assertOneAtATimeAGapApart(
+    fetches.filter((f) => f.host === 'example.test'),
+    1_000,
+  );
+});
+
+test('a host fetching a hop for another host keeps its own gap between that and its own requests', async () => {
+  const web: Web = {
+    'http://example.test/robots.txt': { status: 302, location: 'https://www.example.test/moved/robots.txt' },
+    'https://www.example.test/moved/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /x\n' },
+    'https://www.example.test/robots.txt': { status: 200, body: 'User-agent: *\nDisallow: /y\n' },
+  };
+  const { fetches } = await crawl(
+    [
+      'http://example.test/x',
+      'https://www.example.test/x',
+      'https://www.example.test/y',
+      'http://example.test/y',
+      'https://www.example.test/z',
+    ],
+    web,
+    30_000,
+  );
+  const www = fetches.filter((f) => f.host === 'www.example.test');
+  assertOneAtATimeAGapApart(www, 1_000);
+  assert.deepEqual(
+    new Set(www.map((f) => f.url)),
+    new Set([
+      'https://www.example.test/robots.txt',
+      'https://www.example.test/moved/robots.txt',
+      'https://www.example.test/x',
+      'https://www.example.test/z',
+    ]),
+  );
+  // each origin judged by its own rules: the apex's came from the moved file, www's from its own
+  assert.deepEqual(
+    fetches.filter((f) => f.host === 'example.test').map((f) => f.url),
+    ['http://example.test/robots.txt', 'http://example.test/y'],
+  );
 });
 
 test('an unavailable robots.txt is asked again after the retry wait, and then its rules apply', async () => {
@@ -303,4 +372,53 @@ test('robots.txt bodies of a host are bounded together: the origin fetched longe
     state.robots.map((r) => r.origin),
     ['https://big.test', 'http://big.test:8080'],
   );
+});
+
+const control = (action: ControlCommand['action']) => (h: FrontierHarness) =>
+  h.feed(TOPICS.control, 'example.test', {
+    site: 'example.test',
+    action,
+    minGapMs: null,
+    issuedAt: h.clock,
+    issuedBy: null,
+  });
+
+test('a host whose robots.txt waits on another host of its site is paused and blocked with its site', async () => {
+  const web: Web = {
+    'http://example.test/robots.txt': { status: 301, location: 'https://www.example.test/robots.txt' },
+    'https://www.example.test/robots.txt': { status: 200, body: 'User-agent: *\nAllow: /\n' },
+    // www is not due for a while when the hop reaches it: the apex waits out of the schedule
+    'http://www.example.test/robots.txt': { status: 200, body: 'User-agent: *\nCrawl-delay: 20\n' },
+  };
+  const urls = ['http://example.test/a', 'http://www.example.test/own', 'http://example.test/b'];
+  const idleWhilePaused: boolean[] = [];
+  let resumedAt = Infinity;
+  const paused = await crawl(urls, web, 120_000, {}, [
+    { when: (_, t) => t >= 5_000, run: control('PAUSE') },
+    { when: (_, t) => t >= 40_000, run: (h) => idleWhilePaused.push(h.task.isIdle()) },
+    {
+      when: (_, t) => t >= 40_000,
+      run: (h) => {
+        resumedAt = h.clock;
+        control('RESUME')(h);
+      },
+    },
+  ]);
+  assert.deepEqual(idleWhilePaused, [true], 'a host waiting on another was not held with its paused site');
+  const hop = paused.fetches.find((f) => f.url === 'https://www.example.test/robots.txt');
+  assert.ok(hop && hop.at >= resumedAt, 'the hop was fetched while its site was paused');
+  assert.deepEqual(
+    paused.fetches
+      .filter((f) => f.kind === 'PAGE')
+      .map((f) => f.url)
+      .sort(),
+    ['http://example.test/a', 'http://example.test/b', 'http://www.example.test/own'],
+  );
+
+  const blocked = await crawl(urls, web, 60_000, {}, [{ when: (_, t) => t >= 5_000, run: control('BLOCK') }]);
+  assert.deepEqual(
+    blocked.fetches.filter((f) => f.kind === 'PAGE'),
+    [],
+  );
+  assert.equal(blocked.idle, true, 'a blocked site keeps --until-idle from ending');
 });
