@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkPoliteness } from '../../synthetic-web/politeness.js';
 import { originRobots } from '../../synthetic-web/origins.js';
 import { originsWeb } from '../../synthetic-web/origins-web.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import { makeTestCertificates } from '../../synthetic-web/tls.js';
 
 const T = 1_700_000_000_000;
 const sites = originsWeb();
@@ -141,4 +147,47 @@ test('a robots.txt redirect to another host is followed there; its request count
     ),
     ['disallowed-fetched #4'],
   );
+});
+
+test('the test web serves the https origin and sends the whole http origin there, logging each scheme', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'crawlstream-origins-'));
+  const certs = makeTestCertificates(dir, ['secure.test']);
+  const web = await SyntheticWeb.start({ sites: [site('secure.test')], tls: certs });
+  try {
+    const get = (mod: typeof http | typeof https, port: number, path: string) =>
+      new Promise<{ status: number; location?: string; body: string }>((resolve, reject) => {
+        const req = mod.request(
+          {
+            host: '127.0.0.1',
+            port,
+            path,
+            servername: 'secure.test',
+            headers: { host: 'secure.test' },
+            ca: certs.caPem,
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode!, location: res.headers.location, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    const moved = await get(http, web.port, '/robots.txt?x=1');
+    assert.equal(moved.status, 301);
+    assert.equal(moved.location, web.httpsUrl('secure.test', '/robots.txt?x=1'));
+    const robots = await get(https, web.httpsPort, '/robots.txt');
+    assert.equal(robots.body, 'User-agent: *\nDisallow: /private/\n');
+    assert.deepEqual(
+      web.requests().map((e) => [e.scheme, e.path, e.status]),
+      [
+        ['http', '/robots.txt?x=1', 301],
+        ['https', '/robots.txt', 200],
+      ],
+    );
+  } finally {
+    await web.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
