@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../core/errors.js';
@@ -39,6 +40,7 @@ export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --d
   --ip-gap MS            least time between two fetch starts on one IP address (default 100)
   --partitions N         partitions per topic for a new data dir (default 4)
   --no-system-dns        resolve only names matched by --resolve
+  --ca-file FILE         also trust these PEM CA certificates for https (besides the built-in roots)
   --metrics-port N       serve /metrics, /healthz and /readyz on this port (0: any free port)
   --metrics-host ADDR    address those endpoints bind to (default 127.0.0.1)
   --quiet                no progress lines`;
@@ -50,6 +52,28 @@ function wholeNumber(name: string, raw: string | undefined, min: number): number
     throw new InvalidOptionError(`--${name} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
   }
   return n;
+}
+
+/** The PEM text of `--ca-file`, checked to hold at least one certificate that parses. */
+function readCaFile(file: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new InvalidOptionError(
+      `--ca-file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  const certs = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (certs.length === 0) throw new InvalidOptionError(`--ca-file ${file} holds no PEM certificate`);
+  for (const cert of certs) {
+    try {
+      new X509Certificate(cert);
+    } catch (err) {
+      throw new InvalidOptionError(`--ca-file ${file}: a certificate does not parse: ${(err as Error).message}`);
+    }
+  }
+  return pem;
 }
 
 /** Parses and validates `crawl` arguments; every error names the option and the value. */
@@ -78,6 +102,7 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
         'ip-concurrency': { type: 'string' },
         'ip-gap': { type: 'string' },
         'no-system-dns': { type: 'boolean' },
+        'ca-file': { type: 'string' },
         quiet: { type: 'boolean' },
         'metrics-port': { type: 'string' },
         'metrics-host': { type: 'string' },
@@ -125,6 +150,7 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     resolve,
     allowIps,
     systemDns: v['no-system-dns'] !== true,
+    extraCaPem: v['ca-file'] === undefined ? null : readCaFile(v['ca-file']),
     ...(v['min-delay'] !== undefined ? { minDelayMs: wholeNumber('min-delay', v['min-delay'], 1000)! } : {}),
     ...(v['user-agent'] !== undefined ? { userAgent: v['user-agent'] } : {}),
     ...(fetchTimeoutMs !== undefined

@@ -87,6 +87,12 @@ export const METRICS = {
     'crawl',
   ),
   robots_results: counter('crawlstream_robots_fetches', 'robots.txt fetches, by result.', ['result'], 'politeness'),
+  robots_redirects_refused: counter(
+    'crawlstream_robots_redirects_refused',
+    'robots.txt redirects not followed (to another site, too many, a loop), by reason.',
+    ['reason'],
+    'politeness',
+  ),
   urls_admitted: counter('crawlstream_urls_admitted', 'New URLs admitted to the frontier.', [], 'frontier'),
   urls_seen: counter('crawlstream_urls_seen', 'Links to URLs already known.', [], 'frontier'),
   urls_dropped: counter(

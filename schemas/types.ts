@@ -179,6 +179,27 @@ export interface HostState {
   connErrors: number;
   lastBackoffAt: number;
   parkedUntil: number;
+  /** robots.txt per origin of the host (RFC 9309); see schemas/host-state.avsc. */
+  robots: OriginRobots[];
+  robotsHops: RobotsHop[];
+}
+
+/** One origin's robots.txt as the frontier holds it. */
+export interface OriginRobots {
+  origin: string;
+  state: RobotsState;
+  body: string | null;
+  fetchedAt: number;
+  failures: number;
+  crawlDelayMs: number;
+  sitemaps: string[];
+}
+
+/** A redirect of an origin's robots.txt still to follow (see schemas/host-state.avsc). */
+export interface RobotsHop {
+  origin: string;
+  url: string;
+  chain: string[];
 }
 
 export interface QueueEntry {

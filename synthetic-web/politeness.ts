@@ -1,5 +1,6 @@
 import robotsParserModule from 'robots-parser';
 import type { SiteSpec } from './sites.js';
+import { originRobots, type Scheme } from './origins.js';
 import type { RequestLogEntry } from './synthetic-web.js';
 
 // robots-parser is CommonJS whose typings declare an ES default export; the default import is the function
@@ -33,22 +34,27 @@ export interface PolitenessOptions {
   userAgent?: string;
 }
 
-interface HostRules {
-  /** Defined when robots.txt answers 2xx. */
+interface OriginRules {
+  /** Defined when robots.txt (after its redirects) answers 2xx. */
   isAllowed?: (path: string) => boolean;
   crawlDelayMs: number;
-  /** robots.txt answers 5xx: nothing but robots.txt may be requested. */
+  /** robots.txt is unavailable (5xx, 429, too many redirects, a loop): nothing but robots.txt may be requested. */
   unavailable: boolean;
 }
 
 /**
- * Judges a crawl from the server's request log alone, host by host, requests ordered by start:
+ * Judges a crawl from the server's request log alone, host by host, requests ordered by start.
+ * Timing is per host, whatever the scheme; robots.txt is per origin (the request's scheme and
+ * host, RFC 9309):
  * - overlap: a request starts before an earlier one to the host has ended;
  * - gap: start − previous end < max(minGapMs, slowFactor × previous duration, Crawl-delay);
- * - robots-not-first: the host's first request is not `/robots.txt`;
- * - disallowed-fetched: a path the site's robots.txt disallows for `userAgent` was requested;
+ * - robots-not-first: an origin's first request is not `/robots.txt`;
+ * - disallowed-fetched: a path the robots.txt of the request's origin (after its redirects)
+ *   disallows for `userAgent` was requested;
  * - retry-after: a request started before end + Retry-After of an earlier response;
- * - robots-unavailable-fetched: a non-robots request to a host whose robots.txt answers 5xx.
+ * - robots-unavailable-fetched: a non-robots request to an origin whose robots.txt is
+ *   unavailable (5xx, 429, more than five redirects, a loop).
+ * The requests of a robots.txt redirect chain count as robots.txt requests, on whatever host.
  * Robots rules come from `sites`; hosts not in `sites` (logged 404s) are judged on timing and
  * robots-first only. An overlapping pair is reported as overlap, not also as gap.
  */
@@ -69,6 +75,12 @@ export function checkPoliteness(
     else list.push(entry);
   }
 
+  // a hop of one origin's robots.txt chain may be a request on another origin, or another host
+  const chainRequests = new Set<string>();
+  for (const site of sites)
+    for (const scheme of ['http', 'https'] as const)
+      for (const c of originRobots(site, scheme, sites).chain) chainRequests.add(`${c.scheme} ${c.host} ${c.path}`);
+
   const violations: Violation[] = [];
   const perHost: PolitenessReport['perHost'] = {};
   for (const host of [...byHost.keys()].sort()) {
@@ -76,30 +88,50 @@ export function checkPoliteness(
       .get(host)!
       .slice()
       .sort((a, b) => a.start - b.start || a.seq - b.seq);
-    const rules = hostRules(siteByHost.get(host), userAgent);
+    const site = siteByHost.get(host);
+    const bySchemes = new Map<Scheme, OriginRules>();
+    const rulesOf = (scheme: Scheme): OriginRules => {
+      let rules = bySchemes.get(scheme);
+      if (rules === undefined) bySchemes.set(scheme, (rules = originRules(site, scheme, sites, userAgent)));
+      return rules;
+    };
     const flag = (kind: ViolationKind, e: RequestLogEntry, detail: string): void => {
       violations.push({ kind, host, seq: e.seq, detail });
     };
 
-    const first = entries[0]!;
-    if (first.path !== '/robots.txt')
-      flag('robots-not-first', first, `first request was ${first.method} ${first.path}`);
+    const robotsRequest = (e: RequestLogEntry): boolean =>
+      e.path === '/robots.txt' || chainRequests.has(`${e.scheme ?? 'http'} ${e.host} ${e.path}`);
+    // an origin's first request other than robots.txt (or a hop of a robots.txt chain) must come after its robots.txt
+    const robotsAsked = new Set<Scheme>();
+    for (const e of entries) {
+      const scheme = e.scheme ?? 'http';
+      if (e.path === '/robots.txt') robotsAsked.add(scheme);
+      else if (!robotsAsked.has(scheme) && !robotsRequest(e)) {
+        flag('robots-not-first', e, `first request to ${scheme}://${host} was ${e.method} ${e.path}`);
+        robotsAsked.add(scheme);
+      }
+    }
+    const hostCrawlDelayMs = Math.max(
+      ...[...new Set(entries.map((e) => e.scheme ?? 'http'))].map((s) => rulesOf(s).crawlDelayMs),
+    );
 
     let minGap: number | null = null;
     let prev: RequestLogEntry | undefined; // the earlier request that ended last
     let notBefore = -Infinity;
     let notBeforeSeq = 0;
     for (const e of entries) {
-      if (e.path !== '/robots.txt') {
+      if (!robotsRequest(e)) {
+        const rules = rulesOf(e.scheme ?? 'http');
+        const where = `${e.scheme ?? 'http'}://${host}`;
         if (rules.unavailable)
-          flag('robots-unavailable-fetched', e, `${e.path} requested while robots.txt answers 5xx`);
+          flag('robots-unavailable-fetched', e, `${e.path} requested while robots.txt of ${where} is unavailable`);
         else if (rules.isAllowed !== undefined && !rules.isAllowed(e.path))
-          flag('disallowed-fetched', e, `${e.path} is disallowed by robots.txt`);
+          flag('disallowed-fetched', e, `${e.path} is disallowed by robots.txt of ${where}`);
       }
       if (prev !== undefined) {
         const gap = e.start - prev.end;
         minGap = minGap === null ? gap : Math.min(minGap, gap);
-        const needed = Math.max(minGapMs, slowFactor * (prev.end - prev.start), rules.crawlDelayMs);
+        const needed = Math.max(minGapMs, slowFactor * (prev.end - prev.start), hostCrawlDelayMs);
         if (gap < 0) flag('overlap', e, `started ${ms(-gap)} before #${prev.seq} ended`);
         else if (gap < needed) flag('gap', e, `${ms(gap)} after #${prev.seq} ended; needs ${ms(needed)}`);
       }
@@ -118,15 +150,19 @@ export function checkPoliteness(
   return { requests: log.length, hosts: byHost.size, violations, perHost };
 }
 
-function hostRules(site: SiteSpec | undefined, userAgent: string): HostRules {
-  const robots = site?.robots;
-  if (site === undefined || robots === undefined || (robots.status >= 400 && robots.status < 500)) {
-    return { crawlDelayMs: 0, unavailable: false };
-  }
-  if (robots.status >= 500) return { crawlDelayMs: 0, unavailable: true };
-  if (robots.status < 200 || robots.status >= 300) return { crawlDelayMs: 0, unavailable: false };
-  const origin = `http://${site.host}`;
-  const parsed = robotsParser(`${origin}/robots.txt`, robots.body);
+/** The rules of `scheme://site.host` as the web serves its robots.txt, redirects followed (origins.ts). */
+function originRules(
+  site: SiteSpec | undefined,
+  scheme: Scheme,
+  sites: readonly SiteSpec[],
+  userAgent: string,
+): OriginRules {
+  if (site === undefined) return { crawlDelayMs: 0, unavailable: false };
+  const { rules } = originRobots(site, scheme, sites);
+  if (rules.kind === 'unavailable') return { crawlDelayMs: 0, unavailable: true };
+  if (rules.kind === 'allow-all') return { crawlDelayMs: 0, unavailable: false };
+  const origin = rules.origin;
+  const parsed = robotsParser(`${origin}/robots.txt`, rules.body);
   return {
     isAllowed: (path) =>
       parsed.isAllowed(path.startsWith('/') ? origin + path : `${origin}/${path}`, userAgent) !== false,

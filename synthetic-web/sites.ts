@@ -46,6 +46,16 @@ export interface PageSpec {
 export interface RobotsSpec {
   readonly status: number;
   readonly body: string;
+  /** Location of a 3xx robots.txt (may carry {@link PORT} or `{{HTTPS_PORT}}`). */
+  readonly location?: string;
+}
+
+/** A site's https origin and how its http origin relates to it (served by `origins.ts`). */
+export interface OriginsSpec {
+  /** The http origin answers every request, robots.txt included, with 301 to the same path on https. */
+  readonly httpToHttps?: boolean;
+  /** robots.txt of the https origin; without it the https origin serves `SiteSpec.robots` too. */
+  readonly httpsRobots?: RobotsSpec;
 }
 
 /** The first `requests` page requests to a host (robots.txt excluded) answer `status` with Retry-After. */
@@ -68,6 +78,8 @@ export interface SiteSpec {
   /** Every page response (not robots.txt) waits this long before headers. */
   readonly delayMs?: number;
   readonly throttle?: ThrottleSpec;
+  /** Its https origin (served when the web is started with `tls`). */
+  readonly origins?: OriginsSpec;
 }
 
 /** Renders a page's bytes for one request, with {@link PORT} substituted. */

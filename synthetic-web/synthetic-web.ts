@@ -3,7 +3,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
-import { fillPort, renderPage, standardWeb, type SiteSpec } from './sites.js';
+import { renderPage, standardWeb, type SiteSpec } from './sites.js';
+import { listenHttps } from './tls.js';
+import { fillPorts, originReply, type Scheme } from './origins.js';
 
 /** One finished request as the server saw it; the politeness checker's only input. */
 export interface RequestLogEntry {
@@ -11,6 +13,8 @@ export interface RequestLogEntry {
   seq: number;
   /** Host header's name, lowercased, port stripped; '' when absent. */
   host: string;
+  /** The scheme the request came in on; absent in logs written before the https origin (http). */
+  scheme?: Scheme;
   method: string;
   /** Path and query exactly as requested. */
   path: string;
@@ -36,6 +40,8 @@ export interface SyntheticWebOptions {
   sites?: SiteSpec[];
   /** Appends one JSON line per finished request. */
   logFile?: string;
+  /** Also serve https on another free loopback port, with this key and certificate (PEM); see tls.ts. */
+  tls?: { key: string; cert: string };
 }
 
 interface Reply {
@@ -63,6 +69,9 @@ export class SyntheticWeb {
   readonly #finished: RequestLogEntry[] = [];
   readonly #pageHits = new Map<string, number>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  #https: Server | undefined;
+  /** The https port; 0 when the web serves http only. */
+  httpsPort = 0;
   #seq = 0;
   #closing: Promise<void> | undefined;
 
@@ -99,7 +108,7 @@ export class SyntheticWeb {
     const server = createServer((req, res) => {
       if (web === undefined)
         res.destroy(); // unreachable: web is set in the tick listening completes
-      else web.#handle(req, res);
+      else web.#handle(req, res, 'http');
     });
     server.keepAliveTimeout = KEEP_ALIVE_MS;
     await new Promise<void>((resolve, reject) => {
@@ -110,12 +119,23 @@ export class SyntheticWeb {
       });
     });
     web = new SyntheticWeb(server, (server.address() as AddressInfo).port, sites, options.logFile);
+    if (options.tls !== undefined) {
+      const https = await listenHttps(options.tls, (req, res) => web!.#handle(req, res, 'https'));
+      https.keepAliveTimeout = KEEP_ALIVE_MS;
+      web.#https = https;
+      web.httpsPort = (https.address() as AddressInfo).port;
+    }
     return web;
   }
 
   /** `http://${host}:${port}${path ?? '/'}`. */
   url(host: string, path?: string): string {
     return `http://${host}:${this.port}${path ?? '/'}`;
+  }
+
+  /** `https://${host}:${httpsPort}${path ?? '/'}`. */
+  httpsUrl(host: string, path?: string): string {
+    return `https://${host}:${this.httpsPort}${path ?? '/'}`;
   }
 
   /** Home URLs of the sites marked `seed`, in declaration order. */
@@ -133,22 +153,26 @@ export class SyntheticWeb {
    * `Connection: close`, or are cut after ~1 s (and logged as aborted). Idempotent.
    */
   close(): Promise<void> {
-    this.#closing ??= new Promise<void>((resolve) => {
-      const force = setTimeout(() => this.#server.closeAllConnections(), FORCE_CLOSE_MS);
-      this.#server.close(() => {
-        clearTimeout(force);
-        for (const timer of this.#timers) clearTimeout(timer);
-        resolve();
+    const closeOne = (server: Server) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS);
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
       });
-      this.#server.closeIdleConnections();
+    this.#closing ??= Promise.all([this.#server, ...(this.#https ? [this.#https] : [])].map(closeOne)).then(() => {
+      for (const timer of this.#timers) clearTimeout(timer);
     });
     return this.#closing;
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse): void {
+  #handle(req: IncomingMessage, res: ServerResponse, scheme: Scheme): void {
     const entry: RequestLogEntry = {
       seq: ++this.#seq,
       host: hostOf(req.headers.host),
+      scheme,
       method: req.method ?? 'GET',
       path: req.url ?? '/',
       start: now(),
@@ -173,7 +197,7 @@ export class SyntheticWeb {
     res.once('finish', () => log(false));
     res.once('close', () => log(!res.writableFinished));
 
-    const reply = this.#reply(entry, req);
+    const reply = this.#reply(entry, req, scheme);
     const send = (): void => {
       if (res.destroyed) return;
       const retryAfter = reply.headers['retry-after'];
@@ -196,12 +220,19 @@ export class SyntheticWeb {
     this.#timers.add(timer);
   }
 
-  #reply(entry: RequestLogEntry, req: IncomingMessage): Reply {
+  #reply(entry: RequestLogEntry, req: IncomingMessage, scheme: Scheme): Reply {
     const site = this.#byHost.get(entry.host);
     if (site === undefined) return text(404, `no site is served at ${entry.host || '(no Host header)'}\n`);
     const pathname = pagePath(entry.path);
-    if (pathname === '/robots.txt') {
-      return site.robots === undefined ? text(404, 'no robots.txt here\n') : text(site.robots.status, site.robots.body);
+    const query = entry.path.indexOf('?');
+    const byOrigin = originReply(site, scheme, pathname, query < 0 ? '' : entry.path.slice(query), {
+      http: this.port,
+      https: this.httpsPort,
+    });
+    if (byOrigin !== undefined) {
+      const reply = text(byOrigin.status, byOrigin.body);
+      if (byOrigin.location !== undefined) reply.headers['location'] = byOrigin.location;
+      return reply;
     }
 
     const pageHits = (this.#pageHits.get(site.host) ?? 0) + 1;
@@ -220,7 +251,7 @@ export class SyntheticWeb {
     let body = typeof rendered === 'string' ? Buffer.from(rendered, 'utf8') : rendered;
     const headers: Record<string, string> = { 'content-type': page.contentType ?? 'text/html; charset=utf-8' };
     for (const [name, value] of Object.entries(page.headers ?? {}))
-      headers[name.toLowerCase()] = fillPort(value, this.port);
+      headers[name.toLowerCase()] = fillPorts(value, { http: this.port, https: this.httpsPort });
     if (page.gzip) {
       headers['vary'] = 'Accept-Encoding';
       if (acceptsGzip(req.headers['accept-encoding'])) {

@@ -64,6 +64,8 @@ export interface CrawlConfig {
   readonly allowIps: readonly string[];
   /** Whether names without a --resolve rule go to the system resolver. */
   readonly systemDns: boolean;
+  /** `--ca-file`: PEM certificates the fetcher trusts for TLS besides the built-in roots; null for none. */
+  readonly extraCaPem: string | null;
   /** Fetches in flight per fetcher task. */
   readonly fetchConcurrency: number;
   readonly warcMaxFileBytes: number;
@@ -109,6 +111,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   resolve: [],
   allowIps: [],
   systemDns: true,
+  extraCaPem: null,
   fetchConcurrency: 64,
   warcMaxFileBytes: 1024 * 1024 * 1024,
 };

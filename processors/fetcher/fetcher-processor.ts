@@ -51,6 +51,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       headersTimeoutMs: this.config.headersTimeoutMs,
       totalTimeoutMs: this.config.fetchTimeoutMs,
       maxBodyBytes: this.config.maxBodyBytes,
+      extraCaPem: this.config.extraCaPem,
     });
   }
 

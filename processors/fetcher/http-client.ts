@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import tls from 'node:tls';
 import { domainToASCII } from 'node:url';
 import { Agent, buildConnector } from 'undici';
 import type { Dispatcher } from 'undici';
@@ -18,6 +19,8 @@ export interface HttpClientOptions {
   totalTimeoutMs?: number;
   /** Most raw (still content-encoded) body bytes kept. Default 10 MiB. */
   maxBodyBytes?: number;
+  /** PEM CA certificates trusted for https besides Node's built-in roots (given, they replace NODE_EXTRA_CA_CERTS). */
+  extraCaPem?: string | null;
 }
 
 export interface FetchOutcome {
@@ -99,7 +102,9 @@ export class HttpClient {
       'accept-encoding': 'gzip, deflate, br',
     };
 
-    const socketConnector = buildConnector({ timeout: connectTimeoutMs });
+    // a `ca` replaces the default trust store, so the built-in roots are passed along with the extra ones
+    const ca = o.extraCaPem ? { ca: [...tls.rootCertificates, o.extraCaPem] } : {};
+    const socketConnector = buildConnector({ timeout: connectTimeoutMs, ...ca });
     const { resolver, guard } = o;
     const connector: buildConnector.connector = (opts, callback) => {
       const origin = `${opts.protocol}//${opts.host ?? opts.hostname}`;

@@ -37,8 +37,10 @@ import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
 import { migrateQueues } from './queue-migration.js';
-import { applyFetchTiming, applyPageOutcome, applyRobotsOutcome } from './outcomes.js';
+import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsCache } from './politeness.js';
+import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
+import { RobotsResults } from './robots-results.js';
 import { SitePolicy } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 
@@ -59,6 +61,7 @@ const DISPATCH_BATCH = 2_000;
 export class FrontierProcessor implements Processor<string, FrontierInput, string, FetchRequest> {
   private ctx!: ProcessorContext<string, FetchRequest>;
   private hosts!: HostTable;
+  private robotsResults!: RobotsResults;
   private back!: BackQueues;
   private meta!: MetaStore;
   private front!: FrontQueues;
@@ -96,6 +99,18 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (migrated > 0) context.metrics.inc('frontier_queue_urls_migrated', migrated);
     this.hosts = new HostTable(hosts, (host) => this.active.has(host));
     this.back = new BackQueues(queue);
+    this.robotsResults = new RobotsResults({
+      hosts: this.hosts,
+      config: this.config,
+      robots: this.robots,
+      metrics: () => this.ctx.metrics,
+      parked: this.parked,
+      activate: (state) => {
+        this.active.add(state.host);
+        if (!state.lease) this.heap.push(state.host, this.eligibleAt(state));
+      },
+      settle: (state) => this.settle(state),
+    });
     this.front = new FrontQueues(
       front,
       (k) => readNumber(this.meta.get(k)),
@@ -113,12 +128,13 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     for (const [host, state] of this.hosts.all()) {
       const queued = state.tailSeq - state.headSeq;
       this.backQueued += queued;
-      if (queued > 0 || state.lease) this.active.add(host);
-      if (queued > 0 && (state.robotsState === 'UNAVAILABLE' || state.parkedUntil > 0)) this.parked.add(host);
+      if (queued > 0 || state.lease || state.robotsHops.length > 0) this.active.add(host);
+      if (queued > 0 && (state.robots.some((r) => r.state === 'UNAVAILABLE') || state.parkedUntil > 0))
+        this.parked.add(host);
       if (state.lease) {
         this.leases.set(state.lease.leaseId, { host, expiresAt: state.lease.expiresAt });
         this.ips.holdExisting(state.ip);
-      } else if (queued > 0) this.heap.push(host, this.eligibleAt(state));
+      } else if (queued > 0 || hopToFetch(state)) this.heap.push(host, this.eligibleAt(state));
     }
     context.schedule(20, (now) => this.flushed(() => this.dispatch(now)));
     context.schedule(500, (now) => this.flushed(() => this.expireLeases(now)));
@@ -251,7 +267,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (top === undefined || top > horizon) break;
       const { host } = this.heap.pop()!;
       const state = this.hosts.get(host);
-      if (!state || state.lease || state.tailSeq === state.headSeq) continue;
+      if (!state || state.lease || (state.tailSeq === state.headSeq && !hopToFetch(state))) continue;
       const due = this.eligibleAt(state);
       if (due > horizon) {
         this.heap.push(host, due);
@@ -272,37 +288,44 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         set.add(host);
         continue;
       }
-      const robots = this.needsRobots(state, now);
-      const entry = robots ? undefined : this.nextAllowed(state);
-      if (!robots && !entry) continue;
+      const next = this.nextFetch(state, now);
+      if (next === undefined) continue;
       const notBefore = Math.max(now, due);
       if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
-      if (robots)
+      if (typeof next === 'string')
         this.lease(
           state,
           now,
           notBefore,
-          { url: `${state.origin}/robots.txt`, depth: 0, redirectHops: 0, attempts: 0 },
+          { url: next, depth: 0, redirectHops: hopToFetch(state)?.chain.length ?? 0, attempts: 0 },
           false,
         );
-      else this.lease(state, now, notBefore, entry!, true);
+      else this.lease(state, now, notBefore, next, true);
       issued++;
     }
   }
 
-  private needsRobots(state: HostState, now: number): boolean {
-    if (state.robotsState === 'UNKNOWN' || state.robotsState === 'UNAVAILABLE') return true;
-    return now - state.robotsFetchedAt > this.config.robotsTtlMs;
-  }
-
-  /** Pops queue heads the host's robots.txt disallows (counting them) until one is allowed. */
-  private nextAllowed(state: HostState): QueueEntry | undefined {
-    const rules = state.robotsState === 'READY' ? state.robotsBody : null;
+  /**
+   * The host's next request: a robots.txt URL (a redirect of one still to follow, or the
+   * robots.txt of the head URL's origin when it is due), else the head URL, after popping heads
+   * their origin's robots.txt disallows (counting them). Undefined when the queue ran out, or
+   * while its robots.txt waits for another host's request (then it is looked at again a gap
+   * later, so that a pause or block of its site still finds it; the result also brings it back).
+   */
+  private nextFetch(state: HostState, now: number): string | QueueEntry | undefined {
+    const hop = hopToFetch(state);
+    if (hop !== undefined) return hop.url;
+    if (waitsOnAnotherHost(state)) return void this.heap.push(state.host, now + this.config.minDelayMs);
     for (;;) {
       const entry = this.back.head(state);
       if (entry === undefined) break;
-      if (entry !== null && (rules === null || this.robots.isAllowed(state.origin, rules, entry.url))) return entry;
-      if (entry !== null) this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      if (entry !== null) {
+        const origin = originOf(entry.url) ?? state.origin;
+        const rules = originRobots(state, origin);
+        if (robotsDue(rules, now, this.config.robotsTtlMs)) return `${origin}/robots.txt`;
+        if (rules!.state !== 'READY' || this.robots.isAllowed(origin, rules!.body ?? '', entry.url)) return entry;
+        this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+      }
       this.back.pop(state);
       this.backQueued--;
     }
@@ -374,15 +397,20 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
     }
     if (lease.kind === 'ROBOTS') {
-      const verdict = applyRobotsOutcome(state, result, now, this.config, this.robots);
-      this.ctx.metrics.inc('robots_results', 1, verdict);
-      if (state.robotsState === 'UNAVAILABLE') this.parked.add(state.host);
-      else if (state.parkedUntil === 0) this.parked.delete(state.host);
+      this.robotsResults.complete(state, result, now);
     } else if (lease.fromQueue) {
       this.applyPage(state, lease, result, now);
+      // a page was due, so its origin's robots.txt was not unavailable
+      if (state.parkedUntil === 0) this.parked.delete(state.host);
     }
     this.hosts.put(state);
-    if (state.tailSeq > state.headSeq) this.heap.push(state.host, this.eligibleAt(state));
+    this.settle(state);
+  }
+
+  /** Back to the schedule when the host has something to fetch, else out of its slot. */
+  private settle(state: HostState): void {
+    if (state.lease) return;
+    if (state.tailSeq > state.headSeq || hopToFetch(state)) this.heap.push(state.host, this.eligibleAt(state));
     else this.deactivate(state);
   }
 
@@ -416,9 +444,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     m.inc('fetch_retries', 1, result.errorCode ?? String(result.status));
   }
 
-  /** A host with no queued URL and no lease gives its slot back (keeping its clock) and the slot is refilled. */
+  /** A host with no queued URL, no lease and no robots.txt hop gives its slot back (keeping its clock) and the slot is refilled. */
   private deactivate(state: HostState): void {
-    if (state.lease || state.tailSeq > state.headSeq) return;
+    if (state.lease || state.tailSeq > state.headSeq || state.robotsHops.length > 0) return;
     if (this.lastAppended === state) this.lastAppended = undefined;
     this.active.delete(state.host);
     this.hosts.forget(state.host);
@@ -429,6 +457,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   }
 
   private dropBack(state: HostState, reason: string): void {
+    // robots.txt hops go with the queue; a host whose chain waited on this one is dropped at its own turn
+    state.robotsHops = [];
     const n = this.back.clear(state);
     this.backQueued -= n;
     this.hosts.put(state);

@@ -7,6 +7,7 @@ import type { HostState, SiteState } from '../../schemas/types.js';
 import { queueKeySerde, type QueueStore } from './back-queues.js';
 import { frontKeySerde, type FrontKey } from './front-queues.js';
 import { chunkSerde, type QueueChunk } from './queue-chunk.js';
+import { hostStateSerde } from './robots-origins.js';
 
 export const HOSTS_STORE = 'frontier-hosts';
 export const QUEUE_STORE = 'frontier-queue';
@@ -15,7 +16,7 @@ export const META_STORE = 'frontier-meta';
 export const SITES_STORE = 'frontier-sites';
 export const FRONT_STORE = 'frontier-front';
 
-function avroSerde<T>(name: 'HostState' | 'SiteState'): Serde<T> {
+function avroSerde<T>(name: 'SiteState'): Serde<T> {
   const type = loadSchema(name).type;
   return { serialize: (v) => type.toBuffer(v), deserialize: (b) => type.fromBuffer(b) as T };
 }
@@ -30,7 +31,7 @@ export type FrontStore = KeyValueStore<FrontKey, QueueChunk>;
 
 export function frontierStores(): StoreBuilder[] {
   return [
-    keyValueStore(HOSTS_STORE, stringSerde, avroSerde<HostState>('HostState')),
+    keyValueStore(HOSTS_STORE, stringSerde, hostStateSerde()),
     // chunks of CHUNK_ENTRIES queue entries per host (QueueEntry Avro encodings back to back)
     keyValueStore(QUEUE_STORE, queueKeySerde, chunkSerde),
     keyValueStore(SEEN_STORE, bufferSerde, bufferSerde),

@@ -1,7 +1,7 @@
 import type { HostState } from '../../schemas/types.js';
 import { siteOf } from '../common/normalize.js';
 
-/** A host the frontier has not seen before: robots.txt unknown, due at once (but for the restart gap). */
+/** A host the frontier has not seen before: robots.txt of no origin known, due at once (but for the restart gap). */
 export function newHost(host: string, origin: string, site: string): HostState {
   return {
     host,
@@ -23,6 +23,8 @@ export function newHost(host: string, origin: string, site: string): HostState {
     connErrors: 0,
     lastBackoffAt: 0,
     parkedUntil: 0,
+    robots: [],
+    robotsHops: [],
   };
 }
 

@@ -1,6 +1,15 @@
-import type { FetchResult, HostState } from '../../schemas/types.js';
+import type { FetchResult, HostState, OriginRobots, RobotsHop } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { backoffAfter, requiredGap, robotsVerdict, type RobotsCache, type RobotsVerdict } from './politeness.js';
+import {
+  boundedSitemaps,
+  ensureOrigin,
+  hostCrawlDelayMs,
+  hostOfUrl,
+  originOf,
+  robotsRedirectRefusal,
+  trimRobots,
+} from './robots-origins.js';
 
 const CONNECTION_ERRORS = new Set(['CS_CONNECT', 'CS_TIMEOUT', 'CS_RESET', 'CS_DNS', 'CS_TLS']);
 
@@ -31,9 +40,31 @@ function jitter(ms: number, config: CrawlConfig): number {
   return Math.round(ms * (1 + (Math.random() * config.backoffJitterPercent) / 100));
 }
 
+const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
+
+/** What a robots.txt result did: a verdict for the origin asked for, a redirect to follow next, or nothing known. */
+export interface RobotsOutcome {
+  verdict: RobotsVerdict | 'REDIRECT' | 'EXPIRED';
+  /** The origin whose robots.txt was asked for (the verdict applies to it). */
+  origin: string;
+  /** Why a redirect was not followed (the verdict is then UNAVAILABLE). */
+  refused?: string;
+}
+
+/** Whether a result says nothing of its request: dropped unfetched, or lost with its fetcher. */
+export function isUnanswered(result: FetchResult): boolean {
+  return result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST';
+}
+
 /**
- * robots.txt answered (or did not): 2xx is parsed, 4xx allows all, 429/5xx/no answer disallows all
- * and parks the host until a retry, doubling from robotsRetryMs. Mutates `state`.
+ * A robots.txt request answered (or did not), RFC 9309, applied to the state of the host whose
+ * origin asked for it: `hop.origin` when the request was a redirect of its chain (possibly
+ * fetched by another host of the site), else the origin of the URL. A 301/302/303/307/308 to a
+ * URL of the same site is followed: the next hop goes into `state.robotsHops`, for this host to
+ * fetch or for the host of its URL (the caller hands it over), up to MAX_ROBOTS_REDIRECTS
+ * redirects; more, a loop, another site or no usable Location is unavailable. 2xx is parsed
+ * (rules, Crawl-delay, Sitemap lines), 4xx allows all, 429/5xx/no answer disallows all and holds
+ * the host until a retry, doubling from robotsRetryMs. Mutates `state`.
  */
 export function applyRobotsOutcome(
   state: HostState,
@@ -41,27 +72,60 @@ export function applyRobotsOutcome(
   now: number,
   config: CrawlConfig,
   robots: RobotsCache,
-): RobotsVerdict | 'EXPIRED' {
-  // no answer is known (dropped unfetched, or lost with its fetcher): that says nothing about
-  // robots.txt, so try again after the gap instead of parking the host as unavailable
-  if (result.errorCode === 'CS_LEASE_EXPIRED' || result.errorCode === 'CS_LEASE_LOST') return 'EXPIRED';
-  const verdict = robotsVerdict(result.status, result.errorCode);
-  state.robotsFetchedAt = now;
-  if (verdict === 'UNAVAILABLE') {
-    state.robotsState = 'UNAVAILABLE';
-    state.robotsFailures++;
-    const wait = Math.min(config.robotsRetryMs * 2 ** (state.robotsFailures - 1), config.backoffMaxMs);
-    state.nextEligibleAt = Math.max(state.nextEligibleAt, now + jitter(wait, config));
-    return verdict;
+  hop: RobotsHop | null = null,
+): RobotsOutcome {
+  const origin = hop?.origin ?? originOf(result.url) ?? state.origin;
+  // no answer is known: that says nothing about robots.txt, so try again after the gap instead
+  // of parking the host as unavailable
+  if (isUnanswered(result)) return { verdict: 'EXPIRED', origin };
+  const chain = hop ? [...hop.chain, result.url] : [result.url];
+  state.robotsHops = state.robotsHops.filter((h) => h.origin !== origin);
+  let refused: string | undefined;
+  if (result.errorCode === null && REDIRECT_STATUS.has(result.status) && result.redirectTarget !== null) {
+    refused = robotsRedirectRefusal(state.site, chain, result.redirectTarget);
+    if (refused === undefined) {
+      state.robotsHops.push({ origin, url: result.redirectTarget, chain });
+      return { verdict: 'REDIRECT', origin };
+    }
   }
-  state.robotsFailures = 0;
-  state.robotsState = verdict;
-  state.robotsBody = verdict === 'READY' ? (result.robotsBody ?? '') : null;
-  state.crawlDelayMs = state.robotsBody !== null ? robots.crawlDelayMs(state.origin, state.robotsBody) : 0;
+  const verdict = robotsVerdict(result.status, result.errorCode);
+  const entry = ensureOrigin(state, origin);
+  entry.fetchedAt = now;
+  if (verdict === 'UNAVAILABLE') {
+    entry.state = 'UNAVAILABLE';
+    entry.failures++;
+    const wait = Math.min(config.robotsRetryMs * 2 ** (entry.failures - 1), config.backoffMaxMs);
+    state.nextEligibleAt = Math.max(state.nextEligibleAt, now + jitter(wait, config));
+    return refused === undefined ? { verdict, origin } : { verdict, origin, refused };
+  }
+  setRules(entry, verdict, result.robotsBody, robots);
+  // the chain ended at the own robots.txt of another origin of this host (http → https): its rules are known too
+  const last = chain[chain.length - 1]!;
+  const lastOrigin = originOf(last);
+  if (
+    lastOrigin !== undefined &&
+    lastOrigin !== origin &&
+    last === `${lastOrigin}/robots.txt` &&
+    hostOfUrl(lastOrigin) === state.host
+  ) {
+    const other = ensureOrigin(state, lastOrigin);
+    other.fetchedAt = now;
+    setRules(other, verdict, result.robotsBody, robots);
+  }
+  trimRobots(state, origin);
+  state.crawlDelayMs = hostCrawlDelayMs(state);
   // Crawl-delay can raise the gap right away, from the end of this fetch
   state.gapMs = Math.max(state.gapMs, requiredGap(config, result.durationMs, state.crawlDelayMs));
   state.nextEligibleAt = Math.max(state.nextEligibleAt, result.startedAt + result.durationMs + state.gapMs);
-  return verdict;
+  return { verdict, origin };
+}
+
+function setRules(entry: OriginRobots, verdict: 'READY' | 'ALLOW_ALL', body: string | null, robots: RobotsCache): void {
+  entry.failures = 0;
+  entry.state = verdict;
+  entry.body = verdict === 'READY' ? (body ?? '') : null;
+  entry.crawlDelayMs = entry.body !== null ? robots.crawlDelayMs(entry.origin, entry.body) : 0;
+  entry.sitemaps = entry.body !== null ? boundedSitemaps(robots.sitemaps(entry.origin, entry.body)) : [];
 }
 
 /**

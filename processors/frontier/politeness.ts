@@ -27,24 +27,29 @@ export function backoffAfter(config: CrawlConfig, retryAfterMs: number | null, p
 
 export type RobotsVerdict = 'ALLOW_ALL' | 'READY' | 'UNAVAILABLE';
 
-/** RFC 9309 §2.3.1: 2xx parse; 4xx (but 429) allow all; 429, 5xx and no answer disallow all. */
+/**
+ * RFC 9309 §2.3.1: 2xx parse; 4xx (but 429) allow all; 429, 5xx and no answer disallow all. A 3xx
+ * reaching this verdict is one that is not followed (no usable Location, or past the redirect
+ * limit): §2.3.1.2 makes that unavailable too.
+ */
 export function robotsVerdict(status: number, errorCode: string | null): RobotsVerdict {
   if (errorCode !== null || status === 0) return 'UNAVAILABLE';
   if (status >= 200 && status < 300) return 'READY';
+  if (status >= 300 && status < 400) return 'UNAVAILABLE';
   if (status === 429 || status >= 500) return 'UNAVAILABLE';
-  // 3xx: the fetcher does not follow redirects yet, so treat as not found
   return 'ALLOW_ALL';
 }
 
 interface Robot {
   isAllowed(url: string, ua?: string): boolean | undefined;
   getCrawlDelay(ua?: string): number | undefined;
+  getSitemaps(): string[];
 }
 
 // robots-parser is CommonJS whose typings declare an ES default export; load it as what it is
 const robotsParser = createRequire(import.meta.url)('robots-parser') as (url: string, contents: string) => Robot;
 
-/** Parsed robots.txt per host, rebuilt lazily from the stored body. Bounded; evicts everything when full. */
+/** Parsed robots.txt per origin, rebuilt lazily from the stored body. Bounded; evicts everything when full. */
 export class RobotsCache {
   private readonly parsed = new Map<string, { body: string; robot: Robot }>();
 
@@ -63,12 +68,17 @@ export class RobotsCache {
   }
 
   isAllowed(origin: string, body: string, url: string): boolean {
-    // robots-parser answers undefined for a URL of another origin; those are checked by their own host
+    // robots-parser answers undefined for a URL of another origin; callers pass the URL's own origin
     return this.robot(origin, body).isAllowed(url, productToken(this.userAgent)) !== false;
   }
 
   crawlDelayMs(origin: string, body: string): number {
     const seconds = this.robot(origin, body).getCrawlDelay(productToken(this.userAgent));
     return typeof seconds === 'number' && seconds > 0 ? Math.round(seconds * 1000) : 0;
+  }
+
+  /** The `Sitemap:` URLs of the body, in order, as the parser resolved them. */
+  sitemaps(origin: string, body: string): string[] {
+    return this.robot(origin, body).getSitemaps();
   }
 }

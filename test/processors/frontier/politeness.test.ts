@@ -51,8 +51,9 @@ test('without Retry-After the back-off starts at 60 s and doubles to the 1 h cap
   assert.equal(backoffAfter(config, -1, 0), 60_000, 'a negative Retry-After is ignored');
 });
 
-test('robots.txt: 2xx is READY, 4xx other than 429 ALLOW_ALL, 429, 5xx and errors UNAVAILABLE', () => {
+test('robots.txt: 2xx is READY, 4xx other than 429 ALLOW_ALL, an unfollowed 3xx, 429, 5xx and errors UNAVAILABLE', () => {
   for (const s of [200, 204, 299]) assert.equal(robotsVerdict(s, null), 'READY', String(s));
+  for (const s of [300, 301, 304, 308]) assert.equal(robotsVerdict(s, null), 'UNAVAILABLE', String(s));
   for (const s of [400, 401, 403, 404, 410, 451]) assert.equal(robotsVerdict(s, null), 'ALLOW_ALL', String(s));
   for (const s of [429, 500, 502, 503, 599]) assert.equal(robotsVerdict(s, null), 'UNAVAILABLE', String(s));
   assert.equal(robotsVerdict(0, null), 'UNAVAILABLE');
