@@ -119,7 +119,7 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
   });
   t.addSink(FETCH_RESULTS_SINK, 'fetch-results', 'fetcher');
   t.addSink(FETCHED_SINK, 'fetched', 'fetcher');
-  const engine = new EmbeddedEngine(t, { dataDir: dir, log: () => undefined });
+  const engine = new EmbeddedEngine(t, { dataDir: dir });
   try {
     await engine.start();
     const now = Date.now();

@@ -1,3 +1,4 @@
+import { silentLogger } from '../core/logger.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -227,6 +228,7 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
     applicationId: 'bench',
     taskId: { subtopology: 2, partition: 0 },
     metrics: new Metrics(),
+    log: silentLogger,
     get recordMetadata() {
       return { topic, partition: 0, offset: 0 };
     },

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
 import type { Engine } from '../runtime/engine.js';
 import { startOpsServer } from '../runtime/ops-server.js';
+import { createLogger } from '../core/logger.js';
 import type { Metrics } from '../core/metrics.js';
 import type { LinkBatch } from '../schemas/types.js';
 import { normalizeUrl, siteOf } from '../processors/common/normalize.js';
@@ -54,10 +55,11 @@ export async function runCrawl(
     partitions: cmd.partitions,
     warcDir: join(cmd.dataDir, 'warc'),
   });
-  const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, log: (l) => err(`[engine] ${l}`) });
+  const logger = createLogger({ ...cmd.log, name: 'engine', write: err });
+  const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, logger });
   // served before the stores restore, so /readyz says "not ready" while they do
   const ops = cmd.ops ? await startOpsServer({ engine, ...cmd.ops, stateDir: join(cmd.dataDir, 'state') }) : undefined;
-  if (ops) err(`[ops] /metrics, /healthz and /readyz on http://${ops.address}`);
+  if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
   const started = Date.now();
   await engine.start();
   let stopping: string | undefined;

@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../core/errors.js';
+import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
 import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
 import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
@@ -15,6 +16,8 @@ export interface CrawlCommand {
   readonly partitions: number;
   readonly quiet: boolean;
   readonly config: CrawlConfig;
+  /** Level and format of log lines (standard error). */
+  readonly log: LoggerOptions;
   /** Where /metrics, /healthz and /readyz are served; undefined: not served. */
   readonly ops: { readonly port: number; readonly host: string } | undefined;
 }
@@ -43,6 +46,8 @@ export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --d
   --ca-file FILE         also trust these PEM CA certificates for https (besides the built-in roots)
   --metrics-port N       serve /metrics, /healthz and /readyz on this port (0: any free port)
   --metrics-host ADDR    address those endpoints bind to (default 127.0.0.1)
+  --log-level LEVEL      debug, info (default), warn or error
+  --log-format FORMAT    text (default) or json: one JSON object per line, for log pipelines
   --quiet                no progress lines`;
 
 function wholeNumber(name: string, raw: string | undefined, min: number): number | undefined {
@@ -106,6 +111,8 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
         quiet: { type: 'boolean' },
         'metrics-port': { type: 'string' },
         'metrics-host': { type: 'string' },
+        'log-level': { type: 'string' },
+        'log-format': { type: 'string' },
       },
     });
   } catch (err) {
@@ -187,6 +194,7 @@ export function parseCrawlArgs(args: string[]): CrawlCommand {
     partitions: wholeNumber('partitions', v.partitions, 1) ?? 4,
     quiet: v.quiet === true,
     config,
+    log: parseLogOptions(v['log-level'], v['log-format']),
     ops: metricsPort === undefined ? undefined : { port: metricsPort, host: v['metrics-host'] ?? '127.0.0.1' },
   };
 }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
 import { startOpsServer } from '../runtime/ops-server.js';
+import { createLogger } from '../core/logger.js';
 import type { Subtopology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import type { RunCommand } from './run-options.js';
@@ -28,6 +29,7 @@ export async function runRole(
     partitions: cmd.crawl.partitions,
     warcDir: join(cmd.crawl.dataDir, 'warc'),
   });
+  const logger = createLogger({ ...cmd.crawl.log, name: 'kafka', write: err });
   const engine = new KafkaEngine(topology, {
     brokers: cmd.brokers,
     registryUrl: cmd.registryUrl,
@@ -35,7 +37,7 @@ export async function runRole(
     runs: roleFilter(cmd.role),
     ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
     ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
-    log: (l) => err(`[kafka] ${l}`),
+    logger,
   });
   const started = Date.now();
   let stopping: string | undefined;
@@ -51,7 +53,7 @@ export async function runRole(
   const ops = cmd.crawl.ops
     ? await startOpsServer({ engine, ...cmd.crawl.ops, stateDir: join(cmd.crawl.dataDir, 'state') })
     : undefined;
-  if (ops) err(`[ops] /metrics, /healthz and /readyz on http://${ops.address}`);
+  if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
   await engine.start();
   out(`[status] started role ${cmd.role}`);
   let idleChecks = 0;

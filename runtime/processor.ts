@@ -1,6 +1,7 @@
 import type { RecordMetadata, StreamRecord } from './record.js';
 import type { StateStore } from '../state/state-store.js';
 import type { Metrics } from '../core/metrics.js';
+import type { Logger } from '../core/logger.js';
 import type { TaskId } from '../core/ids.js';
 
 /** Cancels a scheduled punctuator; idempotent. */
@@ -20,6 +21,8 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   readonly applicationId: string;
   readonly taskId: TaskId;
   readonly metrics: Metrics;
+  /** Logs with this task and processor in every line; processors never write to the console. */
+  readonly log: Logger;
   /** The record being processed; undefined inside a punctuator. */
   readonly recordMetadata: RecordMetadata | undefined;
   /** Sends a record to every child, or only to the named one. Throws CS_TOPOLOGY for an unknown child. */

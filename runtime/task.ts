@@ -1,5 +1,6 @@
 import { CrawlError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import { partitionFor } from './partitioner.js';
 import type { Cancellable, Processor, ProcessorContext, Punctuator } from './processor.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
@@ -59,6 +60,8 @@ export class StreamTask {
     private readonly serdes: TopicSerdes,
     readonly metrics: Metrics,
     private readonly clock: () => number = Date.now,
+    /** Bound to this task by the engine; processors get it, with their name, as `context.log`. */
+    readonly logger: Logger = silentLogger,
   ) {
     this.name = taskIdString(id);
     const procs = subtopology.nodes.filter((n): n is ProcessorNode => n.kind === 'processor');
@@ -190,6 +193,7 @@ export class StreamTask {
 
 class NodeContext implements ProcessorContext {
   recordMetadata: RecordMetadata | undefined;
+  private logger: Logger | undefined;
 
   constructor(
     private readonly task: StreamTask,
@@ -206,6 +210,10 @@ class NodeContext implements ProcessorContext {
 
   get metrics(): Metrics {
     return this.task.metrics;
+  }
+
+  get log(): Logger {
+    return (this.logger ??= this.task.logger.child({ task: this.task.name, processor: this.node.name }));
   }
 
   forward(record: StreamRecord<unknown, unknown>, childName?: string): void {

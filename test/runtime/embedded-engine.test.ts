@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createLogger } from '../../core/logger.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
@@ -85,7 +86,7 @@ async function untilIdle(engine: EmbeddedEngine, timeoutMs = 5_000): Promise<voi
 /** Starts an engine on dir, produces the words, waits for idle, stops; returns the engine's log lines. */
 async function run(dir: string, words: string[], topology = wordCount()): Promise<string[]> {
   const lines: string[] = [];
-  const engine = new EmbeddedEngine(topology, { dataDir: dir, commitIntervalMs: 20, log: (l) => lines.push(l) });
+  const engine = new EmbeddedEngine(topology, { dataDir: dir, commitIntervalMs: 20, logger: createLogger({ write: (l) => lines.push(l) }) });
   await engine.start();
   try {
     if (words.length > 0) await engine.produce('words', words.map(word));

@@ -1,3 +1,4 @@
+import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth } from '../../engine.js';
@@ -24,7 +25,8 @@ export interface EmbeddedEngineOptions {
   readonly commitIntervalMs?: number;
   /** Records read per task per poll. */
   readonly pollBatch?: number;
-  readonly log?: (line: string) => void;
+  /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
+  readonly logger?: Logger;
 }
 
 interface OpenTask {
@@ -129,6 +131,8 @@ export class EmbeddedEngine implements Engine {
       stores,
       this.serdes,
       this.metrics,
+      Date.now,
+      (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
     );
     const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
@@ -343,7 +347,7 @@ export class EmbeddedEngine implements Engine {
 
   private async fail(err: unknown): Promise<void> {
     if (this.state === 'stopped') return;
-    this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
+    (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
     this.failed = true;
     for (const t of this.tasks) t.runner.halt();
@@ -381,6 +385,6 @@ export class EmbeddedEngine implements Engine {
   }
 
   private say(line: string): void {
-    this.options.log?.(line);
+    (this.options.logger ?? silentLogger).info(line);
   }
 }

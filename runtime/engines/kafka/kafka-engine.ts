@@ -1,3 +1,4 @@
+import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth } from '../../engine.js';
@@ -29,7 +30,8 @@ export interface KafkaEngineOptions {
   readonly commitIntervalMs?: number;
   /** Consumer-group session timeout: how soon a dead instance's partitions move. */
   readonly sessionTimeoutMs?: number;
-  readonly log?: (line: string) => void;
+  /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
+  readonly logger?: Logger;
 }
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
@@ -228,6 +230,8 @@ export class KafkaEngine implements Engine {
       stores,
       this.serdes,
       this.metrics,
+      Date.now,
+      (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
     );
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
     if (this.state !== 'running') {
@@ -338,7 +342,7 @@ export class KafkaEngine implements Engine {
 
   private async fail(err: unknown): Promise<void> {
     if (this.state === 'stopped') return;
-    this.say(`fatal: ${(err as Error).stack ?? String(err)}`);
+    (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
     this.failed = true;
     const tasks = await Promise.all([...this.tasks.values()].map((p) => p.catch(() => undefined)));
@@ -370,7 +374,7 @@ export class KafkaEngine implements Engine {
   }
 
   private say(line: string): void {
-    this.options.log?.(line);
+    (this.options.logger ?? silentLogger).info(line);
   }
 }
 

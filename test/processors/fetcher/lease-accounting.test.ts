@@ -36,7 +36,7 @@ test(
     topology
       .addSource('tap-results', TOPICS.fetchResults)
       .addProcessor('tap-results-p', () => new Tap(results), ['tap-results']);
-    const engine = new EmbeddedEngine(topology, { dataDir: join(dir, 'data'), log: () => undefined });
+    const engine = new EmbeddedEngine(topology, { dataDir: join(dir, 'data') });
     try {
       await engine.start();
       const now = Date.now();

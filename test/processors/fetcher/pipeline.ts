@@ -125,7 +125,6 @@ export async function runLeases(
   const warcDir = join(dir, 'warc');
   const engine = new EmbeddedEngine(fetchPipeline(config, warcDir), {
     dataDir: join(dir, 'data'),
-    log: () => undefined,
   });
   try {
     await engine.start();

@@ -1,3 +1,4 @@
+import { silentLogger } from '../../../core/logger.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { defaultCrawlConfig } from '../../../processors/common/crawl-config.js';
@@ -119,6 +120,7 @@ export class ParserTasks {
       applicationId: 'test',
       taskId: { subtopology: 2, partition },
       metrics: this.metrics,
+      log: silentLogger,
       get recordMetadata() {
         return { topic: task.topic, partition, offset: 0 };
       },
