@@ -20,6 +20,8 @@ usage:
   crawlstream run --role R --brokers B --registry URL --data DIR   one instance of a role on Kafka (frontier|fetcher|parser|all)
   crawlstream inject --seeds FILE --brokers B --registry URL       seed URLs into the links topic
   crawlstream replay --store NAME|all --brokers B --data DIR       verify local stores against their changelogs
+  crawlstream config [crawl options] [--markdown]                  effective settings and where each came from
+  crawlstream dashboard                                            the Grafana dashboard JSON, from the metric catalogue
 
 run 'crawlstream crawl --help' for crawl options`;
 
@@ -37,6 +39,9 @@ async function main(argv: string[]): Promise<number> {
       return (await runCrawl(parseCrawlArgs(args), out)).exitCode;
     case 'export':
       await runExport(args, out);
+      return 0;
+    case 'config':
+      (await import('./config.js')).runConfig(args, out);
       return 0;
     case 'control': {
       if (args.includes('--help')) {
@@ -60,6 +65,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
       return runDemo(args, out);
+    case 'dashboard':
+      return (await import('./dashboard.js')).runDashboard(args, out);
     case undefined:
     case 'help':
     case '--help':

@@ -10,7 +10,7 @@ import { defaultCrawlConfig } from '../../processors/common/crawl-config.js';
 
 function refuses(args: string[], message: string | RegExp): void {
   assert.throws(
-    () => parseCrawlArgs(args),
+    () => parseCrawlArgs(args, {}),
     (err: unknown) => {
       assert.ok(err instanceof InvalidOptionError, `expected InvalidOptionError, got ${String(err)}`);
       assert.equal(err.code, 'CS_INVALID_OPTION');
@@ -38,16 +38,22 @@ test('--data is required, and the message shows the usage', () => {
 });
 
 test('--min-delay below the 1000 ms floor is refused, naming the option and the value', () => {
-  refuses(['--data', 'd', '--min-delay', '500'], '--min-delay must be a whole number of at least 1000, got "500"');
+  refuses(
+    ['--data', 'd', '--min-delay', '500'],
+    '--min-delay must be a whole number of at least 1000, got "500" (from flag --min-delay)',
+  );
   assert.equal(parseCrawlArgs(['--data', 'd', '--min-delay', '1000']).config.minDelayMs, 1000);
   assert.equal(parseCrawlArgs(['--data', 'd', '--min-delay', '2500']).config.minDelayMs, 2500);
 });
 
 test('--min-delay that is not a whole number is refused', () => {
-  refuses(['--data', 'd', '--min-delay', 'abc'], '--min-delay must be a whole number of at least 1000, got "abc"');
+  refuses(
+    ['--data', 'd', '--min-delay', 'abc'],
+    '--min-delay must be a whole number of at least 1000, got "abc" (from flag --min-delay)',
+  );
   refuses(
     ['--data', 'd', '--min-delay', '1500.5'],
-    '--min-delay must be a whole number of at least 1000, got "1500.5"',
+    '--min-delay must be a whole number of at least 1000, got "1500.5" (from flag --min-delay)',
   );
   refuses(['--data', 'd', '--min-delay', '-2000'], /--min-delay/);
 });
@@ -137,7 +143,10 @@ test('numeric and boolean options are parsed into the command', () => {
 
 test('unknown options and zero partitions are refused', () => {
   refuses(['--data', 'd', '--bogus'], /--bogus/);
-  refuses(['--data', 'd', '--partitions', '0'], '--partitions must be a whole number of at least 1, got "0"');
+  refuses(
+    ['--data', 'd', '--partitions', '0'],
+    '--partitions must be a whole number of at least 1, got "0" (from flag --partitions)',
+  );
   refuses(['--data', 'd', '--user-agent', '(bad)'], /user agent must start with a product token/);
 });
 

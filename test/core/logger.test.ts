@@ -31,7 +31,7 @@ test('text lines are one line each with the level and key=value tags', () => {
     .child({ task: '2_0' })
     .warn('slow host', { gap: 'a b' });
   assert.equal(lines.length, 1);
-  assert.match(lines[0]!, /^\S+ WARN  slow host {2}task=2_0 gap="a b"$/);
+  assert.match(lines[0]!, /^\S+ WARN {2}slow host {2}task=2_0 gap="a b"$/);
 });
 
 test('--log-level and --log-format refuse unknown values, naming the option', () => {

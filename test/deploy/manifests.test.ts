@@ -9,6 +9,8 @@ import { parseCrawlArgs } from '../../cli/options.js';
 import { topicManifest } from '../../cli/topics.js';
 import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
+import { dashboardJson } from '../../cli/dashboard.js';
+import { METRICS, type MetricId } from '../../core/metric-catalogue.js';
 
 // Offline validation of deploy/: no cluster, no network; the manifests are read as data.
 const DEPLOY = fileURLToPath(new URL('../../../deploy/', import.meta.url));
@@ -145,5 +147,205 @@ test('the image build copies every source folder the TypeScript build compiles',
   assert.ok(tsconfig.include.length >= 8, tsconfig.include.join());
   for (const folder of tsconfig.include) {
     assert.match(dockerfile, new RegExp(`^COPY ${folder} ${folder}$`, 'm'), `the image build lacks ${folder}/`);
+  }
+});
+
+// --- operability: the ops endpoints, probes, security context, spreading, PDBs, PodMonitor, dashboard
+
+const workloads = all.filter((x) => ['StatefulSet', 'Deployment'].includes(x.doc.kind));
+
+/** Whether a `matchLabels` selector selects a pod carrying `labels`. */
+function selects(matchLabels: Record<string, string> | undefined, labels: Record<string, string>): boolean {
+  const entries = Object.entries(matchLabels ?? {});
+  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v);
+}
+
+const podLabels = (doc: Doc): Record<string, string> => doc.spec.template.metadata.labels;
+
+test('every workload serves /metrics, /healthz and /readyz on a named port, probed there; liveness never waits for a restore', () => {
+  assert.equal(workloads.length, 3);
+  for (const { file, doc } of workloads) {
+    const [container] = doc.spec.template.spec.containers as Doc[];
+    const cmd = parseRunArgs((container!.args as string[]).slice(1).map(expand));
+    assert.deepEqual(
+      cmd.crawl.ops,
+      { port: 9464, host: '0.0.0.0' },
+      `${file}: --metrics-port 9464 --metrics-host 0.0.0.0`,
+    );
+    const port = (container!.ports as Doc[] | undefined)?.find((p) => p.name === 'metrics');
+    assert.ok(port, `${file}: no container port named metrics`);
+    assert.equal(
+      port.containerPort,
+      cmd.crawl.ops!.port,
+      `${file}: the metrics port is where the endpoints are served`,
+    );
+    const probe = (name: string, path: string): Doc => {
+      const p = container![name] as Doc | undefined;
+      assert.ok(p, `${file}: no ${name}`);
+      assert.equal(p.httpGet?.path, path, `${file}: ${name} path`);
+      assert.ok(
+        p.httpGet.port === 'metrics' || p.httpGet.port === cmd.crawl.ops!.port,
+        `${file}: ${name} on port ${p.httpGet.port}`,
+      );
+      return p;
+    };
+    const liveness = probe('livenessProbe', '/healthz');
+    const readiness = probe('readinessProbe', '/readyz');
+    // a restore of minutes shows on /readyz only; a restart for it would start the restore over
+    if (container!.startupProbe !== undefined) probe('startupProbe', '/healthz');
+    // liveness tolerates a busy event loop (a compaction, a GC pause) for half a minute at least
+    assert.ok(
+      (liveness.periodSeconds ?? 10) * (liveness.failureThreshold ?? 3) >= 30,
+      `${file}: liveness gives up after less than 30 s`,
+    );
+    assert.ok((liveness.timeoutSeconds ?? 1) >= 2, `${file}: liveness timeout`);
+    assert.ok((readiness.periodSeconds ?? 10) <= 30, `${file}: readiness notices a restored pod late`);
+  }
+  const dockerfile = readFileSync(`${DEPLOY}Dockerfile`, 'utf8');
+  assert.match(dockerfile, /^EXPOSE 9464$/m);
+});
+
+test("pods run as the image's node user with the data volume group-writable, spread over nodes by role", () => {
+  // node:* images create `node` as uid/gid 1000; the image runs as that user
+  const dockerfile = readFileSync(`${DEPLOY}Dockerfile`, 'utf8');
+  assert.match(dockerfile, /^FROM node:\S+$/m);
+  assert.match(dockerfile, /^USER node$/m);
+  for (const { file, doc } of workloads) {
+    const pod = doc.spec.template.spec;
+    const sc = pod.securityContext as Doc | undefined;
+    assert.ok(sc, `${file}: no pod securityContext`);
+    assert.equal(sc.runAsUser, 1000, `${file}: runAsUser`);
+    assert.equal(sc.runAsNonRoot, true, `${file}: runAsNonRoot`);
+    assert.equal(sc.fsGroup, 1000, `${file}: fsGroup makes the state volume writable by uid 1000`);
+    assert.notEqual(pod.containers[0].securityContext?.allowPrivilegeEscalation, true, file);
+    const terms = pod.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution as Doc[] | undefined;
+    assert.ok(terms?.length, `${file}: no preferred pod anti-affinity`);
+    const own = terms.find(
+      (t) =>
+        t.podAffinityTerm.topologyKey === 'kubernetes.io/hostname' &&
+        selects(t.podAffinityTerm.labelSelector?.matchLabels, podLabels(doc)),
+    );
+    assert.ok(own, `${file}: anti-affinity by hostname against its own pods`);
+    assert.ok('app.kubernetes.io/component' in own.podAffinityTerm.labelSelector.matchLabels, `${file}: by role`);
+    assert.ok(own.weight >= 1 && own.weight <= 100, `${file}: weight`);
+  }
+});
+
+test('a PodDisruptionBudget of maxUnavailable 1 per workload, selecting its pods and no other', () => {
+  const pdbs = all.filter((x) => x.doc.kind === 'PodDisruptionBudget');
+  assert.equal(pdbs.length, workloads.length);
+  for (const { file, doc } of workloads) {
+    const mine = pdbs.filter((p) => selects(p.doc.spec.selector?.matchLabels, podLabels(doc)));
+    assert.equal(mine.length, 1, `${file}: ${mine.length} PodDisruptionBudgets select its pods`);
+    const pdb = mine[0]!.doc;
+    assert.equal(pdb.apiVersion, 'policy/v1');
+    assert.equal(pdb.spec.maxUnavailable, 1, `${file}: maxUnavailable`);
+    assert.equal(pdb.spec.minAvailable, undefined, `${file}: maxUnavailable, not minAvailable`);
+    for (const other of workloads.filter((w) => w !== workloads.find((x) => x.doc === doc)))
+      assert.ok(!selects(pdb.spec.selector.matchLabels, podLabels(other.doc)), `${file}'s PDB selects ${other.file}`);
+  }
+});
+
+test('one PodMonitor scrapes /metrics on the metrics port of every workload, labelled by role', () => {
+  const monitors = all.filter((x) => x.doc.kind === 'PodMonitor');
+  assert.equal(monitors.length, 1);
+  const { file, doc } = monitors[0]!;
+  assert.equal(doc.apiVersion, 'monitoring.coreos.com/v1');
+  for (const w of workloads) {
+    assert.ok(selects(doc.spec.selector?.matchLabels, podLabels(w.doc)), `${file} does not select ${w.file}'s pods`);
+    assert.ok(
+      w.doc.spec.template.spec.containers[0].ports.some((p: Doc) => p.name === 'metrics'),
+      `${w.file}: no port named metrics to scrape`,
+    );
+  }
+  const endpoints = doc.spec.podMetricsEndpoints as Doc[];
+  assert.equal(endpoints.length, 1);
+  const [endpoint] = endpoints;
+  assert.equal(endpoint!.port, 'metrics');
+  assert.equal(endpoint!.path, '/metrics');
+  // the dashboard splits lag and restores `by (component)`
+  assert.ok(
+    endpoint!.relabelings?.some(
+      (r: Doc) =>
+        r.targetLabel === 'component' &&
+        r.sourceLabels?.includes('__meta_kubernetes_pod_label_app_kubernetes_io_component'),
+    ),
+    `${file}: no component label`,
+  );
+});
+
+const dashboardText = readFileSync(`${DEPLOY}grafana-dashboard.json`, 'utf8');
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Grafana's JSON model is walked as data
+const dashboard = JSON.parse(dashboardText) as Record<string, any>;
+const graphs = (dashboard.panels as Doc[]).filter((p) => p.type !== 'row');
+const exprs = graphs.flatMap((p) => (p.targets as Doc[]).map((t) => t.expr as string));
+
+test('deploy/grafana-dashboard.json is what `crawlstream dashboard` prints (regenerate it when the catalogue changes)', () => {
+  assert.equal(
+    dashboardText.trimEnd(),
+    dashboardJson(),
+    'deploy/grafana-dashboard.json is stale: crawlstream dashboard > deploy/grafana-dashboard.json',
+  );
+  assert.ok(
+    dashboard.__inputs.some((i: Doc) => i.name === 'DS_PROMETHEUS' && i.pluginId === 'prometheus'),
+    'the data source is the import input DS_PROMETHEUS',
+  );
+  for (const p of graphs) {
+    assert.deepEqual(p.datasource, { type: 'prometheus', uid: '${DS_PROMETHEUS}' }, p.title);
+    for (const t of p.targets) assert.equal(t.datasource.uid, '${DS_PROMETHEUS}', p.title);
+  }
+  const ids = (dashboard.panels as Doc[]).map((p) => p.id);
+  assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
+});
+
+test('the dashboard graphs every catalogue metric in a row per catalogue panel, and nothing outside the catalogue', () => {
+  const rows = (dashboard.panels as Doc[]).filter((p) => p.type === 'row').map((p) => p.title as string);
+  assert.equal(rows.length, 1 + new Set(Object.values(METRICS).map((m) => m.panel)).size, rows.join());
+  const exported = new Set<string>();
+  for (const [id, m] of Object.entries(METRICS) as [MetricId, (typeof METRICS)[MetricId]][]) {
+    const series = m.type === 'counter' ? `${m.name}_total` : m.type === 'histogram' ? `${m.name}_bucket` : m.name;
+    exported.add(series);
+    const uses = exprs.filter((e) => new RegExp(`\\b${series}\\b`).test(e));
+    assert.ok(uses.length > 0, `${id} (${series}) is on no graph`);
+    // its own graph, titled with its help
+    const own = graphs.find((p) => p.title === m.help);
+    assert.ok(own, `${id}: no graph titled ${JSON.stringify(m.help)}`);
+    const ownExprs = (own.targets as Doc[]).map((t) => t.expr as string);
+    if (m.type === 'counter') {
+      const rate = `rate(${series}[5m])`;
+      assert.deepEqual(
+        ownExprs,
+        [m.labels.length > 0 ? `sum by (${m.labels.join(', ')}) (${rate})` : `sum(${rate})`],
+        id,
+      );
+    } else if (m.type === 'gauge') {
+      assert.deepEqual(ownExprs, [`sum(${series})`], id);
+    } else {
+      assert.deepEqual(
+        ownExprs,
+        [0.5, 0.99].map((q) => `histogram_quantile(${q}, sum by (le) (rate(${series}[5m])))`),
+        id,
+      );
+    }
+  }
+  for (const e of exprs)
+    for (const name of e.match(/\bcrawlstream_[a-z_]+/g) ?? [])
+      assert.ok(exported.has(name), `${JSON.stringify(e)} reads ${name}, which crawlstream does not export`);
+});
+
+test('the dashboard has throughput, errors, politeness, lag, commit latency and restore graphs', () => {
+  const expect: [RegExp, MetricId[]][] = [
+    [/throughput/i, ['pages_fetched']],
+    [/errors/i, ['fetch_errors', 'parser_errors']],
+    [/politeness/i, ['politeness_delay']],
+    [/lag/i, ['consumer_lag']],
+    [/commit latency/i, ['commit_duration']],
+    [/restore/i, ['tasks_restoring']],
+  ];
+  for (const [title, ids] of expect) {
+    const panel = graphs.find((p) => title.test(p.title));
+    assert.ok(panel, `no graph titled ${title}`);
+    const text = (panel.targets as Doc[]).map((t) => t.expr).join('\n');
+    for (const id of ids) assert.ok(text.includes(METRICS[id].name), `${panel.title} does not show ${id}`);
   }
 });

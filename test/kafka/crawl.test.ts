@@ -19,6 +19,7 @@ import {
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
 import { python } from '../python/python.js';
+import { parseExposition, sampleSum } from '../python/prometheus.js';
 
 const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
@@ -44,6 +45,8 @@ interface Instance {
   readonly dataDir: string;
   child: ReturnType<typeof startCli>['child'];
   exited: Promise<Exited>;
+  /** Where its /metrics, /healthz and /readyz answer, once it has said so. */
+  ops?: string;
 }
 
 test(
@@ -92,14 +95,22 @@ test(
         '--quiet',
         '--session-timeout',
         '6000',
+        '--metrics-port',
+        '0',
       ];
       const launch = (name: string, role: string): Instance => {
         const dataDir = join(dir, name);
         const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
         const existing = instances.find((i) => i.name === name);
-        if (existing) return Object.assign(existing, { child: started.child, exited: started.exited });
-        const instance = { name, role, dataDir, ...started };
-        instances.push(instance);
+        const instance: Instance = existing
+          ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined })
+          : { name, role, dataDir, ...started };
+        if (!existing) instances.push(instance);
+        let err = '';
+        started.child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString();
+          instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
+        });
         return instance;
       };
       const began = Date.now();
@@ -144,6 +155,18 @@ test(
         if (n !== last) [last, quietSince] = [n, Date.now()];
       }
       t.diagnostic(`crawl on Kafka: ${web.requests().length} requests, quiet after ${quietSince - began} ms`);
+      // every role's /metrics parses with an independent parser; the one fetcher counted every request
+      const processedByRole = new Map<string, number>();
+      for (const i of instances) {
+        assert.ok(i.ops, `${i.name} never said where its endpoints are`);
+        assert.equal((await fetch(`http://${i.ops}/readyz`)).status, 200, `${i.name} is not ready`);
+        const families = parseExposition(await (await fetch(`http://${i.ops}/metrics`)).text());
+        const processed = sampleSum(families, 'crawlstream_records_processed_total');
+        processedByRole.set(i.role, (processedByRole.get(i.role) ?? 0) + processed);
+        if (i.role === 'fetcher')
+          assert.equal(sampleSum(families, 'crawlstream_fetches_total'), web.requests().length, 'fetches vs requests');
+      }
+      for (const [role, n] of processedByRole) assert.ok(n > 0, `no ${role} instance processed a record`);
       for (const i of instances) i.child.kill('SIGTERM');
       const stderrs: string[] = [`== frontier-a before SIGKILL\n${killed.stderr.slice(-6000)}`];
       const logs = (): string => stderrs.join('\n');

@@ -86,7 +86,11 @@ async function untilIdle(engine: EmbeddedEngine, timeoutMs = 5_000): Promise<voi
 /** Starts an engine on dir, produces the words, waits for idle, stops; returns the engine's log lines. */
 async function run(dir: string, words: string[], topology = wordCount()): Promise<string[]> {
   const lines: string[] = [];
-  const engine = new EmbeddedEngine(topology, { dataDir: dir, commitIntervalMs: 20, logger: createLogger({ write: (l) => lines.push(l) }) });
+  const engine = new EmbeddedEngine(topology, {
+    dataDir: dir,
+    commitIntervalMs: 20,
+    logger: createLogger({ write: (l) => lines.push(l) }),
+  });
   await engine.start();
   try {
     if (words.length > 0) await engine.produce('words', words.map(word));

@@ -1,0 +1,255 @@
+import type { CrawlConfig } from '../processors/common/crawl-config.js';
+
+/** How a setting's text becomes a value. */
+export type SettingKind = 'int' | 'number' | 'string' | 'bool' | 'list';
+
+/**
+ * One setting of `crawl` (and of `run`, which takes crawl's settings): its flag, file key and
+ * environment variable all come from `name`; `--help`, the README's option table and
+ * `crawlstream config` are generated from this list, so a setting is described in one place.
+ */
+export interface Setting {
+  /** `--name` on the command line, `name:` in the --config file, CRAWLSTREAM_NAME in the environment. */
+  readonly name: string;
+  readonly kind: SettingKind;
+  /** The unit of a number: ms, s, bytes, or a plain count. */
+  readonly unit?: 'ms' | 's' | 'bytes' | 'count' | '%';
+  /** Value placeholder in the help text (`N`, `MS`, `FILE`). */
+  readonly arg?: string;
+  /** The default as shown; undefined: none (absent unless given). */
+  readonly default?: string;
+  readonly help: string;
+  /** The CrawlConfig field it sets, when it is one. */
+  readonly config?: keyof CrawlConfig;
+  /** Smallest and largest value of a number. */
+  readonly min?: number;
+  readonly max?: number;
+  /** The values an enumerated string may take. */
+  readonly values?: readonly string[];
+}
+
+const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
+  name,
+  kind: 'int',
+  unit: 'ms',
+  arg: 'MS',
+  default: String(dflt),
+  help,
+  config,
+  min,
+});
+const count = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
+  name,
+  kind: 'int',
+  unit: 'count',
+  arg: 'N',
+  default: String(dflt),
+  help,
+  config,
+  min,
+});
+const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 1): Setting => ({
+  name,
+  kind: 'int',
+  unit: 'bytes',
+  arg: 'BYTES',
+  default: String(dflt),
+  help,
+  config,
+  min,
+});
+
+/** Every setting, in the order `--help` lists them. */
+export const SETTINGS: readonly Setting[] = [
+  { name: 'config', kind: 'string', arg: 'FILE', help: 'YAML file of settings (keys as the flags, without --)' },
+  {
+    name: 'data',
+    kind: 'string',
+    arg: 'DIR',
+    help: 'topics, state stores, schemas and WARC files; run again on the same dir to resume',
+  },
+  {
+    name: 'seeds',
+    kind: 'string',
+    arg: 'FILE',
+    help: 'seed URLs, one per line, # comments allowed; invalid seeds are reported and skipped',
+  },
+  {
+    name: 'resolve',
+    kind: 'list',
+    arg: 'PATTERN=IP',
+    help: "map host names to an address like curl's --resolve ('*.test=127.0.0.1'); repeatable",
+    config: 'resolve',
+  },
+  {
+    name: 'allow-ip',
+    kind: 'list',
+    arg: 'CIDR',
+    help: 'let the fetcher connect to an otherwise refused range; repeatable',
+    config: 'allowIps',
+  },
+  { name: 'no-system-dns', kind: 'bool', default: 'false', help: 'resolve only names matched by --resolve' },
+  {
+    name: 'ca-file',
+    kind: 'string',
+    arg: 'FILE',
+    help: 'also trust these PEM CA certificates for https (besides the built-in roots)',
+  },
+  {
+    name: 'until-idle',
+    kind: 'bool',
+    default: 'false',
+    help: 'exit 0 once nothing is queued, due or in flight (URLs of hosts whose robots.txt is unavailable stay parked for a later run)',
+  },
+  { name: 'max-pages', kind: 'int', unit: 'count', arg: 'N', min: 1, help: 'stop after about N pages' },
+  { name: 'duration', kind: 'int', unit: 's', arg: 'SECONDS', min: 1, help: 'stop after this long' },
+  {
+    name: 'partitions',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    default: '4',
+    min: 1,
+    help: 'partitions per topic for a new data dir',
+  },
+  {
+    name: 'user-agent',
+    kind: 'string',
+    arg: 'UA',
+    default: 'crawlstream/0.1 (+https://crawlstream.invalid/bot)',
+    help: 'User-Agent; its first token is matched against robots.txt groups',
+    config: 'userAgent',
+  },
+  ms('min-delay', 'minDelayMs', 1_000, 'gap floor between fetches to one host (1000 is also the least allowed)', 1_000),
+  count('slow-factor', 'slowFactor', 10, 'the gap is at least this many times the last fetch of the host took', 1),
+  ms(
+    'max-crawl-delay',
+    'maxCrawlDelayMs',
+    60_000,
+    'robots.txt Crawl-delay is honoured up to this (the host is paced at the cap)',
+  ),
+  ms('robots-ttl', 'robotsTtlMs', 24 * 3_600_000, 'how long a robots.txt is trusted before it is fetched again', 1_000),
+  ms(
+    'robots-retry',
+    'robotsRetryMs',
+    60_000,
+    'first wait after robots.txt answered 5xx or nothing (doubling up to --backoff-max)',
+    100,
+  ),
+  ms('backoff', 'backoffMs', 60_000, 'first back-off after 429/503 without Retry-After (doubling)', 1),
+  ms(
+    'backoff-max',
+    'backoffMaxMs',
+    3_600_000,
+    'longest back-off, and how long a host with repeated connection errors is parked',
+    1,
+  ),
+  ms('backoff-quiet', 'backoffQuietMs', 600_000, "a host's back-off is forgiven after this long without a 429/503"),
+  count('backoff-jitter', 'backoffJitterPercent', 20, 'random extra wait on back-offs, in percent'),
+  count('max-attempts', 'maxAttempts', 5, 'fetch attempts per URL before a transient failure is final', 1),
+  ms(
+    'fetch-timeout',
+    'fetchTimeoutMs',
+    30_000,
+    'total time one fetch may take (also caps the connect and headers timeouts)',
+    100,
+  ),
+  ms('connect-timeout', 'connectTimeoutMs', 5_000, 'time to connect (capped by --fetch-timeout)', 100),
+  ms('headers-timeout', 'headersTimeoutMs', 15_000, 'time until the response headers (capped by --fetch-timeout)', 100),
+  ms(
+    'lease-window',
+    'leaseWindowMs',
+    10_000,
+    'a fetcher drops a lease it cannot start within this long of its issue',
+    100,
+  ),
+  bytes('max-body', 'maxBodyBytes', 10 * 1024 * 1024, 'response bodies are cut at this size'),
+  bytes(
+    'max-decoded',
+    'maxDecodedBytes',
+    50 * 1024 * 1024,
+    'decompressed size beyond which a body is a bomb and refused',
+  ),
+  count('max-url-length', 'maxUrlLength', 2_000, 'longer URLs are not admitted', 16),
+  count('max-path-depth', 'maxPathDepth', 15, 'URLs with more path segments are not admitted', 1),
+  count('max-segment-repeats', 'maxSegmentRepeats', 3, 'a path repeating one segment this many times is a trap', 2),
+  count('max-redirect-hops', 'maxRedirectHops', 5, 'redirects followed from one URL', 0),
+  count('max-outlinks', 'maxOutlinksPerPage', 1_000, 'outlinks taken from one page', 1),
+  count('site-budget', 'sitePageBudget', 1_000, 'URLs a site may get per cycle before any other site links to it', 1),
+  count('site-budget-per-inlink', 'siteBudgetPerInlink', 100, 'budget added per distinct linking site'),
+  count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn', 1),
+  count('dup-cut-window', 'dupCutWindow', 50, 'recent page records per site the duplicate cut looks at', 1),
+  count('dup-cut-percent', 'dupCutPercent', 80, 'share of copies among them (percent) that cuts the site'),
+  count(
+    'host-slots',
+    'activeHostSlots',
+    1_000,
+    'hosts holding queued URLs at once per partition (size it as target pages/s × typical gap s / partitions)',
+    1,
+  ),
+  ms(
+    'dispatch-lookahead',
+    'dispatchLookaheadMs',
+    250,
+    'a lease may leave this long before its host is due (below --min-delay)',
+  ),
+  count('ip-concurrency', 'ipConcurrency', 8, 'per-IP limit: leases in flight on one address', 1),
+  ms('ip-gap', 'ipGapMs', 100, 'per-IP limit: least time between fetch starts on one address'),
+  count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host', 1),
+  count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task', 1),
+  count(
+    'seen-expected-urls',
+    'seenExpectedUrls',
+    1_000_000,
+    "URLs one frontier partition expects (sizes its seen-set's Bloom filter)",
+    1,
+  ),
+  {
+    name: 'seen-fp-rate',
+    kind: 'number',
+    unit: 'count',
+    arg: 'P',
+    default: '0.01',
+    help: "the Bloom filter's target false-positive rate (0 < P < 1)",
+    config: 'seenFalsePositiveRate',
+  },
+  bytes(
+    'warc-max-file',
+    'warcMaxFileBytes',
+    1024 * 1024 * 1024,
+    'a WARC file is closed and a new one started at about this size',
+    1024 * 1024,
+  ),
+  {
+    name: 'metrics-port',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 0,
+    max: 65_535,
+    help: 'serve /metrics, /healthz and /readyz on this port (0: any free port)',
+  },
+  { name: 'metrics-host', kind: 'string', arg: 'ADDR', default: '127.0.0.1', help: 'address those endpoints bind to' },
+  {
+    name: 'log-level',
+    kind: 'string',
+    arg: 'LEVEL',
+    default: 'info',
+    values: ['debug', 'info', 'warn', 'error'],
+    help: 'least level of log lines',
+  },
+  {
+    name: 'log-format',
+    kind: 'string',
+    arg: 'FORMAT',
+    default: 'text',
+    values: ['text', 'json'],
+    help: 'text, or json: one JSON object per line, for log pipelines',
+  },
+  { name: 'quiet', kind: 'bool', default: 'false', help: 'no progress lines' },
+];
+
+/** `CRAWLSTREAM_MIN_DELAY` for `min-delay`. */
+export function envName(setting: Pick<Setting, 'name'>): string {
+  return `CRAWLSTREAM_${setting.name.toUpperCase().replace(/-/g, '_')}`;
+}

@@ -1,0 +1,118 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InvalidOptionError } from '../../core/errors.js';
+import { defaultCrawlConfig, type CrawlConfig } from '../../processors/common/crawl-config.js';
+import { resolveSettings, settingsTable } from '../../cli/config-sources.js';
+import { CRAWL_USAGE, parseCrawlArgs } from '../../cli/options.js';
+import { envName, SETTINGS } from '../../cli/settings.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+function withFile(t: { after: (fn: () => void) => void }, text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'crawlstream-config-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'crawl.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+test('the same crawl configured by file, by environment and by flags has the same effective configuration', (t) => {
+  const file = withFile(
+    t,
+    'data: /tmp/crawl\nmin-delay: 2500\nip-gap: 40\nresolve:\n  - "*.test=127.0.0.1"\nuntil-idle: true\nlog-format: json\n',
+  );
+  const byFile = parseCrawlArgs(['--config', file], {});
+  const byEnv = parseCrawlArgs([], {
+    CRAWLSTREAM_DATA: '/tmp/crawl',
+    CRAWLSTREAM_MIN_DELAY: '2500',
+    CRAWLSTREAM_IP_GAP: '40',
+    CRAWLSTREAM_RESOLVE: '*.test=127.0.0.1',
+    CRAWLSTREAM_UNTIL_IDLE: 'true',
+    CRAWLSTREAM_LOG_FORMAT: 'json',
+  });
+  const byFlags = parseCrawlArgs(
+    [
+      '--data',
+      '/tmp/crawl',
+      '--min-delay',
+      '2500',
+      '--ip-gap',
+      '40',
+      '--resolve',
+      '*.test=127.0.0.1',
+      '--until-idle',
+      '--log-format',
+      'json',
+    ],
+    {},
+  );
+  assert.deepEqual(byEnv, byFile);
+  assert.deepEqual(byFlags, byFile);
+  assert.equal(byFile.config.minDelayMs, 2500);
+  assert.equal(byFile.config.ipGapMs, 40);
+  assert.deepEqual(byFile.config.resolve, ['*.test=127.0.0.1']);
+  assert.equal(byFile.untilIdle, true);
+  assert.deepEqual(byFile.log, { format: 'json', level: 'info' });
+});
+
+test('flags win over the environment, which wins over the file, which wins over the default', (t) => {
+  const file = withFile(t, 'min-delay: 3000\n');
+  const env = { CRAWLSTREAM_MIN_DELAY: '4000' };
+  const at = (args: string[], e: NodeJS.ProcessEnv) => resolveSettings(args, e, '').values.get('min-delay')!;
+  assert.deepEqual(at(['--config', file, '--min-delay', '5000'], env), { value: 5000, source: 'flag --min-delay' });
+  assert.deepEqual(at(['--config', file], env), { value: 4000, source: 'env CRAWLSTREAM_MIN_DELAY' });
+  assert.deepEqual(at(['--config', file], {}), { value: 3000, source: `file ${file}` });
+  assert.deepEqual(at([], {}), { value: 1000, source: 'default' });
+  // the file may also be named by the environment
+  assert.deepEqual(at([], { CRAWLSTREAM_CONFIG: file }), { value: 3000, source: `file ${file}` });
+});
+
+test('a bad value names the setting and where it came from', (t) => {
+  const refused = (f: () => unknown, message: RegExp) =>
+    assert.throws(f, (err: unknown) => err instanceof InvalidOptionError && message.test(err.message));
+  refused(
+    () => parseCrawlArgs(['--data', 'd'], { CRAWLSTREAM_IP_CONCURRENCY: '0' }),
+    /--ip-concurrency must be a whole number of at least 1, got "0" \(from env CRAWLSTREAM_IP_CONCURRENCY\)/,
+  );
+  const file = withFile(t, 'data: d\nmax-body: lots\n');
+  refused(
+    () => parseCrawlArgs(['--config', file], {}),
+    /--max-body must be a whole number .* \(from file .*crawl\.yaml\)/,
+  );
+  refused(() => parseCrawlArgs(['--config', withFile(t, 'min-dealy: 2000\n')], {}), /unknown setting "min-dealy"/);
+  refused(() => parseCrawlArgs(['--data', 'd', '--log-level', 'loud'], {}), /--log-level must be one of debug, info/);
+  refused(
+    () => parseCrawlArgs(['--config', '/nonexistent/crawl.yaml'], {}),
+    /--config \/nonexistent\/crawl\.yaml cannot be read: ENOENT/,
+  );
+});
+
+test('every crawl knob has a named setting whose shown default is the one the crawl uses', () => {
+  const bySetting = new Map(SETTINGS.filter((s) => s.config).map((s) => [s.config!, s]));
+  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem']; // --no-system-dns, --ca-file
+  for (const key of Object.keys(defaultCrawlConfig) as (keyof CrawlConfig)[]) {
+    if (elsewhere.includes(key)) continue;
+    const s = bySetting.get(key);
+    assert.ok(s, `CrawlConfig.${key} has no setting`);
+    if (s.kind !== 'list') assert.equal(s.default, String(defaultCrawlConfig[key]), `default of --${s.name}`);
+  }
+  const names = SETTINGS.map((s) => s.name);
+  assert.equal(new Set(names).size, names.length);
+  for (const s of SETTINGS) {
+    assert.match(CRAWL_USAGE, new RegExp(`--${s.name}\\b`), `--help lacks --${s.name}`);
+    assert.match(envName(s), /^CRAWLSTREAM_[A-Z0-9_]+$/);
+  }
+});
+
+test("the README's option table is the one generated from the settings schema", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const begin = '<!-- settings:begin (generated: crawlstream config --markdown) -->\n';
+  const end = '\n<!-- settings:end -->';
+  const at = readme.indexOf(begin);
+  assert.ok(at >= 0, 'README.md has no generated settings table');
+  assert.equal(readme.slice(at + begin.length, readme.indexOf(end, at)), settingsTable());
+});

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { parseExposition, sampleSum } from '../python/prometheus.js';
+import { crawlArgs, removeDir, startCli, tempDir, writeSeeds } from './harness.js';
+
+test(
+  'during an embedded crawl /metrics parses with prometheus_client and its fetch count equals the requests the web server saw',
+  { timeout: 180_000 },
+  async () => {
+    const web = await SyntheticWeb.start();
+    const dir = tempDir('metrics');
+    try {
+      const seeds = writeSeeds(dir, web.seedUrls());
+      const { child, exited } = startCli(
+        crawlArgs(seeds, join(dir, 'data'), ['--metrics-port', '0', '--log-format', 'json']),
+      );
+      let address: string | undefined;
+      let stderr = '';
+      child.stderr!.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        address ??= /"address":"([^"]+)"/.exec(stderr)?.[1];
+      });
+      let done = false;
+      void exited.then(() => (done = true));
+      // scrape until the crawl exits: the last scrape is taken while it is idle, after its last fetch
+      let last: string | undefined;
+      let readySeen = false;
+      while (!done) {
+        if (address !== undefined) {
+          try {
+            const ready = await fetch(`http://${address}/readyz`);
+            readySeen ||= ready.status === 200;
+            const res = await fetch(`http://${address}/metrics`);
+            if (res.status === 200) last = await res.text();
+          } catch {
+            // the crawl closed its endpoints between two scrapes
+          }
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const run = await exited;
+      assert.equal(run.code, 0, run.stderr);
+      assert.ok(address, `no endpoint address in the crawl's log:\n${stderr}`);
+      assert.ok(readySeen, '/readyz never answered 200 during the crawl');
+      assert.ok(last, 'no scrape succeeded');
+      for (const line of stderr.trim().split('\n')) JSON.parse(line); // --log-format json: every line an object
+
+      const families = parseExposition(last);
+      const requests = web.requests();
+      const robots = requests.filter((r) => r.path === '/robots.txt').length;
+      assert.ok(requests.length > 20, `${requests.length} requests`);
+      assert.equal(sampleSum(families, 'crawlstream_fetches_total'), requests.length, 'fetches vs server requests');
+      const byKind = families.find((f) => f.name === 'crawlstream_fetches')!.samples;
+      assert.equal(byKind.find((s) => s.labels['kind'] === 'ROBOTS')?.value, robots, 'robots.txt fetches');
+      assert.ok(sampleSum(families, 'crawlstream_page_records_total') > 0);
+      assert.ok(sampleSum(families, 'crawlstream_records_processed_total') > 0);
+    } finally {
+      await web.close();
+      removeDir(dir);
+    }
+  },
+);
