@@ -40,7 +40,7 @@ export function sniffCharset(body: Uint8Array, contentType: string | null): Snif
   if (fromHeader !== undefined) return { encoding: decodable(fromHeader), source: 'header', bomLength: 0 };
   const fromMeta = prescanForEncoding(body);
   if (fromMeta !== undefined) return { encoding: decodable(fromMeta), source: 'meta', bomLength: 0 };
-  if (!isAscii(body) && isUtf8UpToCut(body)) return { encoding: 'UTF-8', source: 'detected', bomLength: 0 };
+  if (isNonAsciiUtf8(body)) return { encoding: 'UTF-8', source: 'detected', bomLength: 0 };
   return { encoding: 'windows-1252', source: 'default', bomLength: 0 };
 }
 
@@ -103,15 +103,21 @@ function decoderFor(encoding: string): TextDecoder {
   return decoder;
 }
 
-/** Valid UTF-8, but for a character cut in two at the end (a body truncated at the fetch cap). */
-function isUtf8UpToCut(body: Uint8Array): boolean {
+/**
+ * Valid UTF-8 with non-ASCII characters — but for a character cut in two at the end (a body
+ * truncated at the fetch cap), as long as some non-ASCII character before it is whole.
+ */
+function isNonAsciiUtf8(body: Uint8Array): boolean {
+  if (isAscii(body)) return false;
   let start = body.length;
   // back over up to 3 continuation bytes to the lead byte of the last character
   while (start > 0 && body.length - start < 3 && (body[start - 1]! & 0xc0) === 0x80) start--;
   const lead = start > 0 ? body[start - 1]! : 0;
   const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
   const cut = need > body.length - start + 1 ? start - 1 : body.length;
-  return isUtf8(cut === body.length ? body : body.subarray(0, cut));
+  if (cut === body.length) return isUtf8(body);
+  const whole = body.subarray(0, cut);
+  return !isAscii(whole) && isUtf8(whole);
 }
 
 function decodeUserDefined(body: Uint8Array): string {
