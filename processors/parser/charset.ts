@@ -166,6 +166,9 @@ export function charsetParameter(contentType: string): string | undefined {
 export function prescanForEncoding(body: Uint8Array): string | undefined {
   const s = new ByteScanner(body.subarray(0, PRESCAN_BYTES));
   while (s.pos < s.end) {
+    // only a `<` starts anything the prescan looks at
+    s.pos = s.nextLt();
+    if (s.pos === -1) return undefined;
     if (s.startsWith('<!--')) {
       // the `-->` may share its dashes with the `<!--` (`<!-->` is a whole comment)
       const close = s.indexOf('-->', s.pos + 2);
@@ -182,7 +185,7 @@ export function prescanForEncoding(body: Uint8Array): string | undefined {
     ) {
       // a start or end tag: skip its name, then its attributes (their values may hold `<meta`)
       while (s.pos < s.end && !isSpace(s.at(s.pos)) && s.at(s.pos) !== GT) s.pos++;
-      while (s.attribute() !== undefined);
+      while (s.attribute(false) !== undefined);
       if (s.pos >= s.end) return undefined;
       s.pos++;
     } else if (s.startsWith('<!') || s.startsWith('</') || s.startsWith('<?')) {
@@ -202,7 +205,7 @@ function metaEncoding(s: ByteScanner): string | undefined | null {
   let gotPragma = false;
   let needPragma: boolean | undefined;
   let charset: string | undefined;
-  for (let attr = s.attribute(); attr !== undefined; attr = s.attribute()) {
+  for (let attr = s.attribute(true); attr !== undefined; attr = s.attribute(true)) {
     if (seen.has(attr.name)) continue;
     seen.add(attr.name);
     if (attr.name === 'http-equiv') {
@@ -282,6 +285,11 @@ class ByteScanner {
     return i < this.end ? this.bytes[i] : undefined;
   }
 
+  /** Position of the next `<` from `pos`, or -1. */
+  nextLt(): number {
+    return this.bytes.indexOf(LT, this.pos);
+  }
+
   startsWith(ascii: string): boolean {
     for (let k = 0; k < ascii.length; k++) if (this.at(this.pos + k) !== ascii.charCodeAt(k)) return false;
     return true;
@@ -306,45 +314,52 @@ class ByteScanner {
 
   /**
    * HTML "get an attribute": the next attribute's lowercased name and value (as Latin-1 text: only
-   * ASCII matters here), or undefined at `>` or the end of input, where `pos` is left.
+   * ASCII matters here), or undefined at `>` or the end of input, where `pos` is left. With
+   * `keep` false the attribute is only stepped over (name and value come back empty).
    */
-  attribute(): { name: string; value: string } | undefined {
+  attribute(keep: boolean): { name: string; value: string } | undefined {
     while (isSpaceOrSlash(this.at(this.pos))) this.pos++;
     if (this.pos >= this.end || this.at(this.pos) === GT) return undefined;
-    let name = '';
+    const start = this.pos;
     for (;;) {
       const c = this.at(this.pos);
-      if (c === undefined) return { name, value: '' };
-      if (c === EQ && name !== '') {
+      if (c === undefined || c === SLASH || c === GT) return { name: this.name(start, keep), value: '' };
+      // a leading `=` is part of the name
+      if (c === EQ && this.pos > start) {
+        const name = this.name(start, keep);
         this.pos++;
-        return { name, value: this.attributeValue() };
+        return { name, value: this.attributeValue(keep) };
       }
       if (isSpace(c)) {
+        const name = this.name(start, keep);
         while (isSpace(this.at(this.pos))) this.pos++;
         if (this.at(this.pos) !== EQ) return { name, value: '' };
         this.pos++;
-        return { name, value: this.attributeValue() };
+        return { name, value: this.attributeValue(keep) };
       }
-      if (c === SLASH || c === GT) return { name, value: '' };
-      name += String.fromCharCode(isAsciiLetter(c) ? c | 0x20 : c);
       this.pos++;
     }
   }
 
-  private attributeValue(): string {
+  private name(start: number, keep: boolean): string {
+    return keep ? latin1Lower(this.bytes.subarray(start, this.pos)) : '';
+  }
+
+  private attributeValue(keep: boolean): string {
     while (isSpace(this.at(this.pos))) this.pos++;
     const first = this.at(this.pos);
     if (first === 0x22 || first === 0x27) {
       const start = ++this.pos;
-      while (this.pos < this.end && this.bytes[this.pos] !== first) this.pos++;
-      const value = latin1Lower(this.bytes.subarray(start, this.pos));
+      const close = this.bytes.indexOf(first, start);
+      this.pos = close === -1 ? this.end : close;
+      const value = keep ? latin1Lower(this.bytes.subarray(start, this.pos)) : '';
       if (this.pos < this.end) this.pos++;
       return value;
     }
     if (first === GT) return '';
     const start = this.pos;
     while (this.pos < this.end && !isSpace(this.bytes[this.pos]) && this.bytes[this.pos] !== GT) this.pos++;
-    return latin1Lower(this.bytes.subarray(start, this.pos));
+    return keep ? latin1Lower(this.bytes.subarray(start, this.pos)) : '';
   }
 }
 
