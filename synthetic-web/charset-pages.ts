@@ -5,14 +5,16 @@ import type { PageSpec, SiteExpectation, SiteSpec } from './sites.js';
  * Legacy-encoded pages and robots directives, as the real web serves them. Not part of
  * `standardWeb()`: serve them with `SyntheticWeb.start({ sites: [...standardWeb(), ...charsetWeb()] })`.
  *
- * `charset.test` serves three articles (French, Japanese, Chinese), each as UTF-8 and in a legacy
- * encoding — windows-1252, Shift_JIS, GBK — declared in the ways the web declares them: the
+ * Three articles (French, Japanese, Chinese), each served as UTF-8 by `unicode.test` and in a
+ * legacy encoding — windows-1252, Shift_JIS, GBK — by `charset.test`, declared in the ways the
+ * web declares them: the
  * Content-Type charset (also contradicting a meta), `<meta charset>`, `<meta http-equiv>`, a
  * byte order mark (contradicting the header), and no declaration at all (after a commented-out
  * meta that must be ignored). Every variant has the same visible text and the same hrefs, with
  * non-ASCII characters in path and query; a crawler that decodes correctly requests each link
  * target with its path in UTF-8 and its query in the linking page's encoding (see
- * `charsetExpectations()`).
+ * `charsetLinkRequests()`). The twins are on two sites because a crawler that finds pages of
+ * one site near copies follows the links of only one of them; so both encodings' links are.
  *
  * `robots-tag.test` serves `X-Robots-Tag` headers and meta robots: links of a nofollow page (for
  * every agent, or for `crawlstream`) are never requested; those of a page that is nofollow only
@@ -70,6 +72,7 @@ const CHINESE: Article = {
 type Declaration = 'header' | 'header-over-meta' | 'meta' | 'http-equiv' | 'bom-over-header' | 'none';
 
 interface Variant {
+  readonly host: 'unicode.test' | 'charset.test';
   readonly path: string;
   readonly article: Article;
   readonly encoding: LegacyEncoding | 'UTF-8';
@@ -78,30 +81,88 @@ interface Variant {
   readonly label: string;
 }
 
-/** Every page of charset.test: the UTF-8 original of each article first, then its legacy twins. */
+/** Every article page: the UTF-8 original of each article first, then its twins. */
 export const CHARSET_VARIANTS: readonly Variant[] = [
-  { path: '/fr/utf8.html', article: FRENCH, encoding: 'UTF-8', declaration: 'header', label: 'utf-8' },
   {
+    host: 'unicode.test',
+    path: '/fr/utf8.html',
+    article: FRENCH,
+    encoding: 'UTF-8',
+    declaration: 'header',
+    label: 'utf-8',
+  },
+  {
+    host: 'charset.test',
     path: '/fr/latin1-header.html',
     article: FRENCH,
     encoding: 'windows-1252',
     declaration: 'header',
     label: 'iso-8859-1',
   },
-  { path: '/fr/undeclared.html', article: FRENCH, encoding: 'windows-1252', declaration: 'none', label: '' },
-  { path: '/fr/bom.html', article: FRENCH, encoding: 'UTF-8', declaration: 'bom-over-header', label: 'windows-1252' },
-  { path: '/ja/utf8.html', article: JAPANESE, encoding: 'UTF-8', declaration: 'meta', label: 'utf-8' },
-  { path: '/ja/sjis-meta.html', article: JAPANESE, encoding: 'Shift_JIS', declaration: 'meta', label: 'Shift_JIS' },
   {
+    host: 'charset.test',
+    path: '/fr/undeclared.html',
+    article: FRENCH,
+    encoding: 'windows-1252',
+    declaration: 'none',
+    label: '',
+  },
+  {
+    host: 'unicode.test',
+    path: '/fr/bom.html',
+    article: FRENCH,
+    encoding: 'UTF-8',
+    declaration: 'bom-over-header',
+    label: 'windows-1252',
+  },
+  {
+    host: 'unicode.test',
+    path: '/ja/utf8.html',
+    article: JAPANESE,
+    encoding: 'UTF-8',
+    declaration: 'meta',
+    label: 'utf-8',
+  },
+  {
+    host: 'charset.test',
+    path: '/ja/sjis-meta.html',
+    article: JAPANESE,
+    encoding: 'Shift_JIS',
+    declaration: 'meta',
+    label: 'Shift_JIS',
+  },
+  {
+    host: 'charset.test',
     path: '/ja/sjis-header.html',
     article: JAPANESE,
     encoding: 'Shift_JIS',
     declaration: 'header-over-meta',
     label: 'x-sjis',
   },
-  { path: '/zh/utf8.html', article: CHINESE, encoding: 'UTF-8', declaration: 'http-equiv', label: 'utf-8' },
-  { path: '/zh/gbk-http-equiv.html', article: CHINESE, encoding: 'GBK', declaration: 'http-equiv', label: 'gb2312' },
-  { path: '/zh/gbk-header.html', article: CHINESE, encoding: 'GBK', declaration: 'header', label: 'GBK' },
+  {
+    host: 'unicode.test',
+    path: '/zh/utf8.html',
+    article: CHINESE,
+    encoding: 'UTF-8',
+    declaration: 'http-equiv',
+    label: 'utf-8',
+  },
+  {
+    host: 'charset.test',
+    path: '/zh/gbk-http-equiv.html',
+    article: CHINESE,
+    encoding: 'GBK',
+    declaration: 'http-equiv',
+    label: 'gb2312',
+  },
+  {
+    host: 'charset.test',
+    path: '/zh/gbk-header.html',
+    article: CHINESE,
+    encoding: 'GBK',
+    declaration: 'header',
+    label: 'GBK',
+  },
 ];
 
 /** The HTML of a variant, as text (before encoding). */
@@ -139,10 +200,10 @@ function variantPage(v: Variant): PageSpec {
   return { contentType: declaredInHeader ? `text/html; charset=${v.label}` : 'text/html', body: new Uint8Array(body) };
 }
 
-/** The link targets of the articles, by their path (UTF-8 percent-encoded, as requested). */
-function targetPages(): Record<string, PageSpec> {
+/** The link targets of the articles on `host`, by their path (UTF-8 percent-encoded, as requested). */
+function targetPages(host: string): Record<string, PageSpec> {
   const pages: Record<string, PageSpec> = {};
-  for (const v of CHARSET_VARIANTS) {
+  for (const v of CHARSET_VARIANTS.filter((o) => o.host === host)) {
     for (const href of v.article.hrefs) {
       const path = new URL(href.replace(/\?.*/, ''), `http://charset.test${v.path}`).pathname;
       if (path !== '/') pages[path] = { title: `charset target ${path}`, links: ['/'] };
@@ -152,7 +213,18 @@ function targetPages(): Record<string, PageSpec> {
 }
 
 export function charsetWeb(): SiteSpec[] {
-  const variants = Object.fromEntries(CHARSET_VARIANTS.map((v) => [v.path, variantPage(v)]));
+  const articles = (host: string): SiteSpec => {
+    const variants = CHARSET_VARIANTS.filter((v) => v.host === host);
+    return {
+      host,
+      seed: true,
+      pages: {
+        '/': { title: `${host} home`, links: variants.map((v) => v.path) },
+        ...targetPages(host),
+        ...Object.fromEntries(variants.map((v) => [v.path, variantPage(v)])),
+      },
+    };
+  };
   const robotsPage = (headers: Record<string, string>, head: string, links: string[]): PageSpec => ({
     title: `robots-tag ${JSON.stringify(headers)} ${head}`,
     headers,
@@ -160,15 +232,8 @@ export function charsetWeb(): SiteSpec[] {
     links,
   });
   return [
-    {
-      host: 'charset.test',
-      seed: true,
-      pages: {
-        '/': { title: 'Charset home', links: CHARSET_VARIANTS.map((v) => v.path) },
-        ...targetPages(),
-        ...variants,
-      },
-    },
+    articles('unicode.test'),
+    articles('charset.test'),
     {
       host: 'robots-tag.test',
       seed: true,
@@ -263,31 +328,34 @@ export function robotsTagExpectations(): {
 }
 
 /**
- * What a correct crawl of `charsetWeb()` requests: every variant, each link target's path, each
- * query encoded in the linking page's encoding (`%E9` for é from a windows-1252 page, `%C3%A9`
- * from a UTF-8 one; `&#26085;` unencodable in windows-1252 as `%26%2326085%3B`), and no link of
- * a nofollow page.
+ * The requests (path and query) the links of each article page cause, by page path: each
+ * path in UTF-8, each query encoded in the page's encoding (`%E9` for é from a windows-1252
+ * page, `%C3%A9` from a UTF-8 one; `&#26085;`, unencodable in windows-1252, as
+ * `%26%2326085%3B`). The twins of an article on one site have the same text, so a crawler that
+ * finds them near copies follows only the links of the first one it fetched.
  */
-export function charsetExpectations(): Readonly<Record<string, SiteExpectation>> {
-  const fetch = new Set<string>(['/', ...CHARSET_VARIANTS.map((v) => v.path)]);
+export function charsetLinkRequests(): Readonly<Record<string, readonly string[]>> {
+  const out: Record<string, string[]> = {};
   for (const v of CHARSET_VARIANTS) {
     const enc = v.declaration === 'bom-over-header' ? 'UTF-8' : v.encoding;
-    for (const href of v.article.hrefs) {
+    out[v.path] = v.article.hrefs.map((href) => {
       const raw = href.replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n)));
       const q = raw.indexOf('?');
       const path = new URL(q === -1 ? raw : raw.slice(0, q), `http://charset.test${v.path}`).pathname;
-      fetch.add(q === -1 ? path : `${path}?${queryIn(raw.slice(q + 1), enc)}`);
-    }
+      return q === -1 ? path : `${path}?${queryIn(raw.slice(q + 1), enc)}`;
+    });
   }
+  return out;
+}
+
+/** What a correct crawl of robots-tag.test requests, and never requests. */
+export function robotsTagSiteExpectation(): SiteExpectation {
   const robots = robotsTagExpectations();
   const linksOf = (paths: string[]) => paths.flatMap((p) => ROBOTS_PAGES[p]!.links);
   return {
-    'charset.test': { fetch: [...fetch], never: [], optional: [] },
-    'robots-tag.test': {
-      fetch: ['/', ...Object.keys(ROBOTS_PAGES), ...linksOf(robots.followedFrom)],
-      never: linksOf(robots.notFollowedFrom),
-      optional: [],
-    },
+    fetch: ['/robots.txt', '/', ...Object.keys(ROBOTS_PAGES), ...linksOf(robots.followedFrom)],
+    never: linksOf(robots.notFollowedFrom),
+    optional: [],
   };
 }
 
