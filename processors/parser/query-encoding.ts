@@ -1,6 +1,8 @@
 import { TextDecoder } from 'node:util';
 import { WINDOWS_1252_80_9F } from './charset.js';
 import { SINGLE_BYTE_ENCODINGS } from './encoding-labels.js';
+import { percentEncodeIso2022Jp } from './iso-2022-jp.js';
+import { percentByte } from './percent-encode.js';
 
 /**
  * The WHATWG URL parser's encoding override: in a page that is not UTF-8, the query of an
@@ -28,20 +30,16 @@ export function encodeHrefQuery(href: string, encoding: string): string {
   // the fragment cannot hold the query's `?`: an earlier `#` means there is no query
   const hash = href.indexOf('#');
   if (hash !== -1 && hash < q) return href;
+  const query = href.slice(q + 1, end);
+  if (encoding === 'ISO-2022-JP')
+    return href.slice(0, q + 1) + percentEncodeIso2022Jp(query, jis0208()) + href.slice(end);
   const encoder = encoderFor(encoding);
   if (encoder === undefined) return href;
-  return href.slice(0, q + 1) + percentEncode(href.slice(q + 1, end), encoder) + href.slice(end);
+  return href.slice(0, q + 1) + percentEncode(query, encoder) + href.slice(end);
 }
 
 /** One code point's bytes in an encoding, or undefined when the encoding cannot represent it. */
 type Encoder = (codePoint: number) => readonly number[] | undefined;
-
-// the URL standard's query percent-encode set for special schemes: C0, space, " # < > and '
-function inQuerySet(byte: number): boolean {
-  return (
-    byte < 0x21 || byte > 0x7e || byte === 0x22 || byte === 0x23 || byte === 0x3c || byte === 0x3e || byte === 0x27
-  );
-}
 
 function percentEncode(query: string, encoder: Encoder): string {
   let out = '';
@@ -58,12 +56,10 @@ function percentEncode(query: string, encoder: Encoder): string {
       out += `%26%23${cp}%3B`;
       continue;
     }
-    for (const b of bytes) out += inQuerySet(b) ? '%' + HEX[b] : String.fromCharCode(b);
+    for (const b of bytes) out += percentByte(b);
   }
   return out;
 }
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).toUpperCase().padStart(2, '0'));
 
 const encoders = new Map<string, Encoder | undefined>();
 
@@ -90,7 +86,7 @@ function buildEncoder(encoding: string): Encoder | undefined {
       return gb18030(false);
     case 'x-user-defined':
       return (cp) => (cp >= 0xf780 && cp <= 0xf7ff ? [cp - 0xf780 + 0x80] : undefined);
-    // ISO-2022-JP's encoder is stateful (escape sequences); its pages' queries are left to UTF-8
+    // ISO-2022-JP's encoder is stateful (escape sequences): see iso-2022-jp.ts
     default:
       return undefined;
   }
@@ -188,6 +184,18 @@ function shiftJis(): Encoder {
   const table = doubleByteTable('shift_jis', [0x81, 0xfc], trails, 0xa1, skip);
   table.set(0x80, 0x80);
   return jisSpecials(fromTable(table));
+}
+
+let jis0208Table: Map<number, number> | undefined;
+
+/** code point → JIS X 0208 row and cell as two bytes 0x21–0x7E (packed), from the EUC-JP table. */
+function jis0208(): Map<number, number> {
+  if (jis0208Table === undefined) {
+    jis0208Table = new Map();
+    for (const [cp, packed] of doubleByteTable('euc-jp', [0xa1, 0xfe], [[0xa1, 0xfe]], 0))
+      jis0208Table.set(cp, packed - 0x8080);
+  }
+  return jis0208Table;
 }
 
 function eucJp(): Encoder {

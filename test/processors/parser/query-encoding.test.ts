@@ -93,3 +93,20 @@ test('the bytes a windows-1252 query was encoded to decode back to its character
   );
   assert.equal(decodeHtml(bytes, { encoding: 'windows-1252', source: 'header', bomLength: 0 }), 'Œuvre “déjà” ™');
 });
+
+test('ISO-2022-JP queries switch to JIS X 0208 and back to ASCII with escape sequences, half-width katakana as full-width', () => {
+  // 日 is 0x46 0x7C, 本 0x4B 0x5C; ｱ becomes ア, 0x25 0x22 (`%` raw, as the standard leaves it); ¥ is JIS X 0201 Roman 0x5C
+  assert.equal(encodeHrefQuery('/s?q=日本&r=ｱ¥x', 'ISO-2022-JP'), '/s?q=%1B$BF|K\\%1B(B&r=%1B$B%%22%1B(J\\x%1B(B');
+  assert.equal(encodeHrefQuery('/s?q=a😀b', 'ISO-2022-JP'), '/s?q=a%26%23128512%3Bb');
+  assert.equal(encodeHrefQuery('/s?q=日😀', 'ISO-2022-JP'), '/s?q=%1B$BF|%1B(B%26%23128512%3B');
+});
+
+test('what the ISO-2022-JP encoder writes decodes back to the text, ASCII included', () => {
+  const text = '日本語のテキスト、ｶﾀｶﾅ and ASCII ¥100 ‾ 漢字';
+  const encoded = encodeHrefQuery(`/s?${text}`, 'ISO-2022-JP').slice(3);
+  const bytes = Buffer.from(
+    encoded.replace(/%([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))),
+    'latin1',
+  );
+  assert.equal(new TextDecoder('iso-2022-jp').decode(bytes), text.replace('ｶﾀｶﾅ', 'カタカナ').replaceAll(' ', ' '));
+});
