@@ -3,7 +3,7 @@ import { TextDecoder } from 'node:util';
 import { encodingForLabel } from './encoding-labels.js';
 
 /** Where a page's encoding came from, in the order the HTML standard's sniffing algorithm tries them. */
-export type CharsetSource = 'bom' | 'header' | 'meta' | 'detected' | 'default';
+export type CharsetSource = 'bom' | 'header' | 'meta' | 'xml' | 'detected' | 'default';
 
 export interface SniffedCharset {
   /** The WHATWG name of the encoding the body is decoded with (`UTF-8`, `windows-1252`, `Shift_JIS`, …). */
@@ -28,6 +28,9 @@ export const PRESCAN_BYTES = 1024;
  *    in practice: a body with non-ASCII bytes that is valid UTF-8 throughout is UTF-8;
  * 5. windows-1252, the default for an undeclared page.
  *
+ * XHTML served as `application/xhtml+xml` is XML: after the BOM and the header, its
+ * `<?xml … encoding="…"?>` declaration, else UTF-8.
+ *
  * An encoding this Node cannot decode (ISO-8859-16 has no ICU converter) is reported, and
  * decoded, as windows-1252.
  * `body` is the response body after Content-Encoding is undone. Never throws.
@@ -38,6 +41,11 @@ export function sniffCharset(body: Uint8Array, contentType: string | null): Snif
   const declared = contentType === null ? undefined : charsetParameter(contentType);
   const fromHeader = declared === undefined ? undefined : encodingForLabel(declared);
   if (fromHeader !== undefined) return { encoding: decodable(fromHeader), source: 'header', bomLength: 0 };
+  if (contentType !== null && XML_MIME.test(contentType)) {
+    // XHTML served as XML is read by the XML rules: its declaration, else UTF-8; a <meta> does not count
+    const fromXml = xmlDeclarationEncoding(body);
+    return { encoding: decodable(fromXml ?? 'UTF-8'), source: fromXml ? 'xml' : 'default', bomLength: 0 };
+  }
   const fromMeta = prescanForEncoding(body);
   if (fromMeta !== undefined) return { encoding: decodable(fromMeta), source: 'meta', bomLength: 0 };
   if (isNonAsciiUtf8(body)) return { encoding: 'UTF-8', source: 'detected', bomLength: 0 };
@@ -72,6 +80,16 @@ function decodeWindows1252(body: Buffer): string {
   const latin1 = body.toString('latin1');
   if (isAscii(body)) return latin1;
   return latin1.replace(C1, (c) => WINDOWS_1252_80_9F[c.charCodeAt(0) - 0x80]!);
+}
+
+const XML_MIME = /^\s*application\/xhtml\+xml/i;
+const XML_DECLARATION = /^<\?xml[\t\n\r ][^>]*?encoding[\t\n\r ]*=[\t\n\r ]*(["'])([A-Za-z][A-Za-z0-9._-]*)\1/;
+
+/** The encoding an XML declaration at the start of `body` names, when it names one the standard knows. */
+function xmlDeclarationEncoding(body: Uint8Array): string | undefined {
+  const head = Buffer.from(body.buffer, body.byteOffset, Math.min(body.byteLength, 200)).toString('latin1');
+  const label = XML_DECLARATION.exec(head)?.[2];
+  return label === undefined ? undefined : encodingForLabel(label);
 }
 
 function decodable(encoding: string): string {

@@ -243,6 +243,10 @@ function firstLanguage(value: string | null): string | null {
 }
 
 function isHtml(contentType: string | null, body: Buffer): boolean {
-  if (contentType === null) return body.subarray(0, 512).toString('latin1').trimStart().startsWith('<');
+  if (contentType === null) {
+    // a UTF-8 byte order mark may come before the markup
+    const start = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+    return body.subarray(start, 512).toString('latin1').trimStart().startsWith('<');
+  }
   return /^\s*(text\/html|application\/xhtml\+xml)/i.test(contentType);
 }

@@ -141,3 +141,18 @@ test('Shift_JIS and GBK decode their two-byte characters (known byte values)', (
   const gbk = Buffer.from([0xd6, 0xd0, 0xce, 0xc4, 0x80]); // 中文€
   assert.equal(decodeHtml(gbk, sniff(gbk, 'text/html; charset=gb2312')), '中文€');
 });
+
+test('XHTML served as XML takes its encoding from the XML declaration, else UTF-8, never from a meta', () => {
+  const xhtml = 'application/xhtml+xml';
+  assert.deepEqual(sniff(latin1('<?xml version="1.0" encoding="Shift_JIS"?><html/>'), xhtml), {
+    encoding: 'Shift_JIS',
+    source: 'xml',
+    bomLength: 0,
+  });
+  assert.deepEqual(sniff(latin1('<html><meta charset="gbk"/><p>caf\xe9</p></html>'), xhtml), {
+    encoding: 'UTF-8',
+    source: 'default',
+    bomLength: 0,
+  });
+  assert.equal(sniff(latin1('<?xml version="1.0" encoding="euc-jp"?>'), `${xhtml}; charset=gbk`).encoding, 'GBK');
+});

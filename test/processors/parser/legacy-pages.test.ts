@@ -201,3 +201,22 @@ test('an exact copy of a legacy page, not parsed again, is recorded with the cha
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a page without Content-Type is parsed as HTML when its markup follows a UTF-8 byte order mark', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-charset-bom-'));
+  try {
+    const tasks = await ParserTasks.open(dir, 1);
+    const { body } = served('/fr/bom.html');
+    assert.deepEqual([...body.subarray(0, 4)], [0xef, 0xbb, 0xbf, 0x3c]);
+    tasks.fetched(fetched('http://bare.test/fr.html', undefined, body));
+    tasks.drain();
+    tasks.commit();
+    await tasks.close();
+    const record = tasks.records[0]!;
+    assert.equal(record.charset, 'UTF-8');
+    assert.deepEqual(record.simhash, parse('/fr/utf8.html').simhash);
+    assert.ok(record.outlinkCount > 0);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
