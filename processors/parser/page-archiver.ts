@@ -100,10 +100,7 @@ export class PageArchiver {
         charset = sniffed.encoding;
         lang = extracted.lang;
         metaNoindex = extracted.noindex;
-        m.inc('parser_charsets', 1, sniffed.encoding);
-        if (extracted.nofollow || headerRobots.nofollow) {
-          m.inc('parser_nofollow_pages', 1, headerRobots.nofollow ? 'header' : 'meta');
-        } else {
+        if (!extracted.nofollow && !headerRobots.nofollow) {
           for (const l of extracted.links)
             if (!l.nofollow && l.kind !== 'canonical')
               outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
