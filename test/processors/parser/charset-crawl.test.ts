@@ -26,7 +26,7 @@ test(
     const dir = mkdtempSync(join(tmpdir(), 'crawlstream-charset-crawl-'));
     const engine = new EmbeddedEngine(
       crawlTopology({ config: loopbackConfig(), partitions: 2, warcDir: join(dir, 'warc') }),
-      { dataDir: join(dir, 'data'), log: () => undefined },
+      { dataDir: join(dir, 'data') },
     );
     try {
       await engine.start();
