@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { decodeBody } from '../processors/common/decode.js';
 import { defaultCrawlConfig } from '../processors/common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from '../processors/parser/dedupe.js';
+import { decodeHtml, sniffCharset } from '../processors/parser/charset.js';
 import { extractLinks } from '../processors/parser/extract-links.js';
 import { fingerprint64 } from '../processors/common/fingerprint.js';
 import { PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
@@ -138,7 +139,7 @@ function run(label: string, size: number, writer: WarcWriter, gzip: boolean, pri
     const url = `https://www.example.com/news/${i}.html`;
     const body = payloads[i % payloads.length]!;
     const decoded = decodeBody(body, gzip ? 'gzip' : undefined, 50 * 1024 * 1024);
-    const extracted = extractLinks(decoded.body.toString('utf8'), url);
+    const extracted = extractLinks(decodeHtml(decoded.body, sniffCharset(decoded.body, 'text/html')), url);
     for (const l of extracted.links) fingerprint64(l.url);
     fingerprint64(url);
     links += extracted.links.length;
@@ -185,6 +186,7 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
       payloadDigest: digest,
     });
   step('gunzip the gzip-encoded body', () => decodeBody(encoded, 'gzip', 50 * 1024 * 1024));
+  step('sniff the charset (meta prescan) and decode', () => decodeHtml(body, sniffCharset(body, 'text/html')));
   step('extract links + text + normalize (htmlparser2)', () => extractLinks(html, url));
   step('extract, stock htmlparser2 Tokenizer (before)', () => extractLinks(html, url, { stockTokenizer: true }));
   step('fingerprint every link', () => extracted.links.forEach((l) => fingerprint64(l.url)));

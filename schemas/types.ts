@@ -112,6 +112,10 @@ export interface ParsedPage {
   payloadRole: PayloadRole;
   copyOf: string | null;
   duplicateOf: string | null;
+  /** As in PageRecord; added later with defaults (null, null, false). */
+  charset: string | null;
+  language: string | null;
+  noindex: boolean;
 }
 
 export interface PageRecord {
@@ -133,6 +137,12 @@ export interface PageRecord {
   depth: number;
   errorCode: CrawlErrorCode | null;
   redirectTarget: string | null;
+  /** WHATWG name of the encoding the HTML body was decoded in; null when no HTML body was parsed. Added later, default null. */
+  charset: string | null;
+  /** `<html lang>`, else the first language of Content-Language; null if neither. Added later, default null. */
+  language: string | null;
+  /** A noindex/none robots directive (meta or X-Robots-Tag) applies to us; the page is archived all the same. Added later, default false. */
+  noindex: boolean;
 }
 
 export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';

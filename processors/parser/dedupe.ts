@@ -33,6 +33,12 @@ export interface DigestEntry {
   duplicateOf: string | null;
   /** Its SimHash as 16 hex digits, when it had one. */
   simhash: string | null;
+  /** What its body said, for copies that are not parsed again (absent in older entries and when not HTML). */
+  charset?: string;
+  /** Its `<html lang>`. */
+  lang?: string;
+  /** Its meta robots said noindex. */
+  metaNoindex?: boolean;
 }
 
 /** JSON: small, self-describing, and a field added later reads as undefined in old entries. */

@@ -1,6 +1,8 @@
 import { Parser } from 'htmlparser2';
 import { FastTokenizer } from './fast-tokenizer.js';
 import { normalizeUrl } from '../common/normalize.js';
+import { encodeHrefQuery } from './query-encoding.js';
+import { robotsContent } from './robots-directives.js';
 
 export type LinkKind = 'a' | 'frame' | 'iframe' | 'area' | 'refresh' | 'canonical';
 
@@ -20,10 +22,12 @@ export interface ExtractResult {
   canonical?: string;
   /** Absolute URL of the first `<base href>`, as used to resolve relative links. */
   base?: string;
-  /** `<meta name=robots>` says noindex (or none). */
+  /** `<meta name=robots>` (or `<meta name=TOKEN>`, see `robotsToken`) says noindex (or none). */
   noindex: boolean;
-  /** `<meta name=robots>` says nofollow (or none); links keep their own rel=nofollow flag. */
+  /** `<meta name=robots>` (or `<meta name=TOKEN>`) says nofollow (or none); links keep their own rel=nofollow flag. */
   nofollow: boolean;
+  /** The `lang` (else `xml:lang`) attribute of the `<html>` element, trimmed, when not empty. */
+  lang?: string;
   /** Normalized target of `<meta http-equiv=refresh content="N; url=…">`. */
   refresh?: string;
   /** The first `<title>` outside SVG, whitespace-collapsed, at most 1,000 characters. */
@@ -39,6 +43,13 @@ export interface ExtractOptions {
   maxLinks?: number;
   /** Parse with htmlparser2's stock Tokenizer instead of FastTokenizer (same result, slower; for tests). */
   stockTokenizer?: boolean;
+  /**
+   * The page's encoding (WHATWG name), UTF-8 by default: the queries of its links are
+   * percent-encoded in it, as the URL standard's encoding override says (see query-encoding.ts).
+   */
+  encoding?: string;
+  /** Our robots user-agent token (`crawlstream`): `<meta name=TOKEN>` counts like `<meta name=robots>`. */
+  robotsToken?: string;
 }
 
 /** Cap on `ExtractResult.text`, in UTF-16 code units (~200 KB of mostly ASCII text). */
@@ -109,6 +120,9 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   const candidates: Candidate[] = [];
   const text = new TextCollector(MAX_TEXT_CHARS);
   const result: ExtractResult = { links: [], noindex: false, nofollow: false, text: '', dropped: 0 };
+  const robotsToken = options?.robotsToken?.toLowerCase();
+  const encoding = options?.encoding !== undefined && options.encoding !== 'UTF-8' ? options.encoding : undefined;
+  let seenHtml = false;
 
   let baseHref: string | undefined;
   let canonicalHref: string | undefined;
@@ -149,6 +163,13 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
           case 'meta':
             onMeta(attrs);
             break;
+          case 'html':
+            if (!seenHtml) {
+              seenHtml = true;
+              const lang = (attrs.lang ?? attrs['xml:lang'])?.trim();
+              if (lang) result.lang = lang;
+            }
+            break;
           case 'title':
             if (title === undefined && svgDepth === 0) titleBuffer = '';
             break;
@@ -183,10 +204,10 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
     const content = attrs.content;
     if (content === undefined) return;
     const name = attrs.name?.trim().toLowerCase();
-    if (name === 'robots') {
-      const tokens = content.toLowerCase().split(/[\s,]+/);
-      if (tokens.includes('noindex') || tokens.includes('none')) result.noindex = true;
-      if (tokens.includes('nofollow') || tokens.includes('none')) result.nofollow = true;
+    if (name === 'robots' || (name !== undefined && name === robotsToken)) {
+      const directives = robotsContent(content);
+      result.noindex ||= directives.noindex;
+      result.nofollow ||= directives.nofollow;
     } else if (refreshHref === undefined && attrs['http-equiv']?.trim().toLowerCase() === 'refresh') {
       refreshHref = parseRefresh(content);
     }
@@ -214,7 +235,7 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   const admit = (href: string, kind: LinkKind, nofollow: boolean): string | undefined => {
     let url = normalized.get(href);
     if (url === undefined) {
-      url = normalizeHref(href, resolveBase);
+      url = normalizeHref(encoding === undefined ? href : encodeHrefQuery(href, encoding), resolveBase);
       normalized.set(href, url);
     }
     if (url === null) {

@@ -1,12 +1,14 @@
 import { STATUS_CODES } from 'node:http';
 import type { Metrics } from '../../core/metrics.js';
 import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/types.js';
-import type { CrawlConfig } from '../common/crawl-config.js';
+import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
 import { decodeBody } from '../common/decode.js';
 import { type DigestEntry, type PayloadIndex } from './dedupe.js';
 import { isDedupable } from '../common/payload.js';
+import { decodeHtml, sniffCharset } from './charset.js';
 import { extractLinks } from './extract-links.js';
+import { xRobotsTag } from './robots-directives.js';
 import { normalizeUrl, siteOf } from '../common/normalize.js';
 import { simhash64 } from './simhash.js';
 import { sha1Digest } from '../common/payload.js';
@@ -23,20 +25,28 @@ export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) 
  * (incl. leases dropped as CS_LEASE_EXPIRED). A 2xx page body whose payload digest was archived
  * before, by any URL of any site, is written as a revisit record (identical-payload-digest) that
  * refers to the first response record, and is not parsed again: it carries the first record's
- * SimHash and no links. Other HTML bodies are decoded and parsed (links, canonical, SimHash).
+ * SimHash and no links. Other HTML bodies are decoded in their charset (charset.ts) and parsed
+ * (links, canonical, SimHash, `<html lang>`, meta robots).
+ *
+ * Robots directives: `nofollow` from `X-Robots-Tag` or meta robots means no outlinks (a redirect
+ * is still followed: it is the response, not a link on a page); `noindex` is recorded.
  *
  * A page's final outcome (not robots.txt, an expired lease or a transient error) then goes on as
  * a ParsedPage to the site-keyed half, keyed by the page's site — or, for an exact copy, by the
  * site of the first record, where the verdict on that record (itself a near copy or not) is kept.
  */
 export class PageArchiver {
+  private readonly robotsToken: string;
+
   constructor(
     private readonly config: CrawlConfig,
     private readonly warc: WarcWriter,
     private readonly payloads: PayloadIndex,
     private readonly metrics: Metrics,
     private readonly emit: ParsedPageSink,
-  ) {}
+  ) {
+    this.robotsToken = productToken(config.userAgent);
+  }
 
   archive(page: FetchedPage, timestamp: number): void {
     const m = this.metrics;
@@ -60,6 +70,11 @@ export class PageArchiver {
     let canonicalUrl: string | null = null;
     let errorCode = page.errorCode;
     let simhash: Buffer | undefined = first?.simhash ? Buffer.from(first.simhash, 'hex') : undefined;
+    const headerRobots = xRobotsTag(headers(page, 'x-robots-tag'), this.robotsToken);
+    // a copy is not parsed again: what its body says is what the first record's body said
+    let charset = first?.charset;
+    let lang = first?.lang;
+    let metaNoindex = first?.metaNoindex ?? false;
     if (first !== undefined) {
       // an alias of a payload already parsed: nothing to extract, its links are not followed again
     } else if (
@@ -74,12 +89,18 @@ export class PageArchiver {
         errorCode = decoded.errorCode;
         m.inc('parser_errors', 1, decoded.errorCode);
       } else {
-        const extracted = extractLinks(decoded.body.toString('utf8'), page.url, {
+        const sniffed = sniffCharset(decoded.body, contentType);
+        const extracted = extractLinks(decodeHtml(decoded.body, sniffed), page.url, {
           maxLinks: this.config.maxOutlinksPerPage,
+          encoding: sniffed.encoding,
+          robotsToken: this.robotsToken,
         });
         canonicalUrl = extracted.canonical ?? null;
         simhash = simhash64(extracted.text);
-        if (!extracted.nofollow) {
+        charset = sniffed.encoding;
+        lang = extracted.lang;
+        metaNoindex = extracted.noindex;
+        if (!extracted.nofollow && !headerRobots.nofollow) {
           for (const l of extracted.links)
             if (!l.nofollow && l.kind !== 'canonical')
               outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
@@ -104,6 +125,9 @@ export class PageArchiver {
         recordId: location.recordId,
         duplicateOf: null,
         simhash: simhash?.toString('hex') ?? null,
+        ...(charset !== undefined ? { charset } : {}),
+        ...(lang !== undefined ? { lang } : {}),
+        ...(metaNoindex ? { metaNoindex } : {}),
       };
       this.payloads.recordFirst(digest, entry);
     }
@@ -128,6 +152,9 @@ export class PageArchiver {
       payloadRole: role,
       copyOf: first?.url ?? null,
       duplicateOf: null,
+      charset: charset ?? null,
+      language: lang ?? firstLanguage(header(page, 'content-language')),
+      noindex: headerRobots.noindex || metaNoindex,
     };
     // a copy is decided at the site of its payload's first record, where that record's verdict lives
     const key = first !== undefined ? (first.site ?? siteOf(first.url)) : page.site;
@@ -198,7 +225,25 @@ function header(page: FetchedPage, lowerName: string): string | null {
   return value;
 }
 
+/** Every value of a response header, by case-insensitive name, in order. */
+function headers(page: FetchedPage, lowerName: string): string[] {
+  const values: string[] = [];
+  for (const h of page.headers)
+    if (h.name.length === lowerName.length && h.name.toLowerCase() === lowerName) values.push(h.value);
+  return values;
+}
+
+/** The first language tag of a Content-Language value (`de-DE, en` → `de-DE`), or null. */
+function firstLanguage(value: string | null): string | null {
+  const tag = value?.split(',')[0]?.trim();
+  return tag ? tag : null;
+}
+
 function isHtml(contentType: string | null, body: Buffer): boolean {
-  if (contentType === null) return body.subarray(0, 512).toString('latin1').trimStart().startsWith('<');
+  if (contentType === null) {
+    // a UTF-8 byte order mark may come before the markup
+    const start = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+    return body.subarray(start, 512).toString('latin1').trimStart().startsWith('<');
+  }
   return /^\s*(text\/html|application\/xhtml\+xml)/i.test(contentType);
 }

@@ -91,6 +91,9 @@ export class PageRecorder {
         depth: page.depth,
         errorCode: page.errorCode,
         redirectTarget: page.redirectTarget,
+        charset: page.charset,
+        language: page.language,
+        noindex: page.noindex,
       },
       timestamp,
     );

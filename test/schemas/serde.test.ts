@@ -32,6 +32,9 @@ function page(overrides: Partial<PageRecord> = {}): PageRecord {
     depth: 2,
     errorCode: null,
     redirectTarget: 'https://www.example.com/b',
+    charset: 'Shift_JIS',
+    language: 'ja',
+    noindex: true,
     ...overrides,
   };
 }
@@ -147,6 +150,21 @@ test('a PageRecord written with an older writer schema resolves to the current o
     () => new AvroSerde<PageRecord>(loadSchema('PageRecord').type, 4).deserialize(bytes),
     'CS_CORRUPT_RECORD',
     /unknown schema id 3/,
+  );
+});
+
+test('a PageRecord written before charset, language and noindex reads them as null, null and false', () => {
+  const schema = JSON.parse(loadSchema('PageRecord').text) as { fields: { name: string }[] };
+  const added = new Set(['charset', 'language', 'noindex']);
+  const older = avro.Type.forSchema({
+    ...schema,
+    fields: schema.fields.filter((f) => !added.has(f.name)),
+  } as avro.Schema);
+  const { charset: _c, language: _l, noindex: _n, ...oldValue } = page();
+  const current = new AvroSerde<PageRecord>(loadSchema('PageRecord').type, 4, new Map([[3, older]]));
+  assert.deepEqual(
+    { ...current.deserialize(frame(3, older.toBuffer(oldValue))) },
+    { ...oldValue, charset: null, language: null, noindex: false },
   );
 });
 
