@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../core/errors.js';
-import { envName, SETTINGS, type Setting } from './settings.js';
+import { envName, SETTINGS, settingsOf, type Setting, type SettingCommand } from './settings.js';
 
 export type SettingValue = string | number | boolean | string[];
 
@@ -27,7 +27,13 @@ const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]));
  * the setting and the source it came from. Unknown flags and unknown file keys are errors;
  * unknown environment variables are ignored (the environment is shared).
  */
-export function resolveSettings(args: readonly string[], env: NodeJS.ProcessEnv, usage: string): ResolvedSettings {
+export function resolveSettings(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  usage: string,
+  command: SettingCommand = 'crawl',
+): ResolvedSettings {
+  const SETTINGS = settingsOf(command);
   let parsed;
   try {
     parsed = parseArgs({
@@ -52,7 +58,7 @@ export function resolveSettings(args: readonly string[], env: NodeJS.ProcessEnv,
   if (configFile !== undefined) {
     for (const [key, raw] of Object.entries(readConfigFile(configFile))) {
       const s = BY_NAME.get(key);
-      if (!s || s.name === 'config')
+      if (!s || s.name === 'config' || !SETTINGS.includes(s))
         throw new InvalidOptionError(
           `${configFile}: unknown setting ${JSON.stringify(key)} (see crawlstream crawl --help)`,
         );
@@ -154,12 +160,14 @@ function convert(s: Setting, raw: string, source: string): SettingValue {
 }
 
 /** `--help` text of the settings, generated from the schema. */
-export function settingsHelp(): string {
-  return SETTINGS.map((s) => {
-    const flag = `--${s.name}${s.arg ? ` ${s.arg}` : ''}`;
-    const dflt = s.default !== undefined && s.kind !== 'bool' ? ` (default ${s.default})` : '';
-    return `  ${flag.padEnd(26)} ${s.help}${dflt}`;
-  }).join('\n');
+export function settingsHelp(command: SettingCommand = 'crawl'): string {
+  return settingsOf(command)
+    .map((s) => {
+      const flag = `--${s.name}${s.arg ? ` ${s.arg}` : ''}`;
+      const dflt = s.default !== undefined && s.kind !== 'bool' ? ` (default ${s.default})` : '';
+      return `  ${flag.padEnd(26)} ${s.help}${dflt}`;
+    })
+    .join('\n');
 }
 
 /** The README's option table, generated from the schema. */

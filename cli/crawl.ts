@@ -148,7 +148,7 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
   const lines = [
     `crawl stopped (${why ?? 'engine stopped'}) after ${clock(elapsedMs)}`,
     `  pages fetched      ${m.counter('pages_fetched')}`,
-    `  page records       ${m.counter('page_records')}`,
+    `  page records       ${m.total('page_records')}`,
     `  robots.txt fetches ${m.counter('fetches', 'ROBOTS')}`,
     `  urls admitted      ${m.counter('urls_admitted')}  (already seen: ${m.counter('urls_seen')})`,
     `  queued now         ${m.gauge('frontier_queued_urls')}`,

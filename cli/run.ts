@@ -68,7 +68,7 @@ export async function runRole(
       lastProgress = Date.now();
       const m = engine.metrics;
       out(
-        `[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.counter('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`,
+        `[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.total('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`,
       );
     }
   }, 500);
@@ -85,7 +85,7 @@ export async function runRole(
     process.off('SIGTERM', onSignal);
   }
   out(
-    `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.counter('page_records')}`,
+    `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.total('page_records')}`,
   );
   return exitCode;
 }

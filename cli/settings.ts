@@ -26,7 +26,11 @@ export interface Setting {
   readonly max?: number;
   /** The values an enumerated string may take. */
   readonly values?: readonly string[];
+  /** The commands that take it; undefined: both `crawl` and `run`. */
+  readonly commands?: readonly SettingCommand[];
 }
+
+export type SettingCommand = 'crawl' | 'run';
 
 const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
   name,
@@ -247,7 +251,55 @@ export const SETTINGS: readonly Setting[] = [
     help: 'text, or json: one JSON object per line, for log pipelines',
   },
   { name: 'quiet', kind: 'bool', default: 'false', help: 'no progress lines' },
+  // run only: one instance of a role on Kafka
+  {
+    name: 'role',
+    kind: 'string',
+    arg: 'R',
+    values: ['frontier', 'fetcher', 'parser', 'all'],
+    help: 'run: which sub-topology this instance runs; any number of instances per role',
+    commands: ['run'],
+  },
+  {
+    name: 'brokers',
+    kind: 'string',
+    arg: 'HOST:PORT,..',
+    help: 'run: Kafka bootstrap servers, comma-separated',
+    commands: ['run'],
+  },
+  {
+    name: 'registry',
+    kind: 'string',
+    arg: 'URL',
+    help: 'run: Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
+    commands: ['run'],
+  },
+  {
+    name: 'commit-interval',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    default: '200',
+    min: 10,
+    help: 'run: how often each task commits its transaction',
+    commands: ['run'],
+  },
+  {
+    name: 'session-timeout',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    default: '10000',
+    min: 2000,
+    help: 'run: consumer-group session timeout',
+    commands: ['run'],
+  },
 ];
+
+/** The settings a command takes. */
+export function settingsOf(command: SettingCommand): readonly Setting[] {
+  return SETTINGS.filter((s) => s.commands === undefined || s.commands.includes(command));
+}
 
 /** `CRAWLSTREAM_MIN_DELAY` for `min-delay`. */
 export function envName(setting: Pick<Setting, 'name'>): string {

@@ -107,7 +107,12 @@ export const METRICS = {
     [],
     'frontier',
   ),
-  page_records: counter('crawlstream_page_records', 'Page records published.', [], 'parser'),
+  page_records: counter(
+    'crawlstream_page_records',
+    'Page records published, by kind (original, exact copy, near copy).',
+    ['kind'],
+    'parser',
+  ),
   parser_duplicates: counter(
     'crawlstream_page_records_duplicate',
     'Page records of copies, by kind (exact, near); originals are page_records minus these.',
@@ -283,11 +288,13 @@ export const METRICS = {
     [],
     'runtime',
   ),
-  consumer_lag: gauge(
-    'crawlstream_consumer_lag_records',
-    'Records not yet consumed, over assigned partitions.',
-    'runtime',
-  ),
+  consumer_lag: {
+    type: 'gauge',
+    name: 'crawlstream_consumer_lag_records',
+    help: 'Records not yet consumed, by topic and partition (Kafka engine).',
+    labels: ['topic', 'partition'],
+    panel: 'runtime',
+  },
   state_disk_bytes: gauge('crawlstream_state_disk_bytes', 'Bytes of local state on disk.', 'runtime', 'bytes'),
   tasks_running: gauge('crawlstream_tasks_running', 'Tasks restored and running.', 'runtime'),
   tasks_restoring: gauge('crawlstream_tasks_restoring', 'Tasks restoring their stores.', 'runtime'),

@@ -28,11 +28,25 @@ export class Metrics {
     return this.counters.get(label === undefined ? name : `${name}{${label}}`) ?? 0;
   }
 
-  /** Sets a gauge owned by `owner` (a task id); the gauge's value is the sum over owners. */
-  setGauge(name: MetricId, owner: string, value: number): void {
+  /**
+   * Sets a gauge owned by `owner` (a task id); the gauge's value is the sum over owners, per
+   * label values when the catalogue gives it labels.
+   */
+  setGauge(name: MetricId, owner: string, value: number, label?: string): void {
     let byOwner = this.gauges.get(name);
     if (!byOwner) this.gauges.set(name, (byOwner = new Map()));
-    byOwner.set(owner, value);
+    byOwner.set(label === undefined ? owner : `${label}\u0001${owner}`, value);
+  }
+
+  /** A gauge's sums by label values (`''` for a gauge without labels). */
+  gaugesOf(name: MetricId): [string, number][] {
+    const sums = new Map<string, number>();
+    for (const [key, v] of this.gauges.get(name) ?? []) {
+      const cut = key.indexOf('\u0001');
+      const label = cut < 0 ? '' : key.slice(0, cut);
+      sums.set(label, (sums.get(label) ?? 0) + v);
+    }
+    return [...sums];
   }
 
   /** Forgets an owner's gauges (its task closed). */
@@ -57,6 +71,13 @@ export class Metrics {
     h.counts[i]!++;
     h.sum += value;
     h.count++;
+  }
+
+  /** A counter summed over all its label values. */
+  total(name: MetricId): number {
+    let sum = 0;
+    for (const [, v] of this.countersOf(name)) sum += v;
+    return sum;
   }
 
   /** Counters whose name starts with `prefix`, with their labels. */

@@ -72,7 +72,9 @@ export class PrometheusExporter {
           // a counter without labels exists from the start: 0 until its first increment
           if (values.length === 0 && def.labels.length === 0) values.push({ value: 0, labels: {} });
         } else if (def.type === 'gauge') {
-          values.push({ value: metrics.gauge(id), labels: {} });
+          const sums = metrics.gaugesOf(id);
+          if (def.labels.length === 0) values.push({ value: metrics.gauge(id), labels: {} });
+          else for (const [labels, value] of sums) values.push({ value, labels: labelsOf(labels) });
         } else {
           const bounds = def.buckets ?? [];
           for (const [joined, h] of metrics.histogramsOf(id)) {

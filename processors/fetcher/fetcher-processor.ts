@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import type { FetchedPage, FetchRequest, FetchResult } from '../../schemas/types.js';
@@ -94,7 +95,15 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       outcome.errorCode = 'CS_INTERNAL';
       outcome.errorMessage = `checking the body failed: ${(err as Error).message}`;
     }
-    if (outcome.errorCode) this.ctx.metrics.inc('fetch_outcome_errors', 1, outcome.errorCode);
+    const m = this.ctx.metrics;
+    if (outcome.errorCode) m.inc(M.fetchOutcomeErrors, 1, outcome.errorCode);
+    m.inc(
+      M.fetchOutcomes,
+      1,
+      `${outcome.errorCode ?? 'ok'},${outcome.status === 0 ? 'none' : `${Math.floor(outcome.status / 100)}xx`}`,
+    );
+    m.inc(M.fetchBodyBytes, outcome.body.length);
+    m.observe(M.fetchDuration, outcome.durationMs / 1000, req.kind);
     this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
   }
 

@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
@@ -98,7 +99,7 @@ export class PageRecorder {
       timestamp,
     );
     for (const batch of groupBySite(outlinks, page.url, timestamp)) this.sinks.links(batch, timestamp);
-    m.inc('page_records');
+    m.inc(M.pageRecords, 1, page.payloadRole === 'COPY' ? 'exact' : near !== undefined ? 'near' : 'original');
   }
 }
 

@@ -62,6 +62,8 @@ test('the ops endpoints: not ready before start, ready after, metrics parse, unh
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   Relay.broken = false;
   const engine = new EmbeddedEngine(relay(), { dataDir: dir, commitIntervalMs: 20 });
+  // a failed assertion must not leave the engine's timers holding the test process open
+  t.after(() => engine.stop().catch(() => undefined));
   const ops = await startOpsServer({ engine, port: 0, host: '127.0.0.1', stateDir: path.join(dir, 'state') });
   t.after(() => ops.close());
 

@@ -111,8 +111,10 @@ export class KafkaEngine implements Engine {
               await heartbeat();
             }
           },
-          onProgress: (topic, partition, next, end) =>
-            void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end)),
+          onProgress: (topic, partition, next, end) => {
+            this.metrics.setGauge('consumer_lag', 'engine', Math.max(0, end - next), `${topic},${partition}`);
+            void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end));
+          },
         },
       );
       holder.consumer = consumer;
