@@ -15,7 +15,7 @@ import type {
 import { TOPICS } from '../common/topics.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
-import { admitLinks } from './admission.js';
+import { admitLinks, LOWEST_BAND } from './admission.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
 import { FrontQueues } from './front-queues.js';
@@ -36,12 +36,13 @@ import {
 import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
+import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresses.js';
 import { migrateQueues } from './queue-migration.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsCache } from './politeness.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 import { RobotsResults } from './robots-results.js';
-import { SitePolicy } from './site-policy.js';
+import { SitePolicy, slowGapMs } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
@@ -77,6 +78,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private readonly held = new Map<string, Set<string>>();
   private readonly robots: RobotsCache;
   private readonly ips: IpLimiter;
+  private readonly addresses: HostAddresses;
   private epoch = 0;
   private startedAt = 0;
   private leaseCounter = 0;
@@ -84,9 +86,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** The host state `appendBack` last appended to in this call (already active and marked changed). */
   private lastAppended: HostState | undefined;
 
-  constructor(private readonly config: CrawlConfig) {
+  /** `lookup` finds a new host's address before its first lease, for the per-IP limit (host-addresses.ts). */
+  constructor(
+    private readonly config: CrawlConfig,
+    lookup: AddressLookup = NO_ADDRESSES,
+  ) {
     this.robots = new RobotsCache(config.userAgent);
     this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs);
+    this.addresses = new HostAddresses(lookup);
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
@@ -212,7 +219,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         host = entry.host;
         active = this.active.has(host);
       }
-      if (active) this.appendBack(entry);
+      // lowest-band URLs (suspect or demoted) wait for a refill even when their host is active
+      if (active && bands[i] !== LOWEST_BAND) this.appendBack(entry);
       else this.front.push(bands[i]!, entry);
     }
     this.refill();
@@ -252,14 +260,21 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
-  /** The earliest a host may be fetched: its own clock, and a full gap after this task started. */
+  /**
+   * The earliest a host may be fetched: its own clock, and a full gap after this task started. An
+   * operator's `slow` gap applies to every fetch: the host's clock is its last fetch's end plus
+   * its own gap, and the slow gap replaces that gap when longer.
+   */
   private eligibleAt(state: HostState): number {
-    const gap = Math.max(state.gapMs, this.config.minDelayMs, this.sites.control(state.site)?.minGapMs ?? 0);
-    return Math.max(state.nextEligibleAt, state.parkedUntil, this.startedAt + gap);
+    const slow = slowGapMs(this.sites.control(state.site));
+    const gap = Math.max(state.gapMs, this.config.minDelayMs, slow);
+    const slowed = slow > state.gapMs ? state.nextEligibleAt + slow - state.gapMs : state.nextEligibleAt;
+    return Math.max(slowed, state.parkedUntil, this.startedAt + gap);
   }
 
   private dispatch(now: number): void {
     for (const { hosts, at } of this.ips.due(now)) for (const h of hosts) this.heap.push(h, at);
+    for (const h of this.addresses.answered()) this.heap.push(h, now);
     const horizon = now + this.config.dispatchLookaheadMs;
     let issued = 0;
     while (issued < DISPATCH_BATCH) {
@@ -291,6 +306,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
       const notBefore = Math.max(now, due);
+      // the per-IP limit counts a host's first fetch too: its address is looked up before it
+      const known = state.ip;
+      if (!this.addresses.resolved(state)) continue;
+      if (state.ip !== known) this.hosts.put(state);
       if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
       if (typeof next === 'string')
         this.lease(
@@ -453,6 +472,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.back.forget(state.host);
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
+    this.addresses.forget(state.host);
     this.refill();
   }
 
