@@ -1,4 +1,4 @@
-import { PORT, type PageSpec, type SiteSpec } from './sites.js';
+import { PORT, prose, type PageSpec, type SiteSpec } from './sites.js';
 import { skewedSize } from './skewed-web.js';
 
 /**
@@ -112,7 +112,7 @@ export function facetedListingSite(host = 'catalog.test'): SiteSpec {
         }
       }
       const items = links.map((l) => `<li><a href="${l.replaceAll('&', '&amp;')}">${l}</a></li>`).join('');
-      return `<!doctype html><html><head><title>Listing ${ctx.path}</title></head><body><h1>Items ${ctx.path}</h1><ul>${items}</ul></body></html>`;
+      return `<!doctype html><html><head><title>Listing ${ctx.path}</title></head><body><h1>Items ${ctx.path}</h1><p>${prose(ctx.path, 120)}</p><ul>${items}</ul></body></html>`;
     },
   };
   return {
@@ -130,7 +130,7 @@ export function endlessSubdomainSite(host = 'hosting.test'): SiteSpec {
       const links = [`${ctx.host}/a`, `${ctx.host}/b`].map(
         (seed) => `<li><a href="http://${wordOf(seed)}${wordOf(`${seed}+`)}.${host}:${PORT}/">member</a></li>`,
       );
-      return `<!doctype html><html><head><title>${ctx.host}</title></head><body><h1>Welcome to ${ctx.host}</h1><ul>${links.join('')}</ul></body></html>`;
+      return `<!doctype html><html><head><title>${ctx.host}</title></head><body><h1>Welcome to ${ctx.host}</h1><p>${prose(ctx.host, 120)}</p><ul>${links.join('')}</ul></body></html>`;
     },
   };
   return { host, subdomains: true, pages: { '/': page } };

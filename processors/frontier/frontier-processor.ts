@@ -408,7 +408,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const lease = state.lease;
     state.lease = null;
     this.leases.delete(result.leaseId);
-    const freed = this.ips.release(state.ip);
+    const freed = this.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, this.config)) {

@@ -187,3 +187,25 @@ test('seedBatches skips invalid seeds with a warning that names them and the rea
     [['https://ok.example/']],
   );
 });
+
+test('trap options: --max-hops, --seed-budget and --template-allowance set their rules; a seed budget follows --site-budget unless given', () => {
+  const c = parseCrawlArgs([
+    '--data',
+    'd',
+    '--max-hops',
+    '7',
+    '--template-allowance',
+    '20',
+    '--site-budget',
+    '50',
+  ]).config;
+  assert.equal(c.maxHops, 7);
+  assert.equal(c.templateAllowance, 20);
+  assert.equal(c.templateAllowancePerInlink, 20);
+  assert.equal(c.sitePageBudget, 50);
+  assert.equal(c.seedPageBudget, 50);
+  assert.equal(parseCrawlArgs(['--data', 'd', '--seed-budget', '5000']).config.seedPageBudget, 5000);
+  refuses(['--data', 'd', '--max-hops', '0'], '--max-hops must be a whole number of at least 1, got "0"');
+  refuses(['--data', 'd', '--seed-budget', 'lots'], '--seed-budget must be a whole number of at least 1, got "lots"');
+  refuses(['--data', 'd', '--template-allowance', '2.5'], /--template-allowance must be a whole number/);
+});
