@@ -102,6 +102,8 @@ export const LOWEST_BAND: Band = 3;
 /**
  * The template rule's verdicts on the new links of a batch whose path or query has a generated
  * part, by index into `kept`; links of hand-named shapes are not counted and have no verdict.
+ * A batch from another site (or of seeds) counts its links already seen too: a link into a
+ * template earns it allowance whether or not the URL is new.
  */
 function templateVerdicts(
   kept: readonly number[],
@@ -117,7 +119,7 @@ function templateVerdicts(
   let host = '';
   let hostKey = 0;
   for (let k = 0; k < kept.length; k++) {
-    if (!fresh[k]) continue;
+    if (internal && !fresh[k]) continue;
     const shape = shapes[k]!;
     const { template, templated } = urlTemplate(shape);
     if (!templated) continue;

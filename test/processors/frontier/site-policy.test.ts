@@ -145,3 +145,19 @@ test('all templated URLs of one host together get three template allowances', ()
   assert.equal(kept, 3 * config.templateAllowance);
   assert.equal(metrics.counter('urls_dropped', 'url-template'), 100 - 3 * config.templateAllowance);
 });
+
+test('a link from another site earns its template allowance even when the URL it names was already seen', () => {
+  const { config, admit } = setup({ templateAllowance: 10, templateAllowancePerInlink: 10 });
+  const own = (from: number, n: number) =>
+    admit(
+      batch(
+        'shop.test',
+        'https://shop.test/list',
+        Array.from({ length: n }, (_, i) => `https://shop.test/item/${from + i}`),
+      ),
+    ).entries.length;
+  assert.equal(own(100, 8), 8);
+  admit(batch('shop.test', 'https://blog.test/', ['https://shop.test/item/100']));
+  assert.equal(own(200, 10), 10, 'the outside link to a known item earned nothing');
+  assert.equal(own(300, 10), config.templateAllowance + config.templateAllowancePerInlink - 18);
+});
