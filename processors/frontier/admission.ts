@@ -8,7 +8,7 @@ import { safeSite } from './host-state.js';
 import type { SitePolicy, TemplateVerdict } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import { urlShape, type UrlShape } from './url-shape.js';
-import { templateKey, urlTemplate } from './url-templates.js';
+import { templateKey, templateKeyOf } from './url-templates.js';
 
 /** The links that passed admission, in batch order: entry i waits in band i if its host has no slot. */
 export interface AdmittedLinks {
@@ -121,13 +121,13 @@ function templateVerdicts(
   for (let k = 0; k < kept.length; k++) {
     if (internal && !fresh[k]) continue;
     const shape = shapes[k]!;
-    const { template, templated } = urlTemplate(shape);
-    if (!templated) continue;
+    const key = templateKeyOf(shape.host, shape);
+    if (key === undefined) continue;
     if (shape.host !== host) {
       host = shape.host;
       hostKey = templateKey(host, '*');
     }
-    keys.push(hostKey, templateKey(host, template));
+    keys.push(hostKey, key);
     at.push(k);
   }
   if (at.length === 0) return out;

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import {
   templateCounter,
   templateKey,
+  templateKeyOf,
   urlTemplate,
   TEMPLATE_SLOTS,
 } from '../../../processors/frontier/url-templates.js';
@@ -75,4 +76,18 @@ test('the slot kept aside is never taken over', () => {
   const other = templateCounter(table, 999, keep);
   assert.notEqual(other, keep);
   assert.equal(keep.key, 0);
+});
+
+test('the key counted while reading a URL is the key of its spelled-out template; hand-named URLs have none', () => {
+  for (const url of [
+    'https://a.test/cal/2031/07/',
+    'https://a.test/s/a8f3e1/page?x=1&y=abc&z',
+    'https://a.test/order/123e4567-e89b-12d3-a456-426614174000/items-42_v2.json',
+    'https://a.test/caf%C3%A9/2024',
+  ]) {
+    const shape = urlShape(url)!;
+    assert.equal(templateKeyOf(shape.host, shape), templateKey(shape.host, urlTemplate(shape).template), url);
+  }
+  const slug = urlShape('https://a.test/blog/my-first-post?lang=en')!;
+  assert.equal(templateKeyOf(slug.host, slug), undefined);
 });
