@@ -60,8 +60,14 @@ export function admitLinks(
   const site = batch.site;
   const verdicts = templateVerdicts(kept, shapes, fresh, site, fromSite === site, sites);
   let templated = 0;
-  for (const v of verdicts.values()) if (v === 'drop') templated++;
+  let demoted = 0;
+  for (const v of verdicts.values()) {
+    if (v === 'drop') templated++;
+    else if (v === 'demote') demoted++;
+  }
   if (templated > 0) metrics.inc('urls_dropped', templated, 'url-template');
+  // demoted URLs may still be cut by the budget below; this counts the rule's decisions
+  if (demoted > 0) metrics.inc('urls_demoted', demoted, 'url-template');
   const candidates = freshCount - templated;
   const { admitted, refused } = sites.admitMany(site, candidates);
   if (candidates > admitted) metrics.inc('urls_dropped', candidates - admitted, refused);

@@ -150,3 +150,19 @@ for (const [kind, lookup] of [
     }
   });
 }
+
+test('a host whose address lookup fails is fetched all the same, without a per-IP limit', async () => {
+  const config = validateCrawlConfig({ ipConcurrency: 1, ipGapMs: 700 });
+  const h = await FrontierHarness.open(config, () => Promise.reject(new Error('no such name')));
+  try {
+    seed(h, 'gone.test', ['/']);
+    const log: Fetch[] = [];
+    await fetchFor(h, 3_000, log);
+    assert.deepEqual(
+      log.map((f) => f.request.url),
+      ['http://gone.test/robots.txt', 'http://gone.test/'],
+    );
+  } finally {
+    await h.close();
+  }
+});

@@ -111,6 +111,7 @@ test('a host emitting new URLs of one template on its own pages: first queued, t
     'the second half was not demoted to the lowest band',
   );
   assert.equal(metrics.counter('urls_dropped', 'url-template'), 40 - config.templateAllowance);
+  assert.equal(metrics.counter('urls_demoted', 'url-template'), config.templateAllowance / 2);
 });
 
 test('links into a template from other sites earn it more; hand-named pages are never counted', () => {
