@@ -36,7 +36,7 @@ import {
 import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
-import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresses.js';
+import type { AddressLookup } from './host-addresses.js';
 import { migrateQueues } from './queue-migration.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsCache } from './politeness.js';
@@ -78,7 +78,6 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private readonly held = new Map<string, Set<string>>();
   private readonly robots: RobotsCache;
   private readonly ips: IpLimiter;
-  private readonly addresses: HostAddresses;
   private epoch = 0;
   private startedAt = 0;
   private leaseCounter = 0;
@@ -89,11 +88,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** `lookup` finds a new host's address before its first lease, for the per-IP limit (host-addresses.ts). */
   constructor(
     private readonly config: CrawlConfig,
-    lookup: AddressLookup = NO_ADDRESSES,
+    lookup?: AddressLookup,
   ) {
     this.robots = new RobotsCache(config.userAgent);
-    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs);
-    this.addresses = new HostAddresses(lookup);
+    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs, lookup);
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
@@ -274,7 +272,6 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   private dispatch(now: number): void {
     for (const { hosts, at } of this.ips.due(now)) for (const h of hosts) this.heap.push(h, at);
-    for (const h of this.addresses.answered()) this.heap.push(h, now);
     const horizon = now + this.config.dispatchLookaheadMs;
     let issued = 0;
     while (issued < DISPATCH_BATCH) {
@@ -306,11 +303,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
       const notBefore = Math.max(now, due);
-      // the per-IP limit counts a host's first fetch too: its address is looked up before it
-      const known = state.ip;
-      if (!this.addresses.resolved(state)) continue;
-      if (state.ip !== known) this.hosts.put(state);
-      if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
+      if (!this.ips.tryAcquire(state, notBefore)) continue;
       if (typeof next === 'string')
         this.lease(
           state,
@@ -472,7 +465,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.back.forget(state.host);
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
-    this.addresses.forget(state.host);
+    this.ips.forget(state.host);
     this.refill();
   }
 
