@@ -82,10 +82,13 @@ function gapsBefore(all: RequestLogEntry[], later: RequestLogEntry[]): number[] 
   });
 }
 
-/** Waits until the running crawl has taken every command out of its inbox; returns when. */
-async function taken(dataDir: string): Promise<number> {
+/** Waits until the crawl has taken every command out of its inbox; returns when. Fails if the crawl ended first. */
+async function taken(dataDir: string, running: () => boolean): Promise<number> {
   const inbox = controlInbox(dataDir);
-  while (existsSync(inbox) && readdirSync(inbox).some((f) => !f.endsWith('.bad'))) await sleep(50);
+  while (existsSync(inbox) && readdirSync(inbox).some((f) => !f.endsWith('.bad'))) {
+    assert.ok(running(), 'the crawl ended before it took the control command');
+    await sleep(50);
+  }
   return Date.now();
 }
 
@@ -93,7 +96,9 @@ test(
   'control slow: every later request to the site’s hosts starts ≥ 3 s after the previous one ended; after resume the normal gap returns',
   { timeout: 240_000 },
   async (t) => {
-    const pages = (prefix: string) => Array.from({ length: 14 }, (_, i) => `/${prefix}-${'abcdefghijklmn'[i]}.html`);
+    // long enough that the crawl outlives the slow period even if slow were ignored
+    const pages = (prefix: string) =>
+      Array.from({ length: 24 }, (_, i) => `/${prefix}-${'abcdefghijklmnopqrstuvwx'[i]}.html`);
     const site: SiteSpec = {
       host: 'steady.test',
       seed: true,
@@ -115,13 +120,19 @@ test(
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
       const { exited } = startCli(crawlArgs(seeds, data, ['--quiet']));
-      while (toSite(web.requests(), 'steady.test').length < 6) await sleep(100);
+      let ended = false;
+      void exited.then(() => (ended = true));
+      const running = () => !ended;
+      while (toSite(web.requests(), 'steady.test').length < 6) {
+        assert.ok(running(), 'the crawl ended before it was slowed');
+        await sleep(100);
+      }
       const control = (args: string[]) => startCli(['control', ...args, '--data', data]).exited;
       assert.equal((await control(['slow', 'steady.test', '--min-gap', '3000'])).code, 0);
-      const slowAt = await taken(data);
+      const slowAt = await taken(data, running);
       await sleep(13_000);
       assert.equal((await control(['resume', 'steady.test'])).code, 0);
-      const resumeAt = await taken(data);
+      const resumeAt = await taken(data, running);
       const run = await exited;
       assert.equal(run.code, 0, run.stderr);
 
