@@ -45,7 +45,7 @@ export interface CrawlConfig {
    * Every distinct other site seen linking in earns it `siteBudgetPerInlink` more.
    */
   readonly sitePageBudget: number;
-  /** The base budget of a seeded site instead of sitePageBudget (an operator's explicit allowance). */
+  /** The base budget of a seeded site instead of sitePageBudget (an operator's explicit allowance); 0: sitePageBudget. */
   readonly seedPageBudget: number;
   /** Budget added per distinct other site seen linking in. */
   readonly siteBudgetPerInlink: number;
@@ -114,7 +114,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxRedirectHops: 5,
   maxHops: 15,
   sitePageBudget: 200,
-  seedPageBudget: 200,
+  seedPageBudget: 0,
   siteBudgetPerInlink: 100,
   templateAllowance: 12,
   templateAllowancePerInlink: 12,
@@ -142,8 +142,6 @@ export const defaultCrawlConfig: CrawlConfig = {
 /** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
   const c = { ...defaultCrawlConfig, ...partial };
-  // a seed's allowance follows the site budget unless it is given on its own
-  if (partial.seedPageBudget === undefined) c.seedPageBudget = c.sitePageBudget;
   const wholeNumbers: (keyof CrawlConfig)[] = [
     'minDelayMs',
     'slowFactor',

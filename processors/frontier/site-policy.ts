@@ -80,8 +80,9 @@ export class SitePolicy {
   }
 
   budget(state: SiteState): number {
-    const base = state.seeded ? this.config.seedPageBudget : this.config.sitePageBudget;
-    return Math.min(this.config.siteBudgetMax, base + this.config.siteBudgetPerInlink * state.linkingSites.length);
+    const c = this.config;
+    const base = state.seeded && c.seedPageBudget > 0 ? c.seedPageBudget : c.sitePageBudget;
+    return Math.min(c.siteBudgetMax, base + c.siteBudgetPerInlink * state.linkingSites.length);
   }
 
   /**

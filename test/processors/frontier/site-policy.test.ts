@@ -71,10 +71,11 @@ test('every distinct linking site raises the budget by the per-inlink amount; th
 });
 
 test('a seed can be given its own allowance; without one it follows the site budget', () => {
-  assert.equal(validateCrawlConfig({ sitePageBudget: 30 }).seedPageBudget, 30);
   const { admit } = setup({ sitePageBudget: 10, seedPageBudget: 40, siteBudgetPerInlink: 0 });
   assert.equal(admitted(admit, 'seeded.test', null, 100, 's'), 40);
   assert.equal(admitted(admit, 'unseeded.test', 'https://a.test/', 100, 'u'), 10);
+  const plain = setup({ sitePageBudget: 30, siteBudgetPerInlink: 0 });
+  assert.equal(admitted(plain.admit, 'seeded.test', null, 100, 's'), 30);
 });
 
 test('links more hops from a seed than the limit are dropped, by reason; many linking sites allow more hops', () => {
