@@ -2,7 +2,7 @@ import type { Metrics } from '../../core/metrics.js';
 import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
 import type { SeenSet } from '../../state/seen-set.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
-import { bandOf, type Band } from './front-queues.js';
+import { bandOf, LOWEST_BAND, type Band } from './front-queues.js';
 import { packedFingerprints } from '../common/fingerprint.js';
 import { safeSite } from './host-state.js';
 import type { SitePolicy, TemplateVerdict } from './site-policy.js';
@@ -101,9 +101,6 @@ export function admitLinks(
   }
   return { entries, bands };
 }
-
-/** Demoted URLs wait here even when their host holds a slot (frontier-processor.ts `admit`). */
-export const LOWEST_BAND: Band = 3;
 
 /**
  * The template rule's verdicts on the new links of a batch whose path or query has a generated

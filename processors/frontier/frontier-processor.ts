@@ -15,10 +15,10 @@ import type {
 import { TOPICS } from '../common/topics.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
-import { admitLinks, LOWEST_BAND } from './admission.js';
+import { admitLinks } from './admission.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
-import { FrontQueues } from './front-queues.js';
+import { FrontQueues, LOWEST_BAND } from './front-queues.js';
 import {
   FRONT_STORE,
   HOSTS_STORE,
