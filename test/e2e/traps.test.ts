@@ -27,6 +27,9 @@ test(
         .exited;
       assert.equal(run.code, 0, run.stderr);
       t.diagnostic(run.stdout.trim());
+      // each layer cut something here, and the end-of-run summary says how much, by reason
+      for (const reason of ['too-many-hops', 'url-template', 'site-budget'])
+        assert.match(run.stdout, new RegExp(`dropped \\{${reason}\\}\\s+[1-9]`), `no ${reason} cuts reported`);
       const log = web.requests();
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
