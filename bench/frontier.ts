@@ -7,6 +7,7 @@ import { StreamTask } from '../runtime/task.js';
 import type { ConsumedRawRecord } from '../runtime/record.js';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
+import { NO_ADDRESSES } from '../processors/frontier/host-addresses.js';
 import { openRocks } from '../state/rocks.js';
 import { isChangelogged } from '../state/store-builder.js';
 import type { StateStore } from '../state/state-store.js';
@@ -38,7 +39,8 @@ try {
     ipGapMs: 0,
     seenExpectedUrls: Math.max(N, 1_000_000),
   });
-  const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc') });
+  // no address lookups: the bench measures admit and dispatch, not DNS
+  const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup: NO_ADDRESSES });
   const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
   const serdes = await buildSerdes(topology, new MemoryRegistry());
   const db = await openRocks(join(dir, 'rocks'));

@@ -12,7 +12,8 @@ export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume
        crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS]
 
   block   drop the site's queued URLs and admit no more
-  slow    raise the gap between fetches to each of its hosts to --min-gap MS
+  slow    at least --min-gap MS from the end of one fetch to each of its hosts to the next,
+          for every fetch until resume or another slow
   pause   fetch nothing from it until resume
   resume  lift block, slow and pause
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise

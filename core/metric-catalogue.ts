@@ -101,6 +101,12 @@ export const METRICS = {
     ['reason'],
     'frontier',
   ),
+  urls_demoted: counter(
+    'crawlstream_urls_demoted',
+    'New URLs the template rule sent to the lowest front-queue band, by rule.',
+    ['rule'],
+    'frontier',
+  ),
   link_fingerprints_invalid: counter(
     'crawlstream_link_fingerprints_invalid',
     'Link batches whose carried fingerprints had the wrong length (hashed again).',

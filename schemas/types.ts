@@ -236,6 +236,13 @@ export interface SiteState {
   recentDuplicates: number;
   dupCut: boolean;
   control: SiteControl | null;
+  templates: TemplateCount[];
+}
+
+export interface TemplateCount {
+  key: number;
+  internal: number;
+  external: number;
 }
 
 export interface FrontEntry {

@@ -68,6 +68,8 @@ export interface ThrottleSpec {
 export interface SiteSpec {
   /** Lowercase, ends in `.test`. */
   readonly host: string;
+  /** Also serve every subdomain of `host` (`*.host`) with these pages; `PageContext.host` names the one asked. */
+  readonly subdomains?: boolean;
   /** Its home page is one of the seed URLs. */
   readonly seed?: boolean;
   readonly robots?: RobotsSpec;

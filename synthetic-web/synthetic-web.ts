@@ -220,8 +220,17 @@ export class SyntheticWeb {
     this.#timers.add(timer);
   }
 
+  /** The site that serves every subdomain of a parent of `host`, if any (`SiteSpec.subdomains`). */
+  #bySuffix(host: string): SiteSpec | undefined {
+    for (let dot = host.indexOf('.'); dot !== -1; dot = host.indexOf('.', dot + 1)) {
+      const site = this.#byHost.get(host.slice(dot + 1));
+      if (site?.subdomains) return site;
+    }
+    return undefined;
+  }
+
   #reply(entry: RequestLogEntry, req: IncomingMessage, scheme: Scheme): Reply {
-    const site = this.#byHost.get(entry.host);
+    const site = this.#byHost.get(entry.host) ?? this.#bySuffix(entry.host);
     if (site === undefined) return text(404, `no site is served at ${entry.host || '(no Host header)'}\n`);
     const pathname = pagePath(entry.path);
     const query = entry.path.indexOf('?');
@@ -247,7 +256,7 @@ export class SyntheticWeb {
     const page = Object.hasOwn(site.pages, pathname) ? site.pages[pathname] : site.route?.(pathname);
     if (page === undefined) return { ...text(404, `no page ${pathname} on ${site.host}\n`), delayMs: siteDelay };
 
-    const rendered = renderPage(page, { port: this.port, host: site.host, path: entry.path, pageHits });
+    const rendered = renderPage(page, { port: this.port, host: entry.host, path: entry.path, pageHits });
     let body = typeof rendered === 'string' ? Buffer.from(rendered, 'utf8') : rendered;
     const headers: Record<string, string> = { 'content-type': page.contentType ?? 'text/html; charset=utf-8' };
     for (const [name, value] of Object.entries(page.headers ?? {}))

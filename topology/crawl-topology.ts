@@ -4,6 +4,8 @@ import { stringSerde } from '../core/serde.js';
 import type { CrawlConfig } from '../processors/common/crawl-config.js';
 import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
 import { FrontierProcessor, FETCH_REQUESTS_SINK } from '../processors/frontier/frontier-processor.js';
+import type { AddressLookup } from '../processors/frontier/host-addresses.js';
+import { CachingDnsResolver, parseResolveRule } from '../processors/fetcher/dns-resolver.js';
 import {
   frontierStores,
   HOSTS_STORE,
@@ -30,6 +32,18 @@ export interface CrawlTopologyOptions {
   readonly partitions: number;
   /** Where the parser writes WARC files. */
   readonly warcDir: string;
+  /** How the frontier finds a new host's address for the per-IP limit; default: the fetcher's resolver rules and DNS. */
+  readonly addressLookup?: AddressLookup;
+}
+
+/** The frontier's address lookup: the same `--resolve` rules and DNS the fetcher connects by, first address. */
+export function resolverLookup(config: CrawlConfig): AddressLookup {
+  const resolver = new CachingDnsResolver({ rules: config.resolve.map(parseResolveRule), systemDns: config.systemDns });
+  return (host) =>
+    resolver.resolve(host).then(
+      (addresses) => addresses[0] ?? null,
+      () => null,
+    );
 }
 
 /**
@@ -44,7 +58,8 @@ export interface CrawlTopologyOptions {
  * (exact duplicates across sites meet there) and its own `parsed-pages` by site (near duplicates,
  * URLs recorded once, publishing). See processors/parser/parser-processor.ts.
  */
-export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOptions): Topology {
+export function crawlTopology({ config, partitions, warcDir, addressLookup }: CrawlTopologyOptions): Topology {
+  const lookup = addressLookup ?? resolverLookup(config);
   const t = new Topology(APPLICATION_ID);
   const topic = (
     name: string,
@@ -64,7 +79,7 @@ export function crawlTopology({ config, partitions, warcDir }: CrawlTopologyOpti
   t.addSource('control-source', TOPICS.control);
   // the frontier reads page records back to see which sites are mostly duplicates
   t.addSource('page-records-source', TOPICS.pageRecords);
-  t.addProcessor('frontier', () => new FrontierProcessor(config), [
+  t.addProcessor('frontier', () => new FrontierProcessor(config, lookup), [
     'links-source',
     'fetch-results-source',
     'control-source',

@@ -34,10 +34,29 @@ export interface CrawlConfig {
   /** A URL whose path repeats one segment this many times is a trap. */
   readonly maxSegmentRepeats: number;
   readonly maxRedirectHops: number;
-  /** URLs a site may have admitted per cycle before any site links to it. */
+  /**
+   * Links more than this many hops from a seed are not followed (Heritrix's max-hops), on sites
+   * that other sites barely link to; a site linked by k distinct other sites allows k − 1 hops
+   * more, up to twice this.
+   */
+  readonly maxHops: number;
+  /**
+   * URLs a site may have admitted per cycle on its own — linked by nobody but a seed or itself.
+   * Every distinct other site seen linking in earns it `siteBudgetPerInlink` more.
+   */
   readonly sitePageBudget: number;
+  /** The base budget of a seeded site instead of sitePageBudget (an operator's explicit allowance); 0: sitePageBudget. */
+  readonly seedPageBudget: number;
   /** Budget added per distinct other site seen linking in. */
   readonly siteBudgetPerInlink: number;
+  /**
+   * New URLs of one templated URL shape (url-templates.ts) a host may emit on its own pages:
+   * the first half are queued as usual, the second half in the lowest band, the rest dropped.
+   * Each link into the template from another site adds `templateAllowancePerInlink`; all of a
+   * host's templated URLs together get three times the allowance.
+   */
+  readonly templateAllowance: number;
+  readonly templateAllowancePerInlink: number;
   readonly siteBudgetMax: number;
   /** Recent page records per site looked at for the duplicate cut, and the duplicate share (%) that cuts. */
   readonly dupCutWindow: number;
@@ -93,8 +112,12 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxPathDepth: 15,
   maxSegmentRepeats: 3,
   maxRedirectHops: 5,
-  sitePageBudget: 1_000,
+  maxHops: 15,
+  sitePageBudget: 200,
+  seedPageBudget: 0,
   siteBudgetPerInlink: 100,
+  templateAllowance: 12,
+  templateAllowancePerInlink: 12,
   siteBudgetMax: 1_000_000,
   dupCutWindow: 50,
   dupCutPercent: 80,
@@ -139,8 +162,12 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     'maxSegmentRepeats',
     'maxRedirectHops',
     'seenExpectedUrls',
+    'maxHops',
     'sitePageBudget',
+    'seedPageBudget',
     'siteBudgetPerInlink',
+    'templateAllowance',
+    'templateAllowancePerInlink',
     'siteBudgetMax',
     'dupCutWindow',
     'dupCutPercent',
@@ -164,6 +191,8 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
   for (const key of [
     'activeHostSlots',
+    'maxHops',
+    'templateAllowance',
     'ipConcurrency',
     'connErrorsToPark',
     'maxAttempts',

@@ -6,6 +6,8 @@ import type { UrlShape } from './url-shape.js';
 /** Priority bands, most urgent first: seeds (and due recrawls), important, normal, suspect. */
 export const BANDS = ['seed', 'important', 'normal', 'suspect'] as const;
 export type Band = 0 | 1 | 2 | 3;
+/** Suspect and demoted URLs: they wait for a refill even when their host holds a slot. */
+export const LOWEST_BAND: Band = 3;
 /** A low band still trickles: out of every 15 picks, 8 / 4 / 2 / 1 go to bands 0..3 when all have URLs. */
 const WEIGHTS = [8, 4, 2, 1];
 

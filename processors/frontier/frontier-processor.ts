@@ -18,7 +18,7 @@ import { isFinalOutcome } from '../common/outcome.js';
 import { admitLinks } from './admission.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
-import { FrontQueues } from './front-queues.js';
+import { FrontQueues, LOWEST_BAND } from './front-queues.js';
 import {
   FRONT_STORE,
   HOSTS_STORE,
@@ -36,12 +36,13 @@ import {
 import { HostHeap } from './host-heap.js';
 import { HostTable } from './host-table.js';
 import { IpLimiter } from './ip-limiter.js';
+import type { AddressLookup } from './host-addresses.js';
 import { migrateQueues } from './queue-migration.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsCache } from './politeness.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 import { RobotsResults } from './robots-results.js';
-import { SitePolicy } from './site-policy.js';
+import { SitePolicy, slowGapMs } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
@@ -84,9 +85,13 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** The host state `appendBack` last appended to in this call (already active and marked changed). */
   private lastAppended: HostState | undefined;
 
-  constructor(private readonly config: CrawlConfig) {
+  /** `lookup` finds a new host's address before its first lease, for the per-IP limit (host-addresses.ts). */
+  constructor(
+    private readonly config: CrawlConfig,
+    lookup?: AddressLookup,
+  ) {
     this.robots = new RobotsCache(config.userAgent);
-    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs);
+    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs, lookup);
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
@@ -212,7 +217,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         host = entry.host;
         active = this.active.has(host);
       }
-      if (active) this.appendBack(entry);
+      // lowest-band URLs (suspect or demoted) wait for a refill even when their host is active
+      if (active && bands[i] !== LOWEST_BAND) this.appendBack(entry);
       else this.front.push(bands[i]!, entry);
     }
     this.refill();
@@ -252,10 +258,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (wasEmpty && !state.lease && !this.parked.has(e.host)) this.heap.push(e.host, this.eligibleAt(state));
   }
 
-  /** The earliest a host may be fetched: its own clock, and a full gap after this task started. */
+  /**
+   * The earliest a host may be fetched: its own clock, and a full gap after this task started. An
+   * operator's `slow` gap applies to every fetch: the host's clock is its last fetch's end plus
+   * its own gap, and the slow gap replaces that gap when longer.
+   */
   private eligibleAt(state: HostState): number {
-    const gap = Math.max(state.gapMs, this.config.minDelayMs, this.sites.control(state.site)?.minGapMs ?? 0);
-    return Math.max(state.nextEligibleAt, state.parkedUntil, this.startedAt + gap);
+    const slow = slowGapMs(this.sites.control(state.site));
+    const gap = Math.max(state.gapMs, this.config.minDelayMs, slow);
+    const slowed = slow > state.gapMs ? state.nextEligibleAt + slow - state.gapMs : state.nextEligibleAt;
+    return Math.max(slowed, state.parkedUntil, this.startedAt + gap);
   }
 
   private dispatch(now: number): void {
@@ -291,7 +303,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
       const notBefore = Math.max(now, due);
-      if (!this.ips.tryAcquire(state.ip, host, notBefore)) continue;
+      if (!this.ips.tryAcquire(state, notBefore)) continue;
       if (typeof next === 'string')
         this.lease(
           state,
@@ -389,7 +401,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const lease = state.lease;
     state.lease = null;
     this.leases.delete(result.leaseId);
-    const freed = this.ips.release(state.ip);
+    const freed = this.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, this.config)) {
@@ -453,6 +465,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.back.forget(state.host);
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
+    this.ips.forget(state.host);
     this.refill();
   }
 

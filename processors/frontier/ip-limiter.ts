@@ -1,21 +1,43 @@
+import type { HostState } from '../../schemas/types.js';
+import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresses.js';
+import { GAP_SAFETY_MS } from './politeness.js';
+
 /**
  * The looser per-address limit of one frontier task: at most `concurrency` leases in flight per
  * resolved IP and at least `gapMs` between two lease starts there, so many small sites on one
- * shared-hosting address are not hit at once. In memory: after a restart every address starts
- * empty, which is safe because every host already waits a full gap of its own.
+ * shared-hosting address are not hit at once. A lease's start is its notBefore plus a small
+ * slack; a fetch that started later than that pushes the address's next start back (`release`).
+ * A host is looked up before its first lease (host-addresses.ts), so that lease counts too.
+ * In memory: after a restart every address starts empty, which is safe because every host
+ * already waits a full gap of its own.
  */
 export class IpLimiter {
   private readonly inFlight = new Map<string, number>();
   private readonly nextStart = new Map<string, number>();
   private readonly waiting = new Map<string, Set<string>>();
+  private readonly addresses: HostAddresses;
 
+  /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
+  private readonly spacingMs: number;
+
+  /** `lookup` finds a new host's address before its first lease. */
   constructor(
     private readonly concurrency: number,
-    private readonly gapMs: number,
-  ) {}
+    gapMs: number,
+    lookup: AddressLookup = NO_ADDRESSES,
+  ) {
+    this.spacingMs = gapMs > 0 ? gapMs + GAP_SAFETY_MS : 0;
+    this.addresses = new HostAddresses(lookup);
+  }
 
-  /** Whether a lease to `ip` may start at `at` now; hosts that may not are remembered as waiting. */
-  tryAcquire(ip: string | null, host: string, at: number): boolean {
+  /**
+   * Whether a lease to the host may start at `at` now. A host whose address is still being looked
+   * up may not (it comes back through `due`); once known, the address is set in `state`. Hosts
+   * held back by their address's limit are remembered as waiting on it.
+   */
+  tryAcquire(state: HostState, at: number): boolean {
+    if (!this.addresses.resolved(state)) return false;
+    const { ip, host } = state;
     if (ip === null) return true;
     if ((this.inFlight.get(ip) ?? 0) >= this.concurrency || (this.nextStart.get(ip) ?? 0) > at) {
       let set = this.waiting.get(ip);
@@ -24,7 +46,7 @@ export class IpLimiter {
       return false;
     }
     this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
-    this.nextStart.set(ip, at + this.gapMs);
+    this.nextStart.set(ip, at + this.spacingMs);
     return true;
   }
 
@@ -34,11 +56,13 @@ export class IpLimiter {
   }
 
   /**
-   * A lease to `ip` ended. Returns the hosts that were waiting on that address and the time they
+   * A lease to `ip` ended; its fetch started at `startedAt` (0: it never did). Returns the hosts that were waiting on that address and the time they
    * may be tried again; the caller puts them back in its schedule.
    */
-  release(ip: string | null): { hosts: string[]; at: number } {
+  release(ip: string | null, startedAt: number): { hosts: string[]; at: number } {
     if (ip === null) return { hosts: [], at: 0 };
+    const next = startedAt + this.spacingMs;
+    if (next > (this.nextStart.get(ip) ?? 0)) this.nextStart.set(ip, next);
     const n = (this.inFlight.get(ip) ?? 1) - 1;
     if (n <= 0) this.inFlight.delete(ip);
     else this.inFlight.set(ip, n);
@@ -47,9 +71,16 @@ export class IpLimiter {
     return { hosts: set ? [...set] : [], at: this.nextStart.get(ip) ?? 0 };
   }
 
-  /** Hosts waiting on an address that has room again at `now` (the gap alone held them). */
+  /** A host left the frontier's active set (its looked-up address may be stale when it returns). */
+  forget(host: string): void {
+    this.addresses.forget(host);
+  }
+
+  /** Hosts waiting on an address that has room again at `now` (the gap alone held them), or whose lookup answered. */
   due(now: number): { hosts: string[]; at: number }[] {
     const out: { hosts: string[]; at: number }[] = [];
+    const answered = this.addresses.answered();
+    if (answered.length > 0) out.push({ hosts: answered, at: now });
     for (const [ip, set] of this.waiting) {
       if ((this.inFlight.get(ip) ?? 0) < this.concurrency && (this.nextStart.get(ip) ?? 0) <= now) {
         this.waiting.delete(ip);

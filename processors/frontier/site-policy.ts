@@ -3,23 +3,38 @@ import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
+import { templateCounter } from './url-templates.js';
+import { GAP_SAFETY_MS } from './politeness.js';
 
 export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
+
+/** What the template rule says of one new URL: queue it, queue it in the lowest band, or drop it. */
+export type TemplateVerdict = 'admit' | 'demote' | 'drop';
+
+/**
+ * The gap an operator's `slow` sets between the end of one fetch to a host of the site and the
+ * start of the next (with the usual safety slack), or 0 when the site is not slowed.
+ */
+export function slowGapMs(control: SiteControl | undefined): number {
+  return control !== undefined && control.minGapMs > 0 ? control.minGapMs + GAP_SAFETY_MS : 0;
+}
 
 /** RAM for recently used site states. */
 const SITE_CACHE_BYTES = 32 * 2 ** 20;
 
 /** About what a decoded SiteState holds in RAM. */
 function siteStateBytes(site: string, s: SiteState): number {
-  let n = 160 + 2 * site.length;
+  let n = 160 + 2 * site.length + 48 * s.templates.length;
   for (const from of s.linkingSites) n += 32 + 2 * from.length;
   return n;
 }
 
 /**
- * Per-site budgets, inlinks, the duplicate cut and operator controls, in store `frontier-sites`.
- * A site's budget per cycle is sitePageBudget + siteBudgetPerInlink × distinct linking sites
- * (capped); once its recent pages are mostly duplicates the budget freezes where it is.
+ * Per-site budgets, inlinks, URL-template counters, the duplicate cut and operator controls, in
+ * store `frontier-sites`. A site earns its budget from outside links: per cycle it may admit
+ * sitePageBudget URLs (seedPageBudget when seeded) + siteBudgetPerInlink × distinct other sites
+ * linking in (capped at siteBudgetMax); links from itself earn nothing. Once its recent pages are
+ * mostly duplicates the budget freezes where it is.
  */
 export class SitePolicy {
   /** Controls in force, cached: consulted on every dispatch. */
@@ -52,6 +67,7 @@ export class SitePolicy {
       recentDuplicates: 0,
       dupCut: false,
       control: null,
+      templates: [],
     };
     this.recent.set(site, state);
     return state;
@@ -64,10 +80,51 @@ export class SitePolicy {
   }
 
   budget(state: SiteState): number {
-    return Math.min(
-      this.config.siteBudgetMax,
-      this.config.sitePageBudget + this.config.siteBudgetPerInlink * state.linkingSites.length,
-    );
+    const c = this.config;
+    const base = state.seeded && c.seedPageBudget > 0 ? c.seedPageBudget : c.sitePageBudget;
+    return Math.min(c.siteBudgetMax, base + c.siteBudgetPerInlink * state.linkingSites.length);
+  }
+
+  /**
+   * The most hops from a seed a link into `site` may have: maxHops, plus one per distinct other
+   * site linking in beyond the first (a page many sites point at is worth going deeper for), at
+   * most twice maxHops.
+   */
+  maxHops(site: string): number {
+    const linking = this.state(site).linkingSites.length;
+    return this.config.maxHops + Math.min(this.config.maxHops, Math.max(0, linking - 1));
+  }
+
+  /**
+   * Counts new URLs of templated shapes and decides each: `keys` holds, per URL, the key of its
+   * host's counter and of its template's (url-templates.ts), back to back. URLs found on the
+   * site's own pages (`internal`) spend their template's allowance; links from another site or a
+   * seed earn the template (and the host's templated URLs together) more, and are always admitted.
+   * Past half of an allowance URLs go to the lowest band; past all of it they are dropped.
+   */
+  noteTemplates(site: string, keys: readonly number[], internal: boolean): TemplateVerdict[] {
+    const state = this.state(site);
+    const c = this.config;
+    const verdicts: TemplateVerdict[] = [];
+    for (let i = 0; i < keys.length; i += 2) {
+      const all = templateCounter(state.templates, keys[i]!);
+      const one = templateCounter(state.templates, keys[i + 1]!, all);
+      if (!internal) {
+        one.external++;
+        all.external++;
+        verdicts.push('admit');
+        continue;
+      }
+      one.internal++;
+      all.internal++;
+      const oneAllowance = c.templateAllowance + c.templateAllowancePerInlink * one.external;
+      const allAllowance = 3 * c.templateAllowance + c.templateAllowancePerInlink * all.external;
+      if (one.internal > oneAllowance || all.internal > allAllowance) verdicts.push('drop');
+      else if (2 * one.internal > oneAllowance || 2 * all.internal > allAllowance) verdicts.push('demote');
+      else verdicts.push('admit');
+    }
+    if (keys.length > 0) this.put(site, state);
+    return verdicts;
   }
 
   /** Notes that `fromSite` links into `site` (a seed when fromSite is null). */

@@ -187,3 +187,28 @@ test('seedBatches skips invalid seeds with a warning that names them and the rea
     [['https://ok.example/']],
   );
 });
+
+test('trap options: --max-hops, --seed-budget and --template-allowance[-per-inlink] set their rules', () => {
+  const c = parseCrawlArgs([
+    '--data',
+    'd',
+    '--max-hops',
+    '7',
+    '--template-allowance',
+    '20',
+    '--template-allowance-per-inlink',
+    '5',
+    '--site-budget',
+    '50',
+    '--seed-budget',
+    '5000',
+  ]).config;
+  assert.equal(c.maxHops, 7);
+  assert.equal(c.templateAllowance, 20);
+  assert.equal(c.templateAllowancePerInlink, 5);
+  assert.equal(c.sitePageBudget, 50);
+  assert.equal(c.seedPageBudget, 5000);
+  refuses(['--data', 'd', '--max-hops', '0'], /--max-hops/);
+  refuses(['--data', 'd', '--seed-budget', 'lots'], /--seed-budget/);
+  refuses(['--data', 'd', '--template-allowance', '2.5'], /--template-allowance/);
+});

@@ -24,10 +24,7 @@ test(
           '1000',
           '--ip-gap',
           '0',
-          '--site-budget',
-          '45',
-          '--site-budget-per-inlink',
-          '5',
+          // the trap rules run with their defaults: no budget tuned to this web's traps
           '--quiet',
         ]),
       ).exited;

@@ -46,6 +46,7 @@ test('a site linked to again is not read from the store, and its state stays the
     recentDuplicates: 0,
     dupCut: false,
     control: null,
+    templates: [],
   });
   const sites = new SitePolicy(store, validateCrawlConfig({ sitePageBudget: 10, siteBudgetPerInlink: 0 }));
   for (let i = 0; i < 100; i++) {

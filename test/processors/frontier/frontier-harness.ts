@@ -12,6 +12,7 @@ import { isChangelogged } from '../../../state/store-builder.js';
 import type { ConsumedRawRecord } from '../../../runtime/record.js';
 import { MemoryRegistry } from '../../../schemas/memory-registry.js';
 import type { FetchRequest } from '../../../schemas/types.js';
+import { NO_ADDRESSES, type AddressLookup } from '../../../processors/frontier/host-addresses.js';
 
 /**
  * The frontier task of partition 0 on real RocksDB stores, driven by hand: records go in
@@ -36,9 +37,10 @@ export class FrontierHarness {
     private readonly dir: string,
   ) {}
 
-  static async open(config: CrawlConfig): Promise<FrontierHarness> {
+  /** `addressLookup`: what the frontier learns of a new host's address (default: nothing, no per-IP limit before a fetch). */
+  static async open(config: CrawlConfig, addressLookup: AddressLookup = NO_ADDRESSES): Promise<FrontierHarness> {
     const dir = mkdtempSync(join(tmpdir(), 'crawlstream-frontier-'));
-    const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc') });
+    const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup });
     const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
     const serdes = await buildSerdes(topology, new MemoryRegistry());
     const db = await openRocks(join(dir, 'rocks'));
