@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -151,7 +152,7 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
       );
     }
     let peakRss = process.memoryUsage().rss;
-    while (engine.metrics.counter('fetch_results', 'PAGE') < FETCHES || !engine.isIdle()) {
+    while (engine.metrics.counter(M.fetchResults, 'PAGE') < FETCHES || !engine.isIdle()) {
       await new Promise((r) => setTimeout(r, 20));
       peakRss = Math.max(peakRss, process.memoryUsage().rss);
     }
@@ -160,11 +161,7 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
     figure('fetcher processor (embedded engine) fetches', FETCHES / seconds, 'fetches/s');
     figure('fetcher processor CPU per fetch', (cpu.user + cpu.system) / 1000 / FETCHES, 'ms');
     figure('fetcher processor peak RSS', peakRss / 2 ** 20, 'MiB');
-    figure(
-      'fetcher processor errors',
-      engine.metrics.countersWithPrefix('fetch_outcome_errors').reduce((a, [, v]) => a + v, 0),
-      'fetches',
-    );
+    figure('fetcher processor errors', engine.metrics.total(M.fetchOutcomeErrors), 'fetches');
   } finally {
     await engine.stop();
     rmSync(dir, { recursive: true, force: true });

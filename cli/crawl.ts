@@ -1,3 +1,4 @@
+import { M, type MetricId } from '../core/metric-catalogue.js';
 import { join } from 'node:path';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
 import type { Engine } from '../runtime/engine.js';
@@ -100,7 +101,7 @@ export async function runCrawl(
   let lastProgress = started;
   const watcher = setInterval(() => {
     const now = Date.now();
-    const pages = engine.metrics.counter('pages_fetched');
+    const pages = engine.metrics.counter(M.pagesFetched);
     if (cmd.maxPages !== undefined && pages >= cmd.maxPages) stop(`reached --max-pages ${cmd.maxPages}`);
     if (cmd.durationMs !== undefined && now - started >= cmd.durationMs) stop('reached --duration');
     if (cmd.untilIdle) {
@@ -129,47 +130,44 @@ export async function runCrawl(
   }
   const elapsedMs = Date.now() - started;
   if (!cmd.quiet) for (const line of summary(engine.metrics, elapsedMs, stopping)) out(line);
-  return { exitCode, pages: engine.metrics.counter('pages_fetched'), elapsedMs };
+  return { exitCode, pages: engine.metrics.counter(M.pagesFetched), elapsedMs };
 }
 
 function progressLine(m: Metrics, elapsedMs: number, rate: number): string {
   return [
     `[${clock(elapsedMs)}]`,
-    `pages ${m.counter('pages_fetched')}`,
+    `pages ${m.counter(M.pagesFetched)}`,
     `(${rate.toFixed(1)}/s)`,
-    `hosts waiting ${m.gauge('frontier_hosts_waiting')}`,
-    `queued ${m.gauge('frontier_queued_urls')}`,
-    `in flight ${m.gauge('frontier_leases')}`,
-    `errors ${sum(m.countersWithPrefix('fetch_errors'))}`,
+    `hosts waiting ${m.gauge(M.frontierHostsWaiting)}`,
+    `queued ${m.gauge(M.frontierQueuedUrls)}`,
+    `in flight ${m.gauge(M.frontierLeases)}`,
+    `errors ${m.total(M.fetchErrors)}`,
   ].join('  ');
 }
 
 function summary(m: Metrics, elapsedMs: number, why: string | undefined): string[] {
   const lines = [
     `crawl stopped (${why ?? 'engine stopped'}) after ${clock(elapsedMs)}`,
-    `  pages fetched      ${m.counter('pages_fetched')}`,
-    `  page records       ${m.total('page_records')}`,
-    `  robots.txt fetches ${m.counter('fetches', 'ROBOTS')}`,
-    `  urls admitted      ${m.counter('urls_admitted')}  (already seen: ${m.counter('urls_seen')})`,
-    `  queued now         ${m.gauge('frontier_queued_urls')}`,
+    `  pages fetched      ${m.counter(M.pagesFetched)}`,
+    `  page records       ${m.total(M.pageRecords)}`,
+    `  robots.txt fetches ${m.counter(M.fetches, 'ROBOTS')}`,
+    `  urls admitted      ${m.counter(M.urlsAdmitted)}  (already seen: ${m.counter(M.urlsSeen)})`,
+    `  queued now         ${m.gauge(M.frontierQueuedUrls)}`,
   ];
-  const parked = m.gauge('frontier_parked_urls');
+  const parked = m.gauge(M.frontierParkedUrls);
   if (parked > 0)
     lines.push(
-      `  parked             ${parked} URLs on ${m.gauge('frontier_parked_hosts')} hosts whose robots.txt is unavailable (retried later; resume with the same --data)`,
+      `  parked             ${parked} URLs on ${m.gauge(M.frontierParkedHosts)} hosts whose robots.txt is unavailable (retried later; resume with the same --data)`,
     );
-  for (const [k, v] of m.countersWithPrefix('urls_dropped{'))
-    lines.push(`  dropped ${k.slice('urls_dropped'.length)}  ${v}`);
-  for (const [k, v] of m.countersWithPrefix('fetch_errors{'))
-    lines.push(`  fetch error ${k.slice('fetch_errors'.length)}  ${v}`);
-  for (const [k, v] of m.countersWithPrefix('backoffs{')) lines.push(`  back-offs ${k.slice('backoffs'.length)}  ${v}`);
-  for (const [k, v] of m.countersWithPrefix('dead_letters{'))
-    lines.push(`  dead letters ${k.slice('dead_letters'.length)}  ${v}`);
+  const byLabel = (id: MetricId, title: string) => {
+    for (const [label, v] of m.countersOf(id).sort(([a], [b]) => a.localeCompare(b)))
+      lines.push(`  ${title} {${label}}  ${v}`);
+  };
+  byLabel(M.urlsDropped, 'dropped');
+  byLabel(M.fetchErrors, 'fetch error');
+  byLabel(M.backoffs, 'back-offs');
+  byLabel(M.deadLetters, 'dead letters');
   return lines;
-}
-
-function sum(entries: [string, number][]): number {
-  return entries.reduce((a, [, v]) => a + v, 0);
 }
 
 function clock(ms: number): string {

@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
@@ -68,7 +69,7 @@ export async function runRole(
       lastProgress = Date.now();
       const m = engine.metrics;
       out(
-        `[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter('pages_fetched')}  records ${m.total('page_records')}  queued ${m.gauge('frontier_queued_urls')}  in flight ${m.gauge('frontier_leases')}  commits ${m.counter('commits')}`,
+        `[${Math.round((Date.now() - started) / 1000)}s] pages ${m.counter(M.pagesFetched)}  records ${m.total(M.pageRecords)}  queued ${m.gauge(M.frontierQueuedUrls)}  in flight ${m.gauge(M.frontierLeases)}  commits ${m.counter(M.commits)}`,
       );
     }
   }, 500);
@@ -85,7 +86,7 @@ export async function runRole(
     process.off('SIGTERM', onSignal);
   }
   out(
-    `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter('pages_fetched')}, page records ${engine.metrics.total('page_records')}`,
+    `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter(M.pagesFetched)}, page records ${engine.metrics.total(M.pageRecords)}`,
   );
   return exitCode;
 }

@@ -80,11 +80,6 @@ export class Metrics {
     return sum;
   }
 
-  /** Counters whose name starts with `prefix`, with their labels. */
-  countersWithPrefix(prefix: string): [string, number][] {
-    return [...this.counters].filter(([k]) => k.startsWith(prefix)).sort();
-  }
-
   /** Every counter of `name`, by label values (`''` when it has none). */
   countersOf(name: MetricId): [string, number][] {
     const out: [string, number][] = [];

@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { readdirSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
@@ -31,9 +32,9 @@ export interface OpsServer {
 export async function startOpsServer({ engine, port, host, stateDir }: OpsServerOptions): Promise<OpsServer> {
   const exporter = new PrometheusExporter(engine.metrics, () => {
     const health = engine.health();
-    engine.metrics.setGauge('tasks_running', 'engine', health.tasks - health.restoring);
-    engine.metrics.setGauge('tasks_restoring', 'engine', health.restoring);
-    if (stateDir !== undefined) engine.metrics.setGauge('state_disk_bytes', 'engine', diskBytes(stateDir));
+    engine.metrics.setGauge(M.tasksRunning, 'engine', health.tasks - health.restoring);
+    engine.metrics.setGauge(M.tasksRestoring, 'engine', health.restoring);
+    if (stateDir !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', diskBytes(stateDir));
   });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];

@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { CrawlError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -86,7 +87,7 @@ export class StreamTask {
     const children = this.sourceChildren.get(raw.topic);
     if (!children) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
     if (raw.value === null) return; // tombstones carry nothing for processors
-    this.metrics.inc('records_processed', 1, raw.topic);
+    this.metrics.inc(M.recordsProcessed, 1, raw.topic);
     const corrupt = raw.headers?.['x-crawlstream-corrupt'];
     if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
     const record: StreamRecord<unknown, unknown> = {

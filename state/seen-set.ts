@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import { BloomFilter, bloomSizing, expectedFill, type BloomSizing } from './bloom-filter.js';
@@ -204,15 +205,15 @@ export class SeenSet {
   /** Publishes `stats()` as gauges `seen_set_*{owner}` (warning as 0/1). */
   reportMetrics(metrics: Metrics, owner: string): void {
     const s = this.stats();
-    metrics.setGauge('seen_set_fingerprints', owner, s.count);
-    metrics.setGauge('seen_set_bloom_bytes', owner, s.bloomBytes);
-    metrics.setGauge('seen_set_bloom_fill', owner, s.fill);
-    metrics.setGauge('seen_set_bloom_fp_rate_estimate', owner, s.estimatedFalsePositiveRate);
-    metrics.setGauge('seen_set_bloom_warning', owner, s.warning ? 1 : 0);
-    metrics.setGauge('seen_set_bloom_rebuilds', owner, s.rebuilds);
-    metrics.setGauge('seen_set_unmerged', owner, s.exact.unmerged);
-    metrics.setGauge('seen_set_runs', owner, s.exact.runs);
-    metrics.setGauge('seen_set_sweeps', owner, s.exact.sweeps);
+    metrics.setGauge(M.seenSetFingerprints, owner, s.count);
+    metrics.setGauge(M.seenSetBloomBytes, owner, s.bloomBytes);
+    metrics.setGauge(M.seenSetBloomFill, owner, s.fill);
+    metrics.setGauge(M.seenSetBloomFpRateEstimate, owner, s.estimatedFalsePositiveRate);
+    metrics.setGauge(M.seenSetBloomWarning, owner, s.warning ? 1 : 0);
+    metrics.setGauge(M.seenSetBloomRebuilds, owner, s.rebuilds);
+    metrics.setGauge(M.seenSetUnmerged, owner, s.exact.unmerged);
+    metrics.setGauge(M.seenSetRuns, owner, s.exact.runs);
+    metrics.setGauge(M.seenSetSweeps, owner, s.exact.sweeps);
   }
 
   /** The current filter's sizing and the count it was sized for (for tests and benches). */

@@ -65,7 +65,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       await sleep(early);
     const now = Date.now();
     if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
-      this.ctx.metrics.inc(now > req.notAfter ? 'leases_dropped_late' : 'leases_dropped_stale');
+      this.ctx.metrics.inc(now > req.notAfter ? M.leasesDroppedLate : M.leasesDroppedStale);
       this.emit(req, lateOutcome(req, now, this.newestEpoch), null);
       return;
     }
@@ -77,7 +77,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       // the client never rejects by contract; if it ever does, the lease still gets its answer
       outcome = failedOutcome(req.url, now, err);
     }
-    this.ctx.metrics.inc('fetches', 1, req.kind);
+    this.ctx.metrics.inc(M.fetches, 1, req.kind);
     let robotsBody: string | null = null;
     try {
       // a body cut at the cap is still checked: a bomb is the more telling verdict than its size
@@ -132,7 +132,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       remoteAddress: o.remoteAddress ?? null,
     };
     this.ctx.forward({ key: req.site, value: result, timestamp: Date.now() }, FETCH_RESULTS_SINK);
-    this.ctx.metrics.inc('fetch_results', 1, req.kind);
+    this.ctx.metrics.inc(M.fetchResults, 1, req.kind);
     const page: FetchedPage = {
       leaseId: req.leaseId,
       url: req.url,

@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { FrontEntry, LinkBatch } from '../../schemas/types.js';
 import type { SeenSet } from '../../state/seen-set.js';
@@ -51,11 +52,11 @@ export function admitLinks(
       drops.set(reason, (drops.get(reason) ?? 0) + 1);
     }
   }
-  for (const [reason, n] of drops ?? []) metrics.inc('urls_dropped', n, reason);
+  for (const [reason, n] of drops ?? []) metrics.inc(M.urlsDropped, n, reason);
   const fresh = seenSet.admitPacked(fingerprintsOfKept(batch, kept, metrics));
   let freshCount = 0;
   for (const f of fresh) if (f) freshCount++;
-  if (kept.length > freshCount) metrics.inc('urls_seen', kept.length - freshCount);
+  if (kept.length > freshCount) metrics.inc(M.urlsSeen, kept.length - freshCount);
   // a batch holds one target site's links (LinkBatch contract): one budget decision for all
   const site = batch.site;
   const verdicts = templateVerdicts(kept, shapes, fresh, site, fromSite === site, sites);
@@ -65,13 +66,13 @@ export function admitLinks(
     if (v === 'drop') templated++;
     else if (v === 'demote') demoted++;
   }
-  if (templated > 0) metrics.inc('urls_dropped', templated, 'url-template');
+  if (templated > 0) metrics.inc(M.urlsDropped, templated, 'url-template');
   // demoted URLs may still be cut by the budget below; this counts the rule's decisions
-  if (demoted > 0) metrics.inc('urls_demoted', demoted, 'url-template');
+  if (demoted > 0) metrics.inc(M.urlsDemoted, demoted, 'url-template');
   const candidates = freshCount - templated;
   const { admitted, refused } = sites.admitMany(site, candidates);
-  if (candidates > admitted) metrics.inc('urls_dropped', candidates - admitted, refused);
-  if (admitted > 0) metrics.inc('urls_admitted', admitted);
+  if (candidates > admitted) metrics.inc(M.urlsDropped, candidates - admitted, refused);
+  if (admitted > 0) metrics.inc(M.urlsAdmitted, admitted);
   const entries: FrontEntry[] = [];
   const bands: Band[] = [];
   // a batch's links mostly share a host: entries of one host share its strings, so the lookups
@@ -146,7 +147,7 @@ function templateVerdicts(
  */
 function fingerprintsOfKept(batch: LinkBatch, kept: readonly number[], metrics: Metrics): Buffer {
   const carried = batch.fingerprints;
-  if (carried != null && carried.length !== 8 * batch.links.length) metrics.inc('link_fingerprints_invalid');
+  if (carried != null && carried.length !== 8 * batch.links.length) metrics.inc(M.linkFingerprintsInvalid);
   else if (carried != null) {
     if (kept.length === batch.links.length) return carried;
     const out = Buffer.allocUnsafe(8 * kept.length);

@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import type { MetricId } from '../../core/metric-catalogue.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
@@ -101,7 +102,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const front = context.getStateStore<FrontStore>(FRONT_STORE);
     this.meta = context.getStateStore(META_STORE);
     const migrated = migrateQueues({ hosts, queue, front, meta: this.meta });
-    if (migrated > 0) context.metrics.inc('frontier_queue_urls_migrated', migrated);
+    if (migrated > 0) context.metrics.inc(M.frontierQueueUrlsMigrated, migrated);
     this.hosts = new HostTable(hosts, (host) => this.active.has(host));
     this.back = new BackQueues(queue);
     this.robotsResults = new RobotsResults({
@@ -159,7 +160,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
           return this.control(record.value as ControlCommand);
         case TOPICS.pageRecords: {
           const page = record.value as PageRecord;
-          if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc('sites_dup_cut');
+          if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc(M.sitesDupCut);
           return;
         }
       }
@@ -236,7 +237,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         blocked = this.sites.control(site)?.blocked === true;
       }
       if (blocked) {
-        this.ctx.metrics.inc('urls_dropped', 1, 'blocked');
+        this.ctx.metrics.inc(M.urlsDropped, 1, 'blocked');
         continue;
       }
       this.appendBack(e);
@@ -336,7 +337,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         const rules = originRobots(state, origin);
         if (robotsDue(rules, now, this.config.robotsTtlMs)) return `${origin}/robots.txt`;
         if (rules!.state !== 'READY' || this.robots.isAllowed(origin, rules!.body ?? '', entry.url)) return entry;
-        this.ctx.metrics.inc('urls_dropped', 1, 'robots-disallowed');
+        this.ctx.metrics.inc(M.urlsDropped, 1, 'robots-disallowed');
       }
       this.back.pop(state);
       this.backQueued--;
@@ -387,7 +388,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       ifModifiedSince: null,
     };
     this.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
-    this.ctx.metrics.inc('leases_issued', 1, kind);
+    this.ctx.metrics.inc(M.leasesIssued, 1, kind);
+    // the gap this host must keep after the fetch: what politeness costs, summed over leases
+    this.ctx.metrics.inc(M.politenessDelay, state.gapMs / 1000);
   }
 
   /** Applies a fetch result to its lease; results for unknown or replaced leases are ignored. */
@@ -395,7 +398,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const now = this.ctx.currentTimeMs();
     const state = this.hosts.get(result.host);
     if (!state || !state.lease || state.lease.leaseId !== result.leaseId) {
-      this.ctx.metrics.inc('results_ignored');
+      this.ctx.metrics.inc(M.resultsIgnored);
       return;
     }
     const lease = state.lease;
@@ -406,7 +409,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, this.config)) {
       this.parked.add(state.host);
-      this.ctx.metrics.inc('hosts_parked', 1, 'connection-errors');
+      this.ctx.metrics.inc(M.hostsParked, 1, 'connection-errors');
     }
     if (lease.kind === 'ROBOTS') {
       this.robotsResults.complete(state, result, now);
@@ -440,20 +443,20 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
           }
         : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);
-    if (backoff !== undefined) m.inc('backoffs', 1, String(result.status));
+    if (backoff !== undefined) m.inc(M.backoffs, 1, String(result.status));
     if (!entry) return;
     const attempts = entry.attempts + (result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : 1);
     this.back.pop(state);
     this.backQueued--;
     if (isFinalOutcome(result.status, result.errorCode, attempts, this.config.maxAttempts)) {
-      if (result.errorCode === null) m.inc('pages_fetched');
-      else m.inc('fetch_errors', 1, result.errorCode);
+      if (result.errorCode === null) m.inc(M.pagesFetched);
+      else m.inc(M.fetchErrors, 1, result.errorCode);
       return;
     }
     // retried at the back of the host's queue; the URL keeps its single place in the seen-set
     this.back.append(state, { ...entry, attempts });
     this.backQueued++;
-    m.inc('fetch_retries', 1, result.errorCode ?? String(result.status));
+    m.inc(M.fetchRetries, 1, result.errorCode ?? String(result.status));
   }
 
   /** A host with no queued URL, no lease and no robots.txt hop gives its slot back (keeping its clock) and the slot is refilled. */
@@ -475,13 +478,13 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const n = this.back.clear(state);
     this.backQueued -= n;
     this.hosts.put(state);
-    this.ctx.metrics.inc('urls_dropped', n, reason);
+    this.ctx.metrics.inc(M.urlsDropped, n, reason);
     this.deactivate(state);
   }
 
   private control(cmd: ControlCommand): void {
     this.sites.apply(cmd);
-    this.ctx.metrics.inc('control_commands', 1, cmd.action);
+    this.ctx.metrics.inc(M.controlCommands, 1, cmd.action);
     // held hosts go back to the schedule, where the new control decides (dispatch drops blocked ones)
     const held = this.held.get(cmd.site);
     this.held.delete(cmd.site);
@@ -498,7 +501,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         this.leases.delete(leaseId);
         continue;
       }
-      this.ctx.metrics.inc('leases_expired');
+      this.ctx.metrics.inc(M.leasesExpired);
       this.complete({
         leaseId,
         ownerEpoch: this.epoch,
@@ -522,13 +525,13 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private reportGauges(): void {
     const owner = String(this.ctx.taskId.partition);
     const g = (name: MetricId, v: number) => this.ctx.metrics.setGauge(name, owner, v);
-    g('frontier_queued_urls', this.backQueued + this.front.size);
-    g('frontier_front_queued_urls', this.front.size);
-    g('frontier_leases', this.leases.size);
-    g('frontier_active_hosts', this.active.size);
-    g('frontier_hosts_waiting', this.heap.size);
-    g('frontier_parked_hosts', this.parked.size);
-    g('frontier_parked_urls', this.waitingQueued());
+    g(M.frontierQueuedUrls, this.backQueued + this.front.size);
+    g(M.frontierFrontQueuedUrls, this.front.size);
+    g(M.frontierLeases, this.leases.size);
+    g(M.frontierActiveHosts, this.active.size);
+    g(M.frontierHostsWaiting, this.heap.size);
+    g(M.frontierParkedHosts, this.parked.size);
+    g(M.frontierParkedUrls, this.waitingQueued());
     this.seenSet.reportMetrics(this.ctx.metrics, owner);
   }
 }

@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { FetchResult, HostState, RobotsHop } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
@@ -37,7 +38,7 @@ export class RobotsResults {
    * says nothing (lease lost or late) leaves every hop to be asked again.
    */
   complete(state: HostState, result: FetchResult, now: number): void {
-    if (isUnanswered(result)) return void this.f.metrics().inc('robots_results', 1, 'EXPIRED');
+    if (isUnanswered(result)) return void this.f.metrics().inc(M.robotsResults, 1, 'EXPIRED');
     const waiting = state.robotsHops.filter((h) => h.url === result.url);
     state.robotsHops = state.robotsHops.filter((h) => h.url !== result.url);
     const own = waiting.find((h) => hostOfUrl(h.origin) === state.host);
@@ -56,8 +57,8 @@ export class RobotsResults {
 
   private apply(state: HostState, result: FetchResult, now: number, hop: RobotsHop | null): void {
     const { verdict, refused } = applyRobotsOutcome(state, result, now, this.f.config, this.f.robots, hop);
-    this.f.metrics().inc('robots_results', 1, verdict);
-    if (refused !== undefined) this.f.metrics().inc('robots_redirects_refused', 1, refused);
+    this.f.metrics().inc(M.robotsResults, 1, verdict);
+    if (refused !== undefined) this.f.metrics().inc(M.robotsRedirectsRefused, 1, refused);
     if (verdict === 'UNAVAILABLE') this.f.parked.add(state.host);
     else if (state.parkedUntil === 0) this.f.parked.delete(state.host);
     const next = verdict === 'REDIRECT' ? state.robotsHops[state.robotsHops.length - 1] : undefined;

@@ -1,3 +1,4 @@
+import { M } from '../../core/metric-catalogue.js';
 import { STATUS_CODES } from 'node:http';
 import type { Metrics } from '../../core/metrics.js';
 import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/types.js';
@@ -57,11 +58,11 @@ export class PageArchiver {
     const first = digest !== null ? this.payloads.firstRecord(digest) : undefined;
     const { location, payloadDigest } =
       first !== undefined ? this.archiveRevisit(page, digest!, first) : this.archiveFetch(page, digest);
-    m.inc('warc_archived', 1, page.kind);
+    m.inc(M.warcArchived, 1, page.kind);
     // robots.txt is read by the frontier, and a lease dropped unfetched says nothing about its URL
     if (page.kind === 'ROBOTS' || page.errorCode === 'CS_LEASE_EXPIRED') return;
     if (!isFinalOutcome(page.status, page.errorCode, page.attempt, this.config.maxAttempts)) {
-      m.inc('parser_transient_outcomes');
+      m.inc(M.parserTransientOutcomes);
       return;
     }
 
@@ -87,7 +88,7 @@ export class PageArchiver {
       const decoded = decodeBody(page.body, header(page, 'content-encoding') ?? undefined, this.config.maxDecodedBytes);
       if (decoded.errorCode) {
         errorCode = decoded.errorCode;
-        m.inc('parser_errors', 1, decoded.errorCode);
+        m.inc(M.parserErrors, 1, decoded.errorCode);
       } else {
         const sniffed = sniffCharset(decoded.body, contentType);
         const extracted = extractLinks(decodeHtml(decoded.body, sniffed), page.url, {
@@ -105,7 +106,7 @@ export class PageArchiver {
             if (!l.nofollow && l.kind !== 'canonical')
               outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
         }
-        m.inc('links_extracted', outlinks.length);
+        m.inc(M.linksExtracted, outlinks.length);
       }
     } else if (page.status >= 300 && page.status < 400 && page.redirectTarget) {
       const target = normalizeUrl(page.redirectTarget, page.url);

@@ -43,7 +43,7 @@ export class PageRecorder {
       const original = this.duplicates.originalOf(page.payloadDigest!) ?? page.copyOf!;
       page = { ...page, duplicateOf: original };
       if (key !== page.site) {
-        m.inc('parser_copies_forwarded');
+        m.inc(M.parserCopiesForwarded);
         this.sinks.parsedPage(page.site, page, timestamp);
         return;
       }
@@ -58,7 +58,7 @@ export class PageRecorder {
 
     const fp = Buffer.from(fingerprintHex(page.url), 'hex');
     if (this.recorded.get(fp) !== undefined) {
-      m.inc('parser_repeat_fetches');
+      m.inc(M.parserRepeatFetches);
       return;
     }
     this.recorded.put(fp, Buffer.alloc(0));
@@ -66,7 +66,7 @@ export class PageRecorder {
     const copyOf = page.payloadRole === 'COPY' ? page.duplicateOf : near?.original;
     const duplicateOf = copyOf !== undefined && copyOf !== null && copyOf !== page.url ? copyOf : null;
     if (page.payloadRole === 'COPY' || near !== undefined)
-      m.inc('parser_duplicates', 1, page.payloadRole === 'COPY' ? 'exact' : 'near');
+      m.inc(M.parserDuplicates, 1, page.payloadRole === 'COPY' ? 'exact' : 'near');
     if (page.payloadRole === 'FIRST' && near === undefined && page.simhash !== null)
       this.duplicates.addOriginal(page.site, page.simhash, page.url);
     // a copy's links are its original's: not followed again

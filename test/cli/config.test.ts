@@ -8,7 +8,8 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { defaultCrawlConfig, type CrawlConfig } from '../../processors/common/crawl-config.js';
 import { resolveSettings, settingsTable } from '../../cli/config-sources.js';
 import { CRAWL_USAGE, parseCrawlArgs } from '../../cli/options.js';
-import { envName, SETTINGS } from '../../cli/settings.js';
+import { envName, SETTINGS, settingsOf } from '../../cli/settings.js';
+import { RUN_USAGE } from '../../cli/run-options.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -102,8 +103,11 @@ test('every crawl knob has a named setting whose shown default is the one the cr
   }
   const names = SETTINGS.map((s) => s.name);
   assert.equal(new Set(names).size, names.length);
+  for (const s of settingsOf('run'))
+    assert.match(RUN_USAGE, new RegExp(`--${s.name}\\b`), `run --help lacks --${s.name}`);
   for (const s of SETTINGS) {
-    assert.match(CRAWL_USAGE, new RegExp(`--${s.name}\\b`), `--help lacks --${s.name}`);
+    if (s.commands === undefined || s.commands.includes('crawl'))
+      assert.match(CRAWL_USAGE, new RegExp(`--${s.name}\\b`), `--help lacks --${s.name}`);
     assert.match(envName(s), /^CRAWLSTREAM_[A-Z0-9_]+$/);
   }
 });

@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { M, METRICS, type MetricDef } from '../../core/metric-catalogue.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const defs = Object.entries(METRICS) as [string, MetricDef][];
 
@@ -26,4 +31,18 @@ test('every metric has a unique crawlstream_ name in base units and no unbounded
 test('the call-site constants name every catalogue id', () => {
   assert.deepEqual(Object.values(M).sort(), Object.keys(METRICS).sort());
   assert.equal(M.urlsDropped, 'urls_dropped');
+});
+
+test('shipped code names metrics by the catalogue constants, never by string literals', () => {
+  const files = execFileSync('git', ['ls-files', '*.ts'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => f !== '' && !f.startsWith('test/') && f !== 'core/metric-catalogue.ts');
+  assert.ok(files.length > 50, `${files.length} files`);
+  const literal = /\.(inc|setGauge|observe|counter|gauge|total|countersOf)\(\s*['"`]/;
+  const offenders = files.flatMap((f) =>
+    readFileSync(ROOT + f, 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (literal.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
+  );
+  assert.deepEqual(offenders, []);
 });

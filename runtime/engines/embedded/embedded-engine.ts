@@ -1,3 +1,4 @@
+import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -161,8 +162,8 @@ export class EmbeddedEngine implements Engine {
       );
       restored += batch.length;
     }
-    this.metrics.inc('restore_records', restored, store.name);
-    this.metrics.inc('restore_seconds', Number(process.hrtime.bigint() - started) / 1e9, store.name);
+    this.metrics.inc(M.restoreRecords, restored, store.name);
+    this.metrics.inc(M.restoreSeconds, Number(process.hrtime.bigint() - started) / 1e9, store.name);
     if (restored > 0) this.say(`restored ${restored} changelog records into ${store.name} of partition ${partition}`);
   }
 
@@ -216,11 +217,11 @@ export class EmbeddedEngine implements Engine {
     try {
       this.commit();
     } catch (err) {
-      this.metrics.inc('commits_aborted');
+      this.metrics.inc(M.commitsAborted);
       void this.fail(err);
       return;
     }
-    this.metrics.observe('commit_duration', Number(process.hrtime.bigint() - started) / 1e9);
+    this.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
   }
 
   /**
@@ -251,7 +252,7 @@ export class EmbeddedEngine implements Engine {
     }
     const bases = this.log.commit(appends, positions);
     for (const a of applied) a.store.applyCommitted(bases.get(`${a.topic}\u0000${a.partition}`)! + a.count);
-    this.metrics.inc('commits');
+    this.metrics.inc(M.commits);
     for (const w of waiters) w();
   }
 
@@ -294,7 +295,7 @@ export class EmbeddedEngine implements Engine {
           t.changelogged.map(({ store, topic }) => ({ store, topic, partition: t.task.id.partition, db: t.db })),
         ),
       );
-      if (compacted > 0) this.metrics.inc('changelog_records_compacted', compacted);
+      if (compacted > 0) this.metrics.inc(M.changelogRecordsCompacted, compacted);
     } catch (err) {
       this.say(`retention failed (will retry): ${(err as Error).message}`);
     }
@@ -303,7 +304,7 @@ export class EmbeddedEngine implements Engine {
   private deadLetter(record: ConsumedRawRecord, error: unknown): void {
     const err = error as { code?: string; message?: string };
     const code = err.code ?? 'CS_INTERNAL';
-    this.metrics.inc('dead_letters', 1, code);
+    this.metrics.inc(M.deadLetters, 1, code);
     this.say(
       `dead letter ${record.topic}-${record.partition}@${record.offset}: ${code} ${err.message ?? String(error)}`,
     );

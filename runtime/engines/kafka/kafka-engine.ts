@@ -1,3 +1,4 @@
+import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -112,7 +113,7 @@ export class KafkaEngine implements Engine {
             }
           },
           onProgress: (topic, partition, next, end) => {
-            this.metrics.setGauge('consumer_lag', 'engine', Math.max(0, end - next), `${topic},${partition}`);
+            this.metrics.setGauge(M.consumerLag, 'engine', Math.max(0, end - next), `${topic},${partition}`);
             void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end));
           },
         },
@@ -218,8 +219,8 @@ export class KafkaEngine implements Engine {
     // the stores restore together: their time is shared out by the records each read
     const seconds = (Date.now() - started) / 1000;
     for (const [store, n] of perStore) {
-      this.metrics.inc('restore_records', n, store);
-      this.metrics.inc('restore_seconds', restored > 0 ? (seconds * n) / restored : 0, store);
+      this.metrics.inc(M.restoreRecords, n, store);
+      this.metrics.inc(M.restoreSeconds, restored > 0 ? (seconds * n) / restored : 0, store);
     }
     if (restored > 0)
       this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);

@@ -1,3 +1,4 @@
+import { M } from '../../../core/metric-catalogue.js';
 import { isCrawlError, CrawlError } from '../../../core/errors.js';
 import type { Metrics } from '../../../core/metrics.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
@@ -197,7 +198,7 @@ export class KafkaTask {
   private deadLetter(r: ConsumedRawRecord, error: Error): void {
     const err = error as { code?: string; message?: string };
     const code = err.code ?? 'CS_INTERNAL';
-    this.host.metrics.inc('dead_letters', 1, code);
+    this.host.metrics.inc(M.deadLetters, 1, code);
     this.host.log(`dead letter ${r.topic}-${r.partition}@${r.offset}: ${code} ${err.message ?? String(error)}`);
     this.collect(
       this.host.deadLetterTopic,
@@ -246,15 +247,15 @@ export class KafkaTask {
       try {
         bases = await this.producer.commit(records, this.host.groupId, offsets);
       } catch (err) {
-        this.host.metrics.inc('commits_aborted');
+        this.host.metrics.inc(M.commitsAborted);
         for (const { store } of this.changelogged) store.discardPending();
         this.running = false;
         this.host.lost(this, isCrawlError(err) ? err : new CrawlError('CS_KAFKA', String(err), { cause: err }));
         return;
       }
       for (const a of applied) a.store.applyCommitted(bases.get(tp(a.topic, this.task.id.partition))! + a.count);
-      this.host.metrics.inc('commits');
-      this.host.metrics.observe('commit_duration', Number(process.hrtime.bigint() - started) / 1e9);
+      this.host.metrics.inc(M.commits);
+      this.host.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
     } finally {
       this.committing = false;
     }

@@ -162,7 +162,7 @@ export async function runLeases(
       links: await read<LinkBatch>(TOPIC.links),
       warc,
       warcRequests,
-      deadLetters: engine.metrics.countersWithPrefix('dead_letters').reduce((a, [, v]) => a + v, 0),
+      deadLetters: engine.metrics.total('dead_letters'),
       engine,
     };
   } finally {
