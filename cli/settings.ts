@@ -256,6 +256,13 @@ export const SETTINGS: readonly Setting[] = [
     config: 'seenFalsePositiveRate',
   },
   bytes(
+    'seen-block-cache',
+    'seenBlockCacheBytes',
+    128 * 1024 * 1024,
+    "RAM per frontier partition caching the seen-set's fingerprint blocks (0: none)",
+    0,
+  ),
+  bytes(
     'warc-max-file',
     'warcMaxFileBytes',
     1024 * 1024 * 1024,

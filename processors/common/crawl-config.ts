@@ -78,6 +78,8 @@ export interface CrawlConfig {
   /** URLs one frontier partition is expected to see (sizes its Bloom filter), and the filter's target false-positive rate. */
   readonly seenExpectedUrls: number;
   readonly seenFalsePositiveRate: number;
+  /** RAM per frontier partition for the seen-set's fingerprint blocks (a cache: a hit needs no store read). */
+  readonly seenBlockCacheBytes: number;
   /** `--resolve` rules (PATTERN=IP) and `--allow-ip` CIDRs for the fetcher. */
   readonly resolve: readonly string[];
   readonly allowIps: readonly string[];
@@ -131,6 +133,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxOutlinksPerPage: 1_000,
   seenExpectedUrls: 1_000_000,
   seenFalsePositiveRate: 0.01,
+  seenBlockCacheBytes: 128 * 1024 * 1024,
   resolve: [],
   allowIps: [],
   systemDns: true,
@@ -181,6 +184,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     'maxOutlinksPerPage',
     'fetchConcurrency',
     'warcMaxFileBytes',
+    'seenBlockCacheBytes',
   ];
   for (const key of wholeNumbers) {
     const v = c[key];

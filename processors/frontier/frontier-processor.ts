@@ -125,6 +125,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.seenSet = new SeenSet(context.getStateStore<SeenStore>(SEEN_STORE), {
       expectedCount: this.config.seenExpectedUrls,
       falsePositiveRate: this.config.seenFalsePositiveRate,
+      exact: { blockCacheBytes: this.config.seenBlockCacheBytes },
     });
     this.seenSet.init();
     this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
