@@ -1,3 +1,4 @@
+import { M } from '../core/metric-catalogue.js';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +41,7 @@ try {
     seenExpectedUrls: Math.max(N, 1_000_000),
   });
   // no address lookups: the bench measures admit and dispatch, not DNS
+  const metrics = new Metrics();
   const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup: NO_ADDRESSES });
   const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
   const serdes = await buildSerdes(topology, new MemoryRegistry());
@@ -60,7 +62,7 @@ try {
     },
     stores,
     serdes,
-    new Metrics(),
+    metrics,
     () => clock,
   );
   task.init();
@@ -134,6 +136,9 @@ try {
   let used = process.cpuUsage(cpu);
   figure(`admit ${N.toLocaleString('en-US')} new links over ${HOSTS.toLocaleString('en-US')} hosts`, N / s, 'links/s');
   figure('admit frontier CPU', N / taskCpu, 'links/CPU-s');
+  // a figure of links dropped (budgets, templates, trap rules) would be a cheaper path, not admit
+  figure('  links admitted', metrics.total(M.urlsAdmitted), 'URLs');
+  figure('  links dropped by a rule', metrics.total(M.urlsDropped), 'URLs');
   figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
   figure(
     "admit phase CPU (with encoding the input and fingerprinting its links, the parser's part)",
