@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { skewedWeb } from '../../synthetic-web/skewed-web.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import { crawlArgs, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
+import { crawlArgs, firstFetchedAt, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
 
 const GAP_MS = 1000;
 
@@ -34,10 +34,7 @@ test(
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
       // coverage: every normal page fetched, and when
-      const fetchedAt = new Map<string, number>();
-      for (const e of log)
-        if (e.status === 200 && e.path !== '/robots.txt')
-          fetchedAt.set(`${e.host}${e.path}`, Math.min(fetchedAt.get(`${e.host}${e.path}`) ?? Infinity, e.end));
+      const fetchedAt = firstFetchedAt(log);
       const expected = [...normalPages].flatMap(([host, paths]) => paths.map((p) => `${host}${p}`));
       const missing = expected.filter((u) => !fetchedAt.has(u));
       assert.deepEqual(missing, [], 'normal pages not fetched');

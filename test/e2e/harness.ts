@@ -101,3 +101,12 @@ export function warcioCheck(warcDir: string): { status: number | null; output: s
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** When each page (`host` + path) first answered 200, by the server's log; robots.txt excluded. */
+export function firstFetchedAt(log: readonly RequestLogEntry[]): Map<string, number> {
+  const at = new Map<string, number>();
+  for (const e of log)
+    if (e.status === 200 && e.path !== '/robots.txt')
+      at.set(`${e.host}${e.path}`, Math.min(at.get(`${e.host}${e.path}`) ?? Infinity, e.end));
+  return at;
+}

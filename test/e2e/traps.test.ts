@@ -7,7 +7,7 @@ import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/syntheti
 import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { trapWeb } from '../../synthetic-web/trap-sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import { crawlArgs, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
+import { crawlArgs, firstFetchedAt, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
 
 /** Whether `host` is `trap` or one of its subdomains. */
 const under = (host: string, trap: string) => host === trap || host.endsWith(`.${trap}`);
@@ -34,10 +34,7 @@ test(
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
-      const fetchedAt = new Map<string, number>();
-      for (const e of log)
-        if (e.status === 200 && e.path !== '/robots.txt')
-          fetchedAt.set(`${e.host}${e.path}`, Math.min(fetchedAt.get(`${e.host}${e.path}`) ?? Infinity, e.end));
+      const fetchedAt = firstFetchedAt(log);
       const expected = [...normalPages].flatMap(([host, paths]) => paths.map((p) => `${host}${p}`));
       assert.deepEqual(
         expected.filter((u) => !fetchedAt.has(u)),

@@ -5,13 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { seedBatches } from '../../../cli/crawl.js';
 import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
-import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
+import { crawlTopology } from '../../../topology/crawl-topology.js';
 import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
 import type { PageSpec, SiteSpec } from '../../../synthetic-web/sites.js';
 import { startHttp, startTcp, type LoopbackServer } from './loopback.js';
-import { byType, lease, loopbackConfig, runLeases, untilIdle } from './pipeline.js';
+import { byType, lease, loopbackConfig, runLeases, seedLinks, untilIdle } from './pipeline.js';
 
 const MiB = 1024 * 1024;
 const servers: LoopbackServer[] = [];
@@ -250,10 +249,7 @@ test(
     try {
       await engine.start();
       const now = Date.now();
-      await engine.produce(
-        TOPICS.links,
-        seedBatches(web.seedUrls(), now, () => undefined).map((b) => ({ key: b.site, value: b, timestamp: now })),
-      );
+      await seedLinks(engine, web.seedUrls(), now);
       await untilIdle(engine, 50_000);
       const paths = (host: string): string[] =>
         web

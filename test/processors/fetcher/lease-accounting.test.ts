@@ -3,13 +3,12 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { seedBatches } from '../../../cli/crawl.js';
 import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
 import type { FetchRequest, FetchResult } from '../../../schemas/types.js';
 import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
 import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
 import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
-import { lease, loopbackConfig, Tap, untilIdle } from './pipeline.js';
+import { lease, loopbackConfig, seedLinks, Tap, untilIdle } from './pipeline.js';
 
 function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {
   const m = new Map<string, number>();
@@ -40,10 +39,7 @@ test(
     try {
       await engine.start();
       const now = Date.now();
-      await engine.produce(
-        TOPICS.links,
-        seedBatches(web.seedUrls(), now, () => undefined).map((b) => ({ key: b.site, value: b, timestamp: now })),
-      );
+      await seedLinks(engine, web.seedUrls(), now);
       // leases that reach a fetcher after their deadline (a backlog): dropped unfetched, yet answered and archived
       const late = [
         lease(web.url('beta.test', '/late.html'), { notAfter: now - 1 }),

@@ -11,7 +11,8 @@ import type { Processor } from '../../../runtime/processor.js';
 import type { StreamRecord } from '../../../runtime/record.js';
 import { stringSerde } from '../../../core/serde.js';
 import { Topology } from '../../../runtime/topology.js';
-import { addParser, parsedPageMaxBytes } from '../../../topology/crawl-topology.js';
+import { addParser, parsedPageMaxBytes, TOPICS } from '../../../topology/crawl-topology.js';
+import { seedBatches } from '../../../cli/crawl.js';
 import type { FetchKind, FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
 import { parseRecord, readAt } from '../parser/warc-helpers.js';
 import { warcioIndex } from '../../python/warcio.js';
@@ -194,4 +195,12 @@ export class Tap<V> implements Processor<string, V> {
 /** Records of a WARC index by type. */
 export function byType(warc: Record<string, string>[], type: string): Record<string, string>[] {
   return warc.filter((r) => r['warc-type'] === type);
+}
+
+/** Writes `urls` to the links topic as the crawl command seeds them (one batch per site), at `now`. */
+export async function seedLinks(engine: Engine, urls: readonly string[], now: number): Promise<void> {
+  await engine.produce(
+    TOPICS.links,
+    seedBatches(urls, now, () => undefined).map((b) => ({ key: b.site, value: b, timestamp: now })),
+  );
 }

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { seedBatches } from '../../../cli/crawl.js';
 import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
 import { readTopic } from '../../../runtime/engines/embedded/topic-reader.js';
 import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
@@ -16,7 +15,7 @@ import {
   robotsTagExpectations,
   robotsTagSiteExpectation,
 } from '../../../synthetic-web/charset-pages.js';
-import { loopbackConfig, untilIdle } from '../fetcher/pipeline.js';
+import { loopbackConfig, seedLinks, untilIdle } from '../fetcher/pipeline.js';
 
 test(
   'a crawl of legacy-encoded pages requests their links with queries in each page’s encoding, and honours X-Robots-Tag and meta robots (server log)',
@@ -31,10 +30,7 @@ test(
     try {
       await engine.start();
       const now = Date.now();
-      await engine.produce(
-        TOPICS.links,
-        seedBatches(web.seedUrls(), now, () => undefined).map((b) => ({ key: b.site, value: b, timestamp: now })),
-      );
+      await seedLinks(engine, web.seedUrls(), now);
       await untilIdle(engine, 100_000);
       await engine.stop();
       await engine.done;
