@@ -41,15 +41,31 @@ export function sniffCharset(body: Uint8Array, contentType: string | null): Snif
   const declared = contentType === null ? undefined : charsetParameter(contentType);
   const fromHeader = declared === undefined ? undefined : encodingForLabel(declared);
   if (fromHeader !== undefined) return { encoding: decodable(fromHeader), source: 'header', bomLength: 0 };
-  if (contentType !== null && XML_MIME.test(contentType)) {
-    // XHTML served as XML is read by the XML rules: its declaration, else UTF-8; a <meta> does not count
-    const fromXml = xmlDeclarationEncoding(body);
-    return { encoding: decodable(fromXml ?? 'UTF-8'), source: fromXml ? 'xml' : 'default', bomLength: 0 };
-  }
+  // XHTML served as XML is read by the XML rules: its declaration, else UTF-8; a <meta> does not count
+  if (contentType !== null && XML_MIME.test(contentType)) return xmlDeclared(body);
   const fromMeta = prescanForEncoding(body);
   if (fromMeta !== undefined) return { encoding: decodable(fromMeta), source: 'meta', bomLength: 0 };
   if (isNonAsciiUtf8(body)) return { encoding: 'UTF-8', source: 'detected', bomLength: 0 };
   return { encoding: 'windows-1252', source: 'default', bomLength: 0 };
+}
+
+/**
+ * The encoding of an XML document (sitemaps, feeds), by RFC 7303 and XML 1.0 appendix F: a byte
+ * order mark, else the `charset` parameter of the Content-Type header, else the encoding the
+ * `<?xml … encoding="…"?>` declaration names, else UTF-8. Never throws.
+ */
+export function sniffXmlCharset(body: Uint8Array, contentType: string | null): SniffedCharset {
+  const bom = bomEncoding(body);
+  if (bom !== undefined) return { encoding: bom.encoding, source: 'bom', bomLength: bom.length };
+  const declared = contentType === null ? undefined : charsetParameter(contentType);
+  const fromHeader = declared === undefined ? undefined : encodingForLabel(declared);
+  if (fromHeader !== undefined) return { encoding: decodable(fromHeader), source: 'header', bomLength: 0 };
+  return xmlDeclared(body);
+}
+
+function xmlDeclared(body: Uint8Array): SniffedCharset {
+  const fromXml = xmlDeclarationEncoding(body);
+  return { encoding: decodable(fromXml ?? 'UTF-8'), source: fromXml ? 'xml' : 'default', bomLength: 0 };
 }
 
 /**
