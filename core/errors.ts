@@ -39,6 +39,13 @@ export type CrawlErrorCode =
   | 'CS_ROBOTS_DISALLOWED'
   | 'CS_ROBOTS_UNAVAILABLE'
   | 'CS_PARSE'
+  // sitemaps and feeds (FeedParse.errorCode): not one / not well-formed XML or corrupt gzip /
+  // over the 50 MB uncompressed limit / over the 50,000 URL limit / an entry without a usable URL
+  | 'CS_FEED_UNKNOWN'
+  | 'CS_FEED_MALFORMED'
+  | 'CS_FEED_TOO_LARGE'
+  | 'CS_FEED_TOO_MANY_URLS'
+  | 'CS_FEED_BAD_ENTRY'
   // runtime and operations
   | 'CS_INVALID_OPTION'
   | 'CS_TOPOLOGY'
