@@ -16,6 +16,7 @@ export const SCHEMA_FILES = {
   QueueEntry: 'queue-entry.avsc',
   SiteState: 'site-state.avsc',
   FrontEntry: 'front-entry.avsc',
+  UrlHistory: 'url-history.avsc',
 } as const;
 export type SchemaName = keyof typeof SCHEMA_FILES;
 

@@ -2,12 +2,17 @@
 
 import type { CrawlErrorCode } from '../core/errors.js';
 
-export type FetchKind = 'PAGE' | 'ROBOTS';
+/** PAGE: a page; ROBOTS: an origin's robots.txt; SITEMAP, FEED: read for the URLs they list. */
+export type FetchKind = 'PAGE' | 'ROBOTS' | 'SITEMAP' | 'FEED';
 
 export interface Link {
   url: string;
   depth: number;
   redirectHops: number;
+  /** Added later, default PAGE. */
+  kind?: FetchKind;
+  /** From a sitemap or feed: when it says the URL last changed (epoch ms). Added later, default null. */
+  lastmod?: number | null;
 }
 
 export interface LinkBatch {
@@ -15,6 +20,8 @@ export interface LinkBatch {
   sourceUrl: string | null;
   discoveredAt: number;
   links: Link[];
+  /** Read from a sitemap or feed. Added later, default false. */
+  fromFeed?: boolean;
   /** `fingerprint64` of each link's URL, 8 bytes each in links order; null or absent: not computed. */
   fingerprints?: Buffer | null;
 }
@@ -34,6 +41,12 @@ export interface FetchRequest {
   notAfter: number;
   ifNoneMatch: string | null;
   ifModifiedSince: string | null;
+  /** Revisit fields, added later with defaults (0, null, 0, null, null): what the last visit found. */
+  visit?: number;
+  previousFetchTime?: number | null;
+  previousStatus?: number;
+  previousDigest?: string | null;
+  previousSimhash?: Buffer | null;
 }
 
 export interface FetchResult {
@@ -86,6 +99,12 @@ export interface FetchedPage {
    * body and no error), which is then also the record's key. Added later with default null.
    */
   payloadDigest?: string | null;
+  /** Revisit fields, added later with defaults (0, null, 0, null, null): what the last visit found. */
+  visit?: number;
+  previousFetchTime?: number | null;
+  previousStatus?: number;
+  previousDigest?: string | null;
+  previousSimhash?: Buffer | null;
 }
 
 /** How a page's payload relates to the rest of the crawl: see schemas/parsed-page.avsc. */
@@ -116,6 +135,14 @@ export interface ParsedPage {
   charset: string | null;
   language: string | null;
   noindex: boolean;
+  /** Freshness fields, added later with defaults (PAGE, 0, false, false, null, null, null); see schemas/page-record.avsc. */
+  kind: FetchKind;
+  visit: number;
+  changed: boolean;
+  notModified: boolean;
+  previousFetchTime: number | null;
+  etag: string | null;
+  lastModified: string | null;
 }
 
 export interface PageRecord {
@@ -143,6 +170,14 @@ export interface PageRecord {
   language: string | null;
   /** A noindex/none robots directive (meta or X-Robots-Tag) applies to us; the page is archived all the same. Added later, default false. */
   noindex: boolean;
+  /** Freshness fields, added later with defaults (PAGE, 0, false, false, null, null, null); see schemas/page-record.avsc. */
+  kind: FetchKind;
+  visit: number;
+  changed: boolean;
+  notModified: boolean;
+  previousFetchTime: number | null;
+  etag: string | null;
+  lastModified: string | null;
 }
 
 export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';
@@ -167,6 +202,8 @@ export interface Lease {
   issuedAt: number;
   expiresAt: number;
   fromQueue: boolean;
+  /** Earlier visits of the URL (0: first visit). Added later, default 0. */
+  visit?: number;
 }
 
 export interface HostState {
@@ -218,6 +255,10 @@ export interface QueueEntry {
   redirectHops: number;
   attempts: number;
   discoveredAt: number;
+  /** Queue format 3 on; PAGE and 0 in older entries. */
+  kind?: FetchKind;
+  /** Earlier visits: 0 for a URL never fetched. */
+  visit?: number;
 }
 
 export interface SiteControl {
@@ -237,6 +278,8 @@ export interface SiteState {
   dupCut: boolean;
   control: SiteControl | null;
   templates: TemplateCount[];
+  /** Epoch ms the current budget cycle began (0: before cycles). Added later, default 0. */
+  cycleStartedAt: number;
 }
 
 export interface TemplateCount {
@@ -253,4 +296,26 @@ export interface FrontEntry {
   depth: number;
   redirectHops: number;
   discoveredAt: number;
+  /** Queue format 3 on; PAGE and 0 in older entries. */
+  kind?: FetchKind;
+  /** Earlier visits: 0 for a URL never fetched. */
+  visit?: number;
+}
+
+/** What the frontier knows of one fetched URL and when it is due again (schemas/url-history.avsc). */
+export interface UrlHistory {
+  url: string;
+  kind: FetchKind;
+  depth: number;
+  lastFetch: number;
+  status: number;
+  etag: string | null;
+  lastModified: string | null;
+  digest: string | null;
+  simhash: Buffer | null;
+  intervalMs: number;
+  nextDue: number;
+  visits: number;
+  changes: number;
+  queuedAt: number;
 }

@@ -3,9 +3,16 @@ import type { FrontEntry } from '../../schemas/types.js';
 import { CHUNK_ENTRIES, chunkOf, FRONT_ENTRY, nextChunkStart, QueueChunk } from './queue-chunk.js';
 import type { UrlShape } from './url-shape.js';
 
-/** Priority bands, most urgent first: seeds (and due recrawls), important, normal, suspect. */
-export const BANDS = ['seed', 'important', 'normal', 'suspect'] as const;
-export type Band = 0 | 1 | 2 | 3;
+/**
+ * Priority bands, most urgent first: seeds (and new or due sitemap and feed URLs), important,
+ * normal, suspect; then revisits of pages, which share the picks with the other four
+ * (`--recrawl-share`) when both wait.
+ */
+export const BANDS = ['seed', 'important', 'normal', 'suspect', 'revisit'] as const;
+export type Band = 0 | 1 | 2 | 3 | 4;
+/** Due revisits of pages. */
+export const REVISIT_BAND: Band = 4;
+const BAND_COUNT = BANDS.length;
 /** Suspect and demoted URLs: they wait for a refill even when their host holds a slot. */
 export const LOWEST_BAND: Band = 3;
 /** A low band still trickles: out of every 15 picks, 8 / 4 / 2 / 1 go to bands 0..3 when all have URLs. */
@@ -82,18 +89,21 @@ interface Held {
  * slots are free) passes through without being encoded or written.
  */
 export class FrontQueues {
-  private readonly heads = [0, 0, 0, 0];
-  private readonly tails = [0, 0, 0, 0];
-  private readonly held: Held[][] = [[], [], [], []];
-  private readonly boundsDirty = [false, false, false, false];
+  private readonly heads = Array<number>(BAND_COUNT).fill(0);
+  private readonly tails = Array<number>(BAND_COUNT).fill(0);
+  private readonly held: Held[][] = BANDS.map(() => []);
+  private readonly boundsDirty = Array<boolean>(BAND_COUNT).fill(false);
   private credits = [...WEIGHTS];
+  private revisitCredit = 0;
 
+  /** `revisitShare`: the part of the picks revisits get while discovery bands wait too, in [0, 1]. */
   constructor(
     private readonly store: KeyValueStore<FrontKey, QueueChunk>,
     readBound: (name: string) => number,
     private readonly writeBound: (name: string, value: number) => void,
+    private readonly revisitShare = 0.5,
   ) {
-    for (let b = 0; b < 4; b++) {
+    for (let b = 0; b < BAND_COUNT; b++) {
       this.heads[b] = readBound(`front-head-${b}`);
       this.tails[b] = readBound(`front-tail-${b}`);
     }
@@ -101,8 +111,13 @@ export class FrontQueues {
 
   get size(): number {
     let n = 0;
-    for (let b = 0; b < 4; b++) n += this.tails[b]! - this.heads[b]!;
+    for (let b = 0; b < BAND_COUNT; b++) n += this.tails[b]! - this.heads[b]!;
     return n;
+  }
+
+  /** URLs waiting in one band. */
+  sizeOf(band: Band): number {
+    return this.tails[band]! - this.heads[band]!;
   }
 
   push(band: Band, entry: FrontEntry): void {
@@ -121,6 +136,15 @@ export class FrontQueues {
 
   /** The next URL by biased selection across bands, removed from its queue; undefined when all are empty. */
   pop(): FrontEntry | undefined {
+    if (this.heads[REVISIT_BAND]! < this.tails[REVISIT_BAND]!) {
+      if (this.size === this.sizeOf(REVISIT_BAND)) return this.take(REVISIT_BAND);
+      // both wait: revisits get `revisitShare` of the picks, spread evenly
+      this.revisitCredit += this.revisitShare;
+      if (this.revisitCredit >= 1) {
+        this.revisitCredit -= 1;
+        return this.take(REVISIT_BAND);
+      }
+    }
     for (let tries = 0; tries < 2; tries++) {
       for (let b = 0; b < 4; b++) {
         if (this.credits[b]! <= 0 || this.heads[b]! >= this.tails[b]!) continue;
@@ -135,7 +159,7 @@ export class FrontQueues {
 
   /** Hands changed chunks and bounds to the stores. */
   flush(): void {
-    for (let b = 0; b < 4; b++) {
+    for (let b = 0; b < BAND_COUNT; b++) {
       for (const h of this.held[b]!) if (h.dirty) this.write(b, h);
       if (this.boundsDirty[b]) {
         this.writeBound(`front-head-${b}`, this.heads[b]!);

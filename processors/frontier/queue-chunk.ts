@@ -1,4 +1,4 @@
-import type { FrontEntry, QueueEntry } from '../../schemas/types.js';
+import type { FetchKind, FrontEntry, QueueEntry } from '../../schemas/types.js';
 import { CrawlError } from '../../core/errors.js';
 
 /**
@@ -213,7 +213,18 @@ export interface EntryFormat<E> {
   skip(chunk: QueueChunk): void;
 }
 
-/** schemas/queue-entry.avsc: url, depth, redirectHops, attempts, discoveredAt. */
+/** The symbols of the Avro enum FetchKind, in schema order: an entry stores the index. */
+export const FETCH_KINDS: readonly FetchKind[] = ['PAGE', 'ROBOTS', 'SITEMAP', 'FEED'];
+
+function readKind(c: QueueChunk): FetchKind {
+  return FETCH_KINDS[c.readLong()] ?? 'PAGE';
+}
+
+function kindIndex(kind: FetchKind | undefined): number {
+  return kind === undefined || kind === 'PAGE' ? 0 : FETCH_KINDS.indexOf(kind);
+}
+
+/** schemas/queue-entry.avsc: url, depth, redirectHops, attempts, discoveredAt, kind, visit (queue format 3). */
 export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
   write(c, e) {
     writeQueueEntry(c, e);
@@ -223,19 +234,18 @@ export const QUEUE_ENTRY: EntryFormat<QueueEntry> = {
     const depth = c.readLong();
     const redirectHops = c.readLong();
     const attempts = c.readLong();
-    return { url, depth, redirectHops, attempts, discoveredAt: c.readLong() };
+    const discoveredAt = c.readLong();
+    const kind = readKind(c);
+    return { url, depth, redirectHops, attempts, discoveredAt, kind, visit: c.readLong() };
   },
   skip(c) {
     c.skipString();
-    c.skipLong();
-    c.skipLong();
-    c.skipLong();
-    c.skipLong();
+    for (let i = 0; i < 6; i++) c.skipLong();
   },
 };
 
 /** What a back queue writes of an entry: a QueueEntry, or a FrontEntry on its way from a front queue (attempts 0). */
-export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt'> & {
+export type NewEntry = Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'discoveredAt' | 'kind' | 'visit'> & {
   readonly attempts?: number;
 };
 
@@ -246,9 +256,11 @@ export function writeQueueEntry(c: QueueChunk, e: NewEntry, urlStart = 0): void 
   c.writeLong(e.redirectHops);
   c.writeLong(e.attempts ?? 0);
   c.writeLong(e.discoveredAt);
+  c.writeLong(kindIndex(e.kind));
+  c.writeLong(e.visit ?? 0);
 }
 
-/** schemas/front-entry.avsc: url, host, origin, site, depth, redirectHops, discoveredAt. */
+/** schemas/front-entry.avsc: url, host, origin, site, depth, redirectHops, discoveredAt, kind, visit (queue format 3). */
 export const FRONT_ENTRY: EntryFormat<FrontEntry> = {
   write(c, e) {
     c.writeString(e.url);
@@ -258,6 +270,8 @@ export const FRONT_ENTRY: EntryFormat<FrontEntry> = {
     c.writeLong(e.depth);
     c.writeLong(e.redirectHops);
     c.writeLong(e.discoveredAt);
+    c.writeLong(kindIndex(e.kind));
+    c.writeLong(e.visit ?? 0);
   },
   read(c) {
     const url = c.readString();
@@ -266,16 +280,13 @@ export const FRONT_ENTRY: EntryFormat<FrontEntry> = {
     const site = c.readString();
     const depth = c.readLong();
     const redirectHops = c.readLong();
-    return { url, host, origin, site, depth, redirectHops, discoveredAt: c.readLong() };
+    const discoveredAt = c.readLong();
+    const kind = readKind(c);
+    return { url, host, origin, site, depth, redirectHops, discoveredAt, kind, visit: c.readLong() };
   },
   skip(c) {
-    c.skipString();
-    c.skipString();
-    c.skipString();
-    c.skipString();
-    c.skipLong();
-    c.skipLong();
-    c.skipLong();
+    for (let i = 0; i < 4; i++) c.skipString();
+    for (let i = 0; i < 5; i++) c.skipLong();
   },
 };
 

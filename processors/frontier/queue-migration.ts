@@ -1,11 +1,49 @@
-import type { HostState } from '../../schemas/types.js';
+import type { FrontEntry, HostState, QueueEntry } from '../../schemas/types.js';
 import type { FrontStore, HostStore, MetaStore, QueueStore } from './frontier-stores.js';
 import { numberBytes, readNumber } from './host-state.js';
-import { CHUNK_ENTRIES, FRONT_ENTRY, QUEUE_ENTRY, QueueChunk, type EntryFormat } from './queue-chunk.js';
+import { CHUNK_ENTRIES, chunkOf, FRONT_ENTRY, QUEUE_ENTRY, QueueChunk, type EntryFormat } from './queue-chunk.js';
 
 /** `frontier-meta` key naming the layout of the queue stores; absent in stores from before chunks. */
 export const QUEUE_FORMAT_KEY = 'queue-format';
 const CHUNKED = 2;
+/** Entries end with kind and visit (freshness). */
+const WITH_KIND = 3;
+
+/** Entry formats before WITH_KIND: the same fields without the trailing kind and visit. */
+const QUEUE_ENTRY_V2: EntryFormat<QueueEntry> = {
+  write: () => {
+    throw new Error('old queue entries are only read');
+  },
+  read(c) {
+    const url = c.readString();
+    const depth = c.readLong();
+    const redirectHops = c.readLong();
+    const attempts = c.readLong();
+    return { url, depth, redirectHops, attempts, discoveredAt: c.readLong() };
+  },
+  skip(c) {
+    c.skipString();
+    for (let i = 0; i < 4; i++) c.skipLong();
+  },
+};
+const FRONT_ENTRY_V2: EntryFormat<FrontEntry> = {
+  write: () => {
+    throw new Error('old front entries are only read');
+  },
+  read(c) {
+    const url = c.readString();
+    const host = c.readString();
+    const origin = c.readString();
+    const site = c.readString();
+    const depth = c.readLong();
+    const redirectHops = c.readLong();
+    return { url, host, origin, site, depth, redirectHops, discoveredAt: c.readLong() };
+  },
+  skip(c) {
+    for (let i = 0; i < 4; i++) c.skipString();
+    for (let i = 0; i < 3; i++) c.skipLong();
+  },
+};
 
 /**
  * Brings queue stores written before chunks — one key per URL (`host \0 seq`, `band seq`), the
@@ -24,7 +62,9 @@ export function migrateQueues(stores: {
 }): number {
   const { hosts, queue, front, meta } = stores;
   const marker = meta.get(QUEUE_FORMAT_KEY);
-  if (marker !== undefined && readNumber(marker) >= CHUNKED) return 0;
+  const format = marker === undefined ? 0 : readNumber(marker);
+  if (format >= WITH_KIND) return 0;
+  if (format === CHUNKED) return addKinds(stores);
   let moved = 0;
   const changed: HostState[] = [];
   for (const [host, state] of hosts.range('', '\uffff')) {
@@ -32,6 +72,7 @@ export function migrateQueues(stores: {
     const n = rewrite(
       state.headSeq,
       state.tailSeq,
+      QUEUE_ENTRY_V2,
       QUEUE_ENTRY,
       (seq) => queue.get({ host, chunk: seq }),
       (seq) => queue.delete({ host, chunk: seq }),
@@ -50,6 +91,7 @@ export function migrateQueues(stores: {
     const n = rewrite(
       head,
       tail,
+      FRONT_ENTRY_V2,
       FRONT_ENTRY,
       (seq) => front.get({ band, chunk: seq }),
       (seq) => front.delete({ band, chunk: seq }),
@@ -59,14 +101,53 @@ export function migrateQueues(stores: {
     meta.put(`front-tail-${band}`, numberBytes(n));
     moved += n;
   }
-  meta.put(QUEUE_FORMAT_KEY, numberBytes(CHUNKED));
+  meta.put(QUEUE_FORMAT_KEY, numberBytes(WITH_KIND));
   return moved;
+}
+
+/**
+ * Chunked stores of format 2 to format 3: every chunk of every FIFO rewritten under its own key
+ * with each entry's kind (PAGE) and visit (0) appended. Entries a chunk holds before its FIFO's
+ * head are rewritten too, so positions within the chunk stay as they were. Returns the URLs
+ * still queued.
+ */
+function addKinds(stores: { hosts: HostStore; queue: QueueStore; front: FrontStore; meta: MetaStore }): number {
+  const { hosts, queue, front, meta } = stores;
+  let moved = 0;
+  for (const [host, state] of hosts.range('', '\uffff')) {
+    if (state.tailSeq <= state.headSeq) continue;
+    for (let chunk = chunkOf(state.headSeq); chunk <= chunkOf(state.tailSeq - 1); chunk++) {
+      const old = queue.get({ host, chunk });
+      if (old !== undefined) queue.put({ host, chunk }, convert(old, QUEUE_ENTRY_V2, QUEUE_ENTRY));
+    }
+    moved += state.tailSeq - state.headSeq;
+  }
+  for (let band = 0; band < 4; band++) {
+    const head = readNumber(meta.get(`front-head-${band}`));
+    const tail = readNumber(meta.get(`front-tail-${band}`));
+    if (tail <= head) continue;
+    for (let chunk = chunkOf(head); chunk <= chunkOf(tail - 1); chunk++) {
+      const old = front.get({ band, chunk });
+      if (old !== undefined) front.put({ band, chunk }, convert(old, FRONT_ENTRY_V2, FRONT_ENTRY));
+    }
+    moved += tail - head;
+  }
+  meta.put(QUEUE_FORMAT_KEY, numberBytes(WITH_KIND));
+  return moved;
+}
+
+function convert<E>(old: QueueChunk, from: EntryFormat<E>, to: EntryFormat<E>): QueueChunk {
+  const out = new QueueChunk();
+  old.pos = 0;
+  while (old.pos < old.byteLength) to.write(out, from.read(old));
+  return out;
 }
 
 /** Rewrites old entries `head` to `tail` (one per key) as chunks from sequence 0; returns how many there were. */
 function rewrite<E>(
   head: number,
   tail: number,
+  from: EntryFormat<E>,
   format: EntryFormat<E>,
   read: (seq: number) => QueueChunk | undefined,
   remove: (seq: number) => void,
@@ -79,7 +160,7 @@ function rewrite<E>(
     remove(seq);
     // an entry missing from the store was skipped by the old layout too
     if (old === undefined || old.byteLength === 0) continue;
-    format.write(chunk, old.entryAt(0, format));
+    format.write(chunk, old.entryAt(0, from));
     if (++n % CHUNK_ENTRIES === 0) {
       write(n / CHUNK_ENTRIES - 1, chunk);
       chunk = new QueueChunk();

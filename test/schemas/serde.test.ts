@@ -35,6 +35,13 @@ function page(overrides: Partial<PageRecord> = {}): PageRecord {
     charset: 'Shift_JIS',
     language: 'ja',
     noindex: true,
+    kind: 'PAGE',
+    visit: 2,
+    changed: true,
+    notModified: false,
+    previousFetchTime: 1_699_999_000_000,
+    etag: '"v2"',
+    lastModified: 'Tue, 14 Nov 2023 22:13:20 GMT',
     ...overrides,
   };
 }

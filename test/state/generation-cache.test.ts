@@ -39,6 +39,7 @@ test('a site linked to again is not read from the store, and its state stays the
   };
   map.set('old.test', {
     site: 'old.test',
+    cycleStartedAt: 0,
     admitted: 5,
     linkingSites: ['a.test'],
     seeded: false,

@@ -20,6 +20,8 @@ const entry = (i: number): QueueEntry => ({
   redirectHops: 0,
   attempts: i % 3,
   discoveredAt: 1_000 + i,
+  kind: 'PAGE',
+  visit: i % 4,
 });
 
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('back', fn);

@@ -46,6 +46,8 @@ const entry = (band: number, i: number): FrontEntry => ({
   depth: band,
   redirectHops: 0,
   discoveredAt: i,
+  kind: 'PAGE',
+  visit: 0,
 });
 
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('front', fn);

@@ -14,26 +14,29 @@ import {
   QueueChunk,
 } from '../../../processors/frontier/queue-chunk.js';
 
-const queueEntries: QueueEntry[] = [
-  { url: 'https://www.example.com/', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 1_764_460_800_000 },
-  { url: `https://example.com/${'a'.repeat(62)}`, depth: 1, redirectHops: 5, attempts: 4, discoveredAt: 0 },
-  {
-    url: `https://example.com/${'b'.repeat(2_000)}`,
-    depth: 63,
-    redirectHops: 64,
-    attempts: 65,
-    discoveredAt: 2 ** 52 + 1,
-  },
-  { url: 'https://bücher.example/ä?q=€𝄞', depth: 15, redirectHops: 0, attempts: 1, discoveredAt: -1 },
-  {
-    url: `https://example.com/${'ü'.repeat(5_000)}`,
-    depth: -64,
-    redirectHops: -65,
-    attempts: 2 ** 31 - 1,
-    discoveredAt: -(2 ** 40),
-  },
-  { url: '', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 0 },
-];
+const kinds = ['PAGE', 'SITEMAP', 'FEED'] as const;
+const queueEntries: QueueEntry[] = (
+  [
+    { url: 'https://www.example.com/', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 1_764_460_800_000 },
+    { url: `https://example.com/${'a'.repeat(62)}`, depth: 1, redirectHops: 5, attempts: 4, discoveredAt: 0 },
+    {
+      url: `https://example.com/${'b'.repeat(2_000)}`,
+      depth: 63,
+      redirectHops: 64,
+      attempts: 65,
+      discoveredAt: 2 ** 52 + 1,
+    },
+    { url: 'https://bücher.example/ä?q=€𝄞', depth: 15, redirectHops: 0, attempts: 1, discoveredAt: -1 },
+    {
+      url: `https://example.com/${'ü'.repeat(5_000)}`,
+      depth: -64,
+      redirectHops: -65,
+      attempts: 2 ** 31 - 1,
+      discoveredAt: -(2 ** 40),
+    },
+    { url: '', depth: 0, redirectHops: 0, attempts: 0, discoveredAt: 0 },
+  ] as QueueEntry[]
+).map((e, i) => ({ ...e, kind: kinds[i % 3]!, visit: i * 1_000 }));
 
 const frontEntries: FrontEntry[] = queueEntries.map((e, i) => ({
   url: e.url,
@@ -43,6 +46,8 @@ const frontEntries: FrontEntry[] = queueEntries.map((e, i) => ({
   depth: e.depth,
   redirectHops: e.redirectHops,
   discoveredAt: e.discoveredAt,
+  kind: e.kind!,
+  visit: e.visit!,
 }));
 
 test('a queue chunk is the Avro encodings of its entries back to back (schemas/queue-entry.avsc)', () => {

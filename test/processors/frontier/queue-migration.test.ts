@@ -4,7 +4,8 @@ import type { RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import { bufferSerde } from '../../../core/serde.js';
 import { isChangelogged } from '../../../state/store-builder.js';
-import { loadSchema } from '../../../schemas/index.js';
+import avro from 'avsc';
+import { loadSchema, type SchemaName } from '../../../schemas/index.js';
 import type { FrontEntry, HostState, QueueEntry } from '../../../schemas/types.js';
 import { BackQueues } from '../../../processors/frontier/back-queues.js';
 import {
@@ -29,6 +30,8 @@ const queueEntry = (i: number): QueueEntry => ({
   redirectHops: 0,
   attempts: i % 2,
   discoveredAt: 10 + i,
+  kind: 'PAGE',
+  visit: 0,
 });
 const frontEntry = (i: number): FrontEntry => ({
   url: `https://f${i}.test/`,
@@ -38,7 +41,18 @@ const frontEntry = (i: number): FrontEntry => ({
   depth: 3,
   redirectHops: 1,
   discoveredAt: i,
+  kind: 'PAGE',
+  visit: 0,
 });
+
+/** An entry schema as it was before queue format 3: without the trailing kind and visit. */
+function oldEntryType(name: SchemaName): avro.Type {
+  const schema = JSON.parse(loadSchema(name).text) as { fields: { name: string }[] };
+  return avro.Type.forSchema({
+    ...schema,
+    fields: schema.fields.filter((f) => f.name !== 'kind' && f.name !== 'visit'),
+  } as avro.Schema);
+}
 
 /** The stores as the frontier had them before chunks: one key per URL, `<key> seq(u64 BE)`. */
 function writeOldLayout(db: RocksPort): void {
@@ -50,8 +64,8 @@ function writeOldLayout(db: RocksPort): void {
     b.writeBigUInt64BE(BigInt(seq), prefix.length);
     return b;
   };
-  const q = loadSchema('QueueEntry').type;
-  const f = loadSchema('FrontEntry').type;
+  const q = oldEntryType('QueueEntry');
+  const f = oldEntryType('FrontEntry');
   // a.test holds entries 5..204, but 7 was lost; the first 5 were fetched long ago
   for (let seq = 5; seq < 205; seq++)
     if (seq !== 7) oldQueue.put(seqKey(Buffer.from('a.test\u0000'), seq), q.toBuffer(queueEntry(seq)));
@@ -96,7 +110,7 @@ test('queues stored one key per URL are rewritten into chunks once, in order, lo
     assert.equal(migrateQueues(s), 199 + 100);
     s.commit(2);
     assert.equal(migrateQueues(s), 0, 'the layout is recorded as chunked');
-    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 2);
+    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 3);
 
     const a = s.hosts.get('a.test')!;
     assert.deepEqual([a.headSeq, a.tailSeq], [0, 199]);
@@ -140,7 +154,74 @@ test('fresh stores are marked chunked and nothing is moved', () =>
   withDb((db, dir) => {
     const s = frontierStoresOn(db, dir);
     assert.equal(migrateQueues(s), 0);
-    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 2);
+    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 3);
     const state: HostState = newHost('a.test', 'https://a.test', 'a.test');
     assert.deepEqual([state.headSeq, state.tailSeq], [0, 0]);
+  }));
+
+test('chunks of format 2 get each entry a kind and a visit, in place, once; entries before the head keep their positions', () =>
+  withDb((db, dir) => {
+    const s = frontierStoresOn(db, dir);
+    const q = oldEntryType('QueueEntry');
+    const f = oldEntryType('FrontEntry');
+    // a.test: chunk 0 holds entries 0..63 (0..9 already fetched), chunk 1 entries 64..99
+    const chunk = (from: number, to: number, encode: (i: number) => Buffer) =>
+      Buffer.concat(Array.from({ length: to - from }, (_, k) => encode(from + k)));
+    const raw = new RocksKeyValueStore<Buffer, Buffer>('frontier-queue', db, bufferSerde, bufferSerde);
+    const key = (host: string, c: number) => {
+      const b = Buffer.alloc(host.length + 1 + 8);
+      b.write(host);
+      b.writeBigUInt64BE(BigInt(c), host.length + 1);
+      return b;
+    };
+    raw.put(
+      key('a.test', 0),
+      chunk(0, 64, (i) => q.toBuffer(queueEntry(i))),
+    );
+    raw.put(
+      key('a.test', 1),
+      chunk(64, 100, (i) => q.toBuffer(queueEntry(i))),
+    );
+    raw.applyCommitted(1);
+    const rawFront = new RocksKeyValueStore<Buffer, Buffer>('frontier-front', db, bufferSerde, bufferSerde);
+    const frontKey = Buffer.alloc(9);
+    frontKey[0] = 1;
+    rawFront.put(
+      frontKey,
+      chunk(0, 20, (i) => f.toBuffer(frontEntry(i))),
+    );
+    rawFront.applyCommitted(1);
+    s.hosts.put('a.test', { ...newHost('a.test', 'https://a.test', 'a.test'), headSeq: 10, tailSeq: 100 });
+    s.meta.put('front-head-1', numberBytes(5));
+    s.meta.put('front-tail-1', numberBytes(20));
+    s.meta.put(QUEUE_FORMAT_KEY, numberBytes(2));
+    s.commit(2);
+
+    assert.equal(migrateQueues(s), 90 + 15);
+    s.commit(3);
+    assert.equal(migrateQueues(s), 0, 'format 3 is recorded');
+    assert.equal(readNumber(s.meta.get(QUEUE_FORMAT_KEY)), 3);
+    const a = s.hosts.get('a.test')!;
+    const back = new BackQueues(s.queue);
+    const drained: QueueEntry[] = [];
+    for (let e = back.head(a); e !== undefined; e = back.head(a)) {
+      assert.ok(e !== null);
+      drained.push(e);
+      back.pop(a);
+    }
+    assert.deepEqual(
+      drained,
+      Array.from({ length: 90 }, (_, i) => queueEntry(10 + i)),
+    );
+    const front = new FrontQueues(
+      s.front,
+      (k) => readNumber(s.meta.get(k)),
+      (k, v) => s.meta.put(k, numberBytes(v)),
+    );
+    const popped: FrontEntry[] = [];
+    for (let e = front.pop(); e; e = front.pop()) popped.push(e);
+    assert.deepEqual(
+      popped,
+      Array.from({ length: 15 }, (_, i) => frontEntry(5 + i)),
+    );
   }));
