@@ -41,6 +41,18 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 export const METRICS = {
   // crawl
   pages_fetched: counter('crawlstream_pages_fetched', 'Page fetches that ended without an error.', [], 'crawl'),
+  feed_urls: counter(
+    'crawlstream_feed_urls',
+    'URLs read from sitemaps and feeds, by format (SITEMAP, SITEMAP_INDEX, TEXT_SITEMAP, RSS, ATOM).',
+    ['format'],
+    'parser',
+  ),
+  feed_errors: counter(
+    'crawlstream_feed_errors',
+    'Sitemaps and feeds that were malformed or over a protocol limit, by code.',
+    ['code'],
+    'parser',
+  ),
   fetches: counter('crawlstream_fetches', 'Fetches started by the fetcher, by kind (PAGE, ROBOTS).', ['kind'], 'crawl'),
   fetch_results: counter(
     'crawlstream_fetch_results',
@@ -218,6 +230,29 @@ export const METRICS = {
     'frontier',
   ),
   frontier_parked_urls: gauge('crawlstream_frontier_parked_urls', 'URLs queued on parked hosts.', 'frontier'),
+  recrawl_scheduled_urls: gauge(
+    'crawlstream_recrawl_scheduled_urls',
+    'Fetched URLs with a revisit scheduled (the due index).',
+    'frontier',
+  ),
+  revisits: counter(
+    'crawlstream_revisits',
+    'URLs queued again because they fell due, by kind (PAGE, SITEMAP, FEED).',
+    ['kind'],
+    'frontier',
+  ),
+  revisits_early: counter(
+    'crawlstream_revisits_early',
+    'Known URLs made due at once by a sitemap or feed lastmod newer than their last fetch.',
+    [],
+    'frontier',
+  ),
+  revisit_outcomes: counter(
+    'crawlstream_revisit_outcomes',
+    'Revisits by what they found: changed, unchanged, not-modified (a 304).',
+    ['result'],
+    'crawl',
+  ),
   frontier_oldest_due_age: gauge(
     'crawlstream_frontier_oldest_due_age_seconds',
     'How long the most overdue waiting host has been due.',

@@ -90,6 +90,22 @@ export interface CrawlConfig {
   /** Fetches in flight per fetcher task. */
   readonly fetchConcurrency: number;
   readonly warcMaxFileBytes: number;
+  /**
+   * Adaptive recrawl: a fetched URL is due again after its interval, kept within
+   * [recrawlMinMs, recrawlMaxMs]; the first interval is recrawlInitialMs (0: the geometric mean of
+   * the two). A revisit that found a change multiplies it by recrawlShorten, one that did not by
+   * recrawlLengthen. Sitemaps and feeds keep to [recrawlMinMs, feedMaxIntervalMs].
+   */
+  readonly recrawlMinMs: number;
+  readonly recrawlMaxMs: number;
+  readonly recrawlInitialMs: number;
+  readonly recrawlShorten: number;
+  readonly recrawlLengthen: number;
+  readonly feedMaxIntervalMs: number;
+  /** The share of picks revisits get when they and new URLs both wait for a host slot, in [0, 1]. */
+  readonly recrawlShare: number;
+  /** Whether robots.txt `Sitemap:` lines (and feed links in pages) are followed. */
+  readonly sitemaps: boolean;
 }
 
 export const DEFAULT_USER_AGENT = 'crawlstream/0.1 (+https://crawlstream.invalid/bot)';
@@ -140,6 +156,14 @@ export const defaultCrawlConfig: CrawlConfig = {
   extraCaPem: null,
   fetchConcurrency: 64,
   warcMaxFileBytes: 1024 * 1024 * 1024,
+  recrawlMinMs: 3_600_000,
+  recrawlMaxMs: 30 * 24 * 3_600_000,
+  recrawlInitialMs: 0,
+  recrawlShorten: 0.5,
+  recrawlLengthen: 1.5,
+  feedMaxIntervalMs: 24 * 3_600_000,
+  recrawlShare: 0.5,
+  sitemaps: true,
 };
 
 /** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
@@ -185,6 +209,10 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     'fetchConcurrency',
     'warcMaxFileBytes',
     'seenBlockCacheBytes',
+    'recrawlMinMs',
+    'recrawlMaxMs',
+    'recrawlInitialMs',
+    'feedMaxIntervalMs',
   ];
   for (const key of wholeNumbers) {
     const v = c[key];
@@ -214,6 +242,18 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
   if (c.dupCutPercent > 100)
     throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
+  if (c.recrawlMinMs < 1_000)
+    throw new InvalidOptionError(`recrawl min must be at least 1 s, got ${c.recrawlMinMs} ms`);
+  if (c.recrawlMaxMs < c.recrawlMinMs)
+    throw new InvalidOptionError(
+      `recrawl max (${c.recrawlMaxMs} ms) must not be below recrawl min (${c.recrawlMinMs} ms)`,
+    );
+  if (!(c.recrawlShare >= 0 && c.recrawlShare <= 1))
+    throw new InvalidOptionError(`recrawl share must be between 0 and 1, got ${c.recrawlShare}`);
+  if (!(c.recrawlShorten > 0 && c.recrawlShorten <= 1))
+    throw new InvalidOptionError(`recrawl shorten factor must be in (0, 1], got ${c.recrawlShorten}`);
+  if (!(c.recrawlLengthen >= 1 && c.recrawlLengthen <= 100))
+    throw new InvalidOptionError(`recrawl lengthen factor must be in [1, 100], got ${c.recrawlLengthen}`);
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent))
     throw new InvalidOptionError(
       `user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`,

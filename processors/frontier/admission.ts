@@ -97,6 +97,8 @@ export function admitLinks(
       depth: link.depth,
       redirectHops: link.redirectHops,
       discoveredAt: timestamp,
+      kind: link.kind === 'SITEMAP' || link.kind === 'FEED' ? link.kind : 'PAGE',
+      visit: 0,
     });
     bands.push(verdict === 'demote' ? LOWEST_BAND : bandOf(link.url, shape, link.depth));
   }

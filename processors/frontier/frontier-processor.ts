@@ -19,9 +19,11 @@ import { isFinalOutcome } from '../common/outcome.js';
 import { admitLinks } from './admission.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
-import { FrontQueues, LOWEST_BAND } from './front-queues.js';
+import { FrontQueues, LOWEST_BAND, REVISIT_BAND } from './front-queues.js';
 import {
+  DUE_STORE,
   FRONT_STORE,
+  HISTORY_STORE,
   HOSTS_STORE,
   META_STORE,
   QUEUE_STORE,
@@ -45,12 +47,16 @@ import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } fro
 import { RobotsResults } from './robots-results.js';
 import { SitePolicy, slowGapMs } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
+import { RecrawlSchedule, type DueStore, type HistoryStore } from './recrawl-schedule.js';
+import { Revisits } from './revisits.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
 
 export const FETCH_REQUESTS_SINK = 'fetch-requests-sink';
 const EXPIRY_GRACE_MS = 5_000;
 const DISPATCH_BATCH = 2_000;
+/** Due URLs queued per punctuation (every second): the due index drains at most this fast. */
+const DUE_BATCH = 5_000;
 
 /**
  * The polite frontier of one site partition (Mercator): admitted URLs wait in priority-band front
@@ -69,6 +75,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private front!: FrontQueues;
   private sites!: SitePolicy;
   private seenSet!: SeenSet;
+  private revisits!: Revisits;
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
   /** Hosts with URLs in their back queue or a lease out: the active slots in use. */
@@ -121,6 +128,17 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       front,
       (k) => readNumber(this.meta.get(k)),
       (k, v) => this.meta.put(k, numberBytes(v)),
+      this.config.recrawlShare,
+    );
+    this.revisits = new Revisits(
+      new RecrawlSchedule(
+        context.getStateStore<HistoryStore>(HISTORY_STORE),
+        context.getStateStore<DueStore>(DUE_STORE),
+        this.meta,
+        this.config,
+      ),
+      this.config,
+      () => this.ctx.metrics,
     );
     this.seenSet = new SeenSet(context.getStateStore<SeenStore>(SEEN_STORE), {
       expectedCount: this.config.seenExpectedUrls,
@@ -128,7 +146,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       exact: { blockCacheBytes: this.config.seenBlockCacheBytes },
     });
     this.seenSet.init();
-    this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config);
+    this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config, () =>
+      this.ctx.currentTimeMs(),
+    );
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
     this.meta.put('epoch', numberBytes(this.epoch));
     this.startedAt = context.currentTimeMs();
@@ -145,6 +165,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     }
     context.schedule(20, (now) => this.flushed(() => this.dispatch(now)));
     context.schedule(500, (now) => this.flushed(() => this.expireLeases(now)));
+    context.schedule(1_000, (now) => this.flushed(() => this.queueDue(now)));
     context.schedule(1_000, () => this.reportGauges());
     this.flushed(() => this.refill());
     this.reportGauges();
@@ -161,7 +182,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
           return this.control(record.value as ControlCommand);
         case TOPICS.pageRecords: {
           const page = record.value as PageRecord;
-          if (this.sites.notePage(page.site, page.duplicateOf !== null)) this.ctx.metrics.inc(M.sitesDupCut);
+          // a revisit is the same URL again, not a new page of its site
+          if (!(page.visit > 0) && this.sites.notePage(page.site, page.duplicateOf !== null))
+            this.ctx.metrics.inc(M.sitesDupCut);
+          this.revisits.onPageRecord(page, this.sites.linkingSites(page.site));
           return;
         }
       }
@@ -193,6 +217,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
    */
   isIdle(): boolean {
     if (this.leases.size > 0 || this.front.size > 0) return false;
+    if (this.revisits.dueWithin(this.ctx.currentTimeMs(), this.config.recrawlMinMs)) return false;
     return this.backQueued === this.waitingQueued();
   }
 
@@ -210,6 +235,11 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** Admitted links of an active host go straight to its back queue; others wait for a slot by priority. */
   private admit(batch: LinkBatch, timestamp: number): void {
     const { entries, bands } = admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics);
+    // a sitemap or feed: its new URLs first, and known ones it says changed are due now
+    if (batch.fromFeed === true) {
+      bands.fill(0);
+      this.revisits.noteLastmods(batch, this.ctx.currentTimeMs());
+    }
     // entries of one host share its string (admitLinks), and this loop activates no host
     let host: string | undefined;
     let active = false;
@@ -224,6 +254,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       else this.front.push(bands[i]!, entry);
     }
     this.refill();
+  }
+
+  /**
+   * URLs of the recrawl schedule that fell due go to the front queues: pages to the revisit band
+   * (which shares picks with new URLs, --recrawl-share), sitemaps and feeds to the first band.
+   */
+  private queueDue(now: number): void {
+    const due = this.revisits.due(now, DUE_BATCH);
+    for (const e of due) this.front.push(e.kind === 'PAGE' ? REVISIT_BAND : 0, e);
+    if (due.length > 0) this.refill();
   }
 
   /** Moves URLs from the front queues to back queues while active slots are free. */
@@ -311,7 +351,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
           state,
           now,
           notBefore,
-          { url: next, depth: 0, redirectHops: hopToFetch(state)?.chain.length ?? 0, attempts: 0 },
+          { url: next, depth: 0, redirectHops: hopToFetch(state)?.chain.length ?? 0, attempts: 0, visit: 0 },
           false,
         );
       else this.lease(state, now, notBefore, next, true);
@@ -352,13 +392,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     state: HostState,
     now: number,
     notBefore: number,
-    entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts'>,
+    entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts' | 'kind' | 'visit'>,
     fromQueue: boolean,
   ): void {
     const leaseId = `${this.epoch}-${this.ctx.taskId.partition}-${(this.leaseCounter++).toString(36)}`;
     const notAfter = notBefore + this.config.leaseWindowMs;
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
-    const kind = fromQueue ? 'PAGE' : 'ROBOTS';
+    const kind = fromQueue ? (entry.kind ?? 'PAGE') : 'ROBOTS';
+    const visit = fromQueue ? (entry.visit ?? 0) : 0;
     state.lease = {
       leaseId,
       url: entry.url,
@@ -369,6 +410,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       issuedAt: now,
       expiresAt,
       fromQueue,
+      visit,
     };
     this.hosts.put(state);
     this.leases.set(leaseId, { host: state.host, expiresAt });
@@ -385,8 +427,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       issuedAt: now,
       notBefore,
       notAfter,
-      ifNoneMatch: null,
-      ifModifiedSince: null,
+      ...this.revisits.fieldsFor(entry.url, visit),
     };
     this.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     this.ctx.metrics.inc(M.leasesIssued, 1, kind);
@@ -412,8 +453,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.parked.add(state.host);
       this.ctx.metrics.inc(M.hostsParked, 1, 'connection-errors');
     }
+    let sitemaps: LinkBatch | undefined;
     if (lease.kind === 'ROBOTS') {
       this.robotsResults.complete(state, result, now);
+      sitemaps = this.revisits.sitemapsOf(state, now);
     } else if (lease.fromQueue) {
       this.applyPage(state, lease, result, now);
       // a page was due, so its origin's robots.txt was not unavailable
@@ -421,6 +464,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     }
     this.hosts.put(state);
     this.settle(state);
+    if (sitemaps !== undefined) this.admit(sitemaps, now);
   }
 
   /** Back to the schedule when the host has something to fetch, else out of its slot. */
@@ -441,6 +485,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
             redirectHops: lease.redirectHops,
             attempts: lease.attempts,
             discoveredAt: lease.issuedAt,
+            kind: lease.kind === 'SITEMAP' || lease.kind === 'FEED' ? lease.kind : 'PAGE',
+            visit: lease.visit ?? 0,
           }
         : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);
@@ -509,7 +555,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         url: state.lease.url,
         host,
         site: state.site,
-        kind: state.lease.kind === 'ROBOTS' ? 'ROBOTS' : 'PAGE',
+        kind: state.lease.kind as FetchResult['kind'],
         status: 0,
         startedAt: now,
         durationMs: 0,
@@ -533,6 +579,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     g(M.frontierHostsWaiting, this.heap.size);
     g(M.frontierParkedHosts, this.parked.size);
     g(M.frontierParkedUrls, this.waitingQueued());
+    g(M.recrawlScheduledUrls, this.revisits.scheduled);
     this.seenSet.reportMetrics(this.ctx.metrics, owner);
   }
 }

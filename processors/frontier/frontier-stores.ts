@@ -3,7 +3,7 @@ import type { Serde } from '../../core/serde.js';
 import { bufferSerde, stringSerde } from '../../core/serde.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { loadSchema } from '../../schemas/index.js';
-import type { HostState, SiteState } from '../../schemas/types.js';
+import type { HostState, SiteState, UrlHistory } from '../../schemas/types.js';
 import { queueKeySerde, type QueueStore } from './back-queues.js';
 import { frontKeySerde, type FrontKey } from './front-queues.js';
 import { chunkSerde, type QueueChunk } from './queue-chunk.js';
@@ -15,8 +15,10 @@ export const SEEN_STORE = 'frontier-seen';
 export const META_STORE = 'frontier-meta';
 export const SITES_STORE = 'frontier-sites';
 export const FRONT_STORE = 'frontier-front';
+export const HISTORY_STORE = 'frontier-history';
+export const DUE_STORE = 'frontier-due';
 
-function avroSerde<T>(name: 'SiteState'): Serde<T> {
+function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
   const type = loadSchema(name).type;
   return { serialize: (v) => type.toBuffer(v), deserialize: (b) => type.fromBuffer(b) as T };
 }
@@ -39,5 +41,9 @@ export function frontierStores(): StoreBuilder[] {
     keyValueStore(SITES_STORE, stringSerde, avroSerde<SiteState>('SiteState')),
     // chunks of CHUNK_ENTRIES front entries per band (FrontEntry Avro encodings back to back)
     keyValueStore(FRONT_STORE, frontKeySerde, chunkSerde),
+    // per fetched URL (key: its 8-byte fingerprint): validators, digests, interval, next due
+    keyValueStore(HISTORY_STORE, bufferSerde, avroSerde<UrlHistory>('UrlHistory')),
+    // the due index: nextDue (u64 BE) ‖ fingerprint → empty (recrawl-schedule.ts)
+    keyValueStore(DUE_STORE, bufferSerde, bufferSerde),
   ];
 }

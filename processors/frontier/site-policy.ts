@@ -45,9 +45,11 @@ export class SitePolicy {
   private readonly recent = new GenerationCache<SiteState>(SITE_CACHE_BYTES, siteStateBytes);
   private static readonly MAX_LINKING_TRACKED = 1_000;
 
+  /** `now`: the clock budget cycles are measured by (the task's stream time). */
   constructor(
     private readonly store: KeyValueStore<string, SiteState>,
     private readonly config: CrawlConfig,
+    private readonly now: () => number = Date.now,
   ) {
     for (const [site, state] of store.range('', '\uffff')) {
       this.known.note(site);
@@ -68,9 +70,20 @@ export class SitePolicy {
       dupCut: false,
       control: null,
       templates: [],
+      cycleStartedAt: 0,
     };
     this.recent.set(site, state);
     return state;
+  }
+
+  /** A site's budget counts per cycle of --recrawl-max: a new cycle starts with nothing admitted. */
+  private rollCycle(state: SiteState): void {
+    const now = this.now();
+    if (state.cycleStartedAt === undefined || state.cycleStartedAt === 0) state.cycleStartedAt = now;
+    else if (now - state.cycleStartedAt >= this.config.recrawlMaxMs) {
+      state.cycleStartedAt = now;
+      state.admitted = 0;
+    }
   }
 
   private put(site: string, state: SiteState): void {
@@ -83,6 +96,11 @@ export class SitePolicy {
     const c = this.config;
     const base = state.seeded && c.seedPageBudget > 0 ? c.seedPageBudget : c.sitePageBudget;
     return Math.min(c.siteBudgetMax, base + c.siteBudgetPerInlink * state.linkingSites.length);
+  }
+
+  /** Distinct other sites seen linking into `site` (up to the tracked maximum). */
+  linkingSites(site: string): number {
+    return this.state(site).linkingSites.length;
   }
 
   /**
@@ -156,6 +174,7 @@ export class SitePolicy {
     if (n <= 0) return { admitted: 0, refused: 'site-budget' };
     const state = this.state(site);
     if (state.dupCut) return { admitted: 0, refused: 'dup-cut' };
+    this.rollCycle(state);
     const admitted = Math.max(0, Math.min(n, this.budget(state) - state.admitted));
     if (admitted > 0) {
       state.admitted += admitted;

@@ -1,0 +1,129 @@
+import { M } from '../../core/metric-catalogue.js';
+import type { Metrics } from '../../core/metrics.js';
+import type { FetchRequest, FrontEntry, HostState, LinkBatch, PageRecord } from '../../schemas/types.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
+import { safeSite } from './host-state.js';
+import { importance } from './recrawl-interval.js';
+import type { RecrawlSchedule } from './recrawl-schedule.js';
+import { urlShape } from './url-shape.js';
+
+/** The fields a lease carries for a revisit: validators and what the last visit found. */
+export type RevisitFields = Pick<
+  FetchRequest,
+  | 'ifNoneMatch'
+  | 'ifModifiedSince'
+  | 'visit'
+  | 'previousFetchTime'
+  | 'previousStatus'
+  | 'previousDigest'
+  | 'previousSimhash'
+>;
+
+const FIRST_VISIT: RevisitFields = {
+  ifNoneMatch: null,
+  ifModifiedSince: null,
+  visit: 0,
+  previousFetchTime: null,
+  previousStatus: 0,
+  previousDigest: null,
+  previousSimhash: null,
+};
+
+/**
+ * The frontier's side of freshness, over its RecrawlSchedule: page records in, due URLs out as
+ * front entries, revisit fields for leases, sitemaps named in robots.txt as links. Owns no state
+ * of its own beyond the schedule's stores.
+ */
+export class Revisits {
+  constructor(
+    private readonly schedule: RecrawlSchedule,
+    private readonly config: CrawlConfig,
+    private readonly metrics: () => Metrics,
+  ) {}
+
+  get scheduled(): number {
+    return this.schedule.size;
+  }
+
+  /** Records a page record's visit in the schedule (`linkingSites`: other sites seen linking to its site). */
+  onPageRecord(page: PageRecord, linkingSites: number): void {
+    const result = this.schedule.recordVisit(page, importance(page.depth, linkingSites));
+    if (result !== 'first' && result !== 'repeat') this.metrics().inc(M.revisitOutcomes, 1, result);
+  }
+
+  /** URLs due at `now` (at most `limit`), as front entries of revisits; counted by kind. */
+  due(now: number, limit: number): FrontEntry[] {
+    const out: FrontEntry[] = [];
+    for (const d of this.schedule.takeDue(now, limit)) {
+      const shape = urlShape(d.url);
+      const site = safeSite(d.url);
+      if (shape === undefined || site === null) continue;
+      out.push({
+        url: d.url,
+        host: shape.host,
+        origin: shape.origin,
+        site,
+        depth: d.depth,
+        redirectHops: 0,
+        discoveredAt: now,
+        kind: d.kind,
+        visit: d.visit,
+      });
+      this.metrics().inc(M.revisits, 1, d.kind);
+    }
+    return out;
+  }
+
+  /** The revisit fields of a lease for `url` on its `visit`-th revisit (0: a first visit, no lookup). */
+  fieldsFor(url: string, visit: number): RevisitFields {
+    if (visit === 0) return FIRST_VISIT;
+    const h = this.schedule.get(url);
+    if (h === undefined) return { ...FIRST_VISIT, visit };
+    return {
+      ifNoneMatch: h.etag,
+      ifModifiedSince: h.lastModified,
+      visit,
+      previousFetchTime: h.lastFetch,
+      previousStatus: h.status,
+      previousDigest: h.digest,
+      previousSimhash: h.simhash,
+    };
+  }
+
+  /**
+   * A sitemap or feed batch's known URLs whose lastmod is newer than their last fetch are due now.
+   * Returns how many were made due.
+   */
+  noteLastmods(batch: LinkBatch, now: number): number {
+    let n = 0;
+    for (const link of batch.links)
+      if (link.lastmod != null && this.schedule.dueNowIfNewer(link.url, link.lastmod, now)) n++;
+    if (n > 0) this.metrics().inc(M.revisitsEarly, n);
+    return n;
+  }
+
+  /**
+   * The sitemaps an origin's robots.txt names, of the host's own site, as a batch to admit (the
+   * seen-set admits each once; they are then revisited on their own schedule); undefined when
+   * there are none or sitemaps are off.
+   */
+  sitemapsOf(state: HostState, now: number): LinkBatch | undefined {
+    if (!this.config.sitemaps) return undefined;
+    const urls = new Set<string>();
+    for (const r of state.robots) for (const url of r.sitemaps ?? []) if (safeSite(url) === state.site) urls.add(url);
+    if (urls.size === 0) return undefined;
+    return {
+      site: state.site,
+      sourceUrl: null,
+      discoveredAt: now,
+      fromFeed: true,
+      links: [...urls].map((url) => ({ url, depth: 0, redirectHops: 0, kind: 'SITEMAP' as const, lastmod: null })),
+    };
+  }
+
+  /** Whether a URL falls due within `withinMs` of `now`. */
+  dueWithin(now: number, withinMs: number): boolean {
+    const at = this.schedule.nextDueAt();
+    return at !== undefined && at <= now + withinMs;
+  }
+}

@@ -1,0 +1,272 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
+import { TOPICS } from '../../../topology/crawl-topology.js';
+import type { FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import { FrontierHarness } from './frontier-harness.js';
+
+const SITE = 'fresh.test';
+const URL_A = 'http://fresh.test/a';
+// compressed time: revisits between 10 s and 600 s; the first interval is their geometric mean
+const config = validateCrawlConfig({ recrawlMinMs: 10_000, recrawlMaxMs: 600_000, feedMaxIntervalMs: 20_000 });
+
+function answer(r: FetchRequest, now: number, status = 200, robotsBody: string | null = null): FetchResult {
+  return {
+    leaseId: r.leaseId,
+    ownerEpoch: r.ownerEpoch,
+    url: r.url,
+    host: r.host,
+    site: r.site,
+    kind: r.kind,
+    status,
+    startedAt: now,
+    durationMs: 10,
+    errorCode: null,
+    errorMessage: null,
+    retryAfterMs: null,
+    redirectTarget: null,
+    robotsBody,
+    remoteAddress: '127.0.0.1',
+  };
+}
+
+function record(r: FetchRequest, fetchTime: number, over: Partial<PageRecord>): PageRecord {
+  return {
+    url: r.url,
+    canonicalUrl: null,
+    site: r.site,
+    host: r.host,
+    fetchTime,
+    status: 200,
+    contentType: 'text/html',
+    contentLength: 100,
+    payloadDigest: 'sha1:AAAA',
+    simhash: Buffer.from('00000000000000ff', 'hex'),
+    duplicateOf: null,
+    warcFile: null,
+    warcOffset: null,
+    warcLength: null,
+    outlinkCount: 0,
+    depth: r.depth,
+    errorCode: null,
+    redirectTarget: null,
+    charset: null,
+    language: null,
+    noindex: false,
+    kind: r.kind,
+    visit: r.visit ?? 0,
+    changed: false,
+    notModified: false,
+    previousFetchTime: r.previousFetchTime ?? null,
+    etag: '"v1"',
+    lastModified: null,
+    ...over,
+  };
+}
+
+/** Seeds URL_A at depth 2 (no importance bonus), answers robots.txt, and returns the first page lease. */
+async function firstVisit(
+  h: FrontierHarness,
+  links = [{ url: URL_A, depth: 2, redirectHops: 0 }],
+): Promise<FetchRequest> {
+  const seeds: LinkBatch = { site: SITE, sourceUrl: null, discoveredAt: h.clock, links };
+  h.feed(TOPICS.links, SITE, seeds);
+  await h.advance(2_000);
+  const robots = h.requests.find((r) => r.kind === 'ROBOTS')!;
+  h.feed(TOPICS.fetchResults, SITE, answer(robots, h.clock, 200, 'User-agent: *\nAllow: /\n'));
+  await h.advance(2_000);
+  const page = h.requests.at(-1)!;
+  assert.equal(page.url, links[0]!.url);
+  return page;
+}
+
+/** Answers `r` with `status` and its page record, then returns the next lease of `url` within `withinMs`. */
+async function visit(
+  h: FrontierHarness,
+  r: FetchRequest,
+  status: number,
+  over: Partial<PageRecord>,
+  withinMs: number,
+): Promise<{ next: FetchRequest | undefined; at: number; fetchedAt: number }> {
+  const fetchedAt = h.clock;
+  h.feed(TOPICS.fetchResults, SITE, answer(r, fetchedAt, status));
+  h.feed(TOPICS.pageRecords, SITE, record(r, fetchedAt, { status, ...over }));
+  const before = h.requests.length;
+  for (let waited = 0; waited < withinMs; waited += 1_000) {
+    await h.advance(1_000, 500);
+    const next = h.requests.slice(before).find((q) => q.url === r.url);
+    if (next) return { next, at: h.clock, fetchedAt };
+  }
+  return { next: undefined, at: h.clock, fetchedAt };
+}
+
+test('a fetched page falls due again after its first interval and its revisit carries the last visit’s validators', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    assert.equal(first.visit, 0);
+    assert.equal(first.ifNoneMatch, null);
+    const { next, at, fetchedAt } = await visit(
+      h,
+      first,
+      200,
+      { lastModified: 'Tue, 01 Dec 2026 10:00:00 GMT' },
+      200_000,
+    );
+    assert.ok(next, 'the page never came due again');
+    // first interval: √(10 s × 600 s) ≈ 77.5 s
+    assert.ok(at - fetchedAt >= 77_000 && at - fetchedAt <= 80_000, `revisited after ${at - fetchedAt} ms`);
+    assert.equal(next.visit, 1);
+    assert.equal(next.ifNoneMatch, '"v1"');
+    assert.equal(next.ifModifiedSince, 'Tue, 01 Dec 2026 10:00:00 GMT');
+    assert.equal(next.previousDigest, 'sha1:AAAA');
+    assert.equal(next.previousFetchTime, fetchedAt);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a 304 lengthens the interval by half and a change halves it, within --recrawl-min and --recrawl-max', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    let r = (await visit(h, first, 200, {}, 200_000)).next!;
+    // not modified: 77.5 s × 1.5 ≈ 116 s
+    const nm = await visit(h, r, 304, { notModified: true, payloadDigest: null, etag: null }, 200_000);
+    assert.ok(nm.next, 'no revisit after the 304');
+    assert.ok(nm.at - nm.fetchedAt >= 115_000 && nm.at - nm.fetchedAt <= 118_000, `after ${nm.at - nm.fetchedAt} ms`);
+    assert.equal(nm.next.ifNoneMatch, '"v1"', 'a 304 without an ETag must keep the last one');
+    assert.equal(nm.next.previousDigest, 'sha1:AAAA', 'a 304 must keep the last payload digest');
+    r = nm.next;
+    // changed (another payload, SimHash 8 bits away): 116 s × 0.5 ≈ 58 s
+    const ch = await visit(
+      h,
+      r,
+      200,
+      { payloadDigest: 'sha1:BBBB', simhash: Buffer.from('000000000000ff00', 'hex') },
+      200_000,
+    );
+    assert.ok(ch.next);
+    assert.ok(ch.at - ch.fetchedAt >= 57_000 && ch.at - ch.fetchedAt <= 60_000, `after ${ch.at - ch.fetchedAt} ms`);
+    r = ch.next;
+    // a near-identical payload (SimHash 1 bit away: a timestamp) is no change: × 1.5 ≈ 87 s
+    const near = await visit(
+      h,
+      r,
+      200,
+      { payloadDigest: 'sha1:CCCC', simhash: Buffer.from('000000000000ff01', 'hex') },
+      200_000,
+    );
+    assert.ok(near.next);
+    assert.ok(
+      near.at - near.fetchedAt >= 86_000 && near.at - near.fetchedAt <= 89_000,
+      `after ${near.at - near.fetchedAt} ms`,
+    );
+    assert.equal(h.task.metrics.counter('revisit_outcomes', 'not-modified'), 1);
+    assert.equal(h.task.metrics.counter('revisit_outcomes', 'changed'), 1);
+    assert.equal(h.task.metrics.counter('revisit_outcomes', 'unchanged'), 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test('the schedule survives a crash: a URL whose visit was committed still falls due after a restart', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    const fetchedAt = h.clock;
+    h.feed(TOPICS.fetchResults, SITE, answer(first, fetchedAt));
+    h.feed(TOPICS.pageRecords, SITE, record(first, fetchedAt, {}));
+    h.commit();
+    await h.advance(5_000);
+    await h.crash();
+    const before = h.requests.length;
+    await h.advance(100_000, 1_000);
+    const again = h.requests.slice(before).filter((q) => q.url === URL_A);
+    assert.equal(again.length, 1, 'the committed schedule was lost in the crash');
+    assert.equal(again[0]!.visit, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a sitemap lastmod newer than the last fetch makes a known URL due at once, an older one does not', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    const fetchedAt = h.clock;
+    h.feed(TOPICS.fetchResults, SITE, answer(first, fetchedAt));
+    h.feed(TOPICS.pageRecords, SITE, record(first, fetchedAt, {}));
+    await h.advance(3_000);
+    const sitemapBatch = (lastmod: number): LinkBatch => ({
+      site: SITE,
+      sourceUrl: 'http://fresh.test/sitemap.xml',
+      discoveredAt: h.clock,
+      fromFeed: true,
+      links: [{ url: URL_A, depth: 1, redirectHops: 0, kind: 'PAGE', lastmod }],
+    });
+    const before = h.requests.length;
+    h.feed(TOPICS.links, SITE, sitemapBatch(fetchedAt - 60_000));
+    await h.advance(5_000);
+    assert.equal(h.requests.length, before, 'an older lastmod made the URL due');
+    h.feed(TOPICS.links, SITE, sitemapBatch(h.clock - 1_000));
+    await h.advance(5_000);
+    const again = h.requests.slice(before).filter((q) => q.url === URL_A);
+    assert.equal(again.length, 1, 'a newer lastmod did not make the URL due now');
+    assert.equal(again[0]!.visit, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a robots.txt Sitemap: line of the site is queued as a sitemap, and sitemaps revisit in their faster lane', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const seeds: LinkBatch = {
+      site: SITE,
+      sourceUrl: null,
+      discoveredAt: h.clock,
+      links: [{ url: URL_A, depth: 0, redirectHops: 0 }],
+    };
+    h.feed(TOPICS.links, SITE, seeds);
+    await h.advance(2_000);
+    const robots = h.requests.find((r) => r.kind === 'ROBOTS')!;
+    const body =
+      'User-agent: *\nAllow: /\nSitemap: http://fresh.test/sitemap.xml\nSitemap: http://other.example/sitemap.xml\n';
+    h.feed(TOPICS.fetchResults, SITE, answer(robots, h.clock, 200, body));
+    await h.advance(2_000);
+    // the host's single flight: the page leased first, then the sitemap
+    const pageLease = h.requests.find((r) => r.kind === 'PAGE')!;
+    h.feed(TOPICS.fetchResults, SITE, answer(pageLease, h.clock));
+    await h.advance(3_000);
+    const sitemap = h.requests.find((r) => r.kind === 'SITEMAP');
+    assert.ok(sitemap, `no sitemap lease in ${h.requests.map((r) => `${r.kind} ${r.url}`).join(', ')}`);
+    assert.equal(sitemap.url, 'http://fresh.test/sitemap.xml');
+    assert.ok(!h.requests.some((r) => r.url.includes('other.example')), 'a sitemap of another site was queued');
+    const fetchedAt = h.clock;
+    h.feed(TOPICS.fetchResults, SITE, answer(sitemap, fetchedAt));
+    h.feed(TOPICS.pageRecords, SITE, record(sitemap, fetchedAt, { contentType: 'application/xml' }));
+    const before = h.requests.length;
+    await h.advance(12_000, 500);
+    const again = h.requests.slice(before).filter((q) => q.kind === 'SITEMAP');
+    assert.equal(again.length, 1, 'the sitemap did not come due after --recrawl-min');
+  } finally {
+    await h.close();
+  }
+});
+
+test('--until-idle waits for URLs due within --recrawl-min and not for later ones', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    h.feed(TOPICS.fetchResults, SITE, answer(first, h.clock));
+    h.feed(TOPICS.pageRecords, SITE, record(first, h.clock, {}));
+    await h.advance(3_000);
+    // due in ≈ 77 s: beyond the 10 s --recrawl-min, so a run --until-idle may end
+    assert.equal(h.task.isIdle(), true);
+    await h.advance(70_000, 1_000);
+    assert.equal(h.task.isIdle(), false, 'a URL due within --recrawl-min must keep the crawl going');
+  } finally {
+    await h.close();
+  }
+});
