@@ -21,6 +21,7 @@ import {
   parserStores,
 } from '../processors/parser/parser-processor.js';
 import { MAX_URL_LENGTH } from '../processors/common/normalize.js';
+import { FEED_LINK_BYTES } from '../processors/parser/feed-reader.js';
 
 export const APPLICATION_ID = 'crawlstream';
 
@@ -116,9 +117,12 @@ export function addParser(t: Topology, config: CrawlConfig, warcDir: string): vo
   for (const store of parserStores(config, warcDir)) t.addStateStore(store, 'parser');
 }
 
-/** Largest `parsed-pages` value: up to maxOutlinksPerPage links of up to MAX_URL_LENGTH, plus the page's own fields. */
+/**
+ * Largest `parsed-pages` value: up to maxOutlinksPerPage links of up to MAX_URL_LENGTH (or a
+ * sitemap's URLs, up to FEED_LINK_BYTES of them), plus the page's own fields.
+ */
 export function parsedPageMaxBytes(config: CrawlConfig): number {
-  return config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16) + 1024 * 1024;
+  return Math.max(config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16), FEED_LINK_BYTES) + 1024 * 1024;
 }
 
 /** Seeds are sent in batches of at most this many links (one site each), like a page's outlinks. */

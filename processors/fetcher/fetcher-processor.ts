@@ -154,6 +154,12 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       errorMessage: o.errorMessage ?? null,
       redirectTarget: o.redirectTarget ?? null,
       kind: req.kind,
+      // what the last visit found goes on with the page: the parser tells a change, or archives a 304
+      visit: req.visit ?? 0,
+      previousFetchTime: req.previousFetchTime ?? null,
+      previousStatus: req.previousStatus ?? 0,
+      previousDigest: req.previousDigest ?? null,
+      previousSimhash: req.previousSimhash ?? null,
     };
     // keyed by payload digest when it takes part in duplicate detection, so that every copy of a
     // payload, on any site, reaches the parser partition that archived the first one

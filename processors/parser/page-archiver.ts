@@ -1,3 +1,4 @@
+import type { CrawlErrorCode } from '../../core/errors.js';
 import { M } from '../../core/metric-catalogue.js';
 import { STATUS_CODES } from 'node:http';
 import type { Metrics } from '../../core/metrics.js';
@@ -12,6 +13,8 @@ import { extractLinks } from './extract-links.js';
 import { xRobotsTag } from './robots-directives.js';
 import { normalizeUrl, siteOf } from '../common/normalize.js';
 import { simhash64 } from './simhash.js';
+import { pageChanged } from '../common/change.js';
+import { FeedReader } from './feed-reader.js';
 import { sha1Digest } from '../common/payload.js';
 import type { WarcLocation, WarcWriter } from './warc-writer.js';
 
@@ -38,6 +41,7 @@ export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) 
  */
 export class PageArchiver {
   private readonly robotsToken: string;
+  private readonly feeds: FeedReader;
 
   constructor(
     private readonly config: CrawlConfig,
@@ -47,6 +51,7 @@ export class PageArchiver {
     private readonly emit: ParsedPageSink,
   ) {
     this.robotsToken = productToken(config.userAgent);
+    this.feeds = new FeedReader(config, metrics);
   }
 
   archive(page: FetchedPage, timestamp: number): void {
@@ -56,8 +61,12 @@ export class PageArchiver {
     const digest = dedupable ? (page.payloadDigest ?? sha1Digest(page.body)) : null;
     // a payload archived before becomes a revisit record, not a second copy of the bytes
     const first = digest !== null ? this.payloads.firstRecord(digest) : undefined;
-    const { location, payloadDigest } =
-      first !== undefined ? this.archiveRevisit(page, digest!, first) : this.archiveFetch(page, digest);
+    const notModified = isNotModified(page);
+    const { location, payloadDigest } = notModified
+      ? this.archiveNotModified(page)
+      : first !== undefined
+        ? this.archiveRevisit(page, digest!, first)
+        : this.archiveFetch(page, digest);
     m.inc(M.warcArchived, 1, page.kind);
     // robots.txt is read by the frontier, and a lease dropped unfetched says nothing about its URL
     if (page.kind === 'ROBOTS' || page.errorCode === 'CS_LEASE_EXPIRED') return;
@@ -69,15 +78,25 @@ export class PageArchiver {
     const contentType = header(page, 'content-type');
     const outlinks: Link[] = [];
     let canonicalUrl: string | null = null;
-    let errorCode = page.errorCode;
-    let simhash: Buffer | undefined = first?.simhash ? Buffer.from(first.simhash, 'hex') : undefined;
+    let errorCode: CrawlErrorCode | null = page.errorCode;
+    let simhash: Buffer | undefined = first?.simhash
+      ? Buffer.from(first.simhash, 'hex')
+      : notModified && page.previousSimhash
+        ? page.previousSimhash
+        : undefined;
     const headerRobots = xRobotsTag(headers(page, 'x-robots-tag'), this.robotsToken);
     // a copy is not parsed again: what its body says is what the first record's body said
     let charset = first?.charset;
     let lang = first?.lang;
     let metaNoindex = first?.metaNoindex ?? false;
-    if (first !== undefined) {
-      // an alias of a payload already parsed: nothing to extract, its links are not followed again
+    if (first !== undefined || notModified) {
+      // an alias of a payload already parsed, or a 304: nothing to extract, its links are not followed again
+    } else if (page.kind === 'SITEMAP' || page.kind === 'FEED') {
+      if (page.status >= 200 && page.status < 300 && page.errorCode !== 'CS_BOMB') {
+        const read = this.feeds.read(page, contentType);
+        if (read.errorCode !== null) errorCode = read.errorCode;
+        outlinks.push(...read.links);
+      }
     } else if (
       // a bomb (flagged by the fetcher) is archived as received but never inflated here
       page.status >= 200 &&
@@ -132,6 +151,12 @@ export class PageArchiver {
       };
       this.payloads.recordFirst(digest, entry);
     }
+    const visit = page.visit ?? 0;
+    const previous = {
+      status: page.previousStatus ?? 0,
+      digest: page.previousDigest ?? null,
+      simhash: page.previousSimhash ?? null,
+    };
     const parsed: ParsedPage = {
       url: page.url,
       site: page.site,
@@ -156,6 +181,15 @@ export class PageArchiver {
       charset: charset ?? null,
       language: lang ?? firstLanguage(header(page, 'content-language')),
       noindex: headerRobots.noindex || metaNoindex,
+      kind: page.kind,
+      visit,
+      changed:
+        visit > 0 &&
+        pageChanged(previous, { status: page.status, digest: payloadDigest, simhash: simhash ?? null }, notModified),
+      notModified,
+      previousFetchTime: page.previousFetchTime ?? null,
+      etag: header(page, 'etag'),
+      lastModified: header(page, 'last-modified'),
     };
     // a copy is decided at the site of its payload's first record, where that record's verdict lives
     const key = first !== undefined ? (first.site ?? siteOf(first.url)) : page.site;
@@ -172,6 +206,25 @@ export class PageArchiver {
       refersToRecordId: first.recordId,
       payloadDigest,
       profile: 'identical-payload-digest',
+      statusLine: statusLine(page),
+      responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
+    });
+    return { location, payloadDigest };
+  }
+
+  /**
+   * A revisit answered 304 to its validators: a revisit record (server-not-modified) referring
+   * to the last visit; the payload digest is that visit's.
+   */
+  private archiveNotModified(page: FetchedPage): Archived {
+    const payloadDigest = page.previousDigest ?? null;
+    const location = this.warc.writeRevisit({
+      targetUri: page.url,
+      date: new Date(page.fetchedAt),
+      refersToUri: page.url,
+      refersToDate: new Date(page.previousFetchTime ?? page.fetchedAt),
+      ...(payloadDigest !== null ? { payloadDigest } : {}),
+      profile: 'server-not-modified',
       statusLine: statusLine(page),
       responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
     });
@@ -238,6 +291,11 @@ function headers(page: FetchedPage, lowerName: string): string[] {
 function firstLanguage(value: string | null): string | null {
   const tag = value?.split(',')[0]?.trim();
   return tag ? tag : null;
+}
+
+/** A revisit the server answered 304 Not Modified (a first visit sends no validators, so it cannot get one). */
+function isNotModified(page: FetchedPage): boolean {
+  return page.status === 304 && (page.visit ?? 0) > 0 && page.errorCode === null;
 }
 
 function isHtml(contentType: string | null, body: Buffer): boolean {

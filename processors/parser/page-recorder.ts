@@ -56,7 +56,7 @@ export class PageRecorder {
       this.duplicates.setOriginal(page.payloadDigest!, near?.original ?? page.url);
     }
 
-    const fp = Buffer.from(fingerprintHex(page.url), 'hex');
+    const fp = recordedKey(page.url, page.visit ?? 0);
     if (this.recorded.get(fp) !== undefined) {
       m.inc(M.parserRepeatFetches);
       return;
@@ -95,15 +95,36 @@ export class PageRecorder {
         charset: page.charset,
         language: page.language,
         noindex: page.noindex,
+        kind: page.kind ?? 'PAGE',
+        visit: page.visit ?? 0,
+        changed: page.changed ?? false,
+        notModified: page.notModified ?? false,
+        previousFetchTime: page.previousFetchTime ?? null,
+        etag: page.etag ?? null,
+        lastModified: page.lastModified ?? null,
       },
       timestamp,
     );
-    for (const batch of groupBySite(outlinks, page.url, timestamp)) this.sinks.links(batch, timestamp);
+    const fromFeed = page.kind === 'SITEMAP' || page.kind === 'FEED';
+    for (const batch of groupBySite(outlinks, page.url, timestamp, fromFeed)) this.sinks.links(batch, timestamp);
     m.inc(M.pageRecords, 1, page.payloadRole === 'COPY' ? 'exact' : near !== undefined ? 'near' : 'original');
   }
 }
 
-function groupBySite(links: Link[], sourceUrl: string, timestamp: number): LinkBatch[] {
+/** Links per batch at most: a sitemap's 50,000 URLs go in many batches, each within the topic's record size. */
+export const MAX_BATCH_LINKS = 1_000;
+
+/** The recorded-store key of one visit: the URL's fingerprint, and after it the visit number from the first revisit on. */
+function recordedKey(url: string, visit: number): Buffer {
+  const fp = Buffer.from(fingerprintHex(url), 'hex');
+  if (visit === 0) return fp;
+  const key = Buffer.alloc(12);
+  fp.copy(key);
+  key.writeUInt32BE(visit, 8);
+  return key;
+}
+
+function groupBySite(links: Link[], sourceUrl: string, timestamp: number, fromFeed: boolean): LinkBatch[] {
   const bySite = new Map<string, Link[]>();
   for (const link of links) {
     let site: string;
@@ -117,11 +138,18 @@ function groupBySite(links: Link[], sourceUrl: string, timestamp: number): LinkB
     list.push(link);
   }
   // the fingerprints go with the links: the frontier's partitions, the stateful step, need not hash them
-  return [...bySite].map(([site, list]) => ({
-    site,
-    sourceUrl,
-    discoveredAt: timestamp,
-    links: list,
-    fingerprints: packedFingerprints(list.map((l) => l.url)),
-  }));
+  const batches: LinkBatch[] = [];
+  for (const [site, list] of bySite)
+    for (let i = 0; i < list.length; i += MAX_BATCH_LINKS) {
+      const part = list.length <= MAX_BATCH_LINKS ? list : list.slice(i, i + MAX_BATCH_LINKS);
+      batches.push({
+        site,
+        sourceUrl,
+        discoveredAt: timestamp,
+        links: part,
+        fingerprints: packedFingerprints(part.map((l) => l.url)),
+        ...(fromFeed ? { fromFeed } : {}),
+      });
+    }
+  return batches;
 }

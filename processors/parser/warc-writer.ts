@@ -75,7 +75,8 @@ export interface RevisitArgs {
   refersToUri: string;
   refersToDate: Date;
   refersToRecordId?: string;
-  payloadDigest: string;
+  /** The payload's digest; absent for a 304 whose earlier payload's digest is not known. */
+  payloadDigest?: string;
   statusLine: string;
   responseHeaders: HttpHeaders;
   profile: keyof typeof REVISIT_PROFILES;
@@ -267,7 +268,9 @@ export class WarcWriter {
           ...refersTo,
           ['WARC-Refers-To-Target-URI', args.refersToUri],
           ['WARC-Refers-To-Date', warcDate(args.refersToDate)],
-          ['WARC-Payload-Digest', args.payloadDigest],
+          ...(args.payloadDigest !== undefined
+            ? [['WARC-Payload-Digest', args.payloadDigest] as [string, string]]
+            : []),
           ['WARC-Block-Digest', sha1Digest(block)],
           ['Content-Type', 'application/http;msgtype=response'],
         ],

@@ -6,8 +6,10 @@ const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
 
 /**
  * A Confluent-compatible schema registry (Apicurio's `/apis/ccompat/v7`, or Confluent's own)
- * through @kafkajs/confluent-schema-registry. `register` also loads the subject's earlier
- * versions, so `versions()` can answer synchronously as `buildSerdes` needs.
+ * through @kafkajs/confluent-schema-registry. `register` also sets the subject's compatibility
+ * to BACKWARD (records evolve only by fields with defaults: a new reader reads every older
+ * record), so the registry itself refuses an incompatible schema; it also loads the subject's
+ * earlier versions, so `versions()` can answer synchronously as `buildSerdes` needs.
  */
 export class ConfluentSchemaRegistry implements SchemaRegistry {
   private readonly client: InstanceType<typeof RegistryClient>;
@@ -28,6 +30,8 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
         cause: err,
       });
     }
+    // after the first version exists (a registry may know no config for a subject it has not seen)
+    await this.requireBackward(subject);
     this.known.set(subject, await this.loadVersions(subject));
     return id;
   }
@@ -40,6 +44,21 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
         cause: err,
       });
     }
+  }
+
+  /** Sets the subject's compatibility level to BACKWARD (idempotent). */
+  private async requireBackward(subject: string): Promise<void> {
+    const url = `${this.url.replace(/\/+$/, '')}/config/${encodeURIComponent(subject)}`;
+    const res = await fetch(url, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ compatibility: 'BACKWARD' }),
+    });
+    if (!res.ok)
+      throw new CrawlError(
+        'CS_SCHEMA',
+        `registry ${this.url} refused compatibility BACKWARD for ${subject}: ${res.status}`,
+      );
   }
 
   /** Every version registered under the subject, as of the last `register` of it. */
