@@ -153,6 +153,9 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
     `  robots.txt fetches ${m.counter(M.fetches, 'ROBOTS')}`,
     `  urls admitted      ${m.counter(M.urlsAdmitted)}  (already seen: ${m.counter(M.urlsSeen)})`,
     `  queued now         ${m.gauge(M.frontierQueuedUrls)}`,
+    `  revisits           ${m.total(M.revisits)}  (changed ${m.counter(M.revisitOutcomes, 'changed')}, unchanged ${m.counter(M.revisitOutcomes, 'unchanged')}, 304 not modified ${m.counter(M.revisitOutcomes, 'not-modified')})`,
+    `  scheduled          ${m.gauge(M.recrawlScheduledUrls)} URLs  (made due early by a sitemap or feed: ${m.counter(M.revisitsEarly)})`,
+    `  sitemap/feed urls  ${m.total(M.feedUrls)}  (malformed or over a limit: ${m.total(M.feedErrors)})`,
   ];
   const parked = m.gauge(M.frontierParkedUrls);
   if (parked > 0)

@@ -105,7 +105,7 @@ export function crawlCommandOf({ values, positionals }: ResolvedSettings): Crawl
   for (const setting of SETTINGS) {
     if (setting.config === undefined || setting.kind === 'list') continue;
     const v = get(setting.name);
-    if (v !== undefined) partial[setting.config] = v;
+    if (v !== undefined) partial[setting.config] = setting.scale !== undefined ? (v as number) * setting.scale : v;
   }
   // a short total timeout caps the connect and headers timeouts and the lease window unless they are set
   const fetchTimeoutMs = partial['fetchTimeoutMs'] as number;
@@ -122,6 +122,7 @@ export function crawlCommandOf({ values, positionals }: ResolvedSettings): Crawl
     resolve,
     allowIps,
     systemDns: get('no-system-dns') !== true,
+    sitemaps: get('no-sitemaps') !== true,
     extraCaPem: caFile === undefined ? null : readCaFile(caFile),
   });
   const duration = num('duration');

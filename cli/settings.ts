@@ -28,6 +28,8 @@ export interface Setting {
   readonly values?: readonly string[];
   /** The commands that take it; undefined: both `crawl` and `run`. */
   readonly commands?: readonly SettingCommand[];
+  /** The config field holds the value times this (seconds given, milliseconds kept: 1000). */
+  readonly scale?: number;
 }
 
 export type SettingCommand = 'crawl' | 'run';
@@ -269,6 +271,80 @@ export const SETTINGS: readonly Setting[] = [
     'a WARC file is closed and a new one started at about this size',
     1024 * 1024,
   ),
+  {
+    name: 'recrawl-min',
+    kind: 'int',
+    unit: 's',
+    arg: 'S',
+    default: '3600',
+    min: 1,
+    scale: 1000,
+    config: 'recrawlMinMs',
+    help: 'shortest revisit interval of a page (and of sitemaps and feeds)',
+  },
+  {
+    name: 'recrawl-max',
+    kind: 'int',
+    unit: 's',
+    arg: 'S',
+    default: String(30 * 24 * 3600),
+    min: 1,
+    scale: 1000,
+    config: 'recrawlMaxMs',
+    help: 'longest revisit interval of a page',
+  },
+  {
+    name: 'recrawl-initial',
+    kind: 'int',
+    unit: 's',
+    arg: 'S',
+    default: '0',
+    scale: 1000,
+    config: 'recrawlInitialMs',
+    help: "a page's first revisit interval (0: the geometric mean of --recrawl-min and --recrawl-max)",
+  },
+  {
+    name: 'recrawl-shorten',
+    kind: 'number',
+    arg: 'F',
+    default: '0.5',
+    min: 0.01,
+    max: 1,
+    config: 'recrawlShorten',
+    help: 'a revisit that found a change multiplies the interval by this',
+  },
+  {
+    name: 'recrawl-lengthen',
+    kind: 'number',
+    arg: 'F',
+    default: '1.5',
+    min: 1,
+    max: 100,
+    config: 'recrawlLengthen',
+    help: 'a revisit that found no change (or a 304) multiplies the interval by this',
+  },
+  {
+    name: 'feed-max-interval',
+    kind: 'int',
+    unit: 's',
+    arg: 'S',
+    default: String(24 * 3600),
+    min: 1,
+    scale: 1000,
+    config: 'feedMaxIntervalMs',
+    help: 'longest revisit interval of a sitemap or feed (their faster lane)',
+  },
+  {
+    name: 'recrawl-share',
+    kind: 'number',
+    arg: 'F',
+    default: '0.5',
+    min: 0,
+    max: 1,
+    config: 'recrawlShare',
+    help: 'share of host slots revisits get while new URLs wait too',
+  },
+  { name: 'no-sitemaps', kind: 'bool', default: 'false', help: "don't read robots.txt Sitemap: lines or feed links" },
   {
     name: 'metrics-port',
     kind: 'int',

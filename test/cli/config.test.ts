@@ -94,12 +94,17 @@ test('a bad value names the setting and where it came from', (t) => {
 
 test('every crawl knob has a named setting whose shown default is the one the crawl uses', () => {
   const bySetting = new Map(SETTINGS.filter((s) => s.config).map((s) => [s.config!, s]));
-  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem']; // --no-system-dns, --ca-file
+  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem', 'sitemaps']; // --no-system-dns, --ca-file, --no-sitemaps
   for (const key of Object.keys(defaultCrawlConfig) as (keyof CrawlConfig)[]) {
     if (elsewhere.includes(key)) continue;
     const s = bySetting.get(key);
     assert.ok(s, `CrawlConfig.${key} has no setting`);
-    if (s.kind !== 'list') assert.equal(s.default, String(defaultCrawlConfig[key]), `default of --${s.name}`);
+    if (s.kind !== 'list')
+      assert.equal(
+        s.default,
+        String(s.scale === undefined ? defaultCrawlConfig[key] : (defaultCrawlConfig[key] as number) / s.scale),
+        `default of --${s.name}`,
+      );
   }
   const names = SETTINGS.map((s) => s.name);
   assert.equal(new Set(names).size, names.length);
