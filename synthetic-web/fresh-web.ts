@@ -79,6 +79,20 @@ export class FreshWeb {
     this.#epoch = Math.floor(ms / 1000) * 1000;
   }
 
+  /**
+   * Moves the epoch so that `now` (epoch ms, default the clock) is web time `t` to `t + 1` (the
+   * epoch is a whole second): a test's way to let time pass without sleeping. Moving the epoch
+   * back by Δ also moves every past version's start, hence its Last-Modified, Δ earlier.
+   */
+  jumpTo(t: number, now: number = Date.now()): void {
+    this.epoch = now - t * 1000;
+  }
+
+  /** `http://host:port/path` of a page as served on `port`. */
+  url(page: FreshPage, port: number): string {
+    return `http://${page.host}:${port}${page.path}`;
+  }
+
   /** Web time, in seconds, of epoch ms `time` (default now). */
   webTime(time: number = Date.now()): number {
     return (time - this.#epoch) / 1000;
@@ -114,8 +128,10 @@ export class FreshWeb {
   bump(host: string, path: string, atSec: number = Math.ceil(this.webTime())): number {
     const page = this.page(host, path);
     if (page === undefined) throw new InvalidOptionError(`no page ${path} on ${host} to bump`);
-    if (!Number.isInteger(atSec) || atSec < 0)
-      throw new InvalidOptionError(`bump time must be a whole number of seconds ≥ 0, got ${String(atSec)}`);
+    if (!Number.isInteger(atSec) || atSec <= page.bornSec)
+      throw new InvalidOptionError(
+        `bump time must be a whole number of seconds after the page's birth (${page.bornSec}), got ${String(atSec)}`,
+      );
     const key = `${host}${path}`;
     const times = [...(this.#bumps.get(key) ?? []), atSec].sort((a, b) => a - b);
     this.#bumps.set(key, times);

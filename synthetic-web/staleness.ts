@@ -194,3 +194,35 @@ export function fixedIntervalStaleness(web: FreshWeb, fetchCount: number, option
   }
   return staleness(log, web, options);
 }
+
+/**
+ * Seconds from web time `sinceSec` to the first GET of `page` answered 200 or 304 whose `start`
+ * is at or after it; undefined when there is none. For "a bumped page is fetched within one
+ * recrawl-min" (`sinceSec` = the bump) and "a new feed item within one feed interval".
+ */
+export function fetchDelay(
+  log: readonly RequestLogEntry[],
+  web: FreshWeb,
+  page: FreshPage,
+  sinceSec: number,
+): number | undefined {
+  let first: number | undefined;
+  for (const e of copiesByPage(log).get(`${page.host}${page.path}`) ?? []) {
+    const at = web.webTime(e.start);
+    if (at >= sinceSec && (first === undefined || at < first)) first = at;
+  }
+  return first === undefined ? undefined : first - sinceSec;
+}
+
+/** Each feed item published in [from, to] (epoch ms) with its {@link fetchDelay} from publication. */
+export function feedItemDelays(
+  log: readonly RequestLogEntry[],
+  web: FreshWeb,
+  window: { from: number; to: number },
+): { page: FreshPage; delaySec: number | undefined }[] {
+  const from = web.webTime(window.from);
+  return web
+    .pagesAt(web.webTime(window.to))
+    .filter((p) => p.reach === 'feed' && p.bornSec >= from)
+    .map((page) => ({ page, delaySec: fetchDelay(log, web, page, page.bornSec) }));
+}

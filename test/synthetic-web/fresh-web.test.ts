@@ -45,15 +45,9 @@ function get(server: SyntheticWeb, host: string, path: string, headers: Record<s
   });
 }
 
-/**
- * Moves the web so that requests made now fall at web time `t` to `t + 1` (the epoch is a whole
- * second). Moving it back by Δ jumps the web forward but also moves every past version's start Δ
- * earlier in real time: to compare Last-Modified across a jump, jump from late in one version to
- * early in the next.
- */
-function at(web: FreshWeb, t: number): void {
-  web.epoch = Date.now() - t * 1000;
-}
+// requests made now fall at web time t to t + 1 (see jumpTo: to compare Last-Modified across a
+// jump, jump from late in one version to early in the next)
+const at = (web: FreshWeb, t: number): void => web.jumpTo(t);
 
 const text = (html: string): string => html.replace(/<[^>]+>/g, ' ');
 const distance = (a: string, b: string): number => hammingDistance(simhash64(text(a))!, simhash64(text(b))!);
@@ -190,6 +184,8 @@ describe('fresh web over http', () => {
     const page = web.layout.pages.find((p) => p.reach === 'sitemap' && p.changeClass === 'never')!;
     const bumped = web.bump(page.host, page.path, 50);
     assert.equal(bumped, 50);
+    assert.throws(() => web.bump(page.host, page.path, 0), /after the page's birth/);
+    assert.throws(() => web.bump(page.host, '/nowhere.html', 60), /no page/);
     at(web, 48);
     const epochBefore = web.epoch;
     const before = await get(server, page.host, page.path);

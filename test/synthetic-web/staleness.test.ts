@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { freshWeb, type FreshPage } from '../../synthetic-web/fresh-web.js';
-import { fixedIntervalStaleness, staleness } from '../../synthetic-web/staleness.js';
+import { feedItemDelays, fetchDelay, fixedIntervalStaleness, staleness } from '../../synthetic-web/staleness.js';
 import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
 
 const EPOCH = Date.UTC(2026, 0, 1);
@@ -128,4 +128,24 @@ test('feed items count from their publication, in staleness and in the baseline'
     [4, 2, 1],
   );
   assert.equal(baseline.totalSec, 0);
+});
+
+test('fetch delays: from a time (a bump) to the page’s next fetch, and from each feed item’s publication', () => {
+  assert.equal(fetchDelay(log, web, never, 41), 29, 'the next GET answered 200 or 304 after 41 s is at 70 s');
+  assert.equal(fetchDelay(log, web, never, 91), undefined);
+  const feedy = freshWeb({ seed: 3, epoch: EPOCH, hosts: 1, feedSec: 30 });
+  const [a, b] = [30, 60].map((sec) => feedy.pagesAt(sec).at(-1)!);
+  const feedLog = [
+    { ...entry(a!, 31, 200), host: a!.host },
+    { ...entry(a!, 50, 304), host: a!.host },
+    { ...entry(b!, 75, 200), host: b!.host },
+  ];
+  assert.deepEqual(
+    feedItemDelays(feedLog, feedy, { from: ms(0), to: ms(100) }).map((d) => [d.page.bornSec, d.delaySec]),
+    [
+      [30, 1],
+      [60, 15],
+      [90, undefined],
+    ],
+  );
 });
