@@ -153,16 +153,31 @@ export function staleness(log: readonly RequestLogEntry[], web: FreshWeb, option
   };
 }
 
+/** {@link fixedIntervalStaleness}'s options: the window and pages of `staleness`, and a warm-up. */
+export interface FixedIntervalOptions extends StalenessOptions {
+  /**
+   * Run the schedule, at the same interval, from the epoch up to `from` too, so its copies at
+   * `from` are a steady state's, like those of a crawler that has run since the start; only the
+   * window's `fetchCount` fetches count. Default true; irrelevant when `from` is the epoch.
+   */
+  warmUp?: boolean;
+}
+
 /**
  * The report `staleness` gives for a fixed-interval schedule with `fetchCount` fetches (200s) of
- * the counted pages: fetch i at `from + i * (to - from) / fetchCount`, to the next page in a
- * round-robin that alternates hosts (each host's pages in layout order, feed items by
- * publication) and skips pages not yet born. It knows the URLs but not when pages change: the
- * baseline an adaptive schedule with the same number of fetches is compared to. Per-host
- * politeness is not enforced; with the hosts alternating, one host's fetches are about
- * `hosts * (to - from) / fetchCount` apart.
+ * the counted pages in the window: fetch i at `from + i * (to - from) / fetchCount` (i from 0,
+ * or with the warm-up from the first i at or after the epoch), to the next page in a round-robin
+ * that alternates hosts (each host's pages in layout order, feed items by publication) and skips
+ * pages not yet born. It knows the URLs but not when pages change: the baseline an adaptive
+ * schedule with the same number of fetches is compared to. Per-host politeness is not enforced;
+ * with the hosts alternating, one host's fetches are about `hosts * (to - from) / fetchCount`
+ * apart.
  */
-export function fixedIntervalStaleness(web: FreshWeb, fetchCount: number, options: StalenessOptions): StalenessReport {
+export function fixedIntervalStaleness(
+  web: FreshWeb,
+  fetchCount: number,
+  options: FixedIntervalOptions,
+): StalenessReport {
   if (!Number.isInteger(fetchCount) || fetchCount < 0)
     throw new InvalidOptionError(`fetch count must be a non-negative integer, got ${String(fetchCount)}`);
   const pages = countedPages(web, options);
@@ -172,8 +187,11 @@ export function fixedIntervalStaleness(web: FreshWeb, fetchCount: number, option
     for (const list of byHost) if (i < list.length) order.push(list[i]!);
   const log: RequestLogEntry[] = [];
   let cursor = 0;
-  for (let i = 0; i < fetchCount && order.length > 0; i++) {
-    const time = options.from + (i * (options.to - options.from)) / fetchCount;
+  const gap = (options.to - options.from) / fetchCount;
+  const warmUp = options.warmUp ?? true;
+  const first = warmUp && gap > 0 ? -Math.max(0, Math.floor((options.from - web.epoch) / gap)) : 0;
+  for (let i = first; i < fetchCount && order.length > 0; i++) {
+    const time = options.from + i * gap;
     const t = web.webTime(time);
     for (let tries = 0; tries < order.length; tries++) {
       const page = order[cursor]!;

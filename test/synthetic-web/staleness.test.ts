@@ -114,6 +114,17 @@ test('the fixed-interval baseline fetches the pages round-robin at even interval
   assert.equal(report.totalSec, 85);
 });
 
+test('the fixed-interval baseline warms up from the epoch at the same interval, so its copies at the window’s start are current', () => {
+  const pages = (p: FreshPage): boolean => p === fast || p === never;
+  // two fetches in [50, 100] are 25 s apart; warm-up fetches at 0 (fast) and 25 (never), then 50 (fast) and 75 (never)
+  const warm = fixedIntervalStaleness(web, 2, { from: ms(50), to: ms(100), pages });
+  assert.equal(warm.fetches, 2);
+  assert.equal(warm.totalSec, 35, 'fast is stale from its change at 65 s');
+  const cold = fixedIntervalStaleness(web, 2, { from: ms(50), to: ms(100), pages, warmUp: false });
+  // cold: 50 (fast, copy current), 75 (never); never unfetched until 75, fast stale from 65
+  assert.equal(cold.totalSec, 35 + 25);
+});
+
 test('feed items count from their publication, in staleness and in the baseline', () => {
   const feedy = freshWeb({ seed: 3, epoch: EPOCH, hosts: 1, feedSec: 30 });
   const items = (p: FreshPage): boolean => p.reach === 'feed';
