@@ -82,6 +82,35 @@ export interface SiteSpec {
   readonly throttle?: ThrottleSpec;
   /** Its https origin (served when the web is started with `tls`). */
   readonly origins?: OriginsSpec;
+  /**
+   * Answers page requests itself, before `pages` and `route` (robots.txt, origins and throttle
+   * come first); undefined falls through to them. For content that depends on the request's time
+   * and validators (`fresh-web.ts`). The body is sent as returned: no {@link PORT} substitution.
+   */
+  readonly respond?: (req: SiteRequest) => SiteReply | undefined;
+}
+
+/** A page request as {@link SiteSpec.respond} sees it. */
+export interface SiteRequest {
+  readonly method: string;
+  /** Host name, lowercased, without port. */
+  readonly host: string;
+  /** Path and query exactly as requested. */
+  readonly path: string;
+  /** The key into `SiteSpec.pages`: no query, no `;jsessionid=`. */
+  readonly pathname: string;
+  readonly port: number;
+  /** Epoch ms when the request's headers arrived: the `start` of its log entry. */
+  readonly time: number;
+  readonly ifNoneMatch?: string;
+  readonly ifModifiedSince?: string;
+}
+
+/** What {@link SiteSpec.respond} sends; Content-Length is added by the server (never on a 304). */
+export interface SiteReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Body;
 }
 
 /** Renders a page's bytes for one request, with {@link PORT} substituted. */

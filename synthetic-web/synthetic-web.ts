@@ -29,6 +29,10 @@ export interface RequestLogEntry {
   /** From the Retry-After header sent, when it was a number of seconds. */
   retryAfterSec?: number;
   userAgent?: string;
+  /** The request's If-None-Match header, as sent. */
+  ifNoneMatch?: string;
+  /** The request's If-Modified-Since header, as sent. */
+  ifModifiedSince?: string;
   /** The connection closed before the response finished. */
   aborted?: boolean;
 }
@@ -182,6 +186,10 @@ export class SyntheticWeb {
     };
     const userAgent = req.headers['user-agent'];
     if (userAgent !== undefined) entry.userAgent = userAgent;
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (ifNoneMatch !== undefined) entry.ifNoneMatch = ifNoneMatch;
+    const ifModifiedSince = req.headers['if-modified-since'];
+    if (ifModifiedSince !== undefined) entry.ifModifiedSince = ifModifiedSince;
     req.resume(); // bodies are never read; drain so keep-alive continues
 
     let logged = false;
@@ -202,7 +210,9 @@ export class SyntheticWeb {
       if (res.destroyed) return;
       const retryAfter = reply.headers['retry-after'];
       if (retryAfter !== undefined && /^\d+$/.test(retryAfter)) entry.retryAfterSec = Number(retryAfter);
-      const headers: Record<string, string> = { ...reply.headers, 'content-length': String(reply.body.byteLength) };
+      const headers: Record<string, string> = { ...reply.headers };
+      // RFC 9110 8.6: a 304's Content-Length, if any, must be the 200's; none is simplest
+      if (reply.status !== 304) headers['content-length'] = String(reply.body.byteLength);
       if (this.#closing !== undefined) headers['connection'] = 'close'; // lets close() finish without cutting
       res.writeHead(reply.status, headers);
       if (entry.method === 'HEAD') {
@@ -239,7 +249,7 @@ export class SyntheticWeb {
       https: this.httpsPort,
     });
     if (byOrigin !== undefined) {
-      const reply = text(byOrigin.status, byOrigin.body);
+      const reply = text(byOrigin.status, fillPorts(byOrigin.body, { http: this.port, https: this.httpsPort }));
       if (byOrigin.location !== undefined) reply.headers['location'] = byOrigin.location;
       return reply;
     }
@@ -251,6 +261,21 @@ export class SyntheticWeb {
       const reply = text(site.throttle.status, 'slow down\n');
       reply.headers['retry-after'] = String(site.throttle.retryAfterSec);
       return { ...reply, delayMs: siteDelay };
+    }
+
+    const own = site.respond?.({
+      method: entry.method,
+      host: entry.host,
+      path: entry.path,
+      pathname,
+      port: this.port,
+      time: entry.start,
+      ...(entry.ifNoneMatch !== undefined ? { ifNoneMatch: entry.ifNoneMatch } : {}),
+      ...(entry.ifModifiedSince !== undefined ? { ifModifiedSince: entry.ifModifiedSince } : {}),
+    });
+    if (own !== undefined) {
+      const body = typeof own.body === 'string' ? Buffer.from(own.body, 'utf8') : own.body;
+      return { status: own.status, headers: { ...own.headers }, body, delayMs: siteDelay };
     }
 
     const page = Object.hasOwn(site.pages, pathname) ? site.pages[pathname] : site.route?.(pathname);
