@@ -61,9 +61,10 @@ export function parseFeed(
   // the first chunk with something other than whitespace decides the format
   const head: string[] = [];
   let first = '';
-  for (const chunk of chunks) {
-    head.push(chunk);
-    first = chunk.trimStart();
+  // next(), not for-of: leaving a for-of would close the generator, and the rest is read below
+  for (let next = chunks.next(); next.done !== true; next = chunks.next()) {
+    head.push(next.value);
+    first = next.value.trimStart();
     if (first !== '') break;
   }
   const all = concat(head, chunks);
