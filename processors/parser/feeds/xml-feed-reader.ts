@@ -64,6 +64,7 @@ export function readXmlFeed(
   let rootNs = '';
   let depth = 0;
   let rootClosed = false;
+  // in parser.end(): elements still open are closed; when not `complete` the input was cut at the limit
   let ending = false;
   // namespace and xml:base declarations, innermost last, with the depth of the element declaring them
   const nsScopes: { depth: number; prefix: string; uri: string }[] = [];
@@ -138,6 +139,7 @@ export function readXmlFeed(
         if (!entry.fields.has(fname)) field = { name: fname, depth, text: '', overflow: false };
       },
       ontext(text) {
+        lastOpened = undefined;
         if (field !== undefined && depth === field.depth) {
           if (field.text.length + text.length > MAX_FIELD_CHARS) field.overflow = true;
           else field.text += text;
@@ -147,14 +149,15 @@ export function readXmlFeed(
       },
       onclosetag(name, implied) {
         // an element closed at the end of input, or by another's end tag (not a self-closing tag)
-        if (ending || (implied && lastOpened !== name)) malformed();
+        if (ending ? complete : implied && lastOpened !== name) malformed();
         lastOpened = undefined;
         if (field !== undefined && depth === field.depth) {
           if (entry !== undefined) entry.fields.set(field.name, field.overflow ? '' : field.text);
           field = undefined;
         }
         if (entry !== undefined && depth === entry.depth) {
-          finishEntry(entry);
+          // an entry cut by the byte limit may hold half a URL: dropped, not guessed
+          if (!ending || complete) finishEntry(entry);
           entry = undefined;
         }
         while (nsScopes.length > 0 && nsScopes[nsScopes.length - 1]!.depth === depth) nsScopes.pop();
@@ -209,8 +212,7 @@ export function readXmlFeed(
       parser.write(chunk);
       if (collector.stopped) return;
     }
-    // input cut at the byte limit ends inside elements: that is the limit, not a malformed document
-    ending = complete;
+    ending = true;
     parser.end();
   } catch {
     // htmlparser2 is forgiving; this only guards the "never throws" contract
