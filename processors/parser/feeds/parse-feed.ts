@@ -56,6 +56,10 @@ export function parseFeed(
     collector.tooLarge();
     complete = false;
   }
+  if (options?.bodyTruncated === true) {
+    collector.tooLarge();
+    complete = false;
+  }
 
   const chunks = decodedChunks(bytes, sniffXmlCharset(bytes, contentType));
   // the first chunk with something other than whitespace decides the format
@@ -72,7 +76,7 @@ export function parseFeed(
     readXmlFeed(all, collector, scopes.feedUrl, complete);
   } else if (first !== '' && ((contentType !== null && TEXT_PLAIN.test(contentType)) || looksLikeTextSitemap(first))) {
     collector.recognize('TEXT_SITEMAP');
-    readTextSitemap(all, collector);
+    readTextSitemap(all, collector, complete);
   } else {
     collector.unknown();
   }

@@ -50,8 +50,9 @@ interface Entry {
  * references are decoded, any other `&name;` stays literal text. CDATA sections are text.
  *
  * Not well-formed XML (an element left open or closed by another's end tag, content after the
- * root, a bad tag name) is one CS_FEED_MALFORMED error (elements left open are not when `complete`
- * is false: the input was cut at the byte limit); entries read before and after it are kept.
+ * root, a bad tag name) is one CS_FEED_MALFORMED error (elements left open at the end are not when
+ * `complete` is false: the input was cut at a limit); entries read before and after it are kept,
+ * an entry still open at the end of input is dropped (its URL may be cut).
  * A root element that is not a sitemap or feed is CS_FEED_UNKNOWN, and reading stops.
  */
 export function readXmlFeed(
@@ -156,8 +157,8 @@ export function readXmlFeed(
           field = undefined;
         }
         if (entry !== undefined && depth === entry.depth) {
-          // an entry cut by the byte limit may hold half a URL: dropped, not guessed
-          if (!ending || complete) finishEntry(entry);
+          // an entry left open at the end of input (cut by a limit, or never closed) may hold half a URL
+          if (!ending) finishEntry(entry);
           entry = undefined;
         }
         while (nsScopes.length > 0 && nsScopes[nsScopes.length - 1]!.depth === depth) nsScopes.pop();
