@@ -3,6 +3,7 @@ import { FastTokenizer } from './fast-tokenizer.js';
 import { normalizeUrl } from '../common/normalize.js';
 import { encodeHrefQuery } from './query-encoding.js';
 import { robotsContent } from './robots-directives.js';
+import { isFeedLink } from './feeds/feed-links.js';
 
 export type LinkKind = 'a' | 'frame' | 'iframe' | 'area' | 'refresh' | 'canonical';
 
@@ -20,6 +21,12 @@ export interface ExtractResult {
   links: ExtractedLink[];
   /** Normalized URL of the first `<link rel=canonical href>`. */
   canonical?: string;
+  /**
+   * Normalized URLs of the feeds the page announces (`<link rel=alternate type=application/rss+xml
+   * or application/atom+xml href>`, see `isFeedLink`), unique, in document order, at most
+   * MAX_FEEDS; absent when none. Not in `links`: a feed is read with parseFeed, not as a page.
+   */
+  feeds?: string[];
   /** Absolute URL of the first `<base href>`, as used to resolve relative links. */
   base?: string;
   /** `<meta name=robots>` (or `<meta name=TOKEN>`, see `robotsToken`) says noindex (or none). */
@@ -56,6 +63,8 @@ export interface ExtractOptions {
 export const MAX_TEXT_CHARS = 200_000;
 const MAX_TITLE_CHARS = 1_000;
 const DEFAULT_MAX_LINKS = 1_000;
+/** Cap on `ExtractResult.feeds`: a page announces a handful (posts, comments, per category). */
+export const MAX_FEEDS = 20;
 // bounds the work on pages made of junk hrefs: at most this many candidates per returned link
 const CANDIDATES_PER_LINK = 20;
 
@@ -126,6 +135,7 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
 
   let baseHref: string | undefined;
   let canonicalHref: string | undefined;
+  const feedHrefs: string[] = [];
   let refreshHref: string | undefined;
   let title: string | undefined;
   let titleBuffer: string | undefined;
@@ -158,6 +168,10 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
           case 'link':
             if (canonicalHref === undefined && attrs.href !== undefined && hasToken(attrs.rel, 'canonical')) {
               canonicalHref = attrs.href;
+            }
+            // twice the cap: some of them may not normalize
+            if (attrs.href !== undefined && feedHrefs.length < 2 * MAX_FEEDS && isFeedLink(attrs.rel, attrs.type)) {
+              feedHrefs.push(attrs.href);
             }
             break;
           case 'meta':
@@ -257,6 +271,12 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   if (refreshHref !== undefined) result.refresh = admit(refreshHref, 'refresh', false);
   if (canonicalHref !== undefined) result.canonical = admit(canonicalHref, 'canonical', false);
   for (const c of candidates) admit(c.href, c.kind, c.nofollow);
+  const feeds = new Set<string>();
+  for (const href of feedHrefs) {
+    const url = normalizeHref(encoding === undefined ? href : encodeHrefQuery(href, encoding), resolveBase);
+    if (url !== null && url !== '' && feeds.size < MAX_FEEDS) feeds.add(url);
+  }
+  if (feeds.size > 0) result.feeds = [...feeds];
   if (result.refresh === undefined) delete result.refresh;
   if (result.canonical === undefined) delete result.canonical;
 

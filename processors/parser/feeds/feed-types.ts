@@ -49,7 +49,8 @@ export interface FeedParse {
   /**
    * True when reading stopped at a limit: more than `maxUrls` URLs (or child sitemaps) in scope
    * (CS_FEED_TOO_MANY_URLS: the first `maxUrls` are kept), or more than `maxBytes` uncompressed
-   * (CS_FEED_TOO_LARGE: what the first `maxBytes` hold is kept).
+   * (CS_FEED_TOO_LARGE: the entries whole in the first `maxBytes` are kept), or the fetch cut the
+   * body (`bodyTruncated`).
    */
   truncated: boolean;
 }
@@ -65,6 +66,11 @@ export interface FeedOptions {
   maxUrls?: number;
   /** Most bytes read, after gzip: 50 MB (52,428,800, the protocol's limit) by default. */
   maxBytes?: number;
+  /**
+   * The fetch stopped at its body cap (CS_TOO_LARGE): the body ends where the document does not.
+   * Read as a cut at `maxBytes`: `truncated`, CS_FEED_TOO_LARGE, the last, possibly cut, entry dropped.
+   */
+  bodyTruncated?: boolean;
 }
 
 /** The sitemap protocol's limits (sitemaps.org): URLs per sitemap, bytes uncompressed. */

@@ -56,14 +56,19 @@ export function parseFeed(
     collector.tooLarge();
     complete = false;
   }
+  if (options?.bodyTruncated === true) {
+    collector.tooLarge();
+    complete = false;
+  }
 
   const chunks = decodedChunks(bytes, sniffXmlCharset(bytes, contentType));
   // the first chunk with something other than whitespace decides the format
   const head: string[] = [];
   let first = '';
-  for (const chunk of chunks) {
-    head.push(chunk);
-    first = chunk.trimStart();
+  // next(), not for-of: leaving a for-of would close the generator, and the rest is read below
+  for (let next = chunks.next(); next.done !== true; next = chunks.next()) {
+    head.push(next.value);
+    first = next.value.trimStart();
     if (first !== '') break;
   }
   const all = concat(head, chunks);
@@ -71,7 +76,7 @@ export function parseFeed(
     readXmlFeed(all, collector, scopes.feedUrl, complete);
   } else if (first !== '' && ((contentType !== null && TEXT_PLAIN.test(contentType)) || looksLikeTextSitemap(first))) {
     collector.recognize('TEXT_SITEMAP');
-    readTextSitemap(all, collector);
+    readTextSitemap(all, collector, complete);
   } else {
     collector.unknown();
   }

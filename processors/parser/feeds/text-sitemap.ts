@@ -17,9 +17,10 @@ export function looksLikeTextSitemap(head: string): boolean {
 /**
  * Reads a text sitemap (sitemaps.org: one absolute URL per line, UTF-8): every non-blank line is a
  * URL, trimmed; a line that is not one (relative, not http(s), over 8 KB) is a bad entry. Lines
- * are split as chunks arrive, holding one line at most.
+ * are split as chunks arrive, holding one line at most. When the input is not `complete` (cut at a
+ * limit), its last line, without a line break, may be half a URL and is dropped.
  */
-export function readTextSitemap(chunks: Iterable<string>, collector: FeedCollector): void {
+export function readTextSitemap(chunks: Iterable<string>, collector: FeedCollector, complete: boolean): void {
   let line = '';
   let overlong = false;
   const endLine = (): void => {
@@ -38,7 +39,7 @@ export function readTextSitemap(chunks: Iterable<string>, collector: FeedCollect
     if (collector.stopped) return;
     append(chunk.slice(from));
   }
-  endLine();
+  if (complete) endLine();
 
   function append(part: string): void {
     if (overlong) return;

@@ -50,8 +50,9 @@ interface Entry {
  * references are decoded, any other `&name;` stays literal text. CDATA sections are text.
  *
  * Not well-formed XML (an element left open or closed by another's end tag, content after the
- * root, a bad tag name) is one CS_FEED_MALFORMED error (elements left open are not when `complete`
- * is false: the input was cut at the byte limit); entries read before and after it are kept.
+ * root, a bad tag name) is one CS_FEED_MALFORMED error (elements left open at the end are not when
+ * `complete` is false: the input was cut at a limit); entries read before and after it are kept,
+ * an entry still open at the end of input is dropped (its URL may be cut).
  * A root element that is not a sitemap or feed is CS_FEED_UNKNOWN, and reading stops.
  */
 export function readXmlFeed(
@@ -64,6 +65,7 @@ export function readXmlFeed(
   let rootNs = '';
   let depth = 0;
   let rootClosed = false;
+  // in parser.end(): elements still open are closed; when not `complete` the input was cut at the limit
   let ending = false;
   // namespace and xml:base declarations, innermost last, with the depth of the element declaring them
   const nsScopes: { depth: number; prefix: string; uri: string }[] = [];
@@ -138,6 +140,7 @@ export function readXmlFeed(
         if (!entry.fields.has(fname)) field = { name: fname, depth, text: '', overflow: false };
       },
       ontext(text) {
+        lastOpened = undefined;
         if (field !== undefined && depth === field.depth) {
           if (field.text.length + text.length > MAX_FIELD_CHARS) field.overflow = true;
           else field.text += text;
@@ -147,14 +150,15 @@ export function readXmlFeed(
       },
       onclosetag(name, implied) {
         // an element closed at the end of input, or by another's end tag (not a self-closing tag)
-        if (ending || (implied && lastOpened !== name)) malformed();
+        if (ending ? complete : implied && lastOpened !== name) malformed();
         lastOpened = undefined;
         if (field !== undefined && depth === field.depth) {
           if (entry !== undefined) entry.fields.set(field.name, field.overflow ? '' : field.text);
           field = undefined;
         }
         if (entry !== undefined && depth === entry.depth) {
-          finishEntry(entry);
+          // an entry left open at the end of input (cut by a limit, or never closed) may hold half a URL
+          if (!ending) finishEntry(entry);
           entry = undefined;
         }
         while (nsScopes.length > 0 && nsScopes[nsScopes.length - 1]!.depth === depth) nsScopes.pop();
@@ -209,8 +213,7 @@ export function readXmlFeed(
       parser.write(chunk);
       if (collector.stopped) return;
     }
-    // input cut at the byte limit ends inside elements: that is the limit, not a malformed document
-    ending = complete;
+    ending = true;
     parser.end();
   } catch {
     // htmlparser2 is forgiving; this only guards the "never throws" contract
