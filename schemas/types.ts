@@ -202,8 +202,6 @@ export interface Lease {
   issuedAt: number;
   expiresAt: number;
   fromQueue: boolean;
-  /** Earlier visits of the URL (0: first visit). Added later, default 0. */
-  visit?: number;
 }
 
 export interface HostState {
@@ -229,6 +227,8 @@ export interface HostState {
   /** robots.txt per origin of the host (RFC 9309); see schemas/host-state.avsc. */
   robots: OriginRobots[];
   robotsHops: RobotsHop[];
+  /** The lease's earlier visits of its URL (0: a first visit). Added later, default 0. */
+  leaseVisit?: number;
 }
 
 /** One origin's robots.txt as the frontier holds it. */

@@ -410,8 +410,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       issuedAt: now,
       expiresAt,
       fromQueue,
-      visit,
     };
+    state.leaseVisit = visit;
     this.hosts.put(state);
     this.leases.set(leaseId, { host: state.host, expiresAt });
     const request: FetchRequest = {
@@ -486,7 +486,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
             attempts: lease.attempts,
             discoveredAt: lease.issuedAt,
             kind: lease.kind === 'SITEMAP' || lease.kind === 'FEED' ? lease.kind : 'PAGE',
-            visit: lease.visit ?? 0,
+            visit: state.leaseVisit ?? 0,
           }
         : undefined;
     const backoff = applyPageOutcome(state, result, now, this.config);

@@ -25,6 +25,7 @@ export function newHost(host: string, origin: string, site: string): HostState {
     parkedUntil: 0,
     robots: [],
     robotsHops: [],
+    leaseVisit: 0,
   };
 }
 

@@ -1,3 +1,4 @@
+import type { Type } from 'avsc';
 import { loadSchema } from '../../schemas/index.js';
 import type { HostState, OriginRobots, RobotsHop } from '../../schemas/types.js';
 import { safeSite } from './host-state.js';
@@ -157,16 +158,32 @@ export function migrateLegacyRobots(state: HostState): HostState {
 }
 
 /**
- * The Avro encoding of the fields added after `parkedUntil` at their defaults: `robots` (an
- * empty array: block count 0) and `robotsHops` (the same).
+ * The Avro encodings of fields added later, at their defaults, for values written before them,
+ * newest first: `leaseVisit` (int 0) after `robotsHops`; and `robots`, `robotsHops` (empty arrays:
+ * block count 0) and `leaseVisit` after `parkedUntil`.
  */
-const ADDED_FIELDS_AT_DEFAULTS = Buffer.from([0, 0]);
+const ADDED_FIELDS_AT_DEFAULTS = [Buffer.from([0]), Buffer.from([0, 0, 0])];
 
 /**
  * The `frontier-hosts` value serde: HostState Avro binary. The store holds no writer schema, so a
  * value written before `robots` and `robotsHops` were added ends after `parkedUntil`, too short
  * for this schema: it is read with those fields at their defaults, then migrated.
  */
+function olderValue(type: Type, b: Buffer): HostState | undefined {
+  for (const tail of ADDED_FIELDS_AT_DEFAULTS) {
+    try {
+      return type.fromBuffer(Buffer.concat([b, tail])) as HostState;
+    } catch {
+      // not written by that version: try an older one
+    }
+  }
+  return undefined;
+}
+
+function rethrow(err: unknown): never {
+  throw err;
+}
+
 export function hostStateSerde(): Serde<HostState> {
   const type = loadSchema('HostState').type;
   return {
@@ -176,11 +193,7 @@ export function hostStateSerde(): Serde<HostState> {
       try {
         state = type.fromBuffer(b) as HostState;
       } catch (err) {
-        try {
-          state = type.fromBuffer(Buffer.concat([b, ADDED_FIELDS_AT_DEFAULTS])) as HostState;
-        } catch {
-          throw err;
-        }
+        state = olderValue(type, b) ?? rethrow(err);
       }
       return migrateLegacyRobots(state);
     },

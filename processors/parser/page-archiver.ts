@@ -125,6 +125,10 @@ export class PageArchiver {
             if (!l.nofollow && l.kind !== 'canonical')
               outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
         }
+        // the feeds a page announces are read for their items (and revisited in the feed lane)
+        if (this.config.sitemaps)
+          for (const url of extracted.feeds ?? [])
+            outlinks.push({ url, depth: page.depth + 1, redirectHops: 0, kind: 'FEED', lastmod: null });
         m.inc(M.linksExtracted, outlinks.length);
       }
     } else if (page.status >= 300 && page.status < 400 && page.redirectTarget) {

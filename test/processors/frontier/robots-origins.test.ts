@@ -318,6 +318,35 @@ test('a host state written before per-origin robots is read with its rules moved
   assert.deepEqual(JSON.stringify(serde.deserialize(serde.serialize(read))), JSON.stringify(read));
 });
 
+test('a host state written before leaseVisit (with per-origin robots and a lease out) is read whole, leaseVisit 0', () => {
+  const current = JSON.parse(loadSchema('HostState').text) as { fields: { name: string }[] };
+  const previous = avro.Type.forSchema({
+    ...current,
+    fields: current.fields.filter((f) => f.name !== 'leaseVisit'),
+  } as avro.Schema);
+  const old = {
+    ...newHost('prev.test', 'https://prev.test', 'prev.test'),
+    lease: {
+      leaseId: '3-0-a',
+      url: 'https://prev.test/a',
+      kind: 'PAGE',
+      depth: 1,
+      redirectHops: 0,
+      attempts: 2,
+      issuedAt: 5,
+      expiresAt: 9,
+      fromQueue: true,
+    },
+    robots: [
+      { origin: 'https://prev.test', state: 'READY', body: '', fetchedAt: 1, failures: 0, crawlDelayMs: 0, sitemaps: ['https://prev.test/s.xml'] },
+    ],
+  };
+  const read = hostStateSerde().deserialize(previous.toBuffer(old));
+  assert.equal(read.lease?.attempts, 2);
+  assert.deepEqual(read.robots[0]?.sitemaps, ['https://prev.test/s.xml']);
+  assert.equal(read.leaseVisit, 0);
+});
+
 test('Sitemap lines are kept per origin, at most 50, none longer than 2,000 characters', () => {
   const config = validateCrawlConfig({});
   const robots = new RobotsCache(config.userAgent);

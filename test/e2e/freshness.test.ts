@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { freshWeb } from '../../synthetic-web/fresh-web.js';
+import { feedItemDelays, fetchDelay, fixedIntervalStaleness, staleness } from '../../synthetic-web/staleness.js';
+import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import { exportPageRecords, removeDir, startCli, tempDir, writeSeeds } from './harness.js';
+
+// compressed time: revisits between 10 s and 600 s, sitemaps and feeds at most every 10 s
+const RUN_SECONDS = 150;
+const RECRAWL_MIN = 10;
+// the staleness window starts once discovery is over (every page fetched once)
+const WARM_UP_SECONDS = 40;
+const BUMP_AT = 70;
+
+test('a continuous crawl of a changing web keeps it fresher than a fixed interval with the same fetches, revalidates with 304s, and follows sitemaps and feeds', async () => {
+  const web = freshWeb({ seed: 11, hosts: 3 });
+  const server = await SyntheticWeb.start({ sites: web.sites });
+  const dir = tempDir('fresh');
+  try {
+    web.epoch = Date.now();
+    const bumped = web.layout.pages.find((p) => p.reach === 'sitemap' && p.changeClass === 'never')!;
+    web.bump(bumped.host, bumped.path, BUMP_AT);
+    const seeds = writeSeeds(dir, server.seedUrls());
+    const { exited } = startCli([
+      'crawl',
+      '--seeds',
+      seeds,
+      '--data',
+      join(dir, 'data'),
+      '--resolve',
+      '*.test=127.0.0.1',
+      '--allow-ip',
+      '127.0.0.1/32',
+      '--duration',
+      String(RUN_SECONDS),
+      '--recrawl-min',
+      String(RECRAWL_MIN),
+      '--recrawl-max',
+      '600',
+      '--feed-max-interval',
+      String(RECRAWL_MIN),
+      '--quiet',
+    ]);
+    const run = await exited;
+    assert.equal(run.code, 0, `crawl exited ${run.code}\n${run.stderr}`);
+    const log = server.requests();
+
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+    assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+
+    const from = web.epoch + WARM_UP_SECONDS * 1000;
+    const to = Math.max(...log.map((e) => e.end));
+    const adaptive = staleness(log, web, { from, to });
+    const fixed = fixedIntervalStaleness(web, adaptive.fetches, { from, to });
+    const summary = `adaptive ${adaptive.totalSec.toFixed(0)} s stale with ${adaptive.fetches} fetches, fixed interval ${fixed.totalSec.toFixed(0)} s; by class ${JSON.stringify(adaptive.byClass)}`;
+    assert.ok(adaptive.fetches > 0, summary);
+    assert.ok(adaptive.totalSec <= fixed.totalSec / 2, summary);
+    assert.ok(adaptive.neverRevisits >= 5, `too few revisits of never-changing pages to judge: ${summary}`);
+    assert.ok(
+      adaptive.neverNotModifiedShare >= 0.9,
+      `${adaptive.neverNotModified} of ${adaptive.neverRevisits} revisits of never-changing pages were 304s`,
+    );
+
+    // pages only a sitemap names were crawled; a bumped lastmod brought its page back within a --recrawl-min
+    for (const p of web.layout.pages.filter((q) => q.reach === 'sitemap'))
+      assert.ok(fetchDelay(log, web, p, 0) !== undefined, `${p.host}${p.path}, only in a sitemap, was never fetched`);
+    const delay = fetchDelay(log, web, bumped, BUMP_AT);
+    assert.ok(delay !== undefined && delay <= RECRAWL_MIN + 2, `the bumped page came back after ${delay} s`);
+    // each feed item published while the crawl ran, early enough to be due, was fetched within one feed interval
+    const items = feedItemDelays(log, web, { from: web.epoch, to: to - web.layout.feedSec * 1000 });
+    assert.ok(items.length >= 2, `only ${items.length} feed items were published`);
+    for (const { page, delaySec } of items)
+      assert.ok(
+        delaySec !== undefined && delaySec <= web.layout.feedSec,
+        `feed item ${page.path} fetched ${delaySec} s after it was published`,
+      );
+
+    // the page records say what each revisit found
+    const records = exportPageRecords(join(dir, 'data'));
+    const notModified = records.filter((r) => r.notModified);
+    assert.ok(notModified.length > 0, 'no page record says notModified');
+    for (const r of notModified) {
+      assert.equal(r.status, 304);
+      assert.ok(r.visit > 0 && r.previousFetchTime !== null && r.changed === false);
+    }
+    assert.ok(records.some((r) => r.visit > 0 && r.changed), 'no revisit found a change');
+    assert.ok(records.some((r) => r.kind === 'SITEMAP') && records.some((r) => r.kind === 'FEED'));
+    assert.match(run.stdout, /revisits\s+\d+/);
+  } finally {
+    await server.close();
+    removeDir(dir);
+  }
+});
