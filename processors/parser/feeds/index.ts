@@ -1,4 +1,5 @@
 export { parseFeed } from './parse-feed.js';
+export { isFeedLink } from './feed-links.js';
 export { parseFeedDate } from './feed-dates.js';
 export {
   MAX_FEED_BYTES,

@@ -21,7 +21,8 @@ const XML_NAME = /^[^\s\d<>\-.!?/'"=&;][^\s<>/'"=&;]*$/;
 function formatOf(ns: string, local: string): FeedFormat | null {
   if (local === 'urlset') return 'SITEMAP';
   if (local === 'sitemapindex') return 'SITEMAP_INDEX';
-  if (local === 'rss' && ns === '') return 'RSS';
+  // RSS 2.0 has no namespace, though some feeds give it one (`http://backend.userland.com/rss2`)
+  if (local === 'rss') return 'RSS';
   if (local === 'RDF') return 'RSS';
   if (local === 'feed' && (ns === NS_ATOM || ns === NS_ATOM_03 || ns === '')) return 'ATOM';
   return null;
@@ -90,7 +91,7 @@ export function readXmlFeed(
         return depth === 2 && ns === rootNs && local === 'entry';
       case 'RSS':
         // RSS 2.0 nests items in <channel>, RSS 0.9x and 1.0 beside it
-        return depth >= 2 && local === 'item' && (ns === '' || ns === NS_RSS_1);
+        return depth >= 2 && local === 'item' && (ns === rootNs || ns === NS_RSS_1);
       default:
         return false;
     }

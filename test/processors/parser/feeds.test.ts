@@ -114,6 +114,14 @@ test('RSS 2.0 items give their link, else a permalink guid, with pubDate; relati
   assert.deepEqual([r.errors, r.errorCode], [1, 'CS_FEED_BAD_ENTRY']);
 });
 
+test('RSS 2.0 in a namespace, as some feeds declare one, reads the same', () => {
+  const body = utf8(
+    '<rss xmlns="http://backend.userland.com/rss2" version="2.0"><channel><item><link>https://a.example/1</link></item></channel></rss>',
+  );
+  const r = parseFeed(body, null, 'https://a.example/rss');
+  assert.deepEqual([r.format, urls(r)], ['RSS', ['https://a.example/1']]);
+});
+
 test('RSS 1.0 (rdf:RDF) items give their link', () => {
   const body = utf8(`<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"
       xmlns:dc="http://purl.org/dc/elements/1.1/">
