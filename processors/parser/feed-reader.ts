@@ -38,12 +38,10 @@ export class FeedReader {
       return { links: [], errorCode: decoded.errorCode };
     }
     const origin = new URL(page.url).origin;
-    const parsed = parseFeed(
-      decoded.body,
-      contentType,
-      page.url,
-      page.kind === 'SITEMAP' ? { scope: { origin, pathPrefix: '/' } } : {},
-    );
+    const parsed = parseFeed(decoded.body, contentType, page.url, {
+      ...(page.kind === 'SITEMAP' ? { scope: { origin, pathPrefix: '/' } } : {}),
+      bodyTruncated: page.truncated,
+    });
     const links: Link[] = [];
     let bytes = 0;
     const add = (url: string, kind: Link['kind'], lastmod: number | null) => {
