@@ -280,7 +280,7 @@ export const SETTINGS: readonly Setting[] = [
     min: 1,
     scale: 1000,
     config: 'recrawlMinMs',
-    help: 'shortest revisit interval of a page (and of sitemaps and feeds)',
+    help: 'shortest revisit interval of a page (of sitemaps and feeds: half of it)',
   },
   {
     name: 'recrawl-max',

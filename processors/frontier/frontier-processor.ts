@@ -346,15 +346,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (next === undefined) continue;
       const notBefore = Math.max(now, due);
       if (!this.ips.tryAcquire(state, notBefore)) continue;
+      const window = this.ips.startWindow(state) ?? this.config.leaseWindowMs;
       if (typeof next === 'string')
         this.lease(
           state,
           now,
-          notBefore,
+          { notBefore, window },
           { url: next, depth: 0, redirectHops: hopToFetch(state)?.chain.length ?? 0, attempts: 0, visit: 0 },
           false,
         );
-      else this.lease(state, now, notBefore, next, true);
+      else this.lease(state, now, { notBefore, window }, next, true);
       issued++;
     }
   }
@@ -388,15 +389,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     return undefined;
   }
 
+  /** `window`: how long after notBefore the fetch may start (then it is dropped, CS_LEASE_EXPIRED). */
   private lease(
     state: HostState,
     now: number,
-    notBefore: number,
+    { notBefore, window }: { notBefore: number; window: number },
     entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts' | 'kind' | 'visit'>,
     fromQueue: boolean,
   ): void {
     const leaseId = `${this.epoch}-${this.ctx.taskId.partition}-${(this.leaseCounter++).toString(36)}`;
-    const notAfter = notBefore + this.config.leaseWindowMs;
+    const notAfter = notBefore + window;
     const expiresAt = notAfter + this.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? (entry.kind ?? 'PAGE') : 'ROBOTS';
     const visit = fromQueue ? (entry.visit ?? 0) : 0;

@@ -3,10 +3,20 @@ import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresse
 import { GAP_SAFETY_MS } from './politeness.js';
 
 /**
+ * How late a lease on an address that allows more than one lease in flight may start (its
+ * notAfter is its notBefore plus this): the next lease there is planned this much later still,
+ * so a fetch started late by up to this cannot bring the next one within the gap.
+ */
+export const IP_START_WINDOW_MS = 100;
+
+/**
  * The looser per-address limit of one frontier task: at most `concurrency` leases in flight per
  * resolved IP and at least `gapMs` between two lease starts there, so many small sites on one
  * shared-hosting address are not hit at once. A lease's start is its notBefore plus a small
  * slack; a fetch that started later than that pushes the address's next start back (`release`).
+ * With one lease in flight that is exact; with more, the next lease may be out before the
+ * previous fetch reports its start, so those leases must start within IP_START_WINDOW_MS of
+ * their notBefore (`startWindow`) and the next start is planned that much later.
  * A host is looked up before its first lease (host-addresses.ts), so that lease counts too.
  * In memory: after a restart every address starts empty, which is safe because every host
  * already waits a full gap of its own.
@@ -46,8 +56,20 @@ export class IpLimiter {
       return false;
     }
     this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
-    this.nextStart.set(ip, at + this.spacingMs);
+    this.nextStart.set(ip, at + this.spacingMs + (this.overlaps(ip) ? IP_START_WINDOW_MS : 0));
     return true;
+  }
+
+  /**
+   * The window a lease to the host must start in, when its address allows leases to overlap
+   * and keeps a gap (IP_START_WINDOW_MS); undefined: the usual lease window.
+   */
+  startWindow(state: HostState): number | undefined {
+    return state.ip !== null && this.overlaps(state.ip) ? IP_START_WINDOW_MS : undefined;
+  }
+
+  private overlaps(ip: string): boolean {
+    return this.concurrency > 1 && this.spacingMs > 0 && ip !== '';
   }
 
   /** Records a lease already out (found at init). */

@@ -1,16 +1,20 @@
 import type { FetchKind } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 
-/** The interval bounds of a kind of URL: pages [min, max]; sitemaps and feeds, their faster lane [min, feedMax]. */
+/**
+ * The interval bounds of a kind of URL: pages [--recrawl-min, --recrawl-max]; sitemaps and feeds
+ * their faster lane, [half --recrawl-min, --feed-max-interval], so that a page whose sitemap
+ * `lastmod` changes is fetched within about one --recrawl-min.
+ */
 export function intervalBounds(kind: FetchKind, config: CrawlConfig): { min: number; max: number } {
-  const max =
-    kind === 'SITEMAP' || kind === 'FEED'
-      ? Math.max(config.recrawlMinMs, Math.min(config.recrawlMaxMs, config.feedMaxIntervalMs))
-      : config.recrawlMaxMs;
-  return { min: config.recrawlMinMs, max };
+  if (kind === 'SITEMAP' || kind === 'FEED') {
+    const min = Math.max(1_000, Math.round(config.recrawlMinMs / 2));
+    return { min, max: Math.max(min, Math.min(config.recrawlMaxMs, config.feedMaxIntervalMs)) };
+  }
+  return { min: config.recrawlMinMs, max: config.recrawlMaxMs };
 }
 
-/** A page's first interval: --recrawl-initial, or the geometric mean of the bounds; sitemaps and feeds start at the min. */
+/** A page's first interval: --recrawl-initial, or the geometric mean of the bounds; sitemaps and feeds start at their lane's min. */
 export function firstInterval(kind: FetchKind, config: CrawlConfig): number {
   const { min, max } = intervalBounds(kind, config);
   if (kind === 'SITEMAP' || kind === 'FEED') return min;

@@ -1,23 +1,29 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IpLimiter } from '../../../processors/frontier/ip-limiter.js';
+import { IP_START_WINDOW_MS, IpLimiter } from '../../../processors/frontier/ip-limiter.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
 import { GAP_SAFETY_MS } from '../../../processors/frontier/politeness.js';
 
 const host = (name: string, ip: string | null = null) => ({ ...newHost(name, `http://${name}`, name), ip });
 
-test('two starts on one address are at least the gap (plus slack) apart, and no more leases than the concurrency run there', () => {
+test('two starts on one address are at least the gap (plus slack and the start window) apart, and no more leases than the concurrency run there', () => {
   const ips = new IpLimiter(2, 500);
-  assert.equal(ips.tryAcquire(host('a.test', '10.0.0.1'), 1_000), true);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), 1_000 + 500 + GAP_SAFETY_MS - 1), false);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), 1_000 + 500 + GAP_SAFETY_MS), true);
+  const a = host('a.test', '10.0.0.1');
+  assert.equal(ips.tryAcquire(a, 1_000), true);
+  // leases may overlap here: each must start within the window, and the next is planned after it
+  assert.equal(ips.startWindow(a), IP_START_WINDOW_MS);
+  const next = 1_000 + 500 + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next - 1), false);
+  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next), true);
   assert.equal(ips.tryAcquire(host('c.test', '10.0.0.1'), 10_000), false, 'a third lease in flight');
   assert.equal(ips.tryAcquire(host('d.test', '10.0.0.2'), 1_000), true, 'another address is not held back');
 });
 
 test('a fetch that started later than its lease said pushes the next start on its address back', () => {
   const ips = new IpLimiter(1, 500);
-  assert.equal(ips.tryAcquire(host('a.test', '10.0.0.1'), 1_000), true);
+  const a = host('a.test', '10.0.0.1');
+  assert.equal(ips.tryAcquire(a, 1_000), true);
+  assert.equal(ips.startWindow(a), undefined, 'one lease at a time needs no start window: its start is reported');
   const freed = ips.release('10.0.0.1', 1_400);
   assert.equal(freed.at, 1_400 + 500 + GAP_SAFETY_MS);
   assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), 1_600), false);
