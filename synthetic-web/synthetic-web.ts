@@ -28,6 +28,8 @@ export interface RequestLogEntry {
   bytes: number;
   /** From the Retry-After header sent, when it was a number of seconds. */
   retryAfterSec?: number;
+  /** The Retry-After header sent, as sent: delay-seconds or an HTTP-date. */
+  retryAfter?: string;
   userAgent?: string;
   /** The connection closed before the response finished. */
   aborted?: boolean;
@@ -201,6 +203,7 @@ export class SyntheticWeb {
     const send = (): void => {
       if (res.destroyed) return;
       const retryAfter = reply.headers['retry-after'];
+      if (retryAfter !== undefined) entry.retryAfter = retryAfter;
       if (retryAfter !== undefined && /^\d+$/.test(retryAfter)) entry.retryAfterSec = Number(retryAfter);
       const headers: Record<string, string> = { ...reply.headers, 'content-length': String(reply.body.byteLength) };
       if (this.#closing !== undefined) headers['connection'] = 'close'; // lets close() finish without cutting
