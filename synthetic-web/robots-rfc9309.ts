@@ -7,8 +7,8 @@
  * - Lines end at CR, LF or CRLF; `#` starts a comment; names are case-insensitive; a line
  *   without `:` is not a record (§2.2).
  * - A group is one or more `user-agent` lines followed by rules; lines of other records (Sitemap,
- *   Crawl-delay, unknown ones) and empty lines do not end the user-agent lines of a group (§2.2.4).
- *   Rules before the first `user-agent` line belong to no group and are ignored.
+ *   unknown ones) and empty lines do not end the user-agent lines of a group (§2.2.4). Rules
+ *   before the first `user-agent` line belong to no group and are ignored.
  * - The groups whose product token equals the crawler's, case-insensitively, are merged; none:
  *   the `*` groups, merged; none of those either: no rules (§2.2.1). A user-agent line names the
  *   token its value starts with (`FooBot/1.2`, `Foo Bar`: FooBot, Foo), as Google's parser does.
@@ -19,7 +19,9 @@
  *   UTF-8, existing escapes get upper-case hex and are never decoded (§2.2.2).
  * - Only the first 500 KiB are read, the least RFC 9309 §2.5 allows and what the crawler keeps.
  * - `Crawl-delay` (not in RFC 9309, a common extension): seconds, the first valid value among the
- *   selected groups' lines.
+ *   selected groups' lines. It is a member of its group, like a rule: `User-agent: *`,
+ *   `Crawl-delay: 2`, `User-agent: x` are two groups, as the sites that write it mean (Google's
+ *   parser ignores the line and would merge them; none of its cases has one).
  */
 
 /** RFC 9309 §2.5: crawlers must parse at least 500 KiB; the crawler's fetcher keeps exactly that. */
@@ -94,7 +96,9 @@ export class RobotsTxt {
         if (current === undefined) continue; // a rule outside any group
         inRules = true;
         current.rules.push({ allow: key === 'allow', pattern: normalizePattern(value) });
-      } else if (key === 'crawl-delay' && current !== undefined && current.crawlDelaySec === undefined) {
+      } else if (key === 'crawl-delay' && current !== undefined) {
+        inRules = true;
+        if (current.crawlDelaySec !== undefined) continue;
         const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
         if (Number.isFinite(seconds)) current.crawlDelaySec = seconds;
       }

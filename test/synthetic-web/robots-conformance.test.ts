@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isValidProductToken, normalizePattern, robotsPathOf, RobotsTxt } from '../../synthetic-web/robots-rfc9309.js';
+import {
+  isValidProductToken,
+  normalizePattern,
+  ROBOTS_MAX_BYTES,
+  robotsPathOf,
+  RobotsTxt,
+} from '../../synthetic-web/robots-rfc9309.js';
 import {
   ESCAPE_CASES,
   lineTooLongCases,
@@ -69,5 +75,30 @@ describe("the judge's robots.txt matcher on Google's robots.txt test cases", () 
       if (c.lastLineSeen !== undefined) assert.equal(records.at(-1)?.line, c.lastLineSeen, key(c));
       if (c.sitemap !== undefined) assert.equal(records.find((r) => r.key === 'sitemap')?.value, c.sitemap, key(c));
     }
+  });
+});
+
+describe("the judge's robots.txt matcher beyond Google's cases", () => {
+  test('only the first 500 KiB are read, as the crawler reads them', () => {
+    const filler = `# ${'x'.repeat(ROBOTS_MAX_BYTES)}\n`;
+    const late = RobotsTxt.parse(`User-agent: *\n${filler}Disallow: /late/\n`);
+    assert.equal(late.isAllowed('crawlstream', '/late/a'), true);
+    const cut = RobotsTxt.parse(`User-agent: *\nDisallow: /${'a'.repeat(ROBOTS_MAX_BYTES)}`);
+    assert.equal(cut.records.at(-1)!.value.length < ROBOTS_MAX_BYTES, true);
+  });
+
+  test("Crawl-delay is read from the crawler's group, else the * group, in ms", () => {
+    const r = RobotsTxt.parse(
+      'User-agent: *\nCrawl-delay: 2\n\nUser-agent: crawlstream\nCrawl-delay: 0.5\nDisallow:\n',
+    );
+    assert.equal(r.crawlDelayMs('crawlstream'), 500);
+    assert.equal(r.crawlDelayMs('other'), 2000);
+    assert.equal(RobotsTxt.parse('User-agent: *\nCrawl-delay: soon\n').crawlDelayMs('x'), 0);
+  });
+
+  test('a $ that does not end the pattern is an ordinary character', () => {
+    const r = RobotsTxt.parse('User-agent: *\nDisallow: /a$b\n');
+    assert.equal(r.isAllowed('x', '/a$b/c'), false);
+    assert.equal(r.isAllowed('x', '/a'), true);
   });
 });
