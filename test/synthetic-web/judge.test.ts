@@ -28,6 +28,11 @@ const sites: SiteSpec[] = [
   { host: 'down.test', robots: { status: 503, body: 'down\n' }, pages: {} },
   { host: 'busy.test', robots: { status: 429, body: 'slow down\n' }, pages: {} },
   { host: 'sub.a.test', robots: { status: 200, body: 'User-agent: *\nDisallow:\n' }, pages: {} },
+  {
+    host: 'moved.test',
+    robots: { status: 301, body: '', location: 'http://moved.test/real-robots.txt' },
+    pages: { '/real-robots.txt': { contentType: 'text/plain', body: 'User-agent: *\nDisallow: /x/\n' } },
+  },
 ];
 
 type Row = [host: string, path: string, start: number, end: number, extra?: Partial<RequestLogEntry>];
@@ -129,6 +134,14 @@ describe('the judge on hand-made logs: one rule broken, one violation of its kin
     const once = clean.filter((r) => !(r[0] === 'a.test' && r[2] === DAY));
     caught('robots-expired', 'a.test/tomorrow.html', once);
     assert.deepEqual(judged(once, { robotsTtlMs: 2 * DAY }), [], 'robotsTtlMs sets the expiry');
+  });
+
+  test('robots-not-first: a page between a robots.txt redirect and the request it redirects to', () => {
+    const moved: Row = ['moved.test', '/robots.txt', 0, 10, { status: 301 }];
+    const hop = (start: number): Row => ['moved.test', '/real-robots.txt', start, start + 10];
+    assert.deepEqual(judged([moved, hop(1010), ['moved.test', '/', 2020, 2030]]), []);
+    caught('robots-not-first', 'moved.test/', [moved, ['moved.test', '/', 1010, 1020], hop(2020)]);
+    caught('disallowed-fetched', 'moved.test/x/1', [moved, hop(1010), ['moved.test', '/x/1', 2020, 2030]]);
   });
 
   test('disallowed-fetched: a path the robots.txt disallows', () => {
