@@ -28,6 +28,8 @@ export interface RequestLogEntry {
   bytes: number;
   /** From the Retry-After header sent, when it was a number of seconds. */
   retryAfterSec?: number;
+  /** The Retry-After header sent, as sent: delay-seconds or an HTTP-date. */
+  retryAfter?: string;
   userAgent?: string;
   /** The request's If-None-Match header, as sent. */
   ifNoneMatch?: string;
@@ -209,6 +211,7 @@ export class SyntheticWeb {
     const send = (): void => {
       if (res.destroyed) return;
       const retryAfter = reply.headers['retry-after'];
+      if (retryAfter !== undefined) entry.retryAfter = retryAfter;
       if (retryAfter !== undefined && /^\d+$/.test(retryAfter)) entry.retryAfterSec = Number(retryAfter);
       const headers: Record<string, string> = { ...reply.headers };
       // RFC 9110 8.6: a 304's Content-Length, if any, must be the 200's; none is simplest

@@ -1,0 +1,45 @@
+import type { RequestLogEntry } from '../synthetic-web.js';
+import { byStart, ms, type Flag, type JudgeOptions } from './types.js';
+
+/**
+ * The per-address rules, over the requests of hosts `ipOf` maps to an address:
+ * - ip-concurrency: a request starts while `ipConcurrency` others on its address are still open
+ *   (one that ended exactly at its start is not);
+ * - ip-gap: a request starts less than `ipGapMs` after the previous start on its address.
+ * The crawler counts its limits per frontier partition: judge a crawl of P partitions with
+ * P × its `--ip-concurrency`, or crawl with one partition.
+ */
+export function judgeIps(log: readonly RequestLogEntry[], o: JudgeOptions, flag: Flag): void {
+  const ipOf = o.ipOf;
+  if (ipOf === undefined) return;
+  const byIp = new Map<string, RequestLogEntry[]>();
+  for (const e of log) {
+    const ip = ipOf(e.host);
+    if (ip === undefined) continue;
+    let list = byIp.get(ip);
+    if (list === undefined) byIp.set(ip, (list = []));
+    list.push(e);
+  }
+  for (const [ip, list] of byIp) {
+    list.sort(byStart);
+    let open: RequestLogEntry[] = [];
+    let previous: RequestLogEntry | undefined;
+    for (const e of list) {
+      open = open.filter((x) => x.end > e.start);
+      if (open.length >= o.ipConcurrency)
+        flag(
+          'ip-concurrency',
+          e,
+          `started while ${open.length} requests on ${ip} were open (#${open.map((x) => x.seq).join(', #')}); at most ${o.ipConcurrency}`,
+        );
+      if (previous !== undefined && e.start - previous.start < o.ipGapMs)
+        flag(
+          'ip-gap',
+          e,
+          `started ${ms(e.start - previous.start)} after #${previous.seq} (${previous.host}) on ${ip}; needs ${ms(o.ipGapMs)}`,
+        );
+      open.push(e);
+      previous = e;
+    }
+  }
+}
