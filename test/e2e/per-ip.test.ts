@@ -29,11 +29,6 @@ test(
   'six host names on one address: the judge finds no request beyond --ip-concurrency 2 or closer than --ip-gap 300 ms',
   {
     timeout: 180_000,
-    // a real crawler violation the stricter judge found (issue 20): IpLimiter spaces lease *plans*
-    // (`at` + gap), and corrects to the fetch's real start only on release; with --ip-concurrency
-    // 2 the next lease leaves before that release, so a fetch that starts late leaves less than
-    // --ip-gap between starts the server sees (247-299 ms of 300 in three runs)
-    todo: 'the crawler breaks --ip-gap when --ip-concurrency > 1 (processors/frontier/ip-limiter.ts)',
   },
   async () => {
     const web = await SyntheticWeb.start({ sites: HOSTS.map(site) });
