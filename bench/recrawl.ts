@@ -12,11 +12,11 @@ import { figure, machineLine } from './machine.js';
 
 // The recrawl schedule of one frontier partition on RocksDB: N URLs recorded (history + due
 // index), committed every 10,000 as the engine commits; then the due scan at steady state (the
-// punctuator takes 5,000 due URLs a second) and the RAM the schedule holds (none per URL: only
+// punctuator takes 1,000 due URLs a second) and the RAM the schedule holds (none per URL: only
 // RocksDB's own caches grow, reported as RSS).
 const N = Number(process.env['RECRAWL_BENCH_URLS'] ?? 2_000_000);
 const COMMIT_EVERY = 10_000;
-const DUE_BATCH = 5_000;
+const DUE_BATCH = 1_000;
 
 const config = validateCrawlConfig({ recrawlMinMs: 3_600_000, recrawlMaxMs: 30 * 86_400_000 });
 
@@ -110,8 +110,8 @@ try {
     scans++;
   }
   const scanSeconds = (performance.now() - start) / 1000;
-  figure('takeDue scan (batches of 5,000, commits included)', taken / scanSeconds, 'due URLs/s');
-  figure('takeDue, one punctuation of 5,000 due URLs', (scanSeconds / scans) * 1000, 'ms');
+  figure('takeDue scan (batches of 1,000, commits included)', taken / scanSeconds, 'due URLs/s');
+  figure('takeDue, one punctuation of 1,000 due URLs', (scanSeconds / scans) * 1000, 'ms');
   start = performance.now();
   for (let i = 0; i < 1_000; i++) schedule.nextDueAt();
   figure('nextDueAt (the idle check)', ((performance.now() - start) / 1_000) * 1000, 'µs/call');

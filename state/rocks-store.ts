@@ -82,7 +82,7 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     this.pending.set(latin1(raw), { key: raw, deleted: true, decoded: undefined, encoded: undefined });
   }
 
-  *range(gte: K, lt: K): IterableIterator<[K, V]> {
+  *range(gte: K, lt: K, limit?: number): IterableIterator<[K, V]> {
     const from = this.keySerde.serialize(gte);
     const to = this.keySerde.serialize(lt);
     const overlay = [...this.pending.values()]
@@ -92,6 +92,7 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     for (const [fullKey, value] of this.db.iterate(
       Buffer.concat([this.prefix, from]),
       Buffer.concat([this.prefix, to]),
+      limit !== undefined ? { batch: limit } : {},
     )) {
       const key = fullKey.subarray(this.prefix.length);
       while (i < overlay.length && Buffer.compare(overlay[i]!.key, key) < 0) {

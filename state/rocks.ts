@@ -19,7 +19,12 @@ export interface RocksPort {
   getMany(keys: Buffer[]): (Buffer | undefined)[];
   write(batch: readonly RocksWrite[], options?: { sync?: boolean }): void;
   /** Entries with gte <= key < lt, in key order (or reverse), at most `limit`. Close by finishing or `return()`. */
-  iterate(gte: Buffer, lt: Buffer, options?: { reverse?: boolean; limit?: number }): IterableIterator<[Buffer, Buffer]>;
+  /** `limit`: at most this many entries; `batch`: rows read per native call (default 1000). */
+  iterate(
+    gte: Buffer,
+    lt: Buffer,
+    options?: { reverse?: boolean; limit?: number; batch?: number },
+  ): IterableIterator<[Buffer, Buffer]>;
   deleteRange(gte: Buffer, lt: Buffer): void;
   /** A RocksDB property such as `rocksdb.cur-size-all-mem-tables`; undefined when unknown. */
   property(name: string): string | undefined;
@@ -113,7 +118,7 @@ class NxteditionRocks implements RocksPort {
   *iterate(
     gte: Buffer,
     lt: Buffer,
-    options: { reverse?: boolean; limit?: number } = {},
+    options: { reverse?: boolean; limit?: number; batch?: number } = {},
   ): IterableIterator<[Buffer, Buffer]> {
     const it = this.db._iterator({
       ...RAW,
@@ -126,7 +131,7 @@ class NxteditionRocks implements RocksPort {
     });
     try {
       for (;;) {
-        const { rows, finished } = it._nextvSync(1000, {});
+        const { rows, finished } = it._nextvSync(Math.max(1, Math.min(1000, options.batch ?? 1000)), {});
         for (let i = 0; i < rows.length; i += 2) yield [rows[i]!, rows[i + 1]!];
         if (finished) return;
       }

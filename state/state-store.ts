@@ -23,8 +23,11 @@ export interface KeyValueStore<K, V> extends StateStore {
   getMany(keys: readonly K[]): (V | undefined)[];
   put(key: K, value: V): void;
   delete(key: K): void;
-  /** Entries with gte <= key < lt in key order (encoded-byte order), uncommitted writes included. */
-  range(gte: K, lt: K): IterableIterator<[K, V]>;
+  /**
+   * Entries with gte <= key < lt in key order (encoded-byte order), uncommitted writes included.
+   * `limit` (optional) is a hint: the committed state is read in batches of at most that many.
+   */
+  range(gte: K, lt: K, limit?: number): IterableIterator<[K, V]>;
   /** Number of committed + pending entries is not tracked; use your own counters. */
 }
 

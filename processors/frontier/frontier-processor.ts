@@ -56,7 +56,9 @@ export const FETCH_REQUESTS_SINK = 'fetch-requests-sink';
 const EXPIRY_GRACE_MS = 5_000;
 const DISPATCH_BATCH = 2_000;
 /** Due URLs queued per punctuation (every second): the due index drains at most this fast. */
-const DUE_BATCH = 5_000;
+const DUE_BATCH = 1_000;
+/** Revisits waiting in the front queues beyond which no more are taken from the due index. */
+const DUE_BACKLOG = 10 * DUE_BATCH;
 
 /**
  * The polite frontier of one site partition (Mercator): admitted URLs wait in priority-band front
@@ -261,6 +263,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
    * (which shares picks with new URLs, --recrawl-share), sitemaps and feeds to the first band.
    */
   private queueDue(now: number): void {
+    // a backlog stays in the due index, where it costs nothing, rather than in the front queues
+    if (this.front.sizeOf(REVISIT_BAND) >= DUE_BACKLOG) return;
     const due = this.revisits.due(now, DUE_BATCH);
     for (const e of due) this.front.push(e.kind === 'PAGE' ? REVISIT_BAND : 0, e);
     if (due.length > 0) this.refill();

@@ -119,7 +119,7 @@ export class RecrawlSchedule {
    */
   takeDue(now: number, limit: number): DueUrl[] {
     const keys: Buffer[] = [];
-    for (const [key] of this.due.range(dueKey(this.cursor, null), dueKey(now + 1, null))) {
+    for (const [key] of this.due.range(dueKey(this.cursor, null), dueKey(now + 1, null), limit)) {
       keys.push(key);
       if (keys.length >= limit) break;
     }
@@ -158,7 +158,7 @@ export class RecrawlSchedule {
 
   /** The earliest due time in the index, or undefined when nothing is scheduled. */
   nextDueAt(): number | undefined {
-    for (const [key] of this.due.range(dueKey(this.cursor, null), dueKey(END_OF_TIME, null))) return readDue(key);
+    for (const [key] of this.due.range(dueKey(this.cursor, null), dueKey(END_OF_TIME, null), 1)) return readDue(key);
     return undefined;
   }
 }
