@@ -14,10 +14,14 @@ export function intervalBounds(kind: FetchKind, config: CrawlConfig): { min: num
   return { min: config.recrawlMinMs, max: config.recrawlMaxMs };
 }
 
-/** A page's first interval: --recrawl-initial, or the geometric mean of the bounds; sitemaps and feeds start at their lane's min. */
+/**
+ * A URL's first interval: for a page --recrawl-initial, or the geometric mean of the bounds; a
+ * sitemap or feed starts at its lane's longest (--feed-max-interval) and shortens as it changes,
+ * so one that never changes does not keep a `--until-idle` crawl waiting.
+ */
 export function firstInterval(kind: FetchKind, config: CrawlConfig): number {
   const { min, max } = intervalBounds(kind, config);
-  if (kind === 'SITEMAP' || kind === 'FEED') return min;
+  if (kind === 'SITEMAP' || kind === 'FEED') return max;
   const initial = config.recrawlInitialMs > 0 ? config.recrawlInitialMs : Math.sqrt(min * max);
   return clamp(Math.round(initial), min, max);
 }

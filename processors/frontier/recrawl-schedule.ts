@@ -88,7 +88,9 @@ export class RecrawlSchedule {
       this.due.delete(dueKey(previous.nextDue, fp));
     } else this.count++;
     const { min } = intervalBounds(kind, this.config);
-    const nextDue = page.fetchTime + Math.max(min, Math.round(intervalMs * importance));
+    // importance speeds up pages; sitemaps and feeds have their own lane
+    const factor = kind === 'PAGE' ? importance : 1;
+    const nextDue = page.fetchTime + Math.max(min, Math.round(intervalMs * factor));
     // a 304 carries the last visit's validators and payload when it sent none of its own
     const next: UrlHistory = {
       url: page.url,
@@ -108,6 +110,8 @@ export class RecrawlSchedule {
     };
     this.history.put(fp, next);
     this.due.put(dueKey(nextDue, fp), EMPTY);
+    // a record read late (a lagging input) may fall due before where the scan has got to
+    if (nextDue < this.cursor) this.cursor = nextDue;
     this.meta.put(COUNT_KEY, numberBytes(this.count));
     return result;
   }

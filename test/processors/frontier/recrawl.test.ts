@@ -247,7 +247,10 @@ test('a robots.txt Sitemap: line of the site is queued as a sitemap, and sitemap
     h.feed(TOPICS.fetchResults, SITE, answer(sitemap, fetchedAt));
     h.feed(TOPICS.pageRecords, SITE, record(sitemap, fetchedAt, { contentType: 'application/xml' }));
     const before = h.requests.length;
-    await h.advance(12_000, 500);
+    // a sitemap's first interval is its lane's longest, --feed-max-interval (20 s here)
+    await h.advance(18_000, 500);
+    assert.equal(h.requests.slice(before).filter((q) => q.kind === 'SITEMAP').length, 0, 'the sitemap came due early');
+    await h.advance(4_000, 500);
     const again = h.requests.slice(before).filter((q) => q.kind === 'SITEMAP');
     assert.equal(again.length, 1, 'the sitemap did not come due in its lane (half --recrawl-min)');
   } finally {
