@@ -5,7 +5,8 @@ import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { freshWeb } from '../../synthetic-web/fresh-web.js';
 import { feedItemDelays, fetchDelay, fixedIntervalStaleness, staleness } from '../../synthetic-web/staleness.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import { exportPageRecords, removeDir, startCli, tempDir, writeSeeds } from './harness.js';
+import { exportPageRecords, removeDir, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
+import { warcRevisits } from './duplicates.js';
 
 // compressed time: revisits between 10 s and 600 s; sitemaps and feeds between 5 s and 7 s, so a
 // sitemap's lastmod bump is seen within 7 s and its page fetched within one --recrawl-min
@@ -111,6 +112,12 @@ test('a continuous crawl of a changing web keeps it fresher than a fixed interva
       'no revisit found a change',
     );
     assert.ok(records.some((r) => r.kind === 'SITEMAP') && records.some((r) => r.kind === 'FEED'));
+    // every 304 is a server-not-modified revisit record an independent reader accepts
+    const warc = warcioCheck(join(dir, 'data', 'warc'));
+    assert.equal(warc.status, 0, warc.output);
+    const notModifiedRecords = warcRevisits(warc.files).filter((r) => r.profile.endsWith('/server-not-modified'));
+    assert.equal(notModifiedRecords.length, notModified.length, 'one server-not-modified revisit record per 304');
+    for (const r of notModifiedRecords) assert.equal(r.refersTo, r.url, 'a 304 refers to its own last visit');
     assert.match(run.stdout, /revisits\s+[1-9]\d*\s+\(changed [1-9]/);
   } finally {
     await server.close();

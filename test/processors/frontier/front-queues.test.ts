@@ -7,7 +7,13 @@ import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import { bufferSerde, stringSerde } from '../../../core/serde.js';
 import type { FrontEntry } from '../../../schemas/types.js';
-import { frontKeySerde, FrontQueues, type Band, type FrontKey } from '../../../processors/frontier/front-queues.js';
+import {
+  frontKeySerde,
+  FrontQueues,
+  REVISIT_BAND,
+  type Band,
+  type FrontKey,
+} from '../../../processors/frontier/front-queues.js';
 import { numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
 import { chunkSerde, type QueueChunk } from '../../../processors/frontier/queue-chunk.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
@@ -18,7 +24,7 @@ interface Stores {
   queues: FrontQueues;
 }
 
-function open(db: RocksPort): Stores {
+function open(db: RocksPort, revisitShare?: number): Stores {
   const front = new RocksKeyValueStore<FrontKey, QueueChunk>('frontier-front', db, frontKeySerde, chunkSerde);
   const meta = new RocksKeyValueStore<string, Buffer>('frontier-meta', db, stringSerde, bufferSerde);
   return {
@@ -28,6 +34,7 @@ function open(db: RocksPort): Stores {
       front,
       (k) => readNumber(meta.get(k)),
       (k, v) => meta.put(k, numberBytes(v)),
+      revisitShare,
     ),
   };
 }
@@ -149,4 +156,30 @@ test('URLs pushed and popped within one call leave at most a chunk or two of sto
       s.front.pendingCount() <= 2,
       `${s.front.pendingCount()} chunk writes for 200 URLs that never outlived the call`,
     );
+  }));
+
+test('revisits get --recrawl-share of the picks while new URLs wait too, and every pick when none do', () =>
+  withDb((db) => {
+    for (const [share, expected] of [
+      [0.5, 50],
+      [0.25, 25],
+      [0, 0],
+      [1, 100],
+    ] as const) {
+      const s = open(db, share);
+      for (let i = 0; i < 100; i++) s.queues.push(REVISIT_BAND, { ...entry(4, i), visit: 1 });
+      for (let i = 0; i < 100; i++) s.queues.push(2, entry(2, i));
+      const first = Array.from({ length: 100 }, () => s.queues.pop()!);
+      assert.equal(first.filter((e) => e.visit === 1).length, expected, `share ${share}`);
+      // the rest drains whatever the share: revisits alone are taken one after another
+      const rest: FrontEntry[] = [];
+      for (let e = s.queues.pop(); e; e = s.queues.pop()) rest.push(e);
+      assert.equal(rest.length, 100);
+      assert.deepEqual(
+        [...first, ...rest].filter((e) => e.visit === 1).map((e) => e.url),
+        Array.from({ length: 100 }, (_, i) => entry(4, i).url),
+        'revisits keep their order',
+      );
+      s.queues.flush();
+    }
   }));

@@ -273,3 +273,32 @@ test('--until-idle waits for URLs due within --recrawl-min and not for later one
     await h.close();
   }
 });
+
+test('with --no-sitemaps a robots.txt Sitemap: line is not followed', async () => {
+  const h = await FrontierHarness.open(validateCrawlConfig({ ...config, sitemaps: false }));
+  try {
+    const seeds: LinkBatch = {
+      site: SITE,
+      sourceUrl: null,
+      discoveredAt: h.clock,
+      links: [{ url: URL_A, depth: 0, redirectHops: 0 }],
+    };
+    h.feed(TOPICS.links, SITE, seeds);
+    await h.advance(2_000);
+    const robots = h.requests.find((r) => r.kind === 'ROBOTS')!;
+    h.feed(
+      TOPICS.fetchResults,
+      SITE,
+      answer(robots, h.clock, 200, 'User-agent: *\nSitemap: http://fresh.test/sitemap.xml\n'),
+    );
+    await h.advance(2_000);
+    h.feed(TOPICS.fetchResults, SITE, answer(h.requests.at(-1)!, h.clock));
+    await h.advance(5_000);
+    assert.deepEqual(
+      h.requests.map((r) => r.kind),
+      ['ROBOTS', 'PAGE'],
+    );
+  } finally {
+    await h.close();
+  }
+});

@@ -338,7 +338,15 @@ test('a host state written before leaseVisit (with per-origin robots and a lease
       fromQueue: true,
     },
     robots: [
-      { origin: 'https://prev.test', state: 'READY', body: '', fetchedAt: 1, failures: 0, crawlDelayMs: 0, sitemaps: ['https://prev.test/s.xml'] },
+      {
+        origin: 'https://prev.test',
+        state: 'READY',
+        body: '',
+        fetchedAt: 1,
+        failures: 0,
+        crawlDelayMs: 0,
+        sitemaps: ['https://prev.test/s.xml'],
+      },
     ],
   };
   const read = hostStateSerde().deserialize(previous.toBuffer(old));

@@ -163,3 +163,15 @@ test('a link from another site earns its template allowance even when the URL it
   assert.equal(own(200, 10), 10, 'the outside link to a known item earned nothing');
   assert.equal(own(300, 10), config.templateAllowance + config.templateAllowancePerInlink - 18);
 });
+
+test('a site budget counts per cycle: once --recrawl-max has passed since the cycle began, the site may admit again', () => {
+  const config = validateCrawlConfig({ sitePageBudget: 10, recrawlMinMs: 1_000, recrawlMaxMs: 60_000 });
+  let now = 1_000_000;
+  const sites = new SitePolicy(siteStore(), config, () => now);
+  assert.deepEqual(sites.admitMany('cycle.test', 25), { admitted: 10, refused: 'site-budget' });
+  now += 59_000;
+  assert.equal(sites.admitMany('cycle.test', 5).admitted, 0, 'the budget reset before its cycle ended');
+  now += 1_000;
+  assert.equal(sites.admitMany('cycle.test', 25).admitted, 10, 'a new cycle did not reset the budget');
+  assert.equal(sites.admitMany('cycle.test', 1).admitted, 0);
+});
