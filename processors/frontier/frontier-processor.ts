@@ -433,8 +433,16 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       issuedAt: now,
       notBefore,
       notAfter,
-      ...this.revisits.fieldsFor(entry.url, visit),
+      ifNoneMatch: null,
+      ifModifiedSince: null,
+      visit,
+      previousFetchTime: null,
+      previousStatus: 0,
+      previousDigest: null,
+      previousSimhash: null,
     };
+    // a revisit carries its validators and what its last visit found (one history read)
+    if (visit > 0) Object.assign(request, this.revisits.fieldsFor(entry.url, visit));
     this.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     this.ctx.metrics.inc(M.leasesIssued, 1, kind);
     // the gap this host must keep after the fetch: what politeness costs, summed over leases
