@@ -355,11 +355,12 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         this.lease(
           state,
           now,
-          { notBefore, window },
+          notBefore,
+          window,
           { url: next, depth: 0, redirectHops: hopToFetch(state)?.chain.length ?? 0, attempts: 0, visit: 0 },
           false,
         );
-      else this.lease(state, now, { notBefore, window }, next, true);
+      else this.lease(state, now, notBefore, window, next, true);
       issued++;
     }
   }
@@ -397,7 +398,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private lease(
     state: HostState,
     now: number,
-    { notBefore, window }: { notBefore: number; window: number },
+    notBefore: number,
+    window: number,
     entry: Pick<QueueEntry, 'url' | 'depth' | 'redirectHops' | 'attempts' | 'kind' | 'visit'>,
     fromQueue: boolean,
   ): void {
