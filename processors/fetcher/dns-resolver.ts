@@ -66,6 +66,8 @@ export interface DnsResolverOptions {
   servers?: string[];
   /** Per-query timeout of the DNS client. Default 2000. */
   queryTimeoutMs?: number;
+  /** The clock cache entries expire by, in epoch ms. Default `Date.now`; tests pass one they move. */
+  now?: () => number;
 }
 
 interface CacheEntry {
@@ -84,6 +86,7 @@ interface CacheEntry {
 export class CachingDnsResolver {
   private readonly exact = new Map<string, string[]>();
   private readonly wildcards: Array<{ suffix: string; addresses: string[] }> = [];
+  private readonly now: () => number;
   private readonly systemDns: boolean;
   private readonly maxTtlMs: number;
   private readonly negativeTtlMs: number;
@@ -94,6 +97,7 @@ export class CachingDnsResolver {
   private readonly inFlight = new Map<string, Promise<string[]>>();
 
   constructor(o: DnsResolverOptions) {
+    this.now = o.now ?? Date.now;
     this.systemDns = o.systemDns ?? true;
     this.maxTtlMs = nonNegativeInteger('maxTtlMs', o.maxTtlMs ?? 300_000);
     this.negativeTtlMs = nonNegativeInteger('negativeTtlMs', o.negativeTtlMs ?? 60_000);
@@ -140,7 +144,7 @@ export class CachingDnsResolver {
     if (!this.systemDns) {
       throw new CrawlError('CS_DNS', `no --resolve rule matches '${name}' and system DNS is off`);
     }
-    const now = Date.now();
+    const now = this.now();
     const cached = this.cache.get(name);
     if (cached && cached.expiresAt > now) {
       if (cached.error) throw cached.error;
@@ -164,13 +168,13 @@ export class CachingDnsResolver {
     try {
       const answer = await this.querySystem(name);
       this.remember(name, {
-        expiresAt: Date.now() + Math.min(answer.ttlMs, this.maxTtlMs),
+        expiresAt: this.now() + Math.min(answer.ttlMs, this.maxTtlMs),
         addresses: answer.addresses,
       });
       return answer.addresses;
     } catch (err) {
       const error = new CrawlError('CS_DNS', `cannot resolve '${name}': ${(err as Error).message}`, { cause: err });
-      this.remember(name, { expiresAt: Date.now() + this.negativeTtlMs, error });
+      this.remember(name, { expiresAt: this.now() + this.negativeTtlMs, error });
       throw error;
     }
   }
@@ -196,7 +200,7 @@ export class CachingDnsResolver {
   }
 
   private remember(name: string, entry: CacheEntry): void {
-    if (this.maxEntries === 0 || entry.expiresAt <= Date.now()) return;
+    if (this.maxEntries === 0 || entry.expiresAt <= this.now()) return;
     this.cache.delete(name);
     while (this.cache.size >= this.maxEntries) {
       this.cache.delete(this.cache.keys().next().value!);

@@ -36,8 +36,11 @@ export function applyFetchTiming(state: HostState, result: FetchResult, now: num
   return true;
 }
 
-function jitter(ms: number, config: CrawlConfig): number {
-  return Math.round(ms * (1 + (Math.random() * config.backoffJitterPercent) / 100));
+/** A source of uniform numbers in [0, 1), as `Math.random`; tests pass a seeded one. */
+export type RandomSource = () => number;
+
+function jitter(ms: number, config: CrawlConfig, random: RandomSource): number {
+  return Math.round(ms * (1 + (random() * config.backoffJitterPercent) / 100));
 }
 
 const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
@@ -64,7 +67,8 @@ export function isUnanswered(result: FetchResult): boolean {
  * fetch or for the host of its URL (the caller hands it over), up to MAX_ROBOTS_REDIRECTS
  * redirects; more, a loop, another site or no usable Location is unavailable. 2xx is parsed
  * (rules, Crawl-delay, Sitemap lines), 4xx allows all, 429/5xx/no answer disallows all and holds
- * the host until a retry, doubling from robotsRetryMs. Mutates `state`.
+ * the host until a retry, doubling from robotsRetryMs. Mutates `state`. `random` draws the
+ * retry's jitter.
  */
 export function applyRobotsOutcome(
   state: HostState,
@@ -73,6 +77,7 @@ export function applyRobotsOutcome(
   config: CrawlConfig,
   robots: RobotsCache,
   hop: RobotsHop | null = null,
+  random: RandomSource = Math.random,
 ): RobotsOutcome {
   const origin = hop?.origin ?? originOf(result.url) ?? state.origin;
   // no answer is known: that says nothing about robots.txt, so try again after the gap instead
@@ -95,7 +100,7 @@ export function applyRobotsOutcome(
     entry.state = 'UNAVAILABLE';
     entry.failures++;
     const wait = Math.min(config.robotsRetryMs * 2 ** (entry.failures - 1), config.backoffMaxMs);
-    state.nextEligibleAt = Math.max(state.nextEligibleAt, now + jitter(wait, config));
+    state.nextEligibleAt = Math.max(state.nextEligibleAt, now + jitter(wait, config, random));
     return refused === undefined ? { verdict, origin } : { verdict, origin, refused };
   }
   setRules(entry, verdict, result.robotsBody, robots);
@@ -131,25 +136,26 @@ function setRules(entry: OriginRobots, verdict: 'READY' | 'ALLOW_ALL', body: str
 /**
  * Politeness consequences of a page fetch: 429/503 back off (Retry-After, else doubling with
  * jitter; forgiven after a quiet period), repeated connection errors back off. Returns the back-off
- * applied, if any. Mutates `state`.
+ * applied, if any. Mutates `state`. `random` draws the jitter.
  */
 export function applyPageOutcome(
   state: HostState,
   result: FetchResult,
   now: number,
   config: CrawlConfig,
+  random: RandomSource = Math.random,
 ): number | undefined {
   if (result.status === 429 || result.status === 503) {
     if (now - state.lastBackoffAt > config.backoffQuietMs) state.backoffMs = 0;
     state.backoffMs = backoffAfter(config, result.retryAfterMs, state.backoffMs);
     state.lastBackoffAt = now;
     // Retry-After is honoured exactly (plus jitter on our own back-offs only)
-    const wait = result.retryAfterMs !== null ? state.backoffMs : jitter(state.backoffMs, config);
+    const wait = result.retryAfterMs !== null ? state.backoffMs : jitter(state.backoffMs, config, random);
     state.nextEligibleAt = Math.max(state.nextEligibleAt, now + wait);
     return wait;
   }
   if (isConnectionError(result.errorCode) && state.connErrors >= 2) {
-    const wait = jitter(Math.min(config.backoffMs * 2 ** (state.connErrors - 2), config.backoffMaxMs), config);
+    const wait = jitter(Math.min(config.backoffMs * 2 ** (state.connErrors - 2), config.backoffMaxMs), config, random);
     state.nextEligibleAt = Math.max(state.nextEligibleAt, now + wait);
     return wait;
   }

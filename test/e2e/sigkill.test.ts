@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import {
   countByUrl,
   crawlArgs,
@@ -17,9 +18,11 @@ import {
 } from './harness.js';
 
 const KILLS = 6;
+/** The kill points are drawn from this seed; CRAWLSTREAM_TEST_SEED replays a failing run's draws. */
+const SEED = Number(process.env['CRAWLSTREAM_TEST_SEED'] ?? 20_260_301);
 
 test(
-  'a crawl SIGKILLed at random points and restarted records every fetched page exactly once, politely',
+  'a crawl SIGKILLed at seeded random points and restarted records every fetched page exactly once, politely',
   { timeout: 600_000 },
   async (t) => {
     const web = await SyntheticWeb.start();
@@ -32,15 +35,18 @@ test(
       // each run is killed once the server has seen a random 1..8 more requests, then up to 0.5 s
       // later, so kills land mid-crawl (between fetches and during them), whatever the start-up time
       const kills: string[] = [];
+      const random = seededRandom(SEED);
+      t.diagnostic(`kill points drawn with seed ${SEED} (CRAWLSTREAM_TEST_SEED)`);
       for (let i = 0; i < KILLS; i++) {
         const before = web.requests().length;
-        const target = before + 1 + Math.floor(Math.random() * 8);
+        const target = before + 1 + Math.floor(random() * 8);
         const { child, exited } = startCli(crawlArgs(seeds, data, extra));
         let ended = false;
         void exited.then(() => (ended = true));
+        // not an assertion: a run that fetches nothing for a minute is killed where it stands
         const deadline = Date.now() + 60_000;
         while (!ended && web.requests().length < target && Date.now() < deadline) await sleep(10);
-        await sleep(Math.floor(Math.random() * 500));
+        await sleep(Math.floor(random() * 500));
         child.kill('SIGKILL');
         const r = await exited;
         // a run may finish before its kill on the last rounds; anything else must be the kill

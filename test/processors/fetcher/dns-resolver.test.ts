@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CachingDnsResolver, parseResolveRule, type ResolveRule } from '../../../processors/fetcher/dns-resolver.js';
 import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 
@@ -175,13 +174,16 @@ describe('CachingDnsResolver', () => {
   });
 
   test('a cached answer expires after maxTtlMs even when its TTL is longer', async () => {
-    const resolver = viaLoopbackDns({ maxTtlMs: 100 });
+    // the cache runs on a clock the test moves: expiry does not depend on how fast lookups are
+    let clock = 1_000_000;
+    const resolver = viaLoopbackDns({ maxTtlMs: 100, now: () => clock });
     await resolver.resolve('short.test');
+    clock += 99;
     await resolver.resolve('short.test');
-    assert.equal(dns.count('short.test', 'A'), 1);
-    await sleep(150);
+    assert.equal(dns.count('short.test', 'A'), 1, 'the answer was not kept for maxTtlMs');
+    clock += 1;
     assert.deepEqual(await resolver.resolve('short.test'), ['127.0.0.12']);
-    assert.equal(dns.count('short.test', 'A'), 2);
+    assert.equal(dns.count('short.test', 'A'), 2, 'the answer was kept past maxTtlMs');
   });
 
   test('an answer with TTL 0 is not cached', async () => {
@@ -192,14 +194,16 @@ describe('CachingDnsResolver', () => {
   });
 
   test('a failed lookup is CS_DNS and is remembered for negativeTtlMs', async () => {
-    const resolver = viaLoopbackDns({ negativeTtlMs: 150 });
+    let clock = 1_000_000;
+    const resolver = viaLoopbackDns({ negativeTtlMs: 150, now: () => clock });
     const err = await dnsFailure(resolver.resolve('missing.test'));
     assert.match(err.message, /cannot resolve 'missing.test'/);
+    clock += 149;
     await dnsFailure(resolver.resolve('missing.test'));
-    assert.equal(dns.count('missing.test', 'A'), 1);
-    await sleep(200);
+    assert.equal(dns.count('missing.test', 'A'), 1, 'the failure was not remembered for negativeTtlMs');
+    clock += 1;
     await dnsFailure(resolver.resolve('missing.test'));
-    assert.equal(dns.count('missing.test', 'A'), 2);
+    assert.equal(dns.count('missing.test', 'A'), 2, 'the failure was remembered past negativeTtlMs');
   });
 
   test('options are validated when the resolver is built', () => {

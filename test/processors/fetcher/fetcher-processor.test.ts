@@ -161,9 +161,11 @@ test('a lease of an older frontier owner epoch is dropped unfetched once a newer
     res.end('ok');
   });
   try {
-    const stale = lease(`http://stale.test:${server.port}/`, { ownerEpoch: 1, notBefore: Date.now() + 600 });
+    // the newer epoch comes first: the stale lease is judged against it whatever the timing (no
+    // race between a wait on the stale lease's notBefore and the arrival of the newer lease)
     const fresh = lease(`http://fresh.test:${server.port}/`, { ownerEpoch: 2 });
-    const run = await runLeases(loopbackConfig(), [stale, fresh]);
+    const stale = lease(`http://stale.test:${server.port}/`, { ownerEpoch: 1 });
+    const run = await runLeases(loopbackConfig(), [fresh, stale]);
     assert.deepEqual(
       hits.map((h) => h.split(':')[0]),
       ['fresh.test'],

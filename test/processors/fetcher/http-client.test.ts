@@ -162,8 +162,11 @@ describe('HttpClient', () => {
     await client.close();
     assert.equal(out.errorCode, 'CS_TIMEOUT', out.errorMessage);
     assert.equal(out.status, 200);
-    assert.ok(out.body.length >= 1 && out.body.length <= 3, `got ${out.body.length} bytes`);
-    assert.ok(out.durationMs >= 1400 && out.durationMs < 2500, `took ${out.durationMs} ms`);
+    assert.ok(out.body.length >= 1, 'the partial body was not kept');
+    // the server never ends the body: only the total timeout ended this fetch (a hang fails by the
+    // test's timeout); how late a loaded machine fires the timer is no concern of this test
+    assert.match(out.errorMessage ?? '', /no complete response within 1500 ms/);
+    assert.ok(out.durationMs >= 1400, `ended after ${out.durationMs} ms, before the total timeout`);
   });
 
   test('a server that never sends headers ends at the headers timeout with CS_TIMEOUT', async () => {
@@ -173,7 +176,9 @@ describe('HttpClient', () => {
     await client.close();
     assert.equal(out.errorCode, 'CS_TIMEOUT', out.errorMessage);
     assert.equal(out.status, 0);
-    assert.ok(out.durationMs >= 250 && out.durationMs < 2000, `took ${out.durationMs} ms`);
+    // the headers timeout ended it, not the total one (whose message names the total)
+    assert.doesNotMatch(out.errorMessage ?? '', /no complete response/, out.errorMessage ?? '');
+    assert.ok(out.durationMs >= 250, `ended after ${out.durationMs} ms, before the headers timeout`);
   });
 
   test('a connection reset mid-body is CS_RESET with the status and partial body kept', async () => {

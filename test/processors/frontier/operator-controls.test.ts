@@ -4,6 +4,7 @@ import { validateCrawlConfig, type CrawlConfig } from '../../../processors/commo
 import type { AddressLookup } from '../../../processors/frontier/host-addresses.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
 import type { ControlAction, FetchRequest, FetchResult, LinkBatch } from '../../../schemas/types.js';
+import { FakeFetcher, controlSite, seedLinks } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const FETCH_MS = 20;
@@ -161,6 +162,81 @@ test('a host whose address lookup fails is fetched all the same, without a per-I
     assert.deepEqual(
       log.map((f) => f.request.url),
       ['http://gone.test/robots.txt', 'http://gone.test/'],
+    );
+  } finally {
+    await h.close();
+  }
+});
+
+const pagesOf = (host: string, n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => `http://${host}/p${from + i}`);
+
+test("block drops a site's queued URLs and admits none of its later links; resume admits new links again", async () => {
+  const h = await FrontierHarness.open(validateCrawlConfig({}));
+  try {
+    const web = new FakeFetcher(h);
+    seedLinks(h, 'blocked.test', pagesOf('blocked.test', 10));
+    seedLinks(h, 'other.test', pagesOf('other.test', 5));
+    await web.run(4_000);
+    const blockedAt = h.clock;
+    controlSite(h, 'blocked.test', 'BLOCK');
+    await web.run(20_000);
+    seedLinks(h, 'blocked.test', pagesOf('blocked.test', 3, 10));
+    await web.run(10_000);
+
+    const before = web.pages('blocked.test').filter((f) => f.request.issuedAt <= blockedAt);
+    assert.ok(before.length >= 1 && before.length < 10, `${before.length} pages before the block: it cut nothing`);
+    const after = web.of('blocked.test').filter((f) => f.request.issuedAt > blockedAt);
+    assert.deepEqual(
+      after.map((f) => f.request.url),
+      [],
+      'blocked.test was leased after its block',
+    );
+    assert.equal(web.pages('other.test').length, 5, 'another site was held by the block');
+    assert.equal(h.task.isIdle(), true, 'the dropped URLs of a blocked site keep --until-idle from ending');
+
+    const resumedAt = h.clock;
+    controlSite(h, 'blocked.test', 'RESUME');
+    seedLinks(h, 'blocked.test', pagesOf('blocked.test', 3, 20));
+    await web.run(10_000);
+    assert.deepEqual(
+      web
+        .pages('blocked.test')
+        .filter((f) => f.request.issuedAt > resumedAt)
+        .map((f) => f.request.url)
+        .sort(),
+      pagesOf('blocked.test', 3, 20),
+    );
+  } finally {
+    await h.close();
+  }
+});
+
+test('pause fetches nothing of a site, however long, and keeps its queued URLs; resume fetches them all', async () => {
+  const h = await FrontierHarness.open(validateCrawlConfig({}));
+  try {
+    const web = new FakeFetcher(h);
+    seedLinks(h, 'held.test', pagesOf('held.test', 8));
+    await web.run(3_000);
+    const pausedAt = h.clock;
+    controlSite(h, 'held.test', 'PAUSE');
+    await web.run(3_600_000, 5_000);
+    assert.deepEqual(
+      web.of('held.test').filter((f) => f.request.issuedAt > pausedAt),
+      [],
+      'held.test was leased while paused',
+    );
+    const before = web.pages('held.test').length;
+    assert.ok(before < 8, 'held.test finished before the pause; the test proves nothing');
+    assert.equal(h.task.isIdle(), true, 'a paused site keeps --until-idle from ending');
+    controlSite(h, 'held.test', 'RESUME');
+    await web.run(15_000);
+    assert.deepEqual(
+      web
+        .pages('held.test')
+        .map((f) => f.request.url)
+        .sort(),
+      pagesOf('held.test', 8).sort(),
     );
   } finally {
     await h.close();
