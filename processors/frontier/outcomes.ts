@@ -135,7 +135,8 @@ function setRules(entry: OriginRobots, verdict: 'READY' | 'ALLOW_ALL', body: str
 
 /**
  * Politeness consequences of a page fetch: 429/503 back off (Retry-After, else doubling with
- * jitter; forgiven after a quiet period), repeated connection errors back off. Returns the back-off
+ * jitter; forgiven after --backoff-quiet past the end of the last wait), repeated connection
+ * errors back off. Returns the back-off
  * applied, if any. Mutates `state`. `random` draws the jitter.
  */
 export function applyPageOutcome(
@@ -146,7 +147,7 @@ export function applyPageOutcome(
   random: RandomSource = Math.random,
 ): number | undefined {
   if (result.status === 429 || result.status === 503) {
-    if (now - state.lastBackoffAt > config.backoffQuietMs) state.backoffMs = 0;
+    if (quietSinceBackoff(state, now) > config.backoffQuietMs) state.backoffMs = 0;
     state.backoffMs = backoffAfter(config, result.retryAfterMs, state.backoffMs);
     state.lastBackoffAt = now;
     // Retry-After is honoured exactly (plus jitter on our own back-offs only)
@@ -159,6 +160,11 @@ export function applyPageOutcome(
     state.nextEligibleAt = Math.max(state.nextEligibleAt, now + wait);
     return wait;
   }
-  if (result.errorCode === null && now - state.lastBackoffAt > config.backoffQuietMs) state.backoffMs = 0;
+  if (result.errorCode === null && quietSinceBackoff(state, now) > config.backoffQuietMs) state.backoffMs = 0;
   return undefined;
+}
+
+/** Time since the host's last back-off wait ended (its own length counts as not quiet). */
+function quietSinceBackoff(state: HostState, now: number): number {
+  return now - (state.lastBackoffAt + state.backoffMs);
 }

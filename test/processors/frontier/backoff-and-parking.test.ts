@@ -45,8 +45,8 @@ test("a host's back-off is forgiven after ten quiet minutes: a 429 then waits 60
     seedLinks(h, 'flaky.test', ['http://flaky.test/b']);
     await web.run(4 * MINUTE, STEP);
     const second429 = web.pages().find((f) => f.request.url.endsWith('/b'))!;
-    // quiet for longer than --backoff-quiet (10 min) after the second 429
-    const quietUntil = second429.end + config.backoffQuietMs + MINUTE;
+    // quiet for longer than --backoff-quiet (10 min) after the second 429's 2 min wait ended
+    const quietUntil = second429.end + 2 * MINUTE + config.backoffQuietMs + MINUTE;
     await web.run(quietUntil - h.clock, 10 * STEP);
     seedLinks(h, 'flaky.test', ['http://flaky.test/c']);
     await web.run(3 * MINUTE, STEP);

@@ -30,6 +30,13 @@ function pageRecord(site: string, i: number, duplicate: boolean): PageRecord {
     charset: null,
     language: null,
     noindex: false,
+    kind: 'PAGE',
+    visit: 0,
+    changed: false,
+    notModified: false,
+    previousFetchTime: null,
+    etag: null,
+    lastModified: null,
   };
 }
 
