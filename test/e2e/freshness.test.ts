@@ -8,13 +8,13 @@ import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/pol
 import { exportPageRecords, removeDir, startCli, tempDir, warcioCheck, writeSeeds } from './harness.js';
 import { warcRevisits } from './duplicates.js';
 
-// compressed time: revisits between 20 s and 600 s; sitemaps and feeds between 10 s and 14 s, so
-// a sitemap's lastmod bump is seen within 14 s and its page fetched within one --recrawl-min. (With
+// compressed time: revisits between 20 s and 600 s; sitemaps and feeds between 10 s and 12 s, so
+// a sitemap's lastmod bump is seen within 12 s and its page fetched within one --recrawl-min. (With
 // one request a second per host, a shorter --recrawl-min leaves a host's four sitemaps most of its
 // politeness budget, and a bumped page waits behind them.)
 const RUN_SECONDS = 150;
 const RECRAWL_MIN = 20;
-const FEED_MAX = 14;
+const FEED_MAX = 12;
 // the staleness window starts once discovery is over (every page fetched once)
 const WARM_UP_SECONDS = 40;
 const BUMP_AT = 70;
