@@ -122,7 +122,12 @@ test('a continuous crawl of a changing web keeps it fresher than a fixed interva
     const warc = warcioCheck(join(dir, 'data', 'warc'));
     assert.equal(warc.status, 0, warc.output);
     const notModifiedRecords = warcRevisits(warc.files).filter((r) => r.profile.endsWith('/server-not-modified'));
-    assert.equal(notModifiedRecords.length, notModified.length, 'one server-not-modified revisit record per 304');
+    // one per 304 page record; --duration may stop the crawl between a 304's WARC record and its
+    // page record (that record waits in parsed-pages for the next run), so a few more may be archived
+    assert.ok(
+      notModifiedRecords.length >= notModified.length && notModifiedRecords.length <= notModified.length + 3,
+      `${notModifiedRecords.length} server-not-modified revisit records for ${notModified.length} notModified page records`,
+    );
     for (const r of notModifiedRecords) assert.equal(r.refersTo, r.url, 'a 304 refers to its own last visit');
     assert.match(run.stdout, /revisits\s+[1-9]\d*\s+\(changed [1-9]/);
   } finally {

@@ -9,12 +9,15 @@ import { crawlArgs, removeDir, startCli, tempDir, writeSeeds } from './harness.j
 const HOSTS = ['one.test', 'two.test', 'three.test', 'four.test', 'five.test', 'six.test'];
 const IP = '127.0.0.1'; // crawlArgs resolves *.test here
 
-/** A small site whose pages take 400 ms, so two fetches on the address do overlap when the limit allows two. */
+/**
+ * A small site whose pages take 900 ms, so two fetches on the address do overlap when the limit
+ * allows two (starts there are at least the gap + 130 ms apart: see ip-limiter.ts).
+ */
 function site(host: string): SiteSpec {
   return {
     host,
     seed: true,
-    delayMs: 400,
+    delayMs: 900,
     robots: { status: 200, body: 'User-agent: *\nDisallow: /private/\n' },
     pages: {
       '/': { title: host, links: ['/a.html', '/b.html', '/private/x.html'] },
@@ -44,6 +47,9 @@ test(
           '300',
           '--partitions',
           '1',
+          // a host's own gap stays at the 1 s floor (not 10 × 900 ms), so the test stays short
+          '--slow-factor',
+          '1',
           '--quiet',
         ]),
       ).exited;
@@ -52,7 +58,7 @@ test(
       const log = web.requests();
       assert.deepEqual(new Set(log.map((e) => e.host)), new Set(HOSTS));
       assert.equal(log.length, HOSTS.length * 5, 'robots.txt and four pages per host');
-      const judged = { userAgent: 'crawlstream', ipOf: () => IP, ipConcurrency: 2, ipGapMs: 300 };
+      const judged = { userAgent: 'crawlstream', slowFactor: 1, ipOf: () => IP, ipConcurrency: 2, ipGapMs: 300 };
       const report = checkPoliteness(log, web.sites, judged);
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
