@@ -44,16 +44,20 @@ export class FeedReader {
     });
     const links: Link[] = [];
     let bytes = 0;
-    const add = (url: string, kind: Link['kind'], lastmod: number | null) => {
+    let cut = false;
+    // a URL that does not normalize is skipped; one past FEED_LINK_BYTES ends the list
+    const add = (url: string, kind: Link['kind'], lastmod: number | null): void => {
       const n = normalizeUrl(url, page.url);
-      if (!n.ok || n.url.length > MAX_URL_LENGTH || bytes + n.url.length + 16 > FEED_LINK_BYTES) return false;
+      if (!n.ok || n.url.length > MAX_URL_LENGTH) return;
+      if (bytes + n.url.length + 16 > FEED_LINK_BYTES) {
+        cut = true;
+        return;
+      }
       bytes += n.url.length + 16;
       links.push({ url: n.url, depth: page.depth + 1, redirectHops: 0, kind, lastmod });
-      return true;
     };
-    let cut = false;
-    for (const s of parsed.sitemaps) cut ||= !add(s.url, 'SITEMAP', s.lastmod);
-    for (const u of parsed.urls) cut ||= !add(u.url, 'PAGE', u.lastmod);
+    for (const s of parsed.sitemaps) if (!cut) add(s.url, 'SITEMAP', s.lastmod);
+    for (const u of parsed.urls) if (!cut) add(u.url, 'PAGE', u.lastmod);
     if (parsed.format !== null)
       this.metrics.inc(M.feedUrls, parsed.urls.length + parsed.sitemaps.length, parsed.format);
     // a sitemap's URLs past what one record holds count as over the size limit
