@@ -12,7 +12,7 @@ import { warcRevisits } from './duplicates.js';
 // a sitemap's lastmod bump is seen within 12 s and its page fetched within one --recrawl-min. (With
 // one request a second per host, a shorter --recrawl-min leaves a host's four sitemaps most of its
 // politeness budget, and a bumped page waits behind them.)
-const RUN_SECONDS = 150;
+const RUN_SECONDS = 120;
 const RECRAWL_MIN = 20;
 const FEED_MAX = 12;
 // the staleness window starts once discovery is over (every page fetched once)
