@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { standardExpectations } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import {
   CLI,
@@ -95,6 +96,10 @@ test(
         '--quiet',
         '--session-timeout',
         '6000',
+        // leases lost in the kill expire (not-after + fetch timeout + 5 s) well inside the 20 s of quiet
+        // that ends the crawl, not just after it
+        '--fetch-timeout',
+        '3000',
         '--metrics-port',
         '0',
       ];
@@ -155,6 +160,11 @@ test(
         if (n !== last) [last, quietSince] = [n, Date.now()];
       }
       t.diagnostic(`crawl on Kafka: ${web.requests().length} requests, quiet after ${quietSince - began} ms`);
+      const requested = new Set(web.requests().map((e) => `${e.host}${e.path}`));
+      const missing = Object.entries(standardExpectations()).flatMap(([host, e]) =>
+        e.fetch.filter((path) => !requested.has(`${host}${path}`)).map((path) => `${host}${path}`),
+      );
+      t.diagnostic(`expected pages never requested: ${missing.join(', ') || 'none'}`);
       // every role's /metrics parses with an independent parser; the one fetcher counted every request
       const processedByRole = new Map<string, number>();
       for (const i of instances) {
