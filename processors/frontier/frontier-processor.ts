@@ -462,6 +462,12 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const lease = state.lease;
     state.lease = null;
     this.leases.delete(result.leaseId);
+    if (this.ips.startWindow(state) !== undefined) {
+      // how late a lease arrives depends on the engine and its load: the start window learns it
+      const notAfter = lease.expiresAt - this.config.fetchTimeoutMs - EXPIRY_GRACE_MS;
+      if (result.errorCode !== 'CS_LEASE_EXPIRED') this.ips.startedInTime();
+      else if (result.startedAt > notAfter) this.ips.startedLate(result.startedAt - notAfter);
+    }
     const freed = this.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;

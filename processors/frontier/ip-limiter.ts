@@ -4,10 +4,17 @@ import { GAP_SAFETY_MS } from './politeness.js';
 
 /**
  * How late a lease on an address that allows more than one lease in flight may start (its
- * notAfter is its notBefore plus this): the next lease there is planned this much later still,
- * so a fetch started late by up to this cannot bring the next one within the gap.
+ * notAfter is its notBefore plus this), at least: the next lease there is planned this much later
+ * still, so a fetch started late by up to this cannot bring the next one within the gap.
  */
 export const IP_START_WINDOW_MS = 100;
+
+/**
+ * The widest such window. A lease must reach a fetcher inside it, so it grows when leases arrive
+ * too late (the Kafka engine delivers a lease a commit interval or more after its issue) and
+ * shrinks back while they arrive in time; every start it widens costs that much per-IP spacing.
+ */
+export const IP_START_WINDOW_MAX_MS = 2_000;
 
 /**
  * The looser per-address limit of one frontier task: at most `concurrency` leases in flight per
@@ -26,6 +33,8 @@ export class IpLimiter {
   private readonly nextStart = new Map<string, number>();
   private readonly waiting = new Map<string, Set<string>>();
   private readonly addresses: HostAddresses;
+  /** The current start window of overlapping leases (IP_START_WINDOW_MS..IP_START_WINDOW_MAX_MS). */
+  private window = IP_START_WINDOW_MS;
 
   /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
   private readonly spacingMs: number;
@@ -56,16 +65,29 @@ export class IpLimiter {
       return false;
     }
     this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
-    this.nextStart.set(ip, at + this.spacingMs + (this.overlaps(ip) ? IP_START_WINDOW_MS : 0));
+    this.nextStart.set(ip, at + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
     return true;
   }
 
   /**
    * The window a lease to the host must start in, when its address allows leases to overlap
-   * and keeps a gap (IP_START_WINDOW_MS); undefined: the usual lease window.
+   * and keeps a gap (the current window); undefined: the usual lease window.
    */
   startWindow(state: HostState): number | undefined {
-    return state.ip !== null && this.overlaps(state.ip) ? IP_START_WINDOW_MS : undefined;
+    return state.ip !== null && this.overlaps(state.ip) ? this.window : undefined;
+  }
+
+  /**
+   * A lease issued with the start window reached its fetcher `lateMs` after its notAfter and was
+   * dropped unfetched: the window widens by that and its floor again, so the next ones fit.
+   */
+  startedLate(lateMs: number): void {
+    this.window = Math.min(IP_START_WINDOW_MAX_MS, Math.ceil(this.window + Math.max(0, lateMs) + IP_START_WINDOW_MS));
+  }
+
+  /** A lease issued with the start window started in time: the window narrows by 0.5 % towards its floor. */
+  startedInTime(): void {
+    this.window = Math.max(IP_START_WINDOW_MS, Math.floor(this.window * 0.995));
   }
 
   private overlaps(ip: string): boolean {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -103,6 +104,7 @@ test(
         '--metrics-port',
         '0',
       ];
+      const began = Date.now();
       const launch = (name: string, role: string): Instance => {
         const dataDir = join(dir, name);
         const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
@@ -112,13 +114,19 @@ test(
           : { name, role, dataDir, ...started };
         if (!existing) instances.push(instance);
         let err = '';
+        // CRAWLSTREAM_TEST_LOGS=<dir> keeps every instance's whole output, for a failure's post-mortem
+        const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
+        if (keep) {
+          const file = createWriteStream(join(keep, `${name}-${Date.now() - began}.log`));
+          started.child.stdout!.pipe(file);
+          started.child.stderr!.pipe(file);
+        }
         started.child.stderr!.on('data', (d: Buffer) => {
           err += d.toString();
           instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
         });
         return instance;
       };
-      const began = Date.now();
       for (const [name, role] of [
         ['frontier-a', 'frontier'],
         ['frontier-b', 'frontier'],
@@ -165,6 +173,9 @@ test(
         e.fetch.filter((path) => !requested.has(`${host}${path}`)).map((path) => `${host}${path}`),
       );
       t.diagnostic(`expected pages never requested: ${missing.join(', ') || 'none'}`);
+      const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
+      if (keep)
+        writeFileSync(join(keep, 'requests.jsonl'), web.requests().map((e) => JSON.stringify(e)).join('\n'));
       // every role's /metrics parses with an independent parser; the one fetcher counted every request
       const processedByRole = new Map<string, number>();
       for (const i of instances) {
