@@ -1,3 +1,4 @@
+import { CrawlError } from '../core/errors.js';
 import { tmpdir } from 'node:os';
 import { ConfluentSchemaRegistry } from '../runtime/engines/kafka/confluent-registry.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
@@ -26,6 +27,15 @@ export async function produceToKafka(
   const spec = topology.topic(topic);
   const port = new KafkaPort(brokers, `${topology.applicationId}-cli`);
   try {
+    const admin = await port.admin();
+    const has = await admin.partitionCounts([topic]).finally(() => admin.close());
+    if (has.get(topic) !== spec.partitions)
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        has.has(topic)
+          ? `topic ${topic} has ${has.get(topic)} partitions, --partitions says ${spec.partitions}: records would land on partitions the frontier does not expect; give the --partitions the topics were created with`
+          : `topic ${topic} does not exist; run 'crawlstream topics create --brokers ${brokers.join(',')}' first`,
+      );
     const producer = await port.producer();
     try {
       await producer.send(

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { InvalidOptionError } from '../core/errors.js';
+import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
 import type { TopicDefinition } from '../runtime/engines/kafka/kafka-port.js';
 import { topicDefinitions } from '../runtime/engines/kafka/topics.js';
@@ -58,13 +58,24 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
   const admin = await port.admin();
   try {
     const created = await admin.createTopics(defs);
-    for (const d of defs)
+    const counts = await admin.partitionCounts(defs.map((d) => d.name));
+    let mismatched = 0;
+    for (const d of defs) {
+      const has = counts.get(d.name);
+      const state = created.includes(d.name) ? 'created' : has === d.partitions ? 'exists ' : 'WRONG  ';
+      if (state === 'WRONG  ') mismatched++;
       out(
-        `${created.includes(d.name) ? 'created' : 'exists '}  ${d.name} (${d.partitions} partitions, ${Object.entries(
+        `${state}  ${d.name} (${d.partitions} partitions${state === 'WRONG  ' ? `; it has ${has}` : ''}, ${Object.entries(
           d.config,
         )
           .map(([k, v]) => `${k}=${v}`)
           .join(' ')})`,
+      );
+    }
+    if (mismatched > 0)
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `${mismatched} existing topic(s) have another partition count than --partitions asks: a site would be split across tasks; use the same --partitions or recreate them`,
       );
   } finally {
     await admin.close();

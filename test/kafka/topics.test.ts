@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CLI } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
@@ -54,6 +57,57 @@ test(
     } finally {
       await admin.close();
       await port.close();
+    }
+  },
+);
+
+test(
+  'a partition count other than the topics have is refused with a clear error by topics create, inject and run',
+  { timeout: 180_000 },
+  async () => {
+    const { brokers, registry } = kafkaInfra();
+    assert.equal(cli(['topics', 'create', '--brokers', brokers, '--partitions', '4']).status, 0);
+    const created = cli(['topics', 'create', '--brokers', brokers, '--partitions', '8']);
+    assert.notEqual(created.status, 0, 'topics create accepted topics of 4 partitions for --partitions 8');
+    assert.match(created.stdout, /WRONG +links \(8 partitions; it has 4/);
+    assert.match(created.stderr, /another partition count than --partitions asks.*\[CS_TOPOLOGY\]/s);
+
+    const dir = mkdtempSync(join(tmpdir(), 'partitions-'));
+    try {
+      const seeds = join(dir, 'seeds.txt');
+      writeFileSync(seeds, 'http://example.test/\n');
+      const injected = cli([
+        'inject',
+        '--seeds',
+        seeds,
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+        '--partitions',
+        '8',
+      ]);
+      assert.notEqual(injected.status, 0, 'inject wrote to 4 partitions as if there were 8');
+      assert.match(injected.stderr, /topic links has 4 partitions, --partitions says 8/);
+      const ran = cli([
+        'run',
+        '--role',
+        'frontier',
+        '--data',
+        join(dir, 'data'),
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+        '--partitions',
+        '8',
+        '--metrics-port',
+        '0',
+      ]);
+      assert.notEqual(ran.status, 0, 'run started on topics with another partition count');
+      assert.match(ran.stderr, /partition counts differ from the topology's: links has 4, the topology needs 8/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   },
 );

@@ -26,7 +26,7 @@ export async function readChangelogs(
   port: KafkaPort,
   ranges: readonly ChangelogRange[],
   onRecords: (topic: string, partition: number, records: ConsumedRawRecord[], next: number) => void,
-  timeoutMs = 120_000,
+  stallMs = 120_000,
 ): Promise<number> {
   const admin = await port.admin();
   const ends = new Map<string, number>();
@@ -48,7 +48,10 @@ export async function readChangelogs(
   let count = 0;
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
+  // a restore may take as long as it needs while it moves; it fails only when it stops moving
+  let movedAt = Date.now();
   const check = (): void => {
+    movedAt = Date.now();
     for (const [key, next] of reached) if (next < ends.get(key)!) return;
     finish();
   };
@@ -100,20 +103,20 @@ export async function readChangelogs(
     await Promise.race([
       done,
       new Promise((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new CrawlError(
-                'CS_KAFKA',
-                `restore of ${todo.map((r) => `${r.topic}-${r.partition}`).join(', ')} did not reach the end in ${timeoutMs} ms`,
-              ),
-            ),
-          timeoutMs,
+        timer = setInterval(
+          () => {
+            if (Date.now() - movedAt < stallMs) return;
+            const behind = [...reached]
+              .filter(([key, next]) => next < ends.get(key)!)
+              .map(([key, next]) => `${key.replace('\u0000', '-')} at ${next} of ${ends.get(key)}`);
+            reject(new CrawlError('CS_KAFKA', `restore made no progress for ${stallMs} ms: ${behind.join(', ')}`));
+          },
+          Math.min(1_000, stallMs),
         );
       }),
     ]);
   } finally {
-    clearTimeout(timer);
+    clearInterval(timer);
     await consumer?.close().catch(() => undefined);
     const cleanup = await port.admin();
     await cleanup.deleteGroups([groupId]);

@@ -1,6 +1,6 @@
 import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth } from '../../engine.js';
 import { CrawlError } from '../../../core/errors.js';
@@ -16,7 +16,7 @@ import type { ChangeloggedStore } from '../../../state/state-store.js';
 import type { StateStore } from '../../../state/state-store.js';
 import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
-import { KafkaPort, type GroupConsumer } from './kafka-port.js';
+import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { deadLetterTopic, topicDefinitions } from './topics.js';
 
@@ -49,6 +49,11 @@ export function transactionalIdOf(topology: Topology, subtopology: number, parti
 }
 
 const HIGH_WATER = 2_000;
+/** First wait before a member whose task was lost joins its group again; doubled per loss in a row, up to REJOIN_MAX_MS. */
+const REJOIN_FIRST_MS = 1_000;
+const REJOIN_MAX_MS = 30_000;
+/** A member that could not join again for this long stops (its partitions move to the others). */
+const REJOIN_GIVE_UP_MS = 300_000;
 
 /**
  * Runs a Topology on Kafka. Each sub-topology is a consumer group; a task is created when its
@@ -63,7 +68,11 @@ export class KafkaEngine implements Engine {
   private resolveDone!: () => void;
   private rejectDone!: (err: unknown) => void;
   private port!: KafkaPort;
+  /** One admin client for the engine's life: committed offsets at each task's opening. */
+  private admin!: KafkaAdmin;
   private serdes!: SerdeSet;
+  /** Per sub-topology id: a rejoin waiting or under way, and the losses in a row that led to it. */
+  private readonly rejoins = new Map<number, { pending: boolean; streak: number; lastAt: number; since: number }>();
   private readonly consumers: GroupConsumer[] = [];
   /** Open or opening tasks by `sub_partition`. */
   private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
@@ -90,6 +99,7 @@ export class KafkaEngine implements Engine {
     mkdirSync(this.options.dataDir, { recursive: true });
     const subtopologies = this.topology.build();
     this.port = new KafkaPort(this.options.brokers, this.topology.applicationId, (l) => this.say(l));
+    this.admin = await this.port.admin();
     await this.checkTopics();
     this.serdes = await buildSerdes(this.topology, new ConfluentSchemaRegistry(this.options.registryUrl));
     this.state = 'running';
@@ -100,14 +110,19 @@ export class KafkaEngine implements Engine {
           groupId: groupIdOf(this.topology, sub),
           topics: sub.sourceTopics,
           sessionTimeoutMs: this.options.sessionTimeoutMs ?? 10_000,
+          // what this member holds, or after a restart the tasks it has local state for: it gets them back
+          owned: () => [...(this.assigned.get(sub.id) ?? this.localPartitions(sub))],
         },
         {
           onAssignment: (assigned) => this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer),
           onRecords: async (records, heartbeat) => {
-            const task = await this.tasks.get(`${sub.id}_${records[0]!.partition}`);
+            const key = `${sub.id}_${records[0]!.partition}`;
+            const opening = this.tasks.get(key);
+            // a task restores before it runs: keep the membership alive meanwhile (kafkajs heartbeats only between batches)
+            const task = opening && (await whileHeartbeating(opening, heartbeat));
             if (!task) return;
             task.enqueue(records);
-            while (task.backlog() > HIGH_WATER && this.state === 'running') {
+            while (task.backlog() > HIGH_WATER && this.state === 'running' && this.live.get(key) === task) {
               await sleep(100);
               await heartbeat();
             }
@@ -129,21 +144,37 @@ export class KafkaEngine implements Engine {
     );
   }
 
-  private async checkTopics(): Promise<void> {
-    const admin = await this.port.admin();
+  /** The partitions of `sub` with a task directory under the data dir (state kept from an earlier run). */
+  private localPartitions(sub: Subtopology): number[] {
     try {
-      const existing = new Set(await admin.listTopics());
-      const missing = topicDefinitions(this.topology)
-        .filter((t) => !existing.has(t.name))
-        .map((t) => t.name);
-      if (missing.length > 0)
-        throw new CrawlError(
-          'CS_TOPOLOGY',
-          `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`,
-        );
-    } finally {
-      await admin.close();
+      return readdirSync(join(this.options.dataDir, 'state'))
+        .map((name) => /^(\d+)_(\d+)$/.exec(name))
+        .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) === sub.id)
+        .map((m) => Number(m[2]));
+    } catch {
+      return [];
     }
+  }
+
+  /** Every topic exists with the partition count the topology declares (a different count would split a site across tasks). */
+  private async checkTopics(): Promise<void> {
+    const definitions = topicDefinitions(this.topology);
+    const existing = new Set(await this.admin.listTopics());
+    const missing = definitions.filter((t) => !existing.has(t.name)).map((t) => t.name);
+    if (missing.length > 0)
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`,
+      );
+    const counts = await this.admin.partitionCounts(definitions.map((t) => t.name));
+    const wrong = definitions.filter((t) => counts.get(t.name) !== t.partitions);
+    if (wrong.length > 0)
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `partition counts differ from the topology's: ${wrong
+          .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
+          .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
+      );
   }
 
   /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
@@ -191,6 +222,9 @@ export class KafkaEngine implements Engine {
       await producer.close().catch(() => undefined);
       return undefined;
     }
+    // the previous owner's last commit may have landed after this member's consumer read its
+    // starting offsets: inputs below the offsets committed now are done and are skipped
+    const committed = await this.admin.committedOffsets(groupIdOf(this.topology, sub), sub.sourceTopics, partition);
     const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
     const db = await openRocks(join(taskDir, 'rocksdb'));
     const stores = new Map<string, StateStore>();
@@ -237,6 +271,7 @@ export class KafkaEngine implements Engine {
       (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
     );
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
+    kafkaTask.startAt([...committed].map(([topic, offset]) => ({ topic, partition, offset })));
     if (this.state !== 'running') {
       await kafkaTask.close(false);
       throw new CrawlError('CS_INTERNAL', 'engine stopped while a task was opening');
@@ -268,21 +303,53 @@ export class KafkaEngine implements Engine {
           void task.close(false);
           return;
         }
-        // for a live task only fencing is expected (a rebalance is moving the partition; positions reset on the
-        // next assignment); anything else leaves the fetch position past uncommitted records, so the instance must restart
-        if (err.code !== 'CS_FENCED') {
-          void this.fail(err);
-          return;
-        }
-        this.say(`task ${key} lost (${err.code}): ${err.message}; its partition waits for the next assignment`);
+        // a live task lost its commit: fenced (another member took the partition, or will) or a broker
+        // fault. Its fetch position is past uncommitted records, so the member joins its group again:
+        // every partition is assigned anew and read again from its committed offset (Kafka Streams
+        // does the same on a migrated task); until then the partition is paused
+        this.say(`task ${key} lost (${err.code}): ${err.message}; the member joins its group again`);
         this.live.delete(key);
         this.tasks.delete(key);
         const consumer = this.consumers[this.consumerIndex(sub)];
         for (const topic of sub.sourceTopics) consumer?.pause(topic, task.task.id.partition);
         void task.close(false);
+        this.scheduleRejoin(sub);
       },
       fatal: (err) => void this.fail(err),
     };
+  }
+
+  /**
+   * Joins the sub-topology's group again after a back-off (1 s, doubled for each loss within a
+   * minute of the last, up to 30 s); losses meanwhile share the one rejoin. A member that cannot
+   * join for five minutes stops, so its partitions move to members that can.
+   */
+  private scheduleRejoin(sub: Subtopology): void {
+    const now = Date.now();
+    const r = this.rejoins.get(sub.id) ?? { pending: false, streak: 0, lastAt: 0, since: now };
+    this.rejoins.set(sub.id, r);
+    if (r.pending) return;
+    r.pending = true;
+    if (now - r.lastAt > 60_000) [r.streak, r.since] = [0, now];
+    const delay = Math.min(REJOIN_MAX_MS, REJOIN_FIRST_MS * 2 ** r.streak);
+    r.streak++;
+    setTimeout(() => {
+      if (this.state !== 'running') return;
+      const consumer = this.consumers[this.consumerIndex(sub)];
+      void (consumer ? consumer.rejoin() : Promise.resolve()).then(
+        () => {
+          r.pending = false;
+          r.lastAt = Date.now();
+        },
+        (err: unknown) => {
+          r.pending = false;
+          r.lastAt = Date.now();
+          if (Date.now() - r.since > REJOIN_GIVE_UP_MS) return void this.fail(err);
+          this.say(`group ${groupIdOf(this.topology, sub)}: ${(err as Error).message}; trying again`);
+          this.scheduleRejoin(sub);
+        },
+      );
+    }, delay).unref();
   }
 
   private consumerIndex(sub: Subtopology): number {
@@ -338,6 +405,7 @@ export class KafkaEngine implements Engine {
     this.live.clear();
     await Promise.all(tasks.map((t) => t.close(true, graceMs)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));
+    await this.admin.close().catch(() => undefined);
     await this.port.close();
     this.state = 'stopped';
     this.resolveDone();
@@ -354,6 +422,7 @@ export class KafkaEngine implements Engine {
     // no final commit: whatever was not committed is redone by the next owner
     await Promise.allSettled(tasks.map((t) => t?.close(false)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));
+    await this.admin?.close().catch(() => undefined);
     await this.port?.close();
     this.rejectDone(err);
   }
@@ -392,6 +461,21 @@ function settledValue(p: Promise<KafkaTask | undefined>): KafkaTask | undefined 
     () => settledTasks.set(p, undefined),
   );
   return PENDING;
+}
+
+/** The value of `p`, calling `heartbeat` every second until it settles. */
+async function whileHeartbeating<T>(p: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
+  let settled = false;
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (;;) {
+    const value = await Promise.race([p, sleep(1_000).then(() => PENDING)]);
+    if (value !== PENDING || settled) return p;
+    // a rebalance under way throws here: kafkajs then abandons the batch and joins again, as it should
+    await heartbeat();
+  }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,48 +1,25 @@
 import kafkajs from 'kafkajs';
-import type { Admin, Consumer, EachBatchPayload, Kafka, Producer, ProducerRecord } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka, PartitionAssigner } from 'kafkajs';
 import { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import { coPartitionedAssignment } from './co-partition-assignment.js';
+import { KafkaAdmin } from './kafka-admin.js';
+import { kafkaError, toTopicMessages, type OutRecord, type TransactionalProducer } from './kafka-common.js';
+import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
 
-const { Kafka: KafkaClient, logLevel } = kafkajs;
+export { KafkaAdmin } from './kafka-admin.js';
+export {
+  chunksOf,
+  kafkaError,
+  SEND_CHUNK_BYTES,
+  type OutRecord,
+  type TopicDefinition,
+  type TopicPartitionOffset,
+  type TransactionalProducer,
+} from './kafka-common.js';
 
-/** A record to write; `partition` is always chosen by the caller (murmur2, runtime/partitioner.ts). */
-export interface OutRecord {
-  readonly topic: string;
-  readonly partition: number;
-  readonly key: Buffer;
-  readonly value: Buffer | null;
-  readonly timestamp: number;
-  readonly headers?: RecordHeaders;
-}
-
-export interface TopicPartitionOffset {
-  readonly topic: string;
-  readonly partition: number;
-  /** The next offset to read (Kafka's committed-offset convention). */
-  readonly offset: number;
-}
-
-export interface TopicDefinition {
-  readonly name: string;
-  readonly partitions: number;
-  readonly config: Readonly<Record<string, string>>;
-}
-
-/** A producer bound to one transactional id. Creating it fences every older producer of that id. */
-export interface TransactionalProducer {
-  /**
-   * Writes `records` and commits `offsets` for `groupId` in one transaction. Resolves with each
-   * written partition's first offset (`topic\0partition` → offset). Throws CrawlError CS_FENCED
-   * when a newer producer took the id, CS_KAFKA on any other failure (the transaction is aborted).
-   */
-  commit(
-    records: readonly OutRecord[],
-    groupId: string,
-    offsets: readonly TopicPartitionOffset[],
-  ): Promise<Map<string, number>>;
-  close(): Promise<void>;
-}
+const { Kafka: KafkaClient, logLevel, AssignerProtocol } = kafkajs;
 
 export interface GroupConsumerHandlers {
   /** The partitions this member owns after a rebalance (the whole set, not a delta). */
@@ -58,6 +35,12 @@ export interface GroupConsumer {
   resume(topic: string, partition: number): void;
   /** Moves a partition's fetch position (after a rebalance positions restart from the committed offsets anyway). */
   seek(topic: string, partition: number, offset: number): void;
+  /**
+   * Leaves the group and joins it again (Kafka Streams' answer to a task migrated under it): every
+   * partition is assigned anew and fetched again from its committed offset. Resolves once the
+   * consumer runs again; rejects when it cannot (the caller retries).
+   */
+  rejoin(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -67,10 +50,17 @@ export interface GroupConsumerOptions {
   readonly sessionTimeoutMs?: number;
   /** Where a partition without a committed offset starts. */
   readonly fromBeginning?: boolean;
+  /**
+   * The partition numbers this member would keep, reported when it joins (its current ones, or
+   * those it has local state for after a restart); the co-partitioned assignment keeps them
+   * where balance allows. None when omitted.
+   */
+  readonly owned?: () => readonly number[];
 }
 
 /**
- * The only file that knows the Kafka client library (kafkajs 2.2.4): swap the client here and
+ * The entry to the Kafka client library (kafkajs 2.2.4), which only this file and its parts
+ * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts) know: swap the client here and
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
  * every producer writes to the partition it is given, and a kafkajs partitioner is set anyway to
  * the Java-compatible murmur2 one, so no path can place a key elsewhere.
@@ -171,6 +161,7 @@ export class KafkaPort {
       maxWaitTimeInMs: 250,
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
+      partitionAssigners: [coPartitioned(options.owned ?? (() => []))],
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
@@ -189,7 +180,7 @@ export class KafkaPort {
     await consumer.connect();
     this.open.add(consumer);
     await consumer.subscribe({ topics: [...options.topics], fromBeginning: options.fromBeginning ?? true });
-    await consumer.run({
+    const runConfig: Parameters<Consumer['run']>[0] = {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 8,
@@ -208,11 +199,22 @@ export class KafkaPort {
         await handlers.onRecords(records, payload.heartbeat);
         payload.resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
       },
-    });
+    };
+    await consumer.run(runConfig);
     return {
-      pause: (topic, partition) => consumer.pause([{ topic, partitions: [partition] }]),
-      resume: (topic, partition) => consumer.resume([{ topic, partitions: [partition] }]),
+      // between a rejoin's stop and run the consumer has no group: nothing to pause or resume (the
+      // next assignment decides), so those calls are no-ops then
+      pause: (topic, partition) => whileRunning(() => consumer.pause([{ topic, partitions: [partition] }])),
+      resume: (topic, partition) => whileRunning(() => consumer.resume([{ topic, partitions: [partition] }])),
       seek: (topic, partition, offset) => consumer.seek({ topic, partition, offset: String(offset) }),
+      rejoin: async () => {
+        await consumer.stop();
+        try {
+          await consumer.run(runConfig);
+        } catch (err) {
+          throw kafkaError(`group ${options.groupId} could not be joined again`, err);
+        }
+      },
       close: async () => {
         this.open.delete(consumer);
         await consumer.disconnect();
@@ -227,209 +229,58 @@ export class KafkaPort {
   }
 }
 
-/** Topic administration: creation with configs, offsets, committed group offsets. */
-export class KafkaAdmin {
-  constructor(
-    private readonly admin: Admin,
-    private readonly onClose: () => void,
-  ) {}
-
-  /** Creates the topics that do not exist yet (existing ones are left alone); returns the names created. */
-  async createTopics(topics: readonly TopicDefinition[]): Promise<string[]> {
-    const existing = new Set(await this.admin.listTopics());
-    const missing = topics.filter((t) => !existing.has(t.name));
-    if (missing.length === 0) return [];
-    try {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((t) => ({
-          topic: t.name,
-          numPartitions: t.partitions,
-          replicationFactor: 1,
-          configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
-        })),
-      });
-    } catch (err) {
-      throw kafkaError(`cannot create topics ${missing.map((t) => t.name).join(', ')}`, err);
-    }
-    return missing.map((t) => t.name);
-  }
-
-  async listTopics(): Promise<string[]> {
-    return this.admin.listTopics();
-  }
-
-  /** Partition count and the named config values of a topic. */
-  async describeTopic(
-    topic: string,
-    configNames: readonly string[],
-  ): Promise<{ partitions: number; config: Record<string, string> }> {
-    const meta = await this.admin.fetchTopicMetadata({ topics: [topic] });
-    const described = await this.admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [{ type: 2, name: topic, configNames: [...configNames] }],
-    });
-    const config: Record<string, string> = {};
-    for (const e of described.resources[0]?.configEntries ?? []) config[e.configName] = e.configValue;
-    return { partitions: meta.topics[0]?.partitions.length ?? 0, config };
-  }
-
-  /** High watermark of every partition of a topic (the next offset to be written). */
-  async endOffsets(topic: string): Promise<Map<number, number>> {
-    // right after a topic is created or a leader moves, brokers answer NOT_LEADER until metadata settles
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const offsets = await this.admin.fetchTopicOffsets(topic);
-        return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
-      } catch (err) {
-        if ((err as { retriable?: boolean }).retriable !== true || attempt >= 10)
-          throw kafkaError(`cannot read the end offsets of ${topic}`, err);
-        await new Promise((r) => setTimeout(r, 100 * 2 ** Math.min(attempt, 4)));
-      }
-    }
-  }
-
-  async deleteGroups(groupIds: string[]): Promise<void> {
-    await this.admin.deleteGroups(groupIds).catch(() => undefined);
-  }
-
-  async close(): Promise<void> {
-    this.onClose();
-    await this.admin.disconnect();
-  }
-}
-
-/** The broker's "the previous transaction of this id is still being ended" (or its coordinator moved): try again. */
-function transactionBusy(err: unknown): boolean {
-  const e = err as { type?: string; message?: string };
-  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test(
-    `${e.type ?? ''} ${e.message ?? ''}`,
-  );
-}
-
 /**
- * Sends the transactional InitProducerId now. kafkajs's `connect()` registers only an idempotent
- * producer id; the transactional one (which bumps the epoch, so fences the previous owner, and
- * aborts or finishes its open transaction) waits for the first `transaction()`. A task's restore
- * must not start before it, or a previous owner's last commit can land after the restore read the
- * changelog's end. An empty transaction is begun and aborted: no request beyond InitProducerId.
+ * The group's assignor (see co-partition-assignment.ts): partition p of every subscribed topic to
+ * one member, sticky. Each member sends the partitions it would keep as its subscription's user
+ * data; a topic with fewer partitions than others gets only those it has.
  */
-async function fence(producer: Producer): Promise<void> {
-  await whileBusy(async () => {
-    const tx = await producer.transaction();
-    await tx.abort();
-  }, 50);
+function coPartitioned(owned: () => readonly number[]): PartitionAssigner {
+  return ({ cluster }) => ({
+    name: 'CrawlstreamCoPartitioned',
+    version: 1,
+    assign: async ({ members, topics }) => {
+      const counts = new Map(topics.map((t) => [t, cluster.findTopicPartitionMetadata(t).length]));
+      const plan = coPartitionedAssignment(
+        members.map((m) => ({ memberId: m.memberId, owned: ownedOf(m.memberMetadata) })),
+        Math.max(0, ...counts.values()),
+      );
+      return [...plan].map(([memberId, partitions]) => ({
+        memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({
+          version: 1,
+          assignment: Object.fromEntries(topics.map((t) => [t, partitions.filter((p) => p < counts.get(t)!)])),
+          userData: Buffer.alloc(0),
+        }),
+      }));
+    },
+    protocol: ({ topics }) => ({
+      name: 'CrawlstreamCoPartitioned',
+      metadata: AssignerProtocol.MemberMetadata.encode({
+        version: 1,
+        topics,
+        userData: Buffer.from(JSON.stringify([...owned()])),
+      }),
+    }),
+  });
 }
 
-/**
- * Runs `work` again while it fails with `transactionBusy`, waiting `firstDelayMs` doubled each time,
- * up to 8 retries; any other failure, or the 9th busy one, is thrown. `work` must leave nothing
- * visible when it fails (a failed transaction is aborted), so running it whole again is safe.
- */
-async function whileBusy<T>(work: () => Promise<T>, firstDelayMs: number): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      if (!transactionBusy(err) || attempt >= 8) throw err;
-      await new Promise((r) => setTimeout(r, firstDelayMs * 2 ** attempt));
-    }
-  }
-}
-
-class KafkajsTransactionalProducer implements TransactionalProducer {
-  constructor(
-    private readonly producer: Producer,
-    private readonly id: string,
-    private readonly onClose: () => void,
-  ) {}
-
-  async commit(
-    records: readonly OutRecord[],
-    groupId: string,
-    offsets: readonly TopicPartitionOffset[],
-  ): Promise<Map<string, number>> {
-    // the previous transaction's markers may still be being written: an aborted attempt leaves nothing visible
-    return whileBusy(() => this.commitOnce(records, groupId, offsets), 20);
-  }
-
-  private async commitOnce(
-    records: readonly OutRecord[],
-    groupId: string,
-    offsets: readonly TopicPartitionOffset[],
-  ): Promise<Map<string, number>> {
-    const bases = new Map<string, number>();
-    let tx;
-    try {
-      tx = await this.producer.transaction();
-    } catch (err) {
-      throw kafkaError(`transaction of ${this.id} did not start`, err);
-    }
-    try {
-      if (records.length > 0) {
-        const results = await tx.sendBatch({ topicMessages: toTopicMessages(records), acks: -1 });
-        for (const r of results) {
-          const key = `${r.topicName}\u0000${r.partition}`;
-          const base = Number(r.baseOffset ?? r.offset);
-          bases.set(key, Math.min(bases.get(key) ?? Infinity, base));
-        }
-      }
-      if (offsets.length > 0) {
-        const byTopic = new Map<string, { partition: number; offset: string }[]>();
-        for (const o of offsets) {
-          let list = byTopic.get(o.topic);
-          if (!list) byTopic.set(o.topic, (list = []));
-          list.push({ partition: o.partition, offset: String(o.offset) });
-        }
-        await tx.sendOffsets({
-          consumerGroupId: groupId,
-          topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
-        });
-      }
-      await tx.commit();
-      return bases;
-    } catch (err) {
-      if (tx.isActive()) await tx.abort().catch(() => undefined);
-      throw kafkaError(`transaction of ${this.id} failed`, err);
-    }
-  }
-
-  async close(): Promise<void> {
-    this.onClose();
-    await this.producer.disconnect();
+/** The partitions a member said it owns; none when its metadata says nothing readable. */
+function ownedOf(metadata: Buffer): number[] {
+  try {
+    const parsed: unknown = JSON.parse(AssignerProtocol.MemberMetadata.decode(metadata)?.userData.toString() || '[]');
+    return Array.isArray(parsed) ? parsed.filter((p): p is number => Number.isInteger(p)) : [];
+  } catch {
+    return [];
   }
 }
 
-const FENCED = new Set([
-  'PRODUCER_FENCED',
-  'INVALID_PRODUCER_EPOCH',
-  'INVALID_PRODUCER_ID_MAPPING',
-  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
-]);
-
-/** Maps a client error to CS_FENCED (another producer owns the transactional id now) or CS_KAFKA. */
-export function kafkaError(message: string, err: unknown): CrawlError {
-  const e = err as { type?: string; message?: string; name?: string; originalError?: { type?: string } };
-  const type = e.type ?? e.originalError?.type;
-  const text = `${message}: ${type ?? e.name ?? 'error'} ${e.message ?? String(err)}`;
-  const fenced = (type !== undefined && FENCED.has(type)) || /fenced|producer epoch/i.test(e.message ?? '');
-  return new CrawlError(fenced ? 'CS_FENCED' : 'CS_KAFKA', text, { cause: err });
-}
-
-function toTopicMessages(records: readonly OutRecord[]): ProducerRecord[] {
-  const byTopic = new Map<string, ProducerRecord>();
-  for (const r of records) {
-    let entry = byTopic.get(r.topic);
-    if (!entry) byTopic.set(r.topic, (entry = { topic: r.topic, messages: [] }));
-    entry.messages.push({
-      key: r.key,
-      value: r.value,
-      partition: r.partition,
-      timestamp: String(r.timestamp),
-      ...(r.headers ? { headers: { ...r.headers } } : {}),
-    });
+/** Runs a consumer call that needs a running group; a no-op while the consumer is between stop and run. */
+function whileRunning(call: () => void): void {
+  try {
+    call();
+  } catch (err) {
+    if (!/must be called first/.test((err as Error).message)) throw err;
   }
-  return [...byTopic.values()];
 }
 
 function stringHeaders(headers: Record<string, unknown>): RecordHeaders {

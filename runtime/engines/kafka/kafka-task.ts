@@ -101,6 +101,15 @@ export class KafkaTask {
     this.notify();
   }
 
+  /**
+   * Where each input partition starts: the offsets committed when the task opened. Records below
+   * are skipped (a previous owner committed them after this member's consumer read its position).
+   * Call before the first `enqueue`.
+   */
+  startAt(offsets: readonly TopicPartitionOffset[]): void {
+    for (const o of offsets) this.positions.set(tp(o.topic, o.partition), o);
+  }
+
   progress(topic: string, partition: number, next: number, end: number): void {
     const key = tp(topic, partition);
     const f = this.fetched.get(key);

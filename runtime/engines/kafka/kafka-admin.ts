@@ -1,0 +1,102 @@
+import type { Admin } from 'kafkajs';
+import { kafkaError, type TopicDefinition } from './kafka-common.js';
+
+/** Topic administration: creation with configs, offsets, committed group offsets. */
+export class KafkaAdmin {
+  constructor(
+    private readonly admin: Admin,
+    private readonly onClose: () => void,
+  ) {}
+
+  /** Creates the topics that do not exist yet (existing ones are left alone); returns the names created. */
+  async createTopics(topics: readonly TopicDefinition[]): Promise<string[]> {
+    const existing = new Set(await this.admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(t.name));
+    if (missing.length === 0) return [];
+    try {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((t) => ({
+          topic: t.name,
+          numPartitions: t.partitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
+        })),
+      });
+    } catch (err) {
+      throw kafkaError(`cannot create topics ${missing.map((t) => t.name).join(', ')}`, err);
+    }
+    return missing.map((t) => t.name);
+  }
+
+  async listTopics(): Promise<string[]> {
+    return this.admin.listTopics();
+  }
+
+  /** Partition count and the named config values of a topic. */
+  async describeTopic(
+    topic: string,
+    configNames: readonly string[],
+  ): Promise<{ partitions: number; config: Record<string, string> }> {
+    const meta = await this.admin.fetchTopicMetadata({ topics: [topic] });
+    const described = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: 2, name: topic, configNames: [...configNames] }],
+    });
+    const config: Record<string, string> = {};
+    for (const e of described.resources[0]?.configEntries ?? []) config[e.configName] = e.configValue;
+    return { partitions: meta.topics[0]?.partitions.length ?? 0, config };
+  }
+
+  /** High watermark of every partition of a topic (the next offset to be written). */
+  async endOffsets(topic: string): Promise<Map<number, number>> {
+    // right after a topic is created or a leader moves, brokers answer NOT_LEADER until metadata settles
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const offsets = await this.admin.fetchTopicOffsets(topic);
+        return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+      } catch (err) {
+        if ((err as { retriable?: boolean }).retriable !== true || attempt >= 10)
+          throw kafkaError(`cannot read the end offsets of ${topic}`, err);
+        await new Promise((r) => setTimeout(r, 100 * 2 ** Math.min(attempt, 4)));
+      }
+    }
+  }
+
+  /**
+   * The offsets `groupId` committed for `partition` of each topic (the next offset to read); a
+   * topic without a committed offset there is absent. Read after a task's producer fenced the
+   * previous owner, they are final: that owner can commit no more.
+   */
+  async committedOffsets(groupId: string, topics: readonly string[], partition: number): Promise<Map<string, number>> {
+    try {
+      const answer = await this.admin.fetchOffsets({ groupId, topics: [...topics] });
+      const out = new Map<string, number>();
+      for (const t of answer)
+        for (const p of t.partitions)
+          if (p.partition === partition && Number(p.offset) >= 0) out.set(t.topic, Number(p.offset));
+      return out;
+    } catch (err) {
+      throw kafkaError(`cannot read the offsets ${groupId} committed`, err);
+    }
+  }
+
+  /** The partition count of each named topic that exists. */
+  async partitionCounts(topics: readonly string[]): Promise<Map<string, number>> {
+    try {
+      const meta = await this.admin.fetchTopicMetadata({ topics: [...topics] });
+      return new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
+    } catch (err) {
+      throw kafkaError(`cannot read the metadata of ${topics.join(', ')}`, err);
+    }
+  }
+
+  async deleteGroups(groupIds: string[]): Promise<void> {
+    await this.admin.deleteGroups(groupIds).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.onClose();
+    await this.admin.disconnect();
+  }
+}

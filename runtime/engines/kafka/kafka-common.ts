@@ -1,0 +1,96 @@
+import type { ProducerRecord } from 'kafkajs';
+import { CrawlError } from '../../../core/errors.js';
+import type { RecordHeaders } from '../../record.js';
+
+/** A record to write; `partition` is always chosen by the caller (murmur2, runtime/partitioner.ts). */
+export interface OutRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly key: Buffer;
+  readonly value: Buffer | null;
+  readonly timestamp: number;
+  readonly headers?: RecordHeaders;
+}
+
+export interface TopicPartitionOffset {
+  readonly topic: string;
+  readonly partition: number;
+  /** The next offset to read (Kafka's committed-offset convention). */
+  readonly offset: number;
+}
+
+export interface TopicDefinition {
+  readonly name: string;
+  readonly partitions: number;
+  readonly config: Readonly<Record<string, string>>;
+}
+
+/** A producer bound to one transactional id. Creating it fences every older producer of that id. */
+export interface TransactionalProducer {
+  /**
+   * Writes `records` and commits `offsets` for `groupId` in one transaction. Resolves with each
+   * written partition's first offset (`topic\0partition` → offset). Throws CrawlError CS_FENCED
+   * when a newer producer took the id, CS_KAFKA on any other failure (the transaction is aborted).
+   */
+  commit(
+    records: readonly OutRecord[],
+    groupId: string,
+    offsets: readonly TopicPartitionOffset[],
+  ): Promise<Map<string, number>>;
+  close(): Promise<void>;
+}
+
+const FENCED = new Set([
+  'PRODUCER_FENCED',
+  'INVALID_PRODUCER_EPOCH',
+  'INVALID_PRODUCER_ID_MAPPING',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+]);
+
+/** Maps a client error to CS_FENCED (another producer owns the transactional id now) or CS_KAFKA. */
+export function kafkaError(message: string, err: unknown): CrawlError {
+  const e = err as { type?: string; message?: string; name?: string; originalError?: { type?: string } };
+  const type = e.type ?? e.originalError?.type;
+  const text = `${message}: ${type ?? e.name ?? 'error'} ${e.message ?? String(err)}`;
+  const fenced = (type !== undefined && FENCED.has(type)) || /fenced|producer epoch/i.test(e.message ?? '');
+  return new CrawlError(fenced ? 'CS_FENCED' : 'CS_KAFKA', text, { cause: err });
+}
+
+/** The most bytes of keys, values and headers one produce request of a commit carries (one larger record goes alone). */
+export const SEND_CHUNK_BYTES = 512 * 1024;
+
+/** Consecutive runs of `records` of at most `limit` bytes each (a record larger than that alone); order kept. */
+export function chunksOf(records: readonly OutRecord[], limit: number): OutRecord[][] {
+  const chunks: OutRecord[][] = [];
+  let current: OutRecord[] = [];
+  let bytes = 0;
+  for (const r of records) {
+    let size = r.key.length + (r.value?.length ?? 0) + 64;
+    for (const [k, v] of Object.entries(r.headers ?? {})) size += k.length + v.length;
+    if (current.length > 0 && bytes + size > limit) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(r);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+export function toTopicMessages(records: readonly OutRecord[]): ProducerRecord[] {
+  const byTopic = new Map<string, ProducerRecord>();
+  for (const r of records) {
+    let entry = byTopic.get(r.topic);
+    if (!entry) byTopic.set(r.topic, (entry = { topic: r.topic, messages: [] }));
+    entry.messages.push({
+      key: r.key,
+      value: r.value,
+      partition: r.partition,
+      timestamp: String(r.timestamp),
+      ...(r.headers ? { headers: { ...r.headers } } : {}),
+    });
+  }
+  return [...byTopic.values()];
+}
