@@ -8,9 +8,9 @@ import { CLI } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
 
-function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
+function cli(args: string[]): { status: number | null; signal: string | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
 test(
@@ -87,6 +87,7 @@ test(
         '--partitions',
         '8',
       ]);
+      assert.equal(injected.signal, null, 'inject did not exit by itself');
       assert.notEqual(injected.status, 0, 'inject wrote to 4 partitions as if there were 8');
       assert.match(injected.stderr, /topic links has 4 partitions, --partitions says 8/);
       const ran = cli([
@@ -104,6 +105,7 @@ test(
         '--metrics-port',
         '0',
       ]);
+      assert.equal(ran.signal, null, 'run did not exit by itself after refusing to start');
       assert.notEqual(ran.status, 0, 'run started on topics with another partition count');
       assert.match(ran.stderr, /partition counts differ from the topology's: links has 4, the topology needs 8/);
     } finally {

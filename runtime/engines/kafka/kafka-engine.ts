@@ -99,9 +99,15 @@ export class KafkaEngine implements Engine {
     mkdirSync(this.options.dataDir, { recursive: true });
     const subtopologies = this.topology.build();
     this.port = new KafkaPort(this.options.brokers, this.topology.applicationId, (l) => this.say(l));
-    this.admin = await this.port.admin();
-    await this.checkTopics();
-    this.serdes = await buildSerdes(this.topology, new ConfluentSchemaRegistry(this.options.registryUrl));
+    try {
+      this.admin = await this.port.admin();
+      await this.checkTopics();
+      this.serdes = await buildSerdes(this.topology, new ConfluentSchemaRegistry(this.options.registryUrl));
+    } catch (err) {
+      // nothing may stay connected, or the process would not exit with the error
+      await this.port.close();
+      throw err;
+    }
     this.state = 'running';
     for (const sub of subtopologies.filter(this.options.runs ?? (() => true))) {
       const holder: { consumer?: GroupConsumer } = {};

@@ -1,0 +1,154 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
+import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
+import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
+import { transactionalIdOf } from '../../runtime/engines/kafka/kafka-engine.js';
+import { partitionFor } from '../../runtime/partitioner.js';
+import { buildSerdes } from '../../runtime/serdes.js';
+import type { FetchedPage } from '../../schemas/types.js';
+import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
+import { CLI, removeDir, sleep, startCli, tempDir } from '../e2e/harness.js';
+import { python } from '../python/python.js';
+import { kafkaInfra } from './infra.js';
+
+const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
+const run = promisify(execFile);
+
+function fetched(url: string): FetchedPage {
+  const u = new URL(url);
+  return {
+    leaseId: `l-${randomUUID()}`,
+    url,
+    host: u.hostname,
+    site: u.hostname,
+    depth: 1,
+    redirectHops: 0,
+    attempt: 1,
+    fetchedAt: Date.now(),
+    durationMs: 20,
+    status: 404,
+    httpVersion: '1.1',
+    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
+    headers: [{ name: 'Content-Type', value: 'text/plain' }],
+    body: Buffer.from('not here\n'),
+    truncated: false,
+    remoteAddress: '127.0.0.1',
+    errorCode: null,
+    errorMessage: null,
+    redirectTarget: null,
+    kind: 'PAGE',
+    payloadDigest: null,
+  };
+}
+
+/** URLs of `site` in page-records, read committed by a consumer we did not write. */
+async function recorded(brokers: string, registry: string, site: string): Promise<string[]> {
+  const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 64 * 2 ** 20,
+  });
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => (JSON.parse(l) as { url: string }).url)
+    .filter((u) => new URL(u).hostname === site);
+}
+
+test(
+  'a task fenced while its member still holds the partition: the member joins its group again, takes the task back and records every page once',
+  { timeout: 300_000 },
+  async () => {
+    const { brokers, registry } = kafkaInfra();
+    const dir = tempDir('kafka-rejoin');
+    const site = `rejoin-${randomUUID().slice(0, 8)}.test`;
+    const topology = crawlTopology({ config: validateCrawlConfig({}), partitions: 4, warcDir: join(dir, 'warc') });
+    const parserSub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.fetched))!;
+    const partition = partitionFor(Buffer.from(site), 4);
+    const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registry));
+    const port = new KafkaPort([brokers], 'crawlstream-test');
+    const send = async (url: string) => {
+      const producer = await port.producer();
+      try {
+        await producer.send([
+          {
+            topic: TOPICS.fetched,
+            partition,
+            key: serdes.key(TOPICS.fetched).serialize(site),
+            value: serdes.value(TOPICS.fetched).serialize(fetched(url)),
+            timestamp: Date.now(),
+          },
+        ]);
+      } finally {
+        await producer.close();
+      }
+    };
+    const waitFor = async (urls: string[], ms: number): Promise<string[]> => {
+      const until = Date.now() + ms;
+      let got: string[] = [];
+      while (Date.now() < until) {
+        got = await recorded(brokers, registry, site);
+        if (urls.every((u) => got.includes(u))) return got;
+        await sleep(1_000);
+      }
+      return got;
+    };
+    let stderr = '';
+    const instance = startCli([
+      'run',
+      '--role',
+      'parser',
+      '--data',
+      join(dir, 'parser'),
+      '--brokers',
+      brokers,
+      '--registry',
+      registry,
+      '--session-timeout',
+      '6000',
+      '--metrics-port',
+      '0',
+    ]);
+    instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      const created = await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers], {
+        encoding: 'utf8',
+      });
+      assert.match(created.stdout, /page-records/);
+      const first = `http://${site}/one`;
+      await send(first);
+      assert.deepEqual(await waitFor([first], 90_000), [first], `the parser did not record ${first}\n${stderr}`);
+
+      // another producer takes the task's transactional id: the live task is fenced at its next commit
+      const intruder = await port.transactionalProducer(transactionalIdOf(topology, parserSub.id, partition));
+      const second = `http://${site}/two`;
+      await send(second);
+      const got = await waitFor([first, second], 90_000);
+      assert.deepEqual(got.sort(), [first, second], `after the fencing\n${stderr}`);
+      assert.match(stderr, new RegExp(`task ${parserSub.id}_${partition} lost \\(CS_FENCED\\).*joins its group again`));
+      // the member took the task back, so the intruder is fenced in turn
+      const deadLetters = `${topology.applicationId}-dead-letters`;
+      const probe = { topic: deadLetters, partition: 0, key: Buffer.from('probe'), value: null, timestamp: Date.now() };
+      await assert.rejects(intruder.commit([probe], 'nobody', []), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'CS_FENCED', err.message);
+        return true;
+      });
+      await intruder.close().catch(() => undefined);
+      assert.equal(instance.child.exitCode, null, `the instance exited\n${stderr}`);
+      const third = `http://${site}/three`;
+      await send(third);
+      assert.deepEqual((await waitFor([first, second, third], 90_000)).sort(), [first, third, second]);
+    } finally {
+      instance.child.kill('SIGTERM');
+      await instance.exited;
+      await port.close();
+      removeDir(dir);
+    }
+  },
+);
