@@ -3,6 +3,7 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, Producer, ProducerRecord
 import { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 
 const { Kafka: KafkaClient, logLevel } = kafkajs;
 
@@ -83,14 +84,19 @@ export class KafkaPort {
     readonly brokers: readonly string[],
     readonly clientId: string,
     private readonly log: (line: string) => void = () => undefined,
+    /** TLS and SASL (see kafka-security.ts); validated and its files read here. Default: PLAINTEXT. */
+    security: KafkaSecurityOptions = {},
   ) {
     for (const b of brokers) {
       if (!/^[^:\s]+:\d+$/.test(b))
         throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
     }
+    const { ssl, sasl } = resolveKafkaSecurity(security);
     this.kafka = new KafkaClient({
       clientId,
       brokers: [...brokers],
+      ...(ssl !== undefined ? { ssl: { ...ssl } } : {}),
+      ...(sasl !== undefined ? { sasl } : {}),
       logLevel: logLevel.WARN,
       logCreator:
         () =>
