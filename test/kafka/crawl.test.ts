@@ -175,7 +175,13 @@ test(
       t.diagnostic(`expected pages never requested: ${missing.join(', ') || 'none'}`);
       const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
       if (keep)
-        writeFileSync(join(keep, 'requests.jsonl'), web.requests().map((e) => JSON.stringify(e)).join('\n'));
+        writeFileSync(
+          join(keep, 'requests.jsonl'),
+          web
+            .requests()
+            .map((e) => JSON.stringify(e))
+            .join('\n'),
+        );
       // every role's /metrics parses with an independent parser; the one fetcher counted every request
       const processedByRole = new Map<string, number>();
       for (const i of instances) {

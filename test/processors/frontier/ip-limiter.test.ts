@@ -27,7 +27,11 @@ test('the start window widens when leases reach their fetcher too late, plans th
   assert.equal(ips.startWindow(a), widened);
   assert.equal(ips.tryAcquire(a, 1_000), true);
   const next = 1_000 + 500 + GAP_SAFETY_MS + widened;
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next - 1), false, 'a start late by the whole window still keeps the gap');
+  assert.equal(
+    ips.tryAcquire(host('b.test', '10.0.0.1'), next - 1),
+    false,
+    'a start late by the whole window still keeps the gap',
+  );
   assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next), true);
   for (let i = 0; i < 50; i++) ips.startedLate(1_000);
   assert.equal(ips.startWindow(a), IP_START_WINDOW_MAX_MS, 'the window has a ceiling');
