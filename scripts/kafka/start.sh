@@ -63,6 +63,15 @@ logger.state.name=state.change.logger
 logger.state.level=WARN
 PROPS
 
+# the registry needs nothing of the broker to start, so it starts first
+runner="$(find "$APICURIO_HOME" -maxdepth 2 \( -name quarkus-run.jar -o -name '*-runner.jar' \) | head -1)"
+setsid nohup "$JAVA" -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+  -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
+  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port=$((REGISTRY_PORT + 1)) \
+  -Dquarkus.log.level=WARN -Dquarkus.log.category.\"io.quarkus\".level=INFO \
+  -jar "$runner" >"$RUN_DIR/registry.log" 2>&1 </dev/null &
+echo $! >"$RUN_DIR/registry.pid"
+
 KAFKA_JVM=(-Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
   "-Dlog4j2.configurationFile=$RUN_DIR/log4j2.properties" -cp "$KAFKA_LIBS/*")
 # a KRaft cluster id is 16 random bytes, URL-safe base64 without padding
@@ -75,12 +84,26 @@ while [ "${cluster_id:0:1}" = "-" ]; do cluster_id="$(head -c 16 /dev/urandom | 
   --add-scram "SCRAM-SHA-512=[name=$KAFKA_SCRAM_USER,password=$KAFKA_SCRAM_PASSWORD]" \
   >"$RUN_DIR/format.log" 2>&1 &
 format_pid=$!
-# a CA (ca.pem, for clients) and the broker's key with a certificate for 127.0.0.1 signed by it
-# keytool comes with the JDK that $JAVA belongs to (a bare `java` means the one on PATH)
-KEYTOOL="$(dirname "$(readlink -f "$(command -v "$JAVA")")")/keytool"
-kt() { "$KEYTOOL" -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC "$@"; }
-tls_log="$RUN_DIR/tls.log"
-{
+# a CA (ca.pem, for clients) and the broker's key in broker.p12 with a certificate for 127.0.0.1
+# signed by it: with openssl (~0.1 s) if there is one, else with the JDK's keytool (7 JVM starts)
+make_certs_openssl() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=crawlstream-test-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+    -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.pem"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$TLS_DIR/broker.key" -out "$TLS_DIR/broker.csr"
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyAgreement\n' \
+    >"$TLS_DIR/broker.ext"
+  openssl x509 -req -days 2 -in "$TLS_DIR/broker.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca.key" -CAcreateserial \
+    -extfile "$TLS_DIR/broker.ext" -out "$TLS_DIR/broker.pem"
+  openssl pkcs12 -export -name broker -in "$TLS_DIR/broker.pem" -inkey "$TLS_DIR/broker.key" -certfile "$TLS_DIR/ca.pem" \
+    -out "$TLS_DIR/broker.p12" -passout "pass:$TLS_PASS"
+}
+make_certs_keytool() {
+  # keytool comes with the JDK that $JAVA belongs to (a bare `java` means the one on PATH)
+  local keytool
+  keytool="$(dirname "$(readlink -f "$(command -v "$JAVA")")")/keytool"
+  kt() { "$keytool" -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC "$@"; }
   kt -genkeypair -alias ca -keyalg EC -groupname secp256r1 -validity 2 -dname CN=crawlstream-test-ca \
     -ext bc:c -keystore "$TLS_DIR/ca.p12" -storetype PKCS12 -storepass "$TLS_PASS"
   kt -exportcert -rfc -alias ca -keystore "$TLS_DIR/ca.p12" -storepass "$TLS_PASS" -file "$TLS_DIR/ca.pem"
@@ -92,18 +115,15 @@ tls_log="$RUN_DIR/tls.log"
     -infile "$TLS_DIR/broker.csr" -outfile "$TLS_DIR/broker.pem"
   kt -importcert -noprompt -alias ca -file "$TLS_DIR/ca.pem" -keystore "$TLS_DIR/broker.p12" -storepass "$TLS_PASS"
   kt -importcert -noprompt -alias broker -file "$TLS_DIR/broker.pem" -keystore "$TLS_DIR/broker.p12" -storepass "$TLS_PASS"
-} >"$tls_log" 2>&1 || { cat "$tls_log" >&2; exit 1; }
+}
+tls_log="$RUN_DIR/tls.log"
+tls_started=$(date +%s%N)
+tls_tool="${CRAWLSTREAM_TLS_TOOL:-$(command -v openssl >/dev/null && echo openssl || echo keytool)}"
+"make_certs_$tls_tool" >"$tls_log" 2>&1 || { cat "$tls_log" >&2; exit 1; }
+echo "TLS certificates made with $tls_tool in $(( ($(date +%s%N) - tls_started) / 1000000 )) ms" >&2
 wait "$format_pid" || { cat "$RUN_DIR/format.log" >&2; exit 1; }
 setsid nohup "$JAVA" "${KAFKA_JVM[@]}" kafka.Kafka "$RUN_DIR/server.properties" >"$RUN_DIR/kafka.out" 2>&1 </dev/null &
 echo $! >"$RUN_DIR/kafka.pid"
-
-runner="$(find "$APICURIO_HOME" -maxdepth 2 \( -name quarkus-run.jar -o -name '*-runner.jar' \) | head -1)"
-setsid nohup "$JAVA" -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-  -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
-  -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port=$((REGISTRY_PORT + 1)) \
-  -Dquarkus.log.level=WARN -Dquarkus.log.category.\"io.quarkus\".level=INFO \
-  -jar "$runner" >"$RUN_DIR/registry.log" 2>&1 </dev/null &
-echo $! >"$RUN_DIR/registry.pid"
 
 deadline=$((SECONDS + ${CRAWLSTREAM_START_TIMEOUT:-120}))
 kafka_ready=0
