@@ -78,6 +78,11 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${CONTROL_USAGE}`);
     target = { brokers, registryUrl, partitions: values.partitions, security: securityFromArgs(values) };
   } else if (values.data !== undefined) {
+    const security = Object.keys(securityArgs(true)).find((f) => values[f as keyof typeof values] !== undefined);
+    if (security !== undefined)
+      throw new InvalidOptionError(
+        `--${security} is for --brokers (Kafka); --data needs no credentials\n${CONTROL_USAGE}`,
+      );
     target = { dataDir: values.data };
   } else {
     throw new InvalidOptionError(`--data DIR or --brokers HOST:PORT is required\n${CONTROL_USAGE}`);

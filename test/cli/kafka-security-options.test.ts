@@ -170,4 +170,8 @@ test('commands with their own arguments (topics, replay, inject, control) take t
   ]);
   assert.ok('brokers' in target);
   assert.deepEqual(target.security, { kafka: { tls: true, caFile: CA } });
+  refuses(
+    () => parseControlArgs(['pause', 'example.com', '--data', dir, '--kafka-tls']),
+    '--kafka-tls is for --brokers (Kafka); --data needs no credentials',
+  );
 });
