@@ -6,6 +6,8 @@ import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
 import { siteOf } from '../processors/common/normalize.js';
 import { kafkaEndpoints } from './run-options.js';
+import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
+import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 import { TOPICS } from '../processors/common/topics.js';
 
 export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
@@ -18,7 +20,8 @@ export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume
   resume  lift block, slow and pause
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
 the next run does. With --brokers, the command goes to the 'control' topic on Kafka, where the
-frontier instance owning the site's partition applies it.`;
+frontier instance owning the site's partition applies it.
+${securityUsage(true)}`;
 
 const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
 
@@ -30,7 +33,12 @@ export function controlInbox(dataDir: string): string {
 /** Where a control command goes: an embedded crawl's data directory, or the control topic on Kafka. */
 export type ControlTarget =
   | { readonly dataDir: string }
-  | { readonly brokers: string[]; readonly registryUrl: string; readonly partitions: string | undefined };
+  | {
+      readonly brokers: string[];
+      readonly registryUrl: string;
+      readonly partitions: string | undefined;
+      readonly security: ClusterSecurity;
+    };
 
 /** Validates a control command line into the record it produces and where it goes. */
 export function parseControlArgs(args: string[], now = Date.now()): { target: ControlTarget; command: ControlCommand } {
@@ -45,6 +53,7 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
         brokers: { type: 'string' },
         registry: { type: 'string' },
         partitions: { type: 'string' },
+        ...securityArgs(true),
       },
     });
   } catch (err) {
@@ -67,8 +76,13 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
   if (values.brokers !== undefined) {
     const { brokers, registryUrl } = kafkaEndpoints(values.brokers, values.registry, CONTROL_USAGE);
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${CONTROL_USAGE}`);
-    target = { brokers, registryUrl, partitions: values.partitions };
+    target = { brokers, registryUrl, partitions: values.partitions, security: securityFromArgs(values) };
   } else if (values.data !== undefined) {
+    const security = Object.keys(securityArgs(true)).find((f) => values[f as keyof typeof values] !== undefined);
+    if (security !== undefined)
+      throw new InvalidOptionError(
+        `--${security} is for --brokers (Kafka); --data needs no credentials\n${CONTROL_USAGE}`,
+      );
     target = { dataDir: values.data };
   } else {
     throw new InvalidOptionError(`--data DIR or --brokers HOST:PORT is required\n${CONTROL_USAGE}`);

@@ -6,10 +6,12 @@ import { seedBatches } from './crawl.js';
 import { produceToKafka } from './kafka-produce.js';
 import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
+import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 
 export const INJECT_USAGE = `usage: crawlstream inject [URL...] --seeds FILE --brokers HOST:PORT[,..] --registry URL [--partitions N]
 
-  writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)`;
+  writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)
+${securityUsage(true)}`;
 
 /** Produces seed URLs to the links topic; the frontier admits them like discovered links. */
 export async function runInject(
@@ -27,6 +29,7 @@ export async function runInject(
         brokers: { type: 'string' },
         registry: { type: 'string' },
         partitions: { type: 'string' },
+        ...securityArgs(true),
       },
     });
   } catch (e) {
@@ -35,6 +38,7 @@ export async function runInject(
   const v = parsed.values;
   const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, INJECT_USAGE);
   if (!registryUrl) throw new InvalidOptionError(`--registry URL is required\n${INJECT_USAGE}`);
+  const security = securityFromArgs(v);
   const crawl = parseCrawlArgs(['--data', tmpdir(), ...parsed.positionals, ...(v.seeds ? ['--seeds', v.seeds] : [])]);
   if (crawl.seeds.length === 0) throw new InvalidOptionError(`no seeds given\n${INJECT_USAGE}`);
   const now = Date.now();
@@ -45,6 +49,7 @@ export async function runInject(
     v.partitions,
     TOPICS.links,
     batches.map((b) => ({ key: b.site, value: b, timestamp: now })),
+    security,
   );
   out(
     `injected ${batches.reduce((n, b) => n + b.links.length, 0)} seeds for ${batches.length} sites into ${TOPICS.links}`,

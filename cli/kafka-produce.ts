@@ -2,6 +2,7 @@ import { CrawlError } from '../core/errors.js';
 import { tmpdir } from 'node:os';
 import { ConfluentSchemaRegistry } from '../runtime/engines/kafka/confluent-registry.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
+import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 import { partitionFor } from '../runtime/partitioner.js';
 import { buildSerdes } from '../runtime/serdes.js';
 import type { StreamRecord } from '../runtime/record.js';
@@ -12,6 +13,7 @@ import { parseCrawlArgs } from './options.js';
  * Writes records to one of the topology's topics on Kafka, Avro-encoded through the registry
  * (registering the schema if needed) and placed by the Java murmur2 partitioner, as the engine
  * would. Idempotent producer; resolves when every record is acknowledged by all replicas.
+ * `security`: TLS/SASL to the brokers and the registry's credentials (default: none).
  */
 export async function produceToKafka(
   brokers: readonly string[],
@@ -19,13 +21,14 @@ export async function produceToKafka(
   partitions: string | undefined,
   topic: string,
   records: readonly StreamRecord<string, unknown>[],
+  security: ClusterSecurity = {},
 ): Promise<void> {
   const crawl = parseCrawlArgs(['--data', tmpdir(), ...(partitions !== undefined ? ['--partitions', partitions] : [])]);
   const topology = crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() });
   topology.build();
-  const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registryUrl));
+  const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registryUrl, security.registry));
   const spec = topology.topic(topic);
-  const port = new KafkaPort(brokers, `${topology.applicationId}-cli`);
+  const port = new KafkaPort(brokers, `${topology.applicationId}-cli`, undefined, security.kafka);
   try {
     const admin = await port.admin();
     const has = await admin.partitionCounts([topic]).finally(() => admin.close());

@@ -56,9 +56,14 @@ async function main(argv: string[]): Promise<number> {
           `queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`,
         );
       } else {
-        await produceToKafka(target.brokers, target.registryUrl, target.partitions, TOPICS.control, [
-          { key: command.site, value: command, timestamp: command.issuedAt },
-        ]);
+        await produceToKafka(
+          target.brokers,
+          target.registryUrl,
+          target.partitions,
+          TOPICS.control,
+          [{ key: command.site, value: command, timestamp: command.issuedAt }],
+          target.security,
+        );
         out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
       }
       return 0;

@@ -6,13 +6,15 @@ import { replayEqual, replayStores, type ReplayReport } from '../runtime/engines
 import { crawlTopology } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
+import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 
 export const REPLAY_USAGE = `usage: crawlstream replay --store NAME|all [--partition P] --brokers HOST:PORT[,..] --data DIR [--partitions N]
 
   rebuilds a store from its changelog (read committed, up to the local copy's checkpoint) and
   verifies it entry by entry against the local copy in DIR, the --data of a stopped 'run'
   instance; exits 1 if any copy differs. A copy whose partition moved to another instance is
-  reported as behind (stale), which is not a difference.`;
+  reported as behind (stale), which is not a difference.
+${securityUsage(false)}`;
 
 /** `crawlstream replay`: one line per local store copy; exit code 1 when any differs from its changelog. */
 export async function runReplay(args: string[], out: (line: string) => void): Promise<number> {
@@ -26,6 +28,7 @@ export async function runReplay(args: string[], out: (line: string) => void): Pr
         brokers: { type: 'string' },
         data: { type: 'string' },
         partitions: { type: 'string' },
+        ...securityArgs(false),
       },
     });
   } catch (err) {
@@ -37,6 +40,7 @@ export async function runReplay(args: string[], out: (line: string) => void): Pr
   if (v.partition !== undefined && !/^\d+$/.test(v.partition))
     throw new InvalidOptionError(`--partition must be a partition number, got ${JSON.stringify(v.partition)}`);
   const { brokers } = kafkaEndpoints(v.brokers, undefined, REPLAY_USAGE);
+  const security = securityFromArgs(v);
   const crawl = parseCrawlArgs([
     '--data',
     v.data,
@@ -47,7 +51,7 @@ export async function runReplay(args: string[], out: (line: string) => void): Pr
     partitions: crawl.partitions,
     warcDir: join(crawl.dataDir, 'warc'),
   });
-  const port = new KafkaPort(brokers, `${topology.applicationId}-replay`);
+  const port = new KafkaPort(brokers, `${topology.applicationId}-replay`, undefined, security.kafka);
   let reports: ReplayReport[];
   try {
     reports = await replayStores(

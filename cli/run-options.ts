@@ -1,6 +1,8 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { resolveSettings, settingsHelp } from './config-sources.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
+import { securityFromSettings } from './kafka-security-options.js';
+import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 
 export const ROLES = ['frontier', 'fetcher', 'parser', 'all'] as const;
 export type Role = (typeof ROLES)[number];
@@ -12,6 +14,8 @@ export interface RunCommand {
   readonly registryUrl: string;
   readonly commitIntervalMs: number | undefined;
   readonly sessionTimeoutMs: number | undefined;
+  /** TLS/SASL to the brokers, the registry's credentials (--kafka-*, --registry-username…). */
+  readonly security: ClusterSecurity;
   /** `crawl`'s parsed options: --data, --resolve, --allow-ip, --min-delay, --user-agent, --partitions, --until-idle… */
   readonly crawl: CrawlCommand;
 }
@@ -40,6 +44,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
     ...kafkaEndpoints(get('brokers') as string | undefined, get('registry') as string | undefined, RUN_USAGE),
     commitIntervalMs: get('commit-interval') as number,
     sessionTimeoutMs: get('session-timeout') as number,
+    security: securityFromSettings(resolved, env),
     crawl: crawlCommandOf(resolved),
   };
 }

@@ -38,6 +38,7 @@ export async function runRole(
     runs: roleFilter(cmd.role),
     ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
     ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
+    security: cmd.security,
     logger,
   });
   const started = Date.now();

@@ -6,6 +6,7 @@ import { topicDefinitions } from '../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
+import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 import { tmpdir } from 'node:os';
 
 export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:PORT[,..] [--partitions N]
@@ -13,7 +14,8 @@ export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:POR
        crawlstream topics manifest [--partitions N]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
 
   creates every topic of the topology with its partition count (default 4), compacted changelogs
-  and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone`;
+  and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone
+${securityUsage(false)}`;
 
 /** `topics create|list`: nothing in crawlstream relies on auto-created topics. */
 export async function runTopics(args: string[], out: (line: string) => void): Promise<number> {
@@ -22,7 +24,7 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: { brokers: { type: 'string' }, partitions: { type: 'string' } },
+      options: { brokers: { type: 'string' }, partitions: { type: 'string' }, ...securityArgs(false) },
     });
   } catch (err) {
     throw new InvalidOptionError(`${(err as Error).message}\n${TOPICS_USAGE}`);
@@ -54,7 +56,7 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     return 0;
   }
   const { brokers } = kafkaEndpoints(parsed.values.brokers, undefined, TOPICS_USAGE);
-  const port = new KafkaPort(brokers, 'crawlstream-admin');
+  const port = new KafkaPort(brokers, 'crawlstream-admin', undefined, securityFromArgs(parsed.values).kafka);
   const admin = await port.admin();
   try {
     const created = await admin.createTopics(defs);

@@ -27,6 +27,7 @@ if printf '%s\n' "${files[@]}" | grep -q '/kafka/' && [ -z "${CRAWLSTREAM_BROKER
   }
   eval "$kafka_env"
   export CRAWLSTREAM_BROKERS CRAWLSTREAM_REGISTRY
+  export CRAWLSTREAM_SECURE_BROKERS CRAWLSTREAM_SECURE_CA CRAWLSTREAM_SECURE_USERNAME CRAWLSTREAM_SECURE_PASSWORD
 fi
 
 node --test --test-concurrency=1 "${files[@]}"

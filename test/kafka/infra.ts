@@ -12,3 +12,19 @@ export function kafkaInfra(): { brokers: string; registry: string } {
       'or eval "$(bash scripts/kafka/start.sh)" first',
   );
 }
+
+/**
+ * The broker's SASL_SSL listener (SCRAM-SHA-256/512 over TLS, a CA made at each start), named by
+ * CRAWLSTREAM_SECURE_* as scripts/kafka/start.sh prints them; a secure test run without them fails.
+ */
+export function secureKafkaInfra(): { brokers: string; ca: string; username: string; password: string } {
+  const brokers = process.env['CRAWLSTREAM_SECURE_BROKERS'];
+  const ca = process.env['CRAWLSTREAM_SECURE_CA'];
+  const username = process.env['CRAWLSTREAM_SECURE_USERNAME'];
+  const password = process.env['CRAWLSTREAM_SECURE_PASSWORD'];
+  if (brokers && ca && username && password) return { brokers, ca, username, password };
+  throw new Error(
+    'CRAWLSTREAM_SECURE_BROKERS, _CA, _USERNAME and _PASSWORD are not set: run with `npm test -- dist/test/kafka/secure.test.js`, ' +
+      'or eval "$(bash scripts/kafka/start.sh)" and export them first',
+  );
+}

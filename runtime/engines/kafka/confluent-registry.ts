@@ -1,6 +1,7 @@
 import confluent from '@kafkajs/confluent-schema-registry';
 import { CrawlError } from '../../../core/errors.js';
 import type { SchemaRegistry } from '../../../schemas/index.js';
+import type { RegistryAuth } from './kafka-security.js';
 
 const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
 
@@ -14,11 +15,30 @@ const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
 export class ConfluentSchemaRegistry implements SchemaRegistry {
   private readonly client: InstanceType<typeof RegistryClient>;
   private readonly known = new Map<string, { id: number; schema: string }[]>();
+  /** Headers of the requests made here directly (the client library sends `auth` itself). */
+  private readonly headers: Record<string, string>;
 
-  constructor(readonly url: string) {
+  /** `auth`: basic credentials, for a registry behind authentication (Confluent Cloud, a proxy). */
+  constructor(
+    readonly url: string,
+    auth?: RegistryAuth,
+  ) {
     if (!/^https?:\/\/[^\s]+$/.test(url))
       throw new CrawlError('CS_INVALID_OPTION', `--registry must be an http(s) URL, got ${JSON.stringify(url)}`);
-    this.client = new RegistryClient({ host: url.replace(/\/+$/, ''), retry: { retries: 3 } });
+    if (auth !== undefined && (auth.username === '' || auth.password === '' || auth.username.includes(':')))
+      throw new CrawlError(
+        'CS_INVALID_OPTION',
+        'registry credentials need a username without ":" (--registry-username) and a non-empty password',
+      );
+    this.client = new RegistryClient({
+      host: url.replace(/\/+$/, ''),
+      retry: { retries: 3 },
+      ...(auth !== undefined ? { auth: { username: auth.username, password: auth.password } } : {}),
+    });
+    this.headers =
+      auth === undefined
+        ? {}
+        : { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` };
   }
 
   async register(subject: string, schemaText: string): Promise<number> {
@@ -51,7 +71,7 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
     const url = `${this.url.replace(/\/+$/, '')}/config/${encodeURIComponent(subject)}`;
     const res = await fetch(url, {
       method: 'PUT',
-      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      headers: { ...this.headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
       body: JSON.stringify({ compatibility: 'BACKWARD' }),
     });
     if (!res.ok)
@@ -68,12 +88,12 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
 
   private async loadVersions(subject: string): Promise<{ id: number; schema: string }[]> {
     const base = `${this.url.replace(/\/+$/, '')}/subjects/${encodeURIComponent(subject)}/versions`;
-    const res = await fetch(base);
+    const res = await fetch(base, { headers: this.headers });
     if (!res.ok) throw new CrawlError('CS_SCHEMA', `GET ${base} answered ${res.status}`);
     const versions = (await res.json()) as number[];
     const out: { id: number; schema: string }[] = [];
     for (const v of versions) {
-      const r = await fetch(`${base}/${v}`);
+      const r = await fetch(`${base}/${v}`, { headers: this.headers });
       if (!r.ok) throw new CrawlError('CS_SCHEMA', `GET ${base}/${v} answered ${r.status}`);
       const body = (await r.json()) as { id: number; schema: string };
       out.push({ id: body.id, schema: body.schema });

@@ -17,6 +17,7 @@ import type { StateStore } from '../../../state/state-store.js';
 import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
+import type { ClusterSecurity } from './kafka-security.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { deadLetterTopic, topicDefinitions } from './topics.js';
 
@@ -33,6 +34,8 @@ export interface KafkaEngineOptions {
   readonly sessionTimeoutMs?: number;
   /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
   readonly logger?: Logger;
+  /** TLS/SASL to the brokers and credentials of the registry; default PLAINTEXT, no credentials. */
+  readonly security?: ClusterSecurity;
 }
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
@@ -98,11 +101,19 @@ export class KafkaEngine implements Engine {
     if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', 'engine already started');
     mkdirSync(this.options.dataDir, { recursive: true });
     const subtopologies = this.topology.build();
-    this.port = new KafkaPort(this.options.brokers, this.topology.applicationId, (l) => this.say(l));
+    this.port = new KafkaPort(
+      this.options.brokers,
+      this.topology.applicationId,
+      (l) => this.say(l),
+      this.options.security?.kafka,
+    );
     try {
       this.admin = await this.port.admin();
       await this.checkTopics();
-      this.serdes = await buildSerdes(this.topology, new ConfluentSchemaRegistry(this.options.registryUrl));
+      this.serdes = await buildSerdes(
+        this.topology,
+        new ConfluentSchemaRegistry(this.options.registryUrl, this.options.security?.registry),
+      );
     } catch (err) {
       // nothing may stay connected, or the process would not exit with the error
       await this.port.close();

@@ -6,6 +6,7 @@ import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { coPartitionedAssignment } from './co-partition-assignment.js';
 import { KafkaAdmin } from './kafka-admin.js';
 import { kafkaError, toTopicMessages, type OutRecord, type TransactionalProducer } from './kafka-common.js';
+import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
 
 export { KafkaAdmin } from './kafka-admin.js';
@@ -73,14 +74,19 @@ export class KafkaPort {
     readonly brokers: readonly string[],
     readonly clientId: string,
     private readonly log: (line: string) => void = () => undefined,
+    /** TLS and SASL (see kafka-security.ts); validated and its files read here. Default: PLAINTEXT. */
+    security: KafkaSecurityOptions = {},
   ) {
     for (const b of brokers) {
       if (!/^[^:\s]+:\d+$/.test(b))
         throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
     }
+    const { ssl, sasl } = resolveKafkaSecurity(security);
     this.kafka = new KafkaClient({
       clientId,
       brokers: [...brokers],
+      ...(ssl !== undefined ? { ssl: { ...ssl } } : {}),
+      ...(sasl !== undefined ? { sasl } : {}),
       logLevel: logLevel.WARN,
       logCreator:
         () =>

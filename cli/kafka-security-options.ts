@@ -1,0 +1,191 @@
+import { readFileSync } from 'node:fs';
+import { InvalidOptionError } from '../core/errors.js';
+import {
+  resolveKafkaSecurity,
+  SASL_MECHANISMS,
+  type ClusterSecurity,
+  type KafkaSecurityOptions,
+  type RegistryAuth,
+  type SaslMechanism,
+} from '../runtime/engines/kafka/kafka-security.js';
+import type { ResolvedSettings } from './config-sources.js';
+import { envName } from './settings.js';
+
+/** Passwords come from a file or from these variables, never from a flag (a flag shows in `ps`). */
+export const KAFKA_SASL_PASSWORD_ENV = 'CRAWLSTREAM_KAFKA_SASL_PASSWORD';
+export const REGISTRY_PASSWORD_ENV = 'CRAWLSTREAM_REGISTRY_PASSWORD';
+
+const KAFKA_FLAGS = [
+  'kafka-tls',
+  'kafka-ca',
+  'kafka-cert',
+  'kafka-key',
+  'kafka-sasl-mechanism',
+  'kafka-sasl-username',
+  'kafka-sasl-password-file',
+] as const;
+const REGISTRY_FLAGS = ['registry-username', 'registry-password-file'] as const;
+
+type Flag = (typeof KAFKA_FLAGS)[number] | (typeof REGISTRY_FLAGS)[number];
+type ArgSpec = Record<string, { type: 'string' | 'boolean' }>;
+
+/**
+ * `node:util` parseArgs options of the security flags, for the commands that parse their own
+ * arguments (topics, replay: Kafka only; inject, control: Kafka and registry). `run` takes the
+ * same flags through the settings schema (cli/settings.ts).
+ */
+export function securityArgs(withRegistry: boolean): ArgSpec {
+  const spec: ArgSpec = {};
+  for (const f of [...KAFKA_FLAGS, ...(withRegistry ? REGISTRY_FLAGS : [])])
+    spec[f] = { type: f === 'kafka-tls' ? 'boolean' : 'string' };
+  return spec;
+}
+
+/** The usage lines of the security flags, appended to those commands' usage. */
+export function securityUsage(withRegistry: boolean): string {
+  return `
+  secured clusters: --kafka-tls [--kafka-ca FILE] [--kafka-cert FILE --kafka-key FILE]
+    [--kafka-sasl-mechanism plain|scram-sha-256|scram-sha-512 --kafka-sasl-username U
+    --kafka-sasl-password-file FILE (or ${KAFKA_SASL_PASSWORD_ENV})]${
+      withRegistry
+        ? `
+    [--registry-username U --registry-password-file FILE (or ${REGISTRY_PASSWORD_ENV})]`
+        : ''
+    }; each also as CRAWLSTREAM_<NAME>`;
+}
+
+/** The security of a command parsed with `securityArgs`: flags, else CRAWLSTREAM_<NAME> variables. */
+export function securityFromArgs(
+  values: Readonly<Record<string, unknown>>,
+  env: NodeJS.ProcessEnv = process.env,
+): ClusterSecurity {
+  return clusterSecurity((name) => {
+    const flag = values[name];
+    if (flag !== undefined) return flag as string | boolean;
+    const raw = env[envName({ name })];
+    if (raw === undefined || raw === '') return undefined;
+    if (name !== 'kafka-tls') return raw;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    throw new InvalidOptionError(
+      `--kafka-tls must be true or false, got ${JSON.stringify(raw)} (from env ${envName({ name })})`,
+    );
+  }, env);
+}
+
+/** The security of `run`, from its resolved settings (defaults < file < environment < flags). */
+export function securityFromSettings(
+  resolved: ResolvedSettings,
+  env: NodeJS.ProcessEnv = process.env,
+): ClusterSecurity {
+  return clusterSecurity((name) => resolved.values.get(name)?.value as string | boolean | undefined, env);
+}
+
+/**
+ * Validates the security settings and reads their files, eagerly: every problem is a
+ * CS_INVALID_OPTION naming the flag, e.g. a username without a mechanism, a mechanism without
+ * a password, a password both in a file and in the environment, an unreadable or empty file.
+ */
+export function clusterSecurity(
+  get: (name: Flag) => string | boolean | undefined,
+  env: NodeJS.ProcessEnv,
+): ClusterSecurity {
+  const str = (name: Flag): string | undefined => get(name) as string | undefined;
+  const kafka: KafkaSecurityOptions = {
+    ...(get('kafka-tls') === true ? { tls: true } : {}),
+    ...optional('caFile', str('kafka-ca')),
+    ...optional('certFile', str('kafka-cert')),
+    ...optional('keyFile', str('kafka-key')),
+    ...saslOf(str('kafka-sasl-mechanism'), str('kafka-sasl-username'), str('kafka-sasl-password-file'), env),
+  };
+  resolveKafkaSecurity(kafka); // validates now and reads the files once, so a bad path fails before any work
+  const registry = registryAuthOf(str('registry-username'), str('registry-password-file'), env);
+  return {
+    ...(Object.keys(kafka).length > 0 ? { kafka } : {}),
+    ...(registry !== undefined ? { registry } : {}),
+  };
+}
+
+function saslOf(
+  mechanism: string | undefined,
+  username: string | undefined,
+  passwordFile: string | undefined,
+  env: NodeJS.ProcessEnv,
+): Pick<KafkaSecurityOptions, 'sasl'> {
+  const envPassword = env[KAFKA_SASL_PASSWORD_ENV];
+  if (mechanism === undefined) {
+    if (username !== undefined) throw new InvalidOptionError('--kafka-sasl-username needs --kafka-sasl-mechanism');
+    if (passwordFile !== undefined)
+      throw new InvalidOptionError('--kafka-sasl-password-file needs --kafka-sasl-mechanism');
+    return {};
+  }
+  if (!(SASL_MECHANISMS as readonly string[]).includes(mechanism))
+    throw new InvalidOptionError(
+      `--kafka-sasl-mechanism must be one of ${SASL_MECHANISMS.join(', ')}, got ${JSON.stringify(mechanism)}`,
+    );
+  if (username === undefined || username === '')
+    throw new InvalidOptionError(`--kafka-sasl-mechanism ${mechanism} needs --kafka-sasl-username`);
+  const password = passwordOf(
+    `--kafka-sasl-mechanism ${mechanism}`,
+    '--kafka-sasl-password-file',
+    passwordFile,
+    KAFKA_SASL_PASSWORD_ENV,
+    envPassword,
+  );
+  return { sasl: { mechanism: mechanism as SaslMechanism, username, password } };
+}
+
+function registryAuthOf(
+  username: string | undefined,
+  passwordFile: string | undefined,
+  env: NodeJS.ProcessEnv,
+): RegistryAuth | undefined {
+  if (username === undefined) {
+    if (passwordFile !== undefined) throw new InvalidOptionError('--registry-password-file needs --registry-username');
+    return undefined;
+  }
+  if (username === '' || username.includes(':'))
+    throw new InvalidOptionError(
+      `--registry-username must be non-empty and without ":", got ${JSON.stringify(username)}`,
+    );
+  const password = passwordOf(
+    '--registry-username',
+    '--registry-password-file',
+    passwordFile,
+    REGISTRY_PASSWORD_ENV,
+    env[REGISTRY_PASSWORD_ENV],
+  );
+  return { username, password };
+}
+
+/** The password from its file (one trailing newline dropped) or its variable: exactly one, non-empty. */
+function passwordOf(
+  needer: string,
+  flag: string,
+  file: string | undefined,
+  envVar: string,
+  fromEnv: string | undefined,
+): string {
+  if (file !== undefined && fromEnv !== undefined && fromEnv !== '')
+    throw new InvalidOptionError(`give ${flag} or ${envVar}, not both`);
+  if (file === undefined) {
+    if (fromEnv === undefined || fromEnv === '')
+      throw new InvalidOptionError(`${needer} needs a password: ${flag} FILE or ${envVar}`);
+    return fromEnv;
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new InvalidOptionError(
+      `${flag} ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
+  }
+  const password = text.replace(/\r?\n$/, '');
+  if (password === '') throw new InvalidOptionError(`${flag} ${file} is empty`);
+  return password;
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
