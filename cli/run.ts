@@ -56,7 +56,15 @@ export async function runRole(
     ? await startOpsServer({ engine, ...cmd.crawl.ops, stateDir: join(cmd.crawl.dataDir, 'state') })
     : undefined;
   if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
-  await engine.start();
+  try {
+    await engine.start();
+  } catch (e) {
+    // a refused start leaves nothing open behind it, so the process exits with the error
+    await ops?.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw e;
+  }
   out(`[status] started role ${cmd.role}`);
   let idleChecks = 0;
   let reported: 'idle' | 'busy' | undefined;

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
 import type { TopicDefinition } from '../runtime/engines/kafka/kafka-port.js';
-import { topicDefinitions } from '../runtime/engines/kafka/topics.js';
+import { topicDefinitions, type TopicOptions } from '../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
@@ -10,11 +10,15 @@ import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-
 import { tmpdir } from 'node:os';
 
 export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:PORT[,..] [--partitions N]
+           [--replication-factor N] [--min-insync-replicas N] [--keep-retention-ms MS]
        crawlstream topics list [--partitions N]       what create would make, one topic a line
        crawlstream topics manifest [--partitions N]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
 
   creates every topic of the topology with its partition count (default 4), compacted changelogs
   and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone
+  (a partition count other than --partitions is an error). --replication-factor (default 1) and
+  --min-insync-replicas apply to every topic created; --keep-retention-ms is how long
+  page-records and control keep records (default -1: forever)
 ${securityUsage(false)}`;
 
 /** `topics create|list`: nothing in crawlstream relies on auto-created topics. */
@@ -24,7 +28,14 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: { brokers: { type: 'string' }, partitions: { type: 'string' }, ...securityArgs(false) },
+      options: {
+        brokers: { type: 'string' },
+        partitions: { type: 'string' },
+        'replication-factor': { type: 'string' },
+        'min-insync-replicas': { type: 'string' },
+        'keep-retention-ms': { type: 'string' },
+        ...securityArgs(false),
+      },
     });
   } catch (err) {
     throw new InvalidOptionError(`${(err as Error).message}\n${TOPICS_USAGE}`);
@@ -41,6 +52,7 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
   ]);
   const defs = topicDefinitions(
     crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() }),
+    topicOptions(parsed.values),
   );
   if (action === 'list') {
     for (const d of defs)
@@ -84,6 +96,33 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     await port.close();
   }
   return 0;
+}
+
+/** The `topics create` flags for real clusters, validated. */
+function topicOptions(values: {
+  'replication-factor'?: string | undefined;
+  'min-insync-replicas'?: string | undefined;
+  'keep-retention-ms'?: string | undefined;
+}): TopicOptions {
+  const int = (name: string, raw: string | undefined, min: number): number | undefined => {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidOptionError(`--${name} needs an integer of at least ${min}, got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  const replicationFactor = int('replication-factor', values['replication-factor'], 1);
+  const minInsyncReplicas = int('min-insync-replicas', values['min-insync-replicas'], 1);
+  const keptRetentionMs = int('keep-retention-ms', values['keep-retention-ms'], -1);
+  if (minInsyncReplicas !== undefined && minInsyncReplicas > (replicationFactor ?? 1))
+    throw new InvalidOptionError(
+      `--min-insync-replicas ${minInsyncReplicas} exceeds --replication-factor ${replicationFactor ?? 1}: no write could ever be acknowledged`,
+    );
+  return {
+    ...(replicationFactor !== undefined ? { replicationFactor } : {}),
+    ...(minInsyncReplicas !== undefined ? { minInsyncReplicas } : {}),
+    ...(keptRetentionMs !== undefined ? { keptRetentionMs } : {}),
+  };
 }
 
 /**

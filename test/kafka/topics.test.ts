@@ -52,6 +52,9 @@ test(
         Number(fetched.config['max.message.bytes']) > 10 * 1024 * 1024,
         `fetched max.message.bytes ${fetched.config['max.message.bytes']}`,
       );
+      // page records are the crawl's product: kept until the operator says otherwise
+      const kept = await admin.describeTopic('page-records', ['retention.ms']);
+      assert.equal(kept.config['retention.ms'], '-1');
       // a second create is a no-op, not an error
       assert.equal(cli(['topics', 'create', '--brokers', brokers]).status, 0);
     } finally {

@@ -19,7 +19,7 @@ export class KafkaAdmin {
         topics: missing.map((t) => ({
           topic: t.name,
           numPartitions: t.partitions,
-          replicationFactor: 1,
+          replicationFactor: t.replicationFactor ?? 1,
           configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
         })),
       });

@@ -22,6 +22,8 @@ export interface TopicPartitionOffset {
 export interface TopicDefinition {
   readonly name: string;
   readonly partitions: number;
+  /** 1 when omitted. */
+  readonly replicationFactor?: number;
   readonly config: Readonly<Record<string, string>>;
 }
 

@@ -5,7 +5,14 @@ import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { coPartitionedAssignment } from './co-partition-assignment.js';
 import { KafkaAdmin } from './kafka-admin.js';
-import { kafkaError, toTopicMessages, type OutRecord, type TransactionalProducer } from './kafka-common.js';
+import {
+  chunksOf,
+  kafkaError,
+  SEND_CHUNK_BYTES,
+  toTopicMessages,
+  type OutRecord,
+  type TransactionalProducer,
+} from './kafka-common.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
 
@@ -131,7 +138,11 @@ export class KafkaPort {
     return new KafkajsTransactionalProducer(producer, transactionalId, () => this.open.delete(producer));
   }
 
-  /** An idempotent, non-transactional producer (seeds, control commands): one `send` is all-or-error per partition. */
+  /**
+   * An idempotent, non-transactional producer (seeds, control commands). A `send` goes out in
+   * requests of at most SEND_CHUNK_BYTES: when it fails, earlier chunks may be written already,
+   * so a caller retries the whole send (seeds and commands are safe to repeat).
+   */
   async producer(): Promise<{ send(records: readonly OutRecord[]): Promise<void>; close(): Promise<void> }> {
     const producer = this.kafka.producer({
       idempotent: true,
@@ -143,7 +154,9 @@ export class KafkaPort {
     return {
       send: async (records) => {
         try {
-          await producer.sendBatch({ topicMessages: toTopicMessages(records), acks: -1 });
+          // in requests of at most SEND_CHUNK_BYTES: a million seeds in one request exceed any broker's limit
+          for (const chunk of chunksOf(records, SEND_CHUNK_BYTES))
+            await producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 });
         } catch (err) {
           throw kafkaError('produce failed', err);
         }

@@ -2,7 +2,22 @@ import type { Topology } from '../../topology.js';
 import type { TopicDefinition } from './kafka-port.js';
 
 /** Kafka configs `topics create` sets and the tests check. */
-export const TOPIC_CONFIG_NAMES = ['cleanup.policy', 'max.message.bytes'] as const;
+export const TOPIC_CONFIG_NAMES = [
+  'cleanup.policy',
+  'max.message.bytes',
+  'retention.ms',
+  'min.insync.replicas',
+] as const;
+
+/** How `topics create` makes topics on a real cluster; the defaults suit one test broker. */
+export interface TopicOptions {
+  /** Replicas of every topic; 1 when omitted. */
+  readonly replicationFactor?: number;
+  /** `min.insync.replicas` of every topic; the broker's default when omitted. */
+  readonly minInsyncReplicas?: number;
+  /** `retention.ms` of the topics the crawl keeps (page-records, control); -1 (forever) when omitted. */
+  readonly keptRetentionMs?: number;
+}
 
 /** The dead-letter topic of an application: undecodable records and processor failures, with their codes. */
 export function deadLetterTopic(applicationId: string): string {
@@ -11,15 +26,18 @@ export function deadLetterTopic(applicationId: string): string {
 
 /**
  * Every topic a topology needs on Kafka, nothing left to auto-creation: its declared topics
- * (`cleanup.policy=delete`, `max.message.bytes` where declared), one compacted changelog per
- * changelogged store with the partition count of its sub-topology, and the dead-letter topic.
+ * (`cleanup.policy=delete`, `max.message.bytes` where declared, `retention.ms` -1 for the kept
+ * ones unless `options` says otherwise), one compacted changelog per changelogged store with the
+ * partition count of its sub-topology, and the dead-letter topic.
  */
-export function topicDefinitions(topology: Topology): TopicDefinition[] {
+export function topicDefinitions(topology: Topology, options: TopicOptions = {}): TopicDefinition[] {
   const subtopologies = topology.build();
   const defs: TopicDefinition[] = [];
   for (const spec of topology.topics.values()) {
     const config: Record<string, string> = { 'cleanup.policy': spec.compacted ? 'compact' : 'delete' };
     if (spec.maxMessageBytes !== undefined) config['max.message.bytes'] = String(spec.maxMessageBytes);
+    // a page record is the crawl's product: it must not age out after the broker's default week
+    if (spec.keep) config['retention.ms'] = String(options.keptRetentionMs ?? -1);
     defs.push({ name: spec.name, partitions: spec.partitions, config });
   }
   for (const sub of subtopologies) {
@@ -33,5 +51,12 @@ export function topicDefinitions(topology: Topology): TopicDefinition[] {
     }
   }
   defs.push({ name: deadLetterTopic(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
-  return defs;
+  return defs.map((d) => ({
+    ...d,
+    ...(options.replicationFactor !== undefined ? { replicationFactor: options.replicationFactor } : {}),
+    config:
+      options.minInsyncReplicas !== undefined
+        ? { ...d.config, 'min.insync.replicas': String(options.minInsyncReplicas) }
+        : d.config,
+  }));
 }

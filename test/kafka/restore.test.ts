@@ -1,0 +1,152 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
+import { RECORDED_STORE } from '../../processors/parser/parser-processor.js';
+import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
+import { KafkaPort, type OutRecord } from '../../runtime/engines/kafka/kafka-port.js';
+import { partitionFor } from '../../runtime/partitioner.js';
+import { buildSerdes } from '../../runtime/serdes.js';
+import type { FetchedPage } from '../../schemas/types.js';
+import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
+import { CLI, removeDir, sleep, startCli, tempDir } from '../e2e/harness.js';
+import { python } from '../python/python.js';
+import { kafkaInfra } from './infra.js';
+
+const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
+const run = promisify(execFile);
+/** Changelog records the restore reads: several times what restores in one session timeout here (about 50,000/s). */
+const FLOOD = 800_000;
+const SESSION_TIMEOUT_MS = 5_000;
+const BODY_BYTES = 10 * 1024 * 1024;
+
+test(
+  'a restore longer than the session timeout completes without losing the member, and a 10 MB page crosses Kafka into page-records',
+  { timeout: 600_000 },
+  async (t) => {
+    const { brokers, registry } = kafkaInfra();
+    const dir = tempDir('kafka-restore');
+    const site = `restore-${randomUUID().slice(0, 8)}.test`;
+    const topology = crawlTopology({ config: validateCrawlConfig({}), partitions: 4, warcDir: join(dir, 'warc') });
+    const parserSub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.fetched))!;
+    const partition = partitionFor(Buffer.from(site), 4);
+    const port = new KafkaPort([brokers], 'crawlstream-test');
+    let stderr = '';
+    let instance: ReturnType<typeof startCli> | undefined;
+    try {
+      await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
+      // a long changelog for the task's store: what a partition that crawled for weeks restores
+      const changelog = topology.changelogTopic(RECORDED_STORE);
+      const producer = await port.producer();
+      try {
+        for (let sent = 0; sent < FLOOD; sent += 50_000) {
+          const batch: OutRecord[] = [];
+          for (let i = 0; i < 50_000; i++)
+            batch.push({
+              topic: changelog,
+              partition,
+              key: randomBytes(16),
+              value: randomBytes(8),
+              timestamp: Date.now(),
+            });
+          await producer.send(batch);
+        }
+        const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registry));
+        const url = `http://${site}/big`;
+        const page: FetchedPage = {
+          leaseId: 'l-big',
+          url,
+          host: site,
+          site,
+          depth: 0,
+          redirectHops: 0,
+          attempt: 1,
+          fetchedAt: Date.now(),
+          durationMs: 900,
+          status: 404,
+          httpVersion: '1.1',
+          requestHead: `GET /big HTTP/1.1\r\nHost: ${site}\r\n\r\n`,
+          headers: [{ name: 'Content-Type', value: 'text/plain' }],
+          body: Buffer.alloc(BODY_BYTES, 'x'),
+          truncated: false,
+          remoteAddress: '127.0.0.1',
+          errorCode: null,
+          errorMessage: null,
+          redirectTarget: null,
+          kind: 'PAGE',
+          payloadDigest: null,
+        };
+        await producer.send([
+          {
+            topic: TOPICS.fetched,
+            partition,
+            key: serdes.key(TOPICS.fetched).serialize(site),
+            value: serdes.value(TOPICS.fetched).serialize(page),
+            timestamp: Date.now(),
+          },
+        ]);
+      } finally {
+        await producer.close();
+      }
+
+      instance = startCli([
+        'run',
+        '--role',
+        'parser',
+        '--data',
+        join(dir, 'parser'),
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+        '--session-timeout',
+        String(SESSION_TIMEOUT_MS),
+        '--metrics-port',
+        '0',
+      ]);
+      instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      const restoredLine = new RegExp(
+        `task ${parserSub.id}_${partition}: restored (\\d+) changelog records in (\\d+) ms`,
+      );
+      const until = Date.now() + 300_000;
+      let urls: string[] = [];
+      while (Date.now() < until && instance.child.exitCode === null) {
+        if (restoredLine.test(stderr)) {
+          const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
+            encoding: 'utf8',
+            timeout: 120_000,
+            maxBuffer: 64 * 2 ** 20,
+          });
+          urls = stdout
+            .split('\n')
+            .filter((l) => l.trim() !== '')
+            .map((l) => (JSON.parse(l) as { url: string }).url)
+            .filter((u) => u.includes(site));
+          if (urls.length > 0) break;
+        }
+        await sleep(1_000);
+      }
+      const m = restoredLine.exec(stderr);
+      assert.ok(m, `the task never restored\n${stderr.slice(-3000)}`);
+      t.diagnostic(`restored ${m[1]} changelog records in ${m[2]} ms (session timeout ${SESSION_TIMEOUT_MS} ms)`);
+      assert.ok(Number(m[1]) >= FLOOD, `restored ${m[1]} records`);
+      assert.ok(
+        Number(m[2]) > SESSION_TIMEOUT_MS,
+        `the restore took ${m[2]} ms, within one session timeout: this test shows nothing on this machine`,
+      );
+      assert.deepEqual(urls, [`http://${site}/big`], `page-records for ${site}\n${stderr.slice(-3000)}`);
+      // the member kept its place: no eviction, no task lost, the instance still runs
+      assert.doesNotMatch(stderr, /not aware of this member|lost \(CS_/, stderr.slice(-3000));
+      assert.equal(instance.child.exitCode, null, stderr.slice(-3000));
+    } finally {
+      instance?.child.kill('SIGTERM');
+      await instance?.exited;
+      await port.close();
+      removeDir(dir);
+    }
+  },
+);
