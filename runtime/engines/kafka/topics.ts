@@ -9,6 +9,12 @@ export const TOPIC_CONFIG_NAMES = [
   'min.insync.replicas',
 ] as const;
 
+/**
+ * `max.message.bytes` of every changelog: a frontier host state carries the robots.txt bodies of
+ * its origins (up to 500 KiB each, two origins per host: http and https), past the broker's 1 MB.
+ */
+export const CHANGELOG_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
 /** How `topics create` makes topics on a real cluster; the defaults suit one test broker. */
 export interface TopicOptions {
   /** Replicas of every topic; 1 when omitted. */
@@ -46,7 +52,7 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
         defs.push({
           name: topology.changelogTopic(store.name),
           partitions: sub.partitions,
-          config: { 'cleanup.policy': 'compact' },
+          config: { 'cleanup.policy': 'compact', 'max.message.bytes': String(CHANGELOG_MAX_MESSAGE_BYTES) },
         });
     }
   }
