@@ -465,8 +465,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     if (this.ips.startWindow(state) !== undefined) {
       // how late a lease arrives depends on the engine and its load: the start window learns it
       const notAfter = lease.expiresAt - this.config.fetchTimeoutMs - EXPIRY_GRACE_MS;
-      if (result.errorCode !== 'CS_LEASE_EXPIRED') this.ips.startedInTime();
-      else if (result.startedAt > notAfter) this.ips.startedLate(result.startedAt - notAfter);
+      // (a lease the frontier itself gave up on, CS_LEASE_LOST, says nothing about delivery)
+      if (result.errorCode === 'CS_LEASE_EXPIRED') {
+        if (result.startedAt > notAfter) this.ips.startedLate(result.startedAt - notAfter);
+      } else if (result.errorCode !== 'CS_LEASE_LOST') this.ips.startedInTime();
     }
     const freed = this.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
