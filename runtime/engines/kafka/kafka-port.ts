@@ -27,7 +27,7 @@ export {
   type TransactionalProducer,
 } from './kafka-common.js';
 
-const { Kafka: KafkaClient, logLevel, AssignerProtocol } = kafkajs;
+const { Kafka: KafkaClient, logLevel, AssignerProtocol, PartitionAssigners } = kafkajs;
 
 export interface GroupConsumerHandlers {
   /** The partitions this member owns after a rebalance (the whole set, not a delta). */
@@ -180,7 +180,9 @@ export class KafkaPort {
       maxWaitTimeInMs: 250,
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
-      partitionAssigners: [coPartitioned(options.owned ?? (() => []))],
+      // round-robin second: a group of members that all speak the co-partitioned protocol uses it,
+      // while a rolling update from a version without it still finds a protocol in common
+      partitionAssigners: [coPartitioned(options.owned ?? (() => [])), PartitionAssigners.roundRobin],
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
