@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
@@ -11,55 +10,12 @@ import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { transactionalIdOf } from '../../runtime/engines/kafka/kafka-engine.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import { buildSerdes } from '../../runtime/serdes.js';
-import type { FetchedPage } from '../../schemas/types.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sleep, startCli, tempDir } from '../e2e/harness.js';
-import { python } from '../python/python.js';
 import { kafkaInfra } from './infra.js';
+import { fetchedPageOf, recordedUrls, runArgs } from './page-records.js';
 
-const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
-
-function fetched(url: string): FetchedPage {
-  const u = new URL(url);
-  return {
-    leaseId: `l-${randomUUID()}`,
-    url,
-    host: u.hostname,
-    site: u.hostname,
-    depth: 1,
-    redirectHops: 0,
-    attempt: 1,
-    fetchedAt: Date.now(),
-    durationMs: 20,
-    status: 404,
-    httpVersion: '1.1',
-    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
-    headers: [{ name: 'Content-Type', value: 'text/plain' }],
-    body: Buffer.from('not here\n'),
-    truncated: false,
-    remoteAddress: '127.0.0.1',
-    errorCode: null,
-    errorMessage: null,
-    redirectTarget: null,
-    kind: 'PAGE',
-    payloadDigest: null,
-  };
-}
-
-/** URLs of `site` in page-records, read committed by a consumer we did not write. */
-async function recorded(brokers: string, registry: string, site: string): Promise<string[]> {
-  const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
-    encoding: 'utf8',
-    timeout: 120_000,
-    maxBuffer: 64 * 2 ** 20,
-  });
-  return stdout
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => (JSON.parse(l) as { url: string }).url)
-    .filter((u) => new URL(u).hostname === site);
-}
 
 test(
   'a task fenced while its member still holds the partition: the member joins its group again, takes the task back and records every page once; restarted on a wiped state directory it restores what it recorded',
@@ -81,7 +37,7 @@ test(
             topic: TOPICS.fetched,
             partition,
             key: serdes.key(TOPICS.fetched).serialize(site),
-            value: serdes.value(TOPICS.fetched).serialize(fetched(url)),
+            value: serdes.value(TOPICS.fetched).serialize(fetchedPageOf(url)),
             timestamp: Date.now(),
           },
         ]);
@@ -93,7 +49,7 @@ test(
       const until = Date.now() + ms;
       let got: string[] = [];
       while (Date.now() < until) {
-        got = await recorded(brokers, registry, site);
+        got = await recordedUrls(brokers, registry, site);
         if (urls.every((u) => got.includes(u))) return got;
         await sleep(1_000);
       }
@@ -101,21 +57,9 @@ test(
     };
     let stderr = '';
     const startParser = () => {
-      const started = startCli([
-        'run',
-        '--role',
-        'parser',
-        '--data',
-        join(dir, 'parser'),
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-        '--session-timeout',
-        '6000',
-        '--metrics-port',
-        '0',
-      ]);
+      const started = startCli(
+        runArgs('parser', join(dir, 'parser'), brokers, registry, ['--session-timeout', '6000']),
+      );
       started.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       return started;
     };

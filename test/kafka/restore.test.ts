@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { RECORDED_STORE } from '../../processors/parser/parser-processor.js';
@@ -11,13 +10,11 @@ import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-r
 import { KafkaPort, type OutRecord } from '../../runtime/engines/kafka/kafka-port.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import { buildSerdes } from '../../runtime/serdes.js';
-import type { FetchedPage } from '../../schemas/types.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sleep, startCli, tempDir } from '../e2e/harness.js';
-import { python } from '../python/python.js';
 import { kafkaInfra } from './infra.js';
+import { fetchedPageOf, recordedUrls, runArgs } from './page-records.js';
 
-const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
 /** Changelog records the restore reads: several times what restores in one session timeout here (about 50,000/s). */
 const FLOOD = 600_000;
@@ -57,29 +54,7 @@ test(
         }
         const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registry));
         const url = `http://${site}/big`;
-        const page: FetchedPage = {
-          leaseId: 'l-big',
-          url,
-          host: site,
-          site,
-          depth: 0,
-          redirectHops: 0,
-          attempt: 1,
-          fetchedAt: Date.now(),
-          durationMs: 900,
-          status: 404,
-          httpVersion: '1.1',
-          requestHead: `GET /big HTTP/1.1\r\nHost: ${site}\r\n\r\n`,
-          headers: [{ name: 'Content-Type', value: 'text/plain' }],
-          body: Buffer.alloc(BODY_BYTES, 'x'),
-          truncated: false,
-          remoteAddress: '127.0.0.1',
-          errorCode: null,
-          errorMessage: null,
-          redirectTarget: null,
-          kind: 'PAGE',
-          payloadDigest: null,
-        };
+        const page = fetchedPageOf(url, Buffer.alloc(BODY_BYTES, 'x'));
         await producer.send([
           {
             topic: TOPICS.fetched,
@@ -93,21 +68,9 @@ test(
         await producer.close();
       }
 
-      instance = startCli([
-        'run',
-        '--role',
-        'parser',
-        '--data',
-        join(dir, 'parser'),
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-        '--session-timeout',
-        String(SESSION_TIMEOUT_MS),
-        '--metrics-port',
-        '0',
-      ]);
+      instance = startCli(
+        runArgs('parser', join(dir, 'parser'), brokers, registry, ['--session-timeout', String(SESSION_TIMEOUT_MS)]),
+      );
       instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       const restoredLine = new RegExp(
         `task ${parserSub.id}_${partition}: restored (\\d+) changelog records in (\\d+) ms`,
@@ -116,16 +79,7 @@ test(
       let urls: string[] = [];
       while (Date.now() < until && instance.child.exitCode === null) {
         if (restoredLine.test(stderr)) {
-          const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
-            encoding: 'utf8',
-            timeout: 120_000,
-            maxBuffer: 64 * 2 ** 20,
-          });
-          urls = stdout
-            .split('\n')
-            .filter((l) => l.trim() !== '')
-            .map((l) => (JSON.parse(l) as { url: string }).url)
-            .filter((u) => u.includes(site));
+          urls = await recordedUrls(brokers, registry, site);
           if (urls.length > 0) break;
         }
         await sleep(1_000);

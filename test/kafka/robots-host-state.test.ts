@@ -2,14 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
-import { python } from '../python/python.js';
 import { kafkaInfra } from './infra.js';
+import { recordedUrls, runArgs } from './page-records.js';
 
-const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
 
 /** A robots.txt just under the fetcher's 500 KiB cut: every rule of it lands in the host's state. */
@@ -47,27 +45,18 @@ test(
       await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
       const seeds = writeSeeds(dir, web.seedUrls());
       await run(process.execPath, [CLI, 'inject', '--seeds', seeds, '--brokers', brokers, '--registry', registry]);
-      instance = startCli([
-        'run',
-        '--role',
-        'all',
-        '--data',
-        join(dir, 'all'),
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-        '--resolve',
-        '*.test=127.0.0.1',
-        '--allow-ip',
-        '127.0.0.1/32',
-        '--no-system-dns',
-        '--quiet',
-        '--fetch-timeout',
-        '3000',
-        '--metrics-port',
-        '0',
-      ]);
+      instance = startCli(
+        runArgs('all', join(dir, 'all'), brokers, registry, [
+          '--resolve',
+          '*.test=127.0.0.1',
+          '--allow-ip',
+          '127.0.0.1/32',
+          '--no-system-dns',
+          '--quiet',
+          '--fetch-timeout',
+          '3000',
+        ]),
+      );
       instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       const fetched = () => new Set(web.requests().map((e) => e.path));
       const until = Date.now() + 180_000;
@@ -89,16 +78,7 @@ test(
       const ended = await instance.exited;
       assert.equal(ended.code, 0, stderr.slice(-4000));
       assert.doesNotMatch(stderr, /MESSAGE_TOO_LARGE|fatal|lost \(CS_/, stderr.slice(-4000));
-      const { stdout } = await run(python(), [READER, brokers, registry, 'page-records'], {
-        encoding: 'utf8',
-        timeout: 120_000,
-        maxBuffer: 64 * 2 ** 20,
-      });
-      const recorded = stdout
-        .split('\n')
-        .filter((l) => l.includes('bigrobots.test'))
-        .map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname)
-        .sort();
+      const recorded = (await recordedUrls(brokers, registry, 'bigrobots.test')).map((u) => new URL(u).pathname).sort();
       assert.deepEqual(recorded, ['/', '/a.html', '/b.html']);
     } finally {
       instance?.child.kill('SIGKILL');

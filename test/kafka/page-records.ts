@@ -1,0 +1,82 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { FetchedPage } from '../../schemas/types.js';
+import { TOPICS } from '../../topology/crawl-topology.js';
+import { python } from '../python/python.js';
+
+const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
+const run = promisify(execFile);
+
+/**
+ * The URLs in `page-records` whose host is `host`, in log order, repeats kept: read committed by
+ * a consumer we did not write (confluent-kafka + fastavro through the registry).
+ */
+export async function recordedUrls(brokers: string, registry: string, host: string): Promise<string[]> {
+  const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 64 * 2 ** 20,
+  });
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => (JSON.parse(l) as { url: string }).url)
+    .filter((u) => new URL(u).hostname === host);
+}
+
+/**
+ * A fetch as the fetcher forwards it to the parser: a 404 with a short text body by default (no
+ * duplicate detection, so it is keyed by its site, the host), `body` replaced when given.
+ */
+export function fetchedPageOf(url: string, body: Buffer = Buffer.from('not here\n')): FetchedPage {
+  const u = new URL(url);
+  return {
+    leaseId: `l-${randomUUID()}`,
+    url,
+    host: u.hostname,
+    site: u.hostname,
+    depth: 1,
+    redirectHops: 0,
+    attempt: 1,
+    fetchedAt: Date.now(),
+    durationMs: 20,
+    status: 404,
+    httpVersion: '1.1',
+    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
+    headers: [{ name: 'Content-Type', value: 'text/plain' }],
+    body,
+    truncated: false,
+    remoteAddress: '127.0.0.1',
+    errorCode: null,
+    errorMessage: null,
+    redirectTarget: null,
+    kind: 'PAGE',
+    payloadDigest: null,
+  };
+}
+
+/** The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then `extra`. */
+export function runArgs(
+  role: string,
+  dataDir: string,
+  brokers: string,
+  registry: string,
+  extra: readonly string[] = [],
+): string[] {
+  return [
+    'run',
+    '--role',
+    role,
+    '--data',
+    dataDir,
+    '--brokers',
+    brokers,
+    '--registry',
+    registry,
+    '--metrics-port',
+    '0',
+    ...extra,
+  ];
+}
