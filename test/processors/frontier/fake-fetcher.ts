@@ -59,23 +59,37 @@ export class FakeFetcher {
 
 function resultOf(f: Fetch): FetchResult {
   const r = f.request;
-  const status = f.reply.status ?? (f.reply.errorCode ? 0 : r.kind === 'ROBOTS' ? 404 : 200);
-  return {
-    leaseId: r.leaseId,
-    ownerEpoch: r.ownerEpoch,
-    url: r.url,
-    host: r.host,
-    site: r.site,
-    kind: r.kind,
-    status,
-    startedAt: f.start,
-    durationMs: FETCH_MS,
+  return fetchResultFor(r, f.start, {
+    status: f.reply.status ?? (f.reply.errorCode ? 0 : r.kind === 'ROBOTS' ? 404 : 200),
     errorCode: f.reply.errorCode ?? null,
     errorMessage: f.reply.errorCode ? 'fake' : null,
     retryAfterMs: f.reply.retryAfterMs ?? null,
-    redirectTarget: null,
     robotsBody: f.reply.robotsBody ?? null,
+  });
+}
+
+/**
+ * The result a fetcher reports for `request`, started at `startedAt` and taking FETCH_MS: a 404
+ * robots.txt or a 200 page, no error, no redirect, no body kept, unless `over` says otherwise.
+ */
+export function fetchResultFor(request: FetchRequest, startedAt: number, over: Partial<FetchResult> = {}): FetchResult {
+  return {
+    leaseId: request.leaseId,
+    ownerEpoch: request.ownerEpoch,
+    url: request.url,
+    host: request.host,
+    site: request.site,
+    kind: request.kind,
+    status: request.kind === 'ROBOTS' ? 404 : 200,
+    startedAt,
+    durationMs: FETCH_MS,
+    errorCode: null,
+    errorMessage: null,
+    retryAfterMs: null,
+    redirectTarget: null,
+    robotsBody: null,
     remoteAddress: null,
+    ...over,
   };
 }
 

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { FetchRequest, FetchResult, LinkBatch } from '../../../schemas/types.js';
+import type { FetchRequest, LinkBatch } from '../../../schemas/types.js';
+import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const FETCH_MS = 20;
@@ -47,23 +48,13 @@ async function crawlWithLatency(latencyMs: number, hosts: string[], ms: number) 
         if (d.answered || doneAt > h.clock) continue;
         d.answered = true;
         const r = d.request;
-        const result: FetchResult = {
-          leaseId: r.leaseId,
-          ownerEpoch: r.ownerEpoch,
-          url: r.url,
-          host: r.host,
-          site: r.site,
-          kind: r.kind,
+        const result = fetchResultFor(r, d.at, {
           status: d.fetched ? (r.kind === 'ROBOTS' ? 404 : 200) : 0,
-          startedAt: d.at,
           durationMs: d.fetched ? FETCH_MS : 0,
           errorCode: d.fetched ? null : 'CS_LEASE_EXPIRED',
           errorMessage: d.fetched ? null : `lease started ${d.at - r.notAfter} ms after its not-after deadline`,
-          retryAfterMs: null,
-          redirectTarget: null,
-          robotsBody: null,
           remoteAddress: d.fetched ? '10.0.0.1' : null,
-        };
+        });
         h.feed(TOPICS.fetchResults, r.site, result);
       }
     }

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import type { AddressLookup } from '../../../processors/frontier/host-addresses.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { ControlAction, FetchRequest, FetchResult, LinkBatch } from '../../../schemas/types.js';
+import type { ControlAction, FetchRequest, LinkBatch } from '../../../schemas/types.js';
 import { FakeFetcher, controlSite, seedLinks } from './fake-fetcher.js';
+import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const FETCH_MS = 20;
@@ -48,23 +49,7 @@ async function fetchFor(h: FrontierHarness, ms: number, log: Fetch[], address = 
     for (const f of log) {
       if (f.answered || f.end > h.clock) continue;
       f.answered = true;
-      const result: FetchResult = {
-        leaseId: f.request.leaseId,
-        ownerEpoch: f.request.ownerEpoch,
-        url: f.request.url,
-        host: f.request.host,
-        site: f.request.site,
-        kind: f.request.kind,
-        status: f.request.kind === 'ROBOTS' ? 404 : 200,
-        startedAt: f.start,
-        durationMs: FETCH_MS,
-        errorCode: null,
-        errorMessage: null,
-        retryAfterMs: null,
-        redirectTarget: null,
-        robotsBody: null,
-        remoteAddress: address,
-      };
+      const result = fetchResultFor(f.request, f.start, { durationMs: FETCH_MS, remoteAddress: address });
       h.feed(TOPICS.fetchResults, f.request.site, result);
     }
   }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../../../schemas/types.js';
+import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const HOSTS = ['a.test', 'b.test', 'c.test'];
@@ -19,23 +20,7 @@ interface Fetch {
 }
 
 function answer(r: FetchRequest, startedAt: number): FetchResult {
-  return {
-    leaseId: r.leaseId,
-    ownerEpoch: r.ownerEpoch,
-    url: r.url,
-    host: r.host,
-    site: r.site,
-    kind: r.kind,
-    status: r.kind === 'ROBOTS' ? 404 : 200,
-    startedAt,
-    durationMs: FETCH_MS,
-    errorCode: null,
-    errorMessage: null,
-    retryAfterMs: null,
-    redirectTarget: null,
-    robotsBody: null,
-    remoteAddress: null,
-  };
+  return fetchResultFor(r, startedAt, { durationMs: FETCH_MS });
 }
 
 test(

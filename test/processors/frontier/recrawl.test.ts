@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
 import type { FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const SITE = 'fresh.test';
@@ -11,23 +12,7 @@ const URL_A = 'http://fresh.test/a';
 const config = validateCrawlConfig({ recrawlMinMs: 10_000, recrawlMaxMs: 600_000, feedMaxIntervalMs: 20_000 });
 
 function answer(r: FetchRequest, now: number, status = 200, robotsBody: string | null = null): FetchResult {
-  return {
-    leaseId: r.leaseId,
-    ownerEpoch: r.ownerEpoch,
-    url: r.url,
-    host: r.host,
-    site: r.site,
-    kind: r.kind,
-    status,
-    startedAt: now,
-    durationMs: 10,
-    errorCode: null,
-    errorMessage: null,
-    retryAfterMs: null,
-    redirectTarget: null,
-    robotsBody,
-    remoteAddress: '127.0.0.1',
-  };
+  return fetchResultFor(r, now, { status, robotsBody, remoteAddress: '127.0.0.1' });
 }
 
 function record(r: FetchRequest, fetchTime: number, over: Partial<PageRecord>): PageRecord {

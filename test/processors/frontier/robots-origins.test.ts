@@ -9,6 +9,7 @@ import { newHost } from '../../../processors/frontier/host-state.js';
 import { applyRobotsOutcome } from '../../../processors/frontier/outcomes.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
 import { hostStateSerde } from '../../../processors/frontier/robots-origins.js';
+import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 /** What a fake host answers: status, Location and body by URL; anything else is a 200 page. */
@@ -67,23 +68,11 @@ async function crawl(
 
 function answer(r: FetchRequest, at: number, reply: Web[string] | undefined): FetchResult {
   const status = reply?.status ?? (r.kind === 'ROBOTS' ? 404 : 200);
-  return {
-    leaseId: r.leaseId,
-    ownerEpoch: r.ownerEpoch,
-    url: r.url,
-    host: r.host,
-    site: r.site,
-    kind: r.kind,
+  return fetchResultFor(r, at, {
     status,
-    startedAt: at,
-    durationMs: 10,
-    errorCode: null,
-    errorMessage: null,
-    retryAfterMs: null,
     redirectTarget: reply?.location !== undefined ? new URL(reply.location, r.url).href : null,
     robotsBody: r.kind === 'ROBOTS' && status >= 200 && status < 300 ? (reply?.body ?? '') : null,
-    remoteAddress: null,
-  };
+  });
 }
 
 const urlsOf = (fetches: Fetch[]) => fetches.map((f) => f.url);
