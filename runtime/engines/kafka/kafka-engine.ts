@@ -19,6 +19,7 @@ import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import type { ClusterSecurity } from './kafka-security.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
+import { RejoinSchedule } from './rejoin-schedule.js';
 import { deadLetterTopic, topicDefinitions } from './topics.js';
 
 export interface KafkaEngineOptions {
@@ -52,11 +53,6 @@ export function transactionalIdOf(topology: Topology, subtopology: number, parti
 }
 
 const HIGH_WATER = 2_000;
-/** First wait before a member whose task was lost joins its group again; doubled per loss in a row, up to REJOIN_MAX_MS. */
-const REJOIN_FIRST_MS = 1_000;
-const REJOIN_MAX_MS = 30_000;
-/** A member that could not join again for this long stops (its partitions move to the others). */
-const REJOIN_GIVE_UP_MS = 300_000;
 
 /**
  * Runs a Topology on Kafka. Each sub-topology is a consumer group; a task is created when its
@@ -74,8 +70,8 @@ export class KafkaEngine implements Engine {
   /** One admin client for the engine's life: committed offsets at each task's opening. */
   private admin!: KafkaAdmin;
   private serdes!: SerdeSet;
-  /** Per sub-topology id: a rejoin waiting or under way, and the losses in a row that led to it. */
-  private readonly rejoins = new Map<number, { pending: boolean; streak: number; lastAt: number; since: number }>();
+  /** Per sub-topology id: when its group joins again after a lost task. */
+  private readonly rejoins = new Map<number, RejoinSchedule>();
   private readonly consumers: GroupConsumer[] = [];
   /** Open or opening tasks by `sub_partition`. */
   private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
@@ -336,37 +332,20 @@ export class KafkaEngine implements Engine {
     };
   }
 
-  /**
-   * Joins the sub-topology's group again after a back-off (1 s, doubled for each loss within a
-   * minute of the last, up to 30 s); losses meanwhile share the one rejoin. A member that cannot
-   * join for five minutes stops, so its partitions move to members that can.
-   */
+  /** Joins the sub-topology's group again after a back-off (rejoin-schedule.ts); a member that cannot for five minutes stops. */
   private scheduleRejoin(sub: Subtopology): void {
-    const now = Date.now();
-    const r = this.rejoins.get(sub.id) ?? { pending: false, streak: 0, lastAt: 0, since: now };
-    this.rejoins.set(sub.id, r);
-    if (r.pending) return;
-    r.pending = true;
-    if (now - r.lastAt > 60_000) [r.streak, r.since] = [0, now];
-    const delay = Math.min(REJOIN_MAX_MS, REJOIN_FIRST_MS * 2 ** r.streak);
-    r.streak++;
-    setTimeout(() => {
-      if (this.state !== 'running') return;
-      const consumer = this.consumers[this.consumerIndex(sub)];
-      void (consumer ? consumer.rejoin() : Promise.resolve()).then(
-        () => {
-          r.pending = false;
-          r.lastAt = Date.now();
-        },
-        (err: unknown) => {
-          r.pending = false;
-          r.lastAt = Date.now();
-          if (Date.now() - r.since > REJOIN_GIVE_UP_MS) return void this.fail(err);
-          this.say(`group ${groupIdOf(this.topology, sub)}: ${(err as Error).message}; trying again`);
-          this.scheduleRejoin(sub);
-        },
-      );
-    }, delay).unref();
+    let schedule = this.rejoins.get(sub.id);
+    if (!schedule) {
+      const group = groupIdOf(this.topology, sub);
+      schedule = new RejoinSchedule({
+        rejoin: () => this.consumers[this.consumerIndex(sub)]?.rejoin() ?? Promise.resolve(),
+        running: () => this.state === 'running',
+        retrying: (err) => this.say(`group ${group}: ${(err as Error).message}; trying again`),
+        giveUp: (err) => void this.fail(err),
+      });
+      this.rejoins.set(sub.id, schedule);
+    }
+    schedule.request();
   }
 
   private consumerIndex(sub: Subtopology): number {
