@@ -20,6 +20,7 @@ import {
 } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
+import { LOOPBACK_WEB_ARGS } from './page-records.js';
 import { python } from '../python/python.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 
@@ -89,11 +90,7 @@ test(
         brokers,
         '--registry',
         registry,
-        '--resolve',
-        '*.test=127.0.0.1',
-        '--allow-ip',
-        '127.0.0.1/32',
-        '--no-system-dns',
+        ...LOOPBACK_WEB_ARGS,
         '--quiet',
         '--session-timeout',
         '6000',

@@ -57,6 +57,15 @@ export function fetchedPageOf(url: string, body: Buffer = Buffer.from('not here\
   };
 }
 
+/** How a crawl on Kafka reaches the synthetic web: every `.test` host on loopback, no other address, no system DNS. */
+export const LOOPBACK_WEB_ARGS: readonly string[] = [
+  '--resolve',
+  '*.test=127.0.0.1',
+  '--allow-ip',
+  '127.0.0.1/32',
+  '--no-system-dns',
+];
+
 /** The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then `extra`. */
 export function runArgs(
   role: string,

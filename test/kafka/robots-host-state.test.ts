@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { recordedUrls, runArgs } from './page-records.js';
+import { LOOPBACK_WEB_ARGS, recordedUrls, runArgs } from './page-records.js';
 
 const run = promisify(execFile);
 
@@ -47,11 +47,7 @@ test(
       await run(process.execPath, [CLI, 'inject', '--seeds', seeds, '--brokers', brokers, '--registry', registry]);
       instance = startCli(
         runArgs('all', join(dir, 'all'), brokers, registry, [
-          '--resolve',
-          '*.test=127.0.0.1',
-          '--allow-ip',
-          '127.0.0.1/32',
-          '--no-system-dns',
+          ...LOOPBACK_WEB_ARGS,
           '--quiet',
           '--fetch-timeout',
           '3000',
