@@ -70,11 +70,18 @@ test(
       assert.equal(fetched().has('/private/x.html'), false, 'a page the 500 KiB robots.txt disallows was fetched');
       const robots = web.requests().find((e) => e.path === '/robots.txt')!;
       assert.ok(robots.bytes >= 499 * 1024, `robots.txt served ${robots.bytes} bytes`);
+      // a fetched page is recorded once the parser has taken it from 'fetched': wait for that, then stop
+      const recordedPaths = async () =>
+        (await recordedUrls(brokers, registry, 'bigrobots.test')).map((u) => new URL(u).pathname).sort();
+      let recorded = await recordedPaths();
+      while (Date.now() < until && instance.child.exitCode === null && recorded.length < 3) {
+        await sleep(1_000);
+        recorded = await recordedPaths();
+      }
       instance.child.kill('SIGTERM');
       const ended = await instance.exited;
       assert.equal(ended.code, 0, stderr.slice(-4000));
       assert.doesNotMatch(stderr, /MESSAGE_TOO_LARGE|fatal|lost \(CS_/, stderr.slice(-4000));
-      const recorded = (await recordedUrls(brokers, registry, 'bigrobots.test')).map((u) => new URL(u).pathname).sort();
       assert.deepEqual(recorded, ['/', '/a.html', '/b.html']);
     } finally {
       instance?.child.kill('SIGKILL');
