@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { freshWeb } from '../../synthetic-web/fresh-web.js';
+import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
 
@@ -10,6 +11,8 @@ import { removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
 const MIN = 5;
 const MAX = 20;
 const AFTER_RESTART_SECONDS = 32;
+/** The kill delay is drawn from this seed; CRAWLSTREAM_TEST_SEED replays a failing run's draw. */
+const SEED = Number(process.env['CRAWLSTREAM_TEST_SEED'] ?? 20_261_201);
 
 test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched before the kill is revisited after the restart', async (t) => {
   const web = freshWeb({ seed: 3, hosts: 1, perHost: { fast: 1, slow: 1, never: 2, cosmetic: 1 }, sitemapOnly: 1 });
@@ -55,7 +58,9 @@ test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched
       return false;
     };
     while (!revisited() && Date.now() < deadline) await sleep(50);
-    await sleep(Math.floor(Math.random() * 2_000));
+    const delay = Math.floor(seededRandom(SEED)() * 2_000);
+    t.diagnostic(`killed ${delay} ms after the first revisit (seed ${SEED}, CRAWLSTREAM_TEST_SEED)`);
+    await sleep(delay);
     first.child.kill('SIGKILL');
     const killed = await first.exited;
     assert.equal(killed.signal, 'SIGKILL', `the first run ended on its own: ${killed.stderr}`);
