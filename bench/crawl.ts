@@ -16,6 +16,8 @@ const SITES = Number(process.env['CRAWL_BENCH_SITES'] ?? 4_000);
 const PAGES = Number(process.env['CRAWL_BENCH_PAGES'] ?? 9);
 const LIMIT_S = Number(process.env['CRAWL_BENCH_SECONDS'] ?? 600);
 const EXTRA = (process.env['CRAWL_BENCH_ARGS'] ?? '').split(' ').filter(Boolean);
+/** Node flags for the crawler process, e.g. `--cpu-prof --cpu-prof-dir=DIR` for a profile. */
+const NODE_ARGS = (process.env['CRAWL_BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
 const CLK_TCK = 100;
 
 function web(): SiteSpec[] {
@@ -53,7 +55,7 @@ async function main(): Promise<void> {
     ...EXTRA,
   ];
   process.stdout.write(`web: ${SITES} sites × ${PAGES} pages = ${total} pages; crawl ${args.slice(5).join(' ')}\n`);
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'cli', 'main.js'), ...args], {
+  const child = spawn(process.execPath, [...NODE_ARGS, join(import.meta.dirname, '..', 'cli', 'main.js'), ...args], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -8,6 +8,7 @@ import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { keyValueStore, isChangelogged } from '../../state/store-builder.js';
 import { stringSerde, type Serde } from '../../core/serde.js';
 import { withDb as withTempDb } from './temp-rocks.js';
+import { seededRandom } from '../../synthetic-web/seeded-random.js';
 
 const numberSerde: Serde<number> = {
   serialize: (n) => Buffer.from(String(n)),
@@ -285,4 +286,34 @@ test('RocksPort stays usable after a failed write, with nothing of it left over'
       [...db.iterate(b('a'), b('z'))].map(([k]) => k.toString()),
       ['whole'],
     );
+  }));
+
+test('range over many pending writes, interleaved with puts, deletes, rewrites and commits, equals a plain sorted model', () =>
+  withDb((db) => {
+    const s = store(db);
+    const model = new Map<string, number>();
+    const random = seededRandom(20_261_201);
+    const key = () => `k${String(Math.floor(random() * 2_000)).padStart(4, '0')}`;
+    let mostPending = 0;
+    for (let step = 0; step < 6_000; step++) {
+      const r = random();
+      if (r < 0.55) {
+        const k = key();
+        s.put(k, step);
+        model.set(k, step);
+      } else if (r < 0.7) {
+        const k = key();
+        s.delete(k);
+        model.delete(k);
+      } else if (r < 0.999) {
+        mostPending = Math.max(mostPending, s.pendingCount());
+        const [a, b] = [key(), key()].sort();
+        const expected = [...model].filter(([k]) => k >= a! && k < b!).sort(([x], [y]) => (x < y ? -1 : 1));
+        assert.deepEqual([...s.range(a!, b!)], expected, `range ${a}..${b} at step ${step}`);
+      } else {
+        s.applyCommitted(step);
+      }
+    }
+    // the sorted overlay serves ranges from 64 pending writes on, and sorts again past 256 late keys
+    assert.ok(mostPending > 600, `at most ${mostPending} pending writes: too few to test the sorted overlay`);
   }));
