@@ -31,7 +31,8 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
   private pending = new Map<string, Pending<V>>();
   /**
    * The pending writes in key order, built by the first `range` over many of them and kept until
-   * the next commit; keys first written after it was built wait unsorted in `unsorted`.
+   * the next commit; keys first written after it was built are inserted in order, or, past
+   * SORTED_INSERT_MAX, wait unsorted in `unsorted`.
    */
   private sorted: Pending<V>[] | undefined;
   private unsorted: Pending<V>[] = [];
@@ -98,7 +99,9 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     }
     const fresh: Pending<V> = { key: raw, deleted, decoded, encoded: undefined };
     this.pending.set(id, fresh);
-    if (this.sorted !== undefined) this.unsorted.push(fresh);
+    if (this.sorted === undefined) return;
+    if (this.sorted.length <= SORTED_INSERT_MAX) this.sorted.splice(lowerBound(this.sorted, raw), 0, fresh);
+    else this.unsorted.push(fresh);
   }
 
   /**
@@ -225,7 +228,9 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
 
 /** From this many pending writes on, `range` keeps them sorted between calls. */
 const SORTED_OVERLAY_MIN = 64;
-/** Keys written after the sort that `range` filters one by one before it sorts again. */
+/** Up to this many sorted pending writes, a new key is inserted in place (a binary search and a move of pointers). */
+const SORTED_INSERT_MAX = 8_192;
+/** Beyond that, keys written after the sort that `range` filters one by one before it sorts again. */
 const UNSORTED_MAX = 256;
 
 const byKey = (a: Pending<unknown>, b: Pending<unknown>): number => Buffer.compare(a.key, b.key);

@@ -288,32 +288,53 @@ test('RocksPort stays usable after a failed write, with nothing of it left over'
     );
   }));
 
-test('range over many pending writes, interleaved with puts, deletes, rewrites and commits, equals a plain sorted model', () =>
-  withDb((db) => {
-    const s = store(db);
-    const model = new Map<string, number>();
-    const random = seededRandom(20_261_201);
-    const key = () => `k${String(Math.floor(random() * 2_000)).padStart(4, '0')}`;
-    let mostPending = 0;
-    for (let step = 0; step < 6_000; step++) {
-      const r = random();
-      if (r < 0.55) {
-        const k = key();
-        s.put(k, step);
-        model.set(k, step);
-      } else if (r < 0.7) {
-        const k = key();
-        s.delete(k);
-        model.delete(k);
-      } else if (r < 0.999) {
-        mostPending = Math.max(mostPending, s.pendingCount());
-        const [a, b] = [key(), key()].sort();
-        const expected = [...model].filter(([k]) => k >= a! && k < b!).sort(([x], [y]) => (x < y ? -1 : 1));
-        assert.deepEqual([...s.range(a!, b!)], expected, `range ${a}..${b} at step ${step}`);
-      } else {
-        s.applyCommitted(step);
-      }
+/**
+ * Random puts, deletes, ranges and commits on one store, every range checked against a plain
+ * sorted model; returns the most pending writes a range saw.
+ */
+function rangeAgainstModel(
+  s: RocksKeyValueStore<string, number>,
+  o: { keys: number; steps: number; rangeShare: number; commitShare: number },
+): number {
+  const model = new Map<string, number>();
+  const random = seededRandom(20_261_201);
+  const name = (n: number) => `k${String(n).padStart(6, '0')}`;
+  const key = () => name(Math.floor(random() * o.keys));
+  let mostPending = 0;
+  for (let step = 0; step < o.steps; step++) {
+    const r = random();
+    if (r < o.commitShare) {
+      s.applyCommitted(step);
+    } else if (r < o.commitShare + o.rangeShare) {
+      mostPending = Math.max(mostPending, s.pendingCount());
+      // a window of up to 5 % of the keys
+      const from = Math.floor(random() * o.keys);
+      const [a, b] = [name(from), name(from + Math.floor(random() * o.keys * 0.05))];
+      const expected = [...model].filter(([k]) => k >= a && k < b).sort(([x], [y]) => (x < y ? -1 : 1));
+      assert.deepEqual([...s.range(a, b)], expected, `range ${a}..${b} at step ${step}`);
+    } else if (random() < 0.8) {
+      const k = key();
+      s.put(k, step);
+      model.set(k, step);
+    } else {
+      const k = key();
+      s.delete(k);
+      model.delete(k);
     }
-    // the sorted overlay serves ranges from 64 pending writes on, and sorts again past 256 late keys
-    assert.ok(mostPending > 600, `at most ${mostPending} pending writes: too few to test the sorted overlay`);
+  }
+  return mostPending;
+}
+
+// the sorted overlay serves ranges from 64 pending writes on; new keys are inserted in place up to
+// 8,192 sorted ones, beyond that they wait unsorted until 256 of them make it sort again
+test('range over hundreds of pending writes, interleaved with puts, deletes, rewrites and commits, equals a plain sorted model', () =>
+  withDb((db) => {
+    const most = rangeAgainstModel(store(db), { keys: 2_000, steps: 6_000, rangeShare: 0.3, commitShare: 0.001 });
+    assert.ok(most > 600, `at most ${most} pending writes: too few to test the sorted overlay`);
+  }));
+
+test('range over more than 8,192 pending writes (new keys past the in-place limit) equals a plain sorted model', () =>
+  withDb((db) => {
+    const most = rangeAgainstModel(store(db), { keys: 100_000, steps: 14_000, rangeShare: 0.03, commitShare: 0 });
+    assert.ok(most > 9_000, `at most ${most} pending writes: too few to pass the in-place limit`);
   }));
