@@ -63,19 +63,129 @@ export interface NearDupMatch {
   distance: number;
 }
 
+/** Sites with at most this many indexed SimHashes are searched in RAM, one by one; larger ones by the 20 range scans. */
+export const LINEAR_MAX = 4_096;
+/** SimHashes held in RAM over all sites; beyond it the least recently used sites are dropped (and reloaded when needed). */
+const CACHE_MAX = 2_000_000;
+
+/** A site's indexed SimHashes in RAM (high and low 32 bits), or LARGE: too many, ask the store. */
+type SiteHashes = { hi: number[]; lo: number[] } | typeof LARGE;
+const LARGE = 'large';
+
 /**
  * The 6-block / 20-table index of Manku, Jain and Das Sarma (WWW 2007) over 64-bit SimHashes, one
  * per site, in a changelogged store, so it survives restarts and moves with its partition. Each
- * indexed SimHash is stored 20 times, once per table, under its site and permuted form; a query
- * reads, per table, the sorted run of the site's keys sharing its 3 leading blocks (one range scan
- * each) and checks the distance of every candidate. Finds every SimHash indexed for the site
- * within NEAR_DUP_BITS of the query, and none of another site's.
+ * indexed SimHash is stored 20 times, once per table, under its site and permuted form; a query on
+ * a large site reads, per table, the sorted run of the site's keys sharing its 3 leading blocks
+ * (one range scan each) and checks the distance of every candidate. A site of at most LINEAR_MAX
+ * SimHashes is instead loaded once from its first table (whose order is the identity) into RAM and
+ * compared one by one, which is cheaper than 20 range scans. Finds every SimHash indexed for the
+ * site within NEAR_DUP_BITS of the query, and none of another site's.
+ *
+ * The RAM copy follows this instance's own writes, so it holds only while the store's pending
+ * writes are committed or the instance is dropped with them: the runtime builds new processors
+ * (and so a new index) whenever it discards a task's uncommitted writes.
  */
 export class NearDupIndex {
-  constructor(private readonly store: KeyValueStore<Buffer, Buffer>) {}
+  private readonly sites = new Map<string, SiteHashes>();
+  private cached = 0;
+
+  /** `linearMax`, `cacheMax`: see LINEAR_MAX and CACHE_MAX (smaller in tests). */
+  constructor(
+    private readonly store: KeyValueStore<Buffer, Buffer>,
+    private readonly linearMax = LINEAR_MAX,
+    private readonly cacheMax = CACHE_MAX,
+  ) {}
 
   /** The closest SimHash indexed for `site` within NEAR_DUP_BITS bits (the first found on ties), or undefined. */
   find(site: string, simhash: Buffer): NearDupMatch | undefined {
+    const hashes = this.hashesOf(site);
+    if (hashes === LARGE) return this.findInStore(site, simhash);
+    const qhi = simhash.readUInt32BE(0);
+    const qlo = simhash.readUInt32BE(4);
+    let best = -1;
+    let bestDistance = NEAR_DUP_BITS + 1;
+    for (let i = 0; i < hashes.hi.length; i++) {
+      const d = popcount32(hashes.hi[i]! ^ qhi) + popcount32(hashes.lo[i]! ^ qlo);
+      if (d >= bestDistance) continue;
+      best = i;
+      bestDistance = d;
+      if (d === 0) break;
+    }
+    if (best < 0) return undefined;
+    const found = Buffer.allocUnsafe(8);
+    found.writeUInt32BE(hashes.hi[best]!, 0);
+    found.writeUInt32BE(hashes.lo[best]!, 4);
+    const url = this.store.get(entryKey(scopeOf(site), 0, permute(found.readBigUInt64BE(0), TABLES[0]!)));
+    // the RAM copy and the store disagree only if the store was changed behind this index's back
+    if (url === undefined) return this.findInStore(site, simhash);
+    return { simhash: found, url: url.toString('utf8'), distance: bestDistance };
+  }
+
+  /** Indexes `simhash` for `url` of `site` (20 store writes). Idempotent: indexing it again changes nothing but the URL. */
+  add(site: string, simhash: Buffer, url: string): void {
+    const scope = scopeOf(site);
+    const value = simhash.readBigUInt64BE(0);
+    const urlBytes = Buffer.from(url, 'utf8');
+    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), urlBytes);
+    const hashes = this.sites.get(site);
+    if (hashes === undefined || hashes === LARGE) return;
+    const hi = simhash.readUInt32BE(0);
+    const lo = simhash.readUInt32BE(4);
+    for (let i = 0; i < hashes.hi.length; i++) if (hashes.hi[i] === hi && hashes.lo[i] === lo) return;
+    if (hashes.hi.length >= this.linearMax) {
+      this.sites.set(site, LARGE);
+      this.cached -= hashes.hi.length - 1;
+      return;
+    }
+    hashes.hi.push(hi);
+    hashes.lo.push(lo);
+    this.cached++;
+    this.evict();
+  }
+
+  /** The site's SimHashes in RAM, loaded from the store on first use; marks the site most recently used. */
+  private hashesOf(site: string): SiteHashes {
+    const known = this.sites.get(site);
+    if (known !== undefined) {
+      this.sites.delete(site);
+      this.sites.set(site, known);
+      return known;
+    }
+    const scope = scopeOf(site);
+    const hi: number[] = [];
+    const lo: number[] = [];
+    let loaded: SiteHashes = { hi, lo };
+    for (const [key] of this.store.range(
+      entryKey(scope, 0, 0n),
+      Buffer.concat([scope, Buffer.from([1])]),
+      this.linearMax + 1,
+    )) {
+      if (hi.length >= this.linearMax) {
+        loaded = LARGE;
+        break;
+      }
+      const h = unpermuteKey(key.readBigUInt64BE(scope.length + 1), TABLES[0]!);
+      hi.push(h.readUInt32BE(0));
+      lo.push(h.readUInt32BE(4));
+    }
+    this.sites.set(site, loaded);
+    this.cached += loaded === LARGE ? 1 : Math.max(1, hi.length);
+    this.evict();
+    return loaded;
+  }
+
+  /** Drops least recently used sites while more than cacheMax SimHashes are held (never the last one used). */
+  private evict(): void {
+    while (this.cached > this.cacheMax && this.sites.size > 1) {
+      const [oldest, hashes] = this.sites.entries().next().value as [string, SiteHashes];
+      this.sites.delete(oldest);
+      this.cached -= hashes === LARGE ? 1 : Math.max(1, hashes.hi.length);
+    }
+  }
+
+  /** `find` by the 20 range scans over the store. */
+  private findInStore(site: string, simhash: Buffer): NearDupMatch | undefined {
     const scope = scopeOf(site);
     const value = simhash.readBigUInt64BE(0);
     let best: NearDupMatch | undefined;
@@ -103,14 +213,14 @@ export class NearDupIndex {
     }
     return best;
   }
+}
 
-  /** Indexes `simhash` for `url` of `site` (20 store writes). */
-  add(site: string, simhash: Buffer, url: string): void {
-    const scope = scopeOf(site);
-    const value = simhash.readBigUInt64BE(0);
-    const urlBytes = Buffer.from(url, 'utf8');
-    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), urlBytes);
-  }
+/** Set bits of a 32-bit value. */
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
 }
 
 function unpermuteKey(permuted: bigint, table: Table): Buffer {

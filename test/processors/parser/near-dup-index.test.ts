@@ -97,3 +97,55 @@ test('near-dup index keeps each site apart: a SimHash indexed for one site is ne
     assert.equal(index.find('a.tes', h), undefined, 'a site name that is a prefix of another is another site');
     assert.equal(index.find('a.test.example', h)?.url, 'http://a.test.example/y');
   }));
+
+test('a site searched in RAM and the same site searched by the 20 range scans give the same answers, across the switch between them', () =>
+  withDb((db) => {
+    const s = store(db);
+    // all in RAM; always the store; in RAM until 300 SimHashes, then the store
+    const indexes = [new NearDupIndex(s), new NearDupIndex(s, 0), new NearDupIndex(s, 300)];
+    const writer = indexes[0]!;
+    const hashes = Array.from({ length: 700 }, () => randomSimhash());
+    const queries = () =>
+      hashes.slice(0, 50).flatMap((h) => [h, flipBits(h, 2), flipBits(h, 3), flipBits(h, 5), randomSimhash()]);
+    // every index loads the site before the writes, then sees them only through its own adds
+    for (const index of indexes) index.find('big.test', hashes[0]!);
+    hashes.forEach((h, i) => {
+      for (const index of indexes) index.add('big.test', h, `http://big.test/${i}`);
+      if (i === 200) s.applyCommitted(1);
+    });
+    for (const q of queries()) {
+      const answers = indexes.map((index) => index.find('big.test', q));
+      assert.deepEqual(answers[1], answers[0], `store and RAM disagree on ${q.toString('hex')}`);
+      assert.deepEqual(answers[2], answers[0], `past the switch, ${q.toString('hex')} is answered otherwise`);
+    }
+    assert.equal(writer.find('big.test', flipBits(hashes[650]!, 3))?.url, 'http://big.test/650');
+  }));
+
+test('a site dropped from RAM to make room is reloaded from the store, pending writes included', () =>
+  withDb((db) => {
+    const s = store(db);
+    const index = new NearDupIndex(s, 4_096, 50); // room for 50 SimHashes in RAM
+    const bySite = new Map<string, Buffer[]>();
+    for (let site = 0; site < 10; site++) {
+      const hashes = Array.from({ length: 20 }, () => randomSimhash());
+      bySite.set(`s${site}.test`, hashes);
+      for (const [i, h] of hashes.entries()) index.add(`s${site}.test`, h, `http://s${site}.test/${i}`);
+      index.find(`s${site}.test`, hashes[0]!); // loads it, dropping older sites
+    }
+    for (const [site, hashes] of bySite)
+      for (const [i, h] of hashes.entries())
+        assert.equal(index.find(site, flipBits(h, 3))?.url, `http://${site}/${i}`, `${site} #${i}`);
+  }));
+
+test('indexing the same SimHash again keeps one entry, with the latest URL', () =>
+  withDb((db) => {
+    const s = store(db);
+    const index = new NearDupIndex(s);
+    const h = randomSimhash();
+    index.find('one.test', h);
+    index.add('one.test', h, 'http://one.test/a');
+    index.add('one.test', h, 'http://one.test/b');
+    assert.equal(index.find('one.test', h)?.url, 'http://one.test/b');
+    // 20 table entries, whatever the number of adds
+    assert.equal(s.pendingCount(), 20);
+  }));
