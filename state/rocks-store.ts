@@ -209,8 +209,8 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     this.db.write(batch);
   }
 
-  committedRaw(key: Buffer): Buffer | undefined {
-    return this.db.get(Buffer.concat([this.prefix, key]));
+  committedRawMany(keys: readonly Buffer[]): (Buffer | undefined)[] {
+    return this.db.getMany(keys.map((key) => Buffer.concat([this.prefix, key])));
   }
 
   *entries(): IterableIterator<[Buffer, Buffer]> {

@@ -47,6 +47,6 @@ export interface ChangeloggedStore extends StateStore {
   restore(records: { key: Buffer; value: Buffer | null }[], nextOffset: number): void;
   /** Every committed entry, raw; for verifying a store against a replay of its changelog. */
   entries(): IterableIterator<[Buffer, Buffer]>;
-  /** The committed raw value of a raw key (pending writes ignored); for changelog compaction. */
-  committedRaw(key: Buffer): Buffer | undefined;
+  /** The committed raw values of raw keys, in order (pending writes ignored); for changelog compaction. */
+  committedRawMany(keys: readonly Buffer[]): (Buffer | undefined)[];
 }
