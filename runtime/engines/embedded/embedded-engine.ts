@@ -88,6 +88,8 @@ export class EmbeddedEngine implements Engine {
         if (store.changelog) this.log.ensureTopic(this.topology.changelogTopic(store.name), sub.partitions);
     }
     this.log.ensureTopic(this.deadLetterTopic, 1);
+    // tasks tail their source topics: their latest appends are read from memory
+    for (const sub of subtopologies) for (const topic of sub.sourceTopics) this.log.cacheTail(topic);
     for (const sub of subtopologies) {
       for (let partition = 0; partition < sub.partitions; partition++)
         this.tasks.push(await this.openTask(sub, partition));

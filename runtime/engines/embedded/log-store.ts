@@ -1,6 +1,7 @@
 import { CrawlError } from '../../../core/errors.js';
 import type { ConsumedRawRecord, RawRecord, RecordHeaders } from '../../record.js';
 import { openRocks, type RocksPort, type RocksWrite } from '../../../state/rocks.js';
+import { TailCache } from './tail-cache.js';
 
 /** Set on a record whose stored frame could not be read; its value holds the raw bytes. */
 export const CORRUPT_HEADER = 'x-crawlstream-corrupt';
@@ -29,6 +30,7 @@ export class EmbeddedLog {
   private readonly ends = new Map<string, number>();
   private readonly starts = new Map<string, number>();
   private readonly listeners = new Set<(topic: string, partition: number) => void>();
+  private readonly tail = new TailCache();
 
   private constructor(private readonly db: RocksPort) {}
 
@@ -83,10 +85,20 @@ export class EmbeddedLog {
     return this.starts.get(tpKey(topic, partition)) ?? 0;
   }
 
-  /** Up to `max` records from `from` on, in offset order. */
+  /**
+   * Keeps the latest appends of every partition of `topic` in memory, for consumers that tail it
+   * (the engine's source topics); reads of other offsets and topics go to RocksDB as before.
+   */
+  cacheTail(topic: string): void {
+    for (let p = 0; p < this.partitions(topic); p++) this.tail.enable(tpKey(topic, p), this.endOffset(topic, p));
+  }
+
+  /** Up to `max` records from `from` on, in offset order. Records may be shared with other readers: do not change them. */
   read(topic: string, partition: number, from: number, max: number): ConsumedRawRecord[] {
     const out: ConsumedRawRecord[] = [];
     if (from >= this.endOffset(topic, partition)) return out;
+    const cached = this.tail.read(tpKey(topic, partition), from, max);
+    if (cached !== undefined) return cached;
     for (const [k, v] of this.db.iterate(recordKey(topic, partition, from), recordPrefix(topic, partition + 1), {
       limit: max,
     })) {
@@ -122,6 +134,7 @@ export class EmbeddedLog {
     const batch: RocksWrite[] = [];
     const nextEnds = new Map<string, number>();
     const bases = new Map<string, number>();
+    const tails: { tp: string; first: number; from: number; to: number; append: Append }[] = [];
     for (const a of appends) {
       if (a.records.length === 0) continue;
       const tp = tpKey(a.topic, a.partition);
@@ -129,6 +142,7 @@ export class EmbeddedLog {
         throw new CrawlError('CS_TOPOLOGY', `append to undeclared partition ${a.topic}-${a.partition}`);
       let next = nextEnds.get(tp) ?? this.ends.get(tp)!;
       if (!bases.has(tp)) bases.set(tp, next);
+      tails.push({ tp, first: next, from: batch.length, to: batch.length + a.records.length, append: a });
       for (const r of a.records) batch.push({ key: recordKey(a.topic, a.partition, next++), value: encodeRecord(r) });
       nextEnds.set(tp, next);
     }
@@ -145,8 +159,27 @@ export class EmbeddedLog {
     }
     this.db.write(batch, { sync: true });
     for (const [tp, end] of nextEnds) this.ends.set(tp, end);
+    for (const t of tails) this.cacheAppend(t.tp, t.first, t.append, batch.slice(t.from, t.to));
     for (const a of appends) if (a.records.length > 0) for (const l of this.listeners) l(a.topic, a.partition);
     return bases;
+  }
+
+  /** Hands a committed append to the tail cache, decoded from the very bytes written. */
+  private cacheAppend(tp: string, first: number, a: Append, written: readonly RocksWrite[]): void {
+    const records: ConsumedRawRecord[] = [];
+    const sizes: number[] = [];
+    for (let i = 0; i < written.length; i++) {
+      const encoded = written[i]!.value!;
+      const offset = first + i;
+      records.push({
+        ...decodeRecord(encoded, a.topic, a.partition, offset),
+        topic: a.topic,
+        partition: a.partition,
+        offset,
+      });
+      sizes.push(encoded.length);
+    }
+    this.tail.appended(tp, first, records, sizes);
   }
 
   /** Deletes records below `offset` (retention); positions are untouched. */
@@ -157,11 +190,13 @@ export class EmbeddedLog {
     if (upTo <= start) return;
     this.db.deleteRange(recordKey(topic, partition, start), recordKey(topic, partition, upTo));
     this.starts.set(tp, upTo);
+    this.tail.dropBelow(tp, upTo);
   }
 
   /** Deletes single records (compaction); reads skip the gaps, offsets never move. Not fsynced: a lost delete only keeps a record. */
   deleteRecords(topic: string, partition: number, offsets: readonly number[]): void {
     this.db.write(offsets.map((o) => ({ key: recordKey(topic, partition, o), value: null })));
+    this.tail.forget(tpKey(topic, partition), this.endOffset(topic, partition));
   }
 
   /** Called after every commit that appended to (topic, partition). */

@@ -1,0 +1,93 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
+import { TailCache } from '../../runtime/engines/embedded/tail-cache.js';
+import type { ConsumedRawRecord } from '../../runtime/record.js';
+import { seededRandom } from '../../synthetic-web/seeded-random.js';
+
+const record = (offset: number): ConsumedRawRecord => ({
+  topic: 't',
+  partition: 0,
+  offset,
+  key: Buffer.from(`k${offset}`),
+  value: Buffer.from(`v${offset}`),
+  timestamp: offset,
+});
+const offsets = (records: ConsumedRawRecord[] | undefined) => records?.map((r) => r.offset);
+
+test('the tail cache holds the latest appends within its byte budget and sends older reads to the log', () => {
+  const cache = new TailCache(100);
+  cache.enable('t', 5);
+  assert.deepEqual(cache.read('t', 5, 10), [], 'nothing appended yet');
+  assert.equal(cache.read('t', 4, 10), undefined, 'below the first cached offset');
+  cache.appended('t', 5, [5, 6, 7].map(record), [40, 40, 40]);
+  assert.deepEqual(offsets(cache.read('t', 5, 10)), undefined, '5 was dropped: 120 bytes > 100');
+  assert.deepEqual(offsets(cache.read('t', 6, 10)), [6, 7]);
+  assert.deepEqual(offsets(cache.read('t', 7, 1)), [7]);
+  cache.dropBelow('t', 7);
+  assert.equal(cache.read('t', 6, 10), undefined, 'retention removed 6');
+  cache.appended('t', 9, [9].map(record), [10]);
+  assert.equal(cache.read('t', 7, 10), undefined, 'a gap (8 never seen) starts the cache over');
+  assert.deepEqual(offsets(cache.read('t', 9, 10)), [9]);
+  cache.forget('t', 10);
+  assert.equal(cache.read('t', 9, 10), undefined);
+  assert.equal(cache.read('other', 0, 10), undefined, 'a partition not enabled is never cached');
+});
+
+test('reads of a cached topic equal the log on disk through appends of every size, retention and compaction deletes', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const random = seededRandom(20_261_201);
+    const model: (ConsumedRawRecord | undefined)[][] = [[], []];
+    let log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 2);
+    log.cacheTail('t');
+    const check = (p: number, from: number, max: number, what: string) => {
+      const got = log.read('t', p, from, max).map((r) => [r.offset, r.key.toString(), r.value?.toString('latin1')]);
+      const want = model[p]!.map((r, offset) => ({ r, offset }))
+        .filter(({ r, offset }) => r !== undefined && offset >= from)
+        .slice(0, max)
+        .map(({ r, offset }) => [offset, r!.key.toString(), r!.value?.toString('latin1')]);
+      assert.deepEqual(got, want, `${what}: partition ${p} from ${from}`);
+    };
+    for (let step = 0; step < 400; step++) {
+      const p = Math.floor(random() * 2);
+      const end = model[p]!.length;
+      const r = random();
+      if (r < 0.5) {
+        // values of 10 B to 600 KB: some commits overflow the 2 MiB budget, some records alone nearly fill it
+        const n = 1 + Math.floor(random() * 5);
+        const records = Array.from({ length: n }, (_, i) => {
+          const size = random() < 0.1 ? 300_000 + Math.floor(random() * 300_000) : 10 + Math.floor(random() * 100);
+          return { key: Buffer.from(`k${end + i}`), value: Buffer.alloc(size, 97 + ((end + i) % 26)), timestamp: step };
+        });
+        log.commit([{ topic: 't', partition: p, records }], []);
+        for (const [i, rec] of records.entries()) model[p]!.push({ ...rec, topic: 't', partition: p, offset: end + i });
+      } else if (r < 0.55 && end > 0) {
+        const upTo = Math.floor(random() * end);
+        log.truncateBefore('t', p, upTo);
+        for (let o = 0; o < upTo; o++) model[p]![o] = undefined;
+      } else if (r < 0.6 && end > 0) {
+        const gone = [Math.floor(random() * end)];
+        log.deleteRecords('t', p, gone);
+        model[p]![gone[0]!] = undefined;
+      } else {
+        check(p, Math.max(0, end - Math.floor(random() * 12)), 1 + Math.floor(random() * 8), `step ${step}`);
+      }
+      if (step === 200) {
+        // a reopened log starts with an empty cache and reads the same
+        await log.close();
+        log = await EmbeddedLog.open(dir);
+        log.ensureTopic('t', 2);
+        log.cacheTail('t');
+      }
+    }
+    for (const p of [0, 1]) check(p, 0, 10_000, 'at the end');
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
