@@ -86,7 +86,10 @@ export async function openTaskRocks(path: string, dataDir: string): Promise<Rock
 /** `err` as a CS_STORE error naming the running instance when it is RocksDB's lock failure. */
 export function lockedOr(err: unknown, path: string, dataDir: string): CrawlError {
   const message = (err as Error).message ?? String(err);
-  if (/\bLOCK\b|lock file|Resource temporarily unavailable/i.test(message))
+  // the binding says "Database is not open"; the reason is a few causes down
+  const reasons: string[] = [];
+  for (let e: unknown = err; e instanceof Error && reasons.length < 5; e = e.cause) reasons.push(e.message);
+  if (/While lock file|\/LOCK\b/.test(reasons.join('\n')))
     return new CrawlError(
       'CS_STORE',
       `${path} is locked by another process: an instance (crawl, run or replay) is running on --data ${dataDir}; stop it first`,
