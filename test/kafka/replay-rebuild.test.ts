@@ -88,20 +88,23 @@ test(
         `frontier-hosts partition ${partition} has no entry for ${site}`,
       );
 
+      /** `replay SUB` of every store of `partition` on Kafka, as a user types it. */
+      const replay = (sub: string) =>
+        run(process.execPath, [
+          CLI,
+          'replay',
+          sub,
+          '--store',
+          'all',
+          '--partition',
+          String(partition),
+          '--brokers',
+          brokers,
+          '--data',
+          data,
+        ]);
       rmSync(join(data, 'state', `${frontier.id}_${partition}`), { recursive: true });
-      const rebuilt = await run(process.execPath, [
-        CLI,
-        'replay',
-        'rebuild',
-        '--store',
-        'all',
-        '--partition',
-        String(partition),
-        '--brokers',
-        brokers,
-        '--data',
-        data,
-      ]);
+      const rebuilt = await replay('rebuild');
       t.diagnostic(
         rebuilt.stdout.split('\n').filter((l) => l.startsWith('rebuilt ')).length + ' store partitions rebuilt',
       );
@@ -117,19 +120,7 @@ test(
         assert.equal(after.get(store)!.checkpoint, b.checkpoint, `the checkpoint of ${store} partition ${partition}`);
       }
 
-      const verified = await run(process.execPath, [
-        CLI,
-        'replay',
-        'verify',
-        '--store',
-        'all',
-        '--partition',
-        String(partition),
-        '--brokers',
-        brokers,
-        '--data',
-        data,
-      ]);
+      const verified = await replay('verify');
       const lines = verified.stdout.trim().split('\n');
       assert.equal(lines.length, before.size, verified.stdout);
       for (const line of lines) assert.match(line, /^ok\s+.*\(current\)$/);

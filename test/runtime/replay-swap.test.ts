@@ -16,6 +16,13 @@ function taskDir(copies: Record<string, string>): string {
   return dir;
 }
 
+/** Runs `fn` on a task dir holding `copies` (as `taskDir`), removed afterwards. */
+function withTaskDir(copies: Record<string, string>, fn: (dir: string) => void): void {
+  withTaskDir(copies, (dir) => {
+    fn(dir);
+  });
+}
+
 /** The task dir's entries, and the content of each copy. */
 function layout(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -26,74 +33,56 @@ function layout(dir: string): Record<string, string> {
 const dead = (): boolean => false;
 
 test('a swap replaces the live copy with the rebuilt one and leaves nothing else', () => {
-  const dir = taskDir({ rocksdb: 'old', warc: 'files' });
-  try {
+  withTaskDir({ rocksdb: 'old', warc: 'files' }, (dir) => {
     const path = rebuildPath(dir);
     mkdirSync(path);
     writeFileSync(join(path, 'CURRENT'), 'new');
     swapIn(dir, path);
     assert.deepEqual(layout(dir), { rocksdb: 'new', warc: 'files' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('a swap into a task dir without a live copy just renames the rebuilt one', () => {
-  const dir = taskDir({});
-  try {
+  withTaskDir({}, (dir) => {
     const path = rebuildPath(dir);
     mkdirSync(path);
     writeFileSync(join(path, 'CURRENT'), 'new');
     swapIn(dir, path);
     assert.deepEqual(layout(dir), { rocksdb: 'new' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('a crash before the swap leaves a rebuild dir: recovery removes it and keeps the live copy', () => {
-  const dir = taskDir({ rocksdb: 'live', 'rocksdb.rebuild-77': 'half' });
-  try {
+  withTaskDir({ rocksdb: 'live', 'rocksdb.rebuild-77': 'half' }, (dir) => {
     assert.deepEqual(recoverTaskDir(dir, dead), ['removed rocksdb.rebuild-77, left by a rebuild that did not finish']);
     assert.deepEqual(layout(dir), { rocksdb: 'live' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('a crash between the two renames (no rocksdb) is undone: the old copy becomes live again', () => {
-  const dir = taskDir({ 'rocksdb.old-77': 'previous', 'rocksdb.rebuild-77': 'complete', warc: 'files' });
-  try {
+  withTaskDir({ 'rocksdb.old-77': 'previous', 'rocksdb.rebuild-77': 'complete', warc: 'files' }, (dir) => {
     const done = recoverTaskDir(dir, dead);
     assert.equal(done.length, 2, done.join('\n'));
     assert.match(done[1]!, /restored rocksdb from rocksdb\.old-77: a rebuild stopped between its two renames/);
     assert.deepEqual(layout(dir), { rocksdb: 'previous', warc: 'files' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('a crash after the renames leaves the replaced copy: recovery removes it and keeps the new live copy', () => {
-  const dir = taskDir({ rocksdb: 'new', 'rocksdb.old-77': 'previous' });
-  try {
+  withTaskDir({ rocksdb: 'new', 'rocksdb.old-77': 'previous' }, (dir) => {
     assert.deepEqual(recoverTaskDir(dir, dead), ['removed rocksdb.old-77, the copy a finished rebuild replaced']);
     assert.deepEqual(layout(dir), { rocksdb: 'new' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('recovery refuses a rebuild dir whose process is still running, and touches nothing', () => {
-  const dir = taskDir({ rocksdb: 'live', 'rocksdb.rebuild-77': 'being written' });
-  try {
+  withTaskDir({ rocksdb: 'live', 'rocksdb.rebuild-77': 'being written' }, (dir) => {
     assert.throws(
       () => recoverTaskDir(dir, (pid) => pid === 77),
       (err) => isCrawlError(err) && err.code === 'CS_STORE' && /process 77, which is running/.test(err.message),
     );
     assert.deepEqual(layout(dir), { rocksdb: 'live', 'rocksdb.rebuild-77': 'being written' });
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
+  });
 });
 
 test('recovery of a task dir that does not exist does nothing', () => {
