@@ -18,9 +18,12 @@ function taskDir(copies: Record<string, string>): string {
 
 /** Runs `fn` on a task dir holding `copies` (as `taskDir`), removed afterwards. */
 function withTaskDir(copies: Record<string, string>, fn: (dir: string) => void): void {
-  withTaskDir(copies, (dir) => {
+  const dir = taskDir(copies);
+  try {
     fn(dir);
-  });
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 }
 
 /** The task dir's entries, and the content of each copy. */
