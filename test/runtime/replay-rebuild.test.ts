@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
@@ -137,6 +137,17 @@ test('a leftover rocksdb.rebuild-* of a rebuild that died is removed by the next
   assert.match(r.stdout, /removed rocksdb\.rebuild-4194305, left by a rebuild that did not finish/);
   assert.deepEqual(readdirSync(task), ['rocksdb']);
   assertSameDumps(await dumpAll(), before, 'after cleaning a leftover');
+});
+
+test("a crawl started on a task dir left between the swap's two renames puts the old copy back before it opens it", async () => {
+  const task = join(data, 'state', `${frontierSub.id}_3`);
+  renameSync(join(task, 'rocksdb'), join(task, 'rocksdb.old-4194305'));
+  mkdirSync(join(task, 'rocksdb.rebuild-4194305'));
+  const { exited } = startCli(crawlArgs(join(dir, 'seeds.txt'), data, ['--duration', '1']));
+  const run = await exited;
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /restored rocksdb from rocksdb\.old-4194305: a rebuild stopped between its two renames/);
+  assert.deepEqual(readdirSync(task), ['rocksdb']);
 });
 
 test('verify reports every store equal on the embedded engine, and a MISMATCH once a value is tampered with', async () => {
