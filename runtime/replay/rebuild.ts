@@ -70,11 +70,13 @@ export async function rebuildStores(
   }
   // the ends are captured once, before any task is written: the final check is against them
   const ends = new Map<string, number>();
+  const byTopic = new Map<string, number[]>();
   let total = 0;
   for (const task of tasks) {
     for (const builder of storesToRebuild(task)) {
       const topic = topology.changelogTopic(builder.name);
-      const end = (await source.endOffsets(topic, task.sub.partitions))[task.partition]!;
+      if (!byTopic.has(topic)) byTopic.set(topic, await source.endOffsets(topic, task.sub.partitions));
+      const end = byTopic.get(topic)![task.partition]!;
       ends.set(rangeKey(topic, task.partition), end);
       total += end;
     }

@@ -116,13 +116,30 @@ test('rebuild refuses while the data dir is in use: the embedded log, or one tas
   assertSameDumps(await dumpAll(), before, 'after a refused rebuild');
 });
 
-test('rebuild refuses a store that does not exist, naming the valid ones, and a partition out of range', () => {
+test('replay refuses a store that does not exist (naming the valid ones), a partition out of range and options that do not fit, before opening anything', () => {
   const r = replay(['rebuild', '--store', 'frontier-nope', '--data', data]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--store: no changelogged store "frontier-nope"; stores are all, .*frontier-hosts/);
   const q = replay(['rebuild', '--store', 'all', '--partition', '9', '--data', data]);
   assert.equal(q.code, 2);
   assert.match(q.stderr, /--partition must be 0\.\.3/);
+  for (const [args, message] of [
+    [['dump', '--store', 'all', '--data', data], /replay dump: --store takes one store name, not all/],
+    [
+      ['verify', '--store', 'all', '--all-partitions', '--data', data],
+      /--all-partitions is an option of replay rebuild/,
+    ],
+    [['rebuild', '--store', 'all', '--kafka-tls', '--data', data], /the Kafka security options need --brokers/],
+    [['rebuild', '--data', data], /replay rebuild: --store NAME \(or all\) is required/],
+    [
+      ['rewind', '--store', 'all'],
+      /unknown replay subcommand "rewind"; subcommands are verify, rebuild, dump, reparse/,
+    ],
+  ] as const) {
+    const r = replay([...args]);
+    assert.equal(r.code, 2, args.join(' '));
+    assert.match(r.stderr, message);
+  }
 });
 
 test('a leftover rocksdb.rebuild-* of a rebuild that died is removed by the next rebuild', async () => {
