@@ -1,10 +1,9 @@
 import { INJECT_USAGE, runInject } from './inject.js';
-import { REPLAY_USAGE, runReplay } from './replay.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
 import { runRole } from './run.js';
 import { runTopics, TOPICS_USAGE } from './topics.js';
 
-/** The Kafka engine's commands (`topics`, `run`, `inject`, `replay`); undefined for any other command. */
+/** The Kafka engine's commands (`topics`, `run`, `inject`; `replay` serves both engines: cli/replay.ts); undefined for any other command. */
 export async function kafkaCommand(
   command: string | undefined,
   args: string[],
@@ -22,9 +21,6 @@ export async function kafkaCommand(
     case 'inject':
       if (help) return usage(out, INJECT_USAGE);
       return runInject(args, out, err);
-    case 'replay':
-      if (help) return usage(out, REPLAY_USAGE);
-      return runReplay(args, out);
     default:
       return undefined;
   }

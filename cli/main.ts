@@ -8,6 +8,7 @@ import { CONTROL_USAGE, parseControlArgs, writeControl } from './control.js';
 import { produceToKafka } from './kafka-produce.js';
 import { TOPICS } from '../processors/common/topics.js';
 import { kafkaCommand } from './kafka-commands.js';
+import { runReplay } from './replay.js';
 
 const USAGE = `crawlstream — a polite web crawler built as a stream topology
 
@@ -19,7 +20,10 @@ usage:
   crawlstream topics create --brokers B [--partitions N]           create every Kafka topic (compacted changelogs)
   crawlstream run --role R --brokers B --registry URL --data DIR   one instance of a role on Kafka (frontier|fetcher|parser|all)
   crawlstream inject --seeds FILE --brokers B --registry URL       seed URLs into the links topic
-  crawlstream replay --store NAME|all --brokers B --data DIR       verify local stores against their changelogs
+  crawlstream replay verify --store NAME|all --data DIR            verify local stores against their changelogs (Kafka: --brokers B)
+  crawlstream replay rebuild --store NAME|all --data DIR           rebuild stores from their changelogs, swapped in when complete
+  crawlstream replay dump --store NAME --data DIR                  print a store's entries, for byte-for-byte comparison
+  crawlstream replay reparse --data DIR                            re-derive page records from archived payloads
   crawlstream config [crawl options] [--markdown]                  effective settings and where each came from
   crawlstream dashboard                                            the Grafana dashboard JSON, from the metric catalogue
 
@@ -70,6 +74,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
       return runDemo(args, out);
+    case 'replay':
+      return runReplay(args, out);
     case 'dashboard':
       return (await import('./dashboard.js')).runDashboard(args, out);
     case undefined:

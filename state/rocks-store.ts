@@ -16,6 +16,16 @@ const latin1 = (b: Buffer): string =>
 
 const CHECKPOINT_PREFIX = Buffer.from('\u0000checkpoint\u0000');
 
+/** The RocksDB key range [gte, lt) holding the committed entries of store `name` (each key is the prefix + the store's key). */
+export function storeKeyRange(name: string): { gte: Buffer; lt: Buffer } {
+  return { gte: Buffer.from(`s\u0000${name}\u0000`), lt: Buffer.from(`s\u0000${name}\u0001`) };
+}
+
+/** The RocksDB key of store `name`'s checkpoint (8 bytes, big-endian: the next changelog offset to apply). */
+export function checkpointKeyOf(name: string): Buffer {
+  return Buffer.concat([CHECKPOINT_PREFIX, Buffer.from(name)]);
+}
+
 /**
  * A KeyValueStore in a task's RocksDB under the prefix `s\0<name>\0`. Writes wait in memory
  * until the runtime commits them (after the changelog is durable), so local state never runs
@@ -43,9 +53,10 @@ export class RocksKeyValueStore<K, V> implements KeyValueStore<K, V>, Changelogg
     private readonly keySerde: Serde<K>,
     private readonly valueSerde: Serde<V>,
   ) {
-    this.prefix = Buffer.from(`s\u0000${name}\u0000`);
-    this.end = Buffer.from(`s\u0000${name}\u0001`);
-    this.checkpointKey = Buffer.concat([CHECKPOINT_PREFIX, Buffer.from(name)]);
+    const range = storeKeyRange(name);
+    this.prefix = range.gte;
+    this.end = range.lt;
+    this.checkpointKey = checkpointKeyOf(name);
   }
 
   get(key: K): V | undefined {

@@ -10,6 +10,7 @@ import type { ConsumedRawRecord, RawRecord, RecordHeaders, StreamRecord } from '
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
+import { recoverTaskDir } from '../../replay/swap.js';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { isChangelogged } from '../../../state/store-builder.js';
 import type { ChangeloggedStore } from '../../../state/state-store.js';
@@ -113,6 +114,8 @@ export class EmbeddedEngine implements Engine {
   private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
     const id = { subtopology: sub.id, partition };
     const taskDir = join(this.options.dataDir, 'state', `${id.subtopology}_${partition}`);
+    // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
+    for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
     const db = await openRocks(join(taskDir, 'rocksdb'));
     const stores = new Map<string, StateStore>();
     const changelogged: OpenTask['changelogged'] = [];

@@ -10,6 +10,7 @@ import type { StreamRecord } from '../../record.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
+import { recoverTaskDir } from '../../replay/swap.js';
 import { openRocks } from '../../../state/rocks.js';
 import { isChangelogged } from '../../../state/store-builder.js';
 import type { ChangeloggedStore } from '../../../state/state-store.js';
@@ -239,6 +240,8 @@ export class KafkaEngine implements Engine {
     // starting offsets: inputs below the offsets committed now are done and are skipped
     const committed = await this.admin.committedOffsets(groupIdOf(this.topology, sub), sub.sourceTopics, partition);
     const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
+    // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
+    for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
     const db = await openRocks(join(taskDir, 'rocksdb'));
     const stores = new Map<string, StateStore>();
     const changelogged: { store: ChangeloggedStore; topic: string }[] = [];

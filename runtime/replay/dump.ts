@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CrawlError } from '../../core/errors.js';
+import type { Topology } from '../topology.js';
+import { openChangelogged, openTaskRocks, planStores, planTasks, type PartitionChoice } from './store-plan.js';
+import { LIVE_DIR } from './swap.js';
+
+/**
+ * Writes every committed entry of store `store`'s local copies in `dataDir` through `out`: per
+ * task, a line `# store NAME partition P`, then one line `hexkey<TAB>hexvalue` per entry in key
+ * order, then `checkpoint N`. Pending writes do not exist on a stopped instance, so this is the
+ * whole copy; two dumps are equal exactly when the copies are. Writes nothing (the RocksDB is
+ * opened, so a running instance makes it fail with CS_STORE). Returns the copies dumped.
+ */
+export async function dumpStore(
+  topology: Topology,
+  dataDir: string,
+  store: string,
+  partitions: PartitionChoice,
+  out: (line: string) => void,
+): Promise<number> {
+  const tasks = planTasks(dataDir, planStores(topology, [store]), partitions);
+  let dumped = 0;
+  for (const task of tasks) {
+    const path = join(task.dir, LIVE_DIR);
+    if (!existsSync(path)) {
+      if (typeof partitions === 'object')
+        throw new CrawlError(
+          'CS_STORE',
+          `no local copy of ${store} partition ${task.partition}: ${path} does not exist`,
+        );
+      continue;
+    }
+    const db = await openTaskRocks(path, dataDir);
+    try {
+      const copy = openChangelogged(task.chosen[0]!, db, task);
+      out(`# store ${store} partition ${task.partition}`);
+      for (const [k, v] of copy.entries()) out(`${k.toString('hex')}\t${v.toString('hex')}`);
+      out(`checkpoint ${copy.checkpoint()}`);
+      copy.close();
+      dumped++;
+    } finally {
+      await db.close();
+    }
+  }
+  return dumped;
+}
