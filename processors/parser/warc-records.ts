@@ -14,7 +14,7 @@ export const REVISIT_PROFILES = {
 } as const;
 
 // headers renamed in stored responses because the stored payload no longer matches them
-const RENAMED_PREFIX = 'X-Crawlstream-Original-';
+export const RENAMED_PREFIX = 'X-Crawlstream-Original-';
 
 const CRLF = '\r\n';
 
