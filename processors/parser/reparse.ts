@@ -63,8 +63,11 @@ function archivedFetch(record: WarcRecord, facts: Map<string, string>): Archived
   return { record, facts, fetchedAt: Date.parse(record.fields.get('warc-date') ?? '') || 0 };
 }
 
-/** Scratch store writes go to disk after this many fetches, so memory stays bounded. */
-const CHECKPOINT_EVERY = 10_000;
+/**
+ * Scratch store writes go to RocksDB after this many fetches: a range read (the near-duplicate
+ * index makes 20 a page) scans every pending write, as in a live task between two commits.
+ */
+const CHECKPOINT_EVERY = 64;
 
 /**
  * Re-derives page records (and their outlinks) from archived fetches — the response, revisit and
