@@ -17,6 +17,9 @@ import {
   warcDate,
   warcFieldsBlock,
   warcRecordParts,
+  metadataMember,
+  recordMember,
+  type MemberSpec,
 } from './warc-records.js';
 import { sha1Digest } from '../common/payload.js';
 
@@ -90,41 +93,6 @@ export interface MetadataArgs {
   targetUri: string;
   date: Date;
   fields: Record<string, string>;
-}
-
-/** One record's bytes in pieces, and which piece (if any) is stored rather than deflated. */
-interface MemberSpec {
-  parts: Buffer[];
-  storedPart?: number;
-}
-
-function recordMember(fields: WarcFields, block: Buffer): MemberSpec {
-  return { parts: warcRecordParts(fields, [block]) };
-}
-
-/** A metadata record of `application/warc-fields`, concurrent to `concurrentTo` when given. */
-function metadataMember(
-  recordId: string,
-  targetUri: string,
-  date: string,
-  warcinfoId: string,
-  fields: Record<string, string>,
-  concurrentTo?: string,
-): MemberSpec {
-  const block = warcFieldsBlock(fields);
-  return recordMember(
-    [
-      ['WARC-Type', 'metadata'],
-      ['WARC-Record-ID', recordId],
-      ['WARC-Date', date],
-      ['WARC-Target-URI', targetUri],
-      ...(concurrentTo === undefined ? [] : ([['WARC-Concurrent-To', concurrentTo]] as WarcFields)),
-      ['WARC-Warcinfo-ID', warcinfoId],
-      ['WARC-Block-Digest', sha1Digest(block)],
-      ['Content-Type', 'application/warc-fields'],
-    ],
-    block,
-  );
 }
 
 const DEFAULT_PREFIX = 'crawlstream';
