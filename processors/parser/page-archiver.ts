@@ -17,7 +17,8 @@ export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) 
  * every copy of a payload arrives in the partition that archived the first one, from any site.
  *
  * Every fetch is archived — request + response, or a metadata record when no response came
- * (incl. leases dropped as CS_LEASE_EXPIRED). A 2xx page body whose payload digest was archived
+ * (incl. leases dropped as CS_LEASE_EXPIRED) — with the fetch facts (warc-facts.ts) a reparse
+ * needs to derive the page again: after a response or revisit in a metadata record of their own. A 2xx page body whose payload digest was archived
  * before, by any URL of any site, is written as a revisit record (identical-payload-digest) that
  * refers to the first response record, and is not parsed again: it carries the first record's
  * SimHash and no links. Other HTML bodies are decoded in their charset (charset.ts) and parsed
