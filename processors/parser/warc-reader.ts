@@ -27,8 +27,8 @@ export interface WarcDefect {
   reason: string;
 }
 
-// one read fills this much of the window: records are small, and the syscalls add up
-const WINDOW_BYTES = 8 << 20;
+// one read fills this much of the window: records are small and syscalls add up, yet a merge keeps one window per file
+const WINDOW_BYTES = 2 << 20;
 const GZIP_MAGIC = Buffer.from([0x1f, 0x8b, 0x08]);
 
 /**
