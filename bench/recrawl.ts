@@ -50,6 +50,8 @@ function page(i: number, fetchTime: number): PageRecord {
     previousFetchTime: null,
     etag: `"${i.toString(36)}"`,
     lastModified: 'Tue, 01 Dec 2026 10:00:00 GMT',
+    parserVersion: 1,
+    reparsed: false,
   };
 }
 

@@ -1,8 +1,216 @@
-/** `crawlstream replay reparse`: placeholder until the reparse job lands (issue #19). */
-export const REPARSE_USAGE = `usage: crawlstream replay reparse --data DIR [options]
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InvalidOptionError } from '../core/errors.js';
+import { Metrics } from '../core/metrics.js';
+import type { LinkBatch, PageRecord } from '../schemas/types.js';
+import { PARSER_VERSION } from '../processors/parser/parser-version.js';
+import { Reparser } from '../processors/parser/reparse.js';
+import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
+import { parseCrawlArgs } from './options.js';
+import { embeddedOutput, kafkaOutput, type OutputRecord, type ReparseOutput } from './reparse-output.js';
+import { kafkaEndpoints } from './run-options.js';
+import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 
-  re-derives page records from archived WARC payloads through the current parser (not built yet)`;
+export const REPARSE_USAGE = `usage: crawlstream replay reparse --data DIR [--warc DIR|FILE ...] [--emit-links]
+                                [--brokers HOST:PORT[,..] --registry URL] [--config FILE] [--partitions N]
 
-export async function runReparse(_args: string[], _out: (line: string) => void): Promise<number> {
-  throw new Error('replay reparse is not built yet');
+  re-derives page records from the archived payloads of the crawl's WARC files (default
+  DIR/warc) through the current parser, fetching nothing, and appends them to 'page-records'
+  (parserVersion = the current parser's, reparsed = true): in the embedded data dir, or with
+  --brokers on Kafka, in transactions. Idempotent: records already re-derived under this parser
+  version are skipped ("N re-derived, M already present"). --emit-links also sends their
+  outlinks to 'links' (the frontier then admits them); without it the frontier is untouched.
+  Use the crawl's own --config: derivation depends on settings such as the user agent.
+  Exits 1 when a WARC record was corrupt (reported with file and offset, skipped).
+${securityUsage(true)}`;
+
+/** What a reparse run is asked to do; `runReparse` builds it from the command line. */
+export interface ReparseRequest {
+  dataDir: string;
+  /** WARC files in reading order. */
+  warcFiles: string[];
+  emitLinks: boolean;
+  /** The crawl options the parser's derivation depends on (user agent, caps, sitemaps), as for `crawl`. */
+  crawlArgs: string[];
+  kafka?: { brokers: string[]; registryUrl: string; security: ReturnType<typeof securityFromArgs> };
+  /** Default PARSER_VERSION; a test stands in for a changed parser with another number. */
+  parserVersion?: number;
+  /** Page records (with their links) per atomic write. Default 500. */
+  batchRecords?: number;
 }
+
+/** What a reparse run did. */
+export interface ReparseResult {
+  derived: number;
+  alreadyPresent: number;
+  links: number;
+  defects: number;
+  fetches: number;
+  bytes: number;
+  elapsedMs: number;
+}
+
+/** `crawlstream replay reparse`: see REPARSE_USAGE. Returns the exit code. */
+export async function runReparse(args: string[], out: (line: string) => void): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        data: { type: 'string' },
+        warc: { type: 'string', multiple: true },
+        'emit-links': { type: 'boolean' },
+        brokers: { type: 'string' },
+        registry: { type: 'string' },
+        config: { type: 'string' },
+        partitions: { type: 'string' },
+        ...securityArgs(true),
+      },
+    });
+  } catch (err) {
+    throw new InvalidOptionError(`${(err as Error).message}\n${REPARSE_USAGE}`);
+  }
+  const v = parsed.values;
+  if (!v.data) throw new InvalidOptionError(`--data DIR is required\n${REPARSE_USAGE}`);
+  let kafka: ReparseRequest['kafka'];
+  if (v.brokers !== undefined || v.registry !== undefined) {
+    const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, REPARSE_USAGE);
+    if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${REPARSE_USAGE}`);
+    kafka = { brokers, registryUrl, security: securityFromArgs(v) };
+  } else if (!existsSync(join(v.data, 'log'))) {
+    throw new InvalidOptionError(
+      `--data ${v.data} holds no embedded crawl (no ${join(v.data, 'log')}); give --brokers for Kafka`,
+    );
+  }
+  const result = await reparse(
+    {
+      dataDir: v.data,
+      warcFiles: warcFilesOf(v.warc ?? [join(v.data, 'warc')]),
+      emitLinks: v['emit-links'] ?? false,
+      crawlArgs: [
+        ...(v.config !== undefined ? ['--config', v.config] : []),
+        ...(v.partitions !== undefined ? ['--partitions', v.partitions] : []),
+      ],
+      ...(kafka ? { kafka } : {}),
+    },
+    out,
+  );
+  return result.defects > 0 ? 1 : 0;
+}
+
+/**
+ * The WARC files of `--warc` inputs in reading order: a directory's `*.warc.gz` by name (the
+ * creation time leads the name, so files are read in about the order they were written; files
+ * still `.open` are left out), a file as given. A missing input is an error (CS_INVALID_OPTION).
+ */
+export function warcFilesOf(inputs: readonly string[]): string[] {
+  const files: string[] = [];
+  for (const input of inputs) {
+    if (!existsSync(input)) throw new InvalidOptionError(`--warc ${input} does not exist`);
+    if (statSync(input).isDirectory()) {
+      const names = readdirSync(input)
+        .filter((n) => n.endsWith('.warc.gz'))
+        .sort();
+      if (names.length === 0) throw new InvalidOptionError(`--warc ${input} holds no .warc.gz files`);
+      files.push(...names.map((n) => join(input, n)));
+    } else {
+      files.push(input);
+    }
+  }
+  return files;
+}
+
+/** Runs a reparse; prints progress at most every PROGRESS_MS, corrupt records and a summary to `out`. */
+export async function reparse(req: ReparseRequest, out: (line: string) => void): Promise<ReparseResult> {
+  const started = Date.now();
+  const parserVersion = req.parserVersion ?? PARSER_VERSION;
+  const batchRecords = req.batchRecords ?? 500;
+  const crawl = parseCrawlArgs(['--data', req.dataDir, ...req.crawlArgs]);
+  const topology = crawlTopology({
+    config: crawl.config,
+    partitions: crawl.partitions,
+    warcDir: join(req.dataDir, 'warc'),
+  });
+  topology.build();
+  const output: ReparseOutput = req.kafka
+    ? await kafkaOutput(req.kafka.brokers, req.kafka.registryUrl, topology, req.kafka.security)
+    : await embeddedOutput(req.dataDir, topology);
+  const result: ReparseResult = {
+    derived: 0,
+    alreadyPresent: 0,
+    links: 0,
+    defects: 0,
+    fetches: 0,
+    bytes: 0,
+    elapsedMs: 0,
+  };
+  let reparser: Reparser | undefined;
+  try {
+    const present = await output.present(parserVersion);
+    // page records with their links, grouped per page so a write never splits a page from its links
+    let pages: OutputRecord[][] = [];
+    let skipping = false;
+    let lastProgress = started;
+    let lastFetches = 0;
+    reparser = await Reparser.open(
+      crawl.config,
+      new Metrics(),
+      { parserVersion, reparsed: true },
+      {
+        pageRecord: (identity: string, record: PageRecord, timestamp: number) => {
+          skipping = present.has(identity);
+          if (skipping) result.alreadyPresent++;
+          else pages.push([{ topic: TOPICS.pageRecords, key: record.site, value: record, timestamp }]);
+          const now = Date.now();
+          if (now - lastProgress >= PROGRESS_MS) {
+            const c = reparser!.counts;
+            out(
+              `reparse: ${c.fetches} fetches read (${Math.round(((c.fetches - lastFetches) * 1000) / (now - lastProgress))}/s), ${result.derived + pages.length} re-derived, ${result.alreadyPresent} already present`,
+            );
+            lastProgress = now;
+            lastFetches = c.fetches;
+          }
+        },
+        links: (batch: LinkBatch, timestamp: number) => {
+          if (skipping || !req.emitLinks) return;
+          pages[pages.length - 1]!.push({ topic: TOPICS.links, key: batch.site, value: batch, timestamp });
+          result.links += batch.links.length;
+        },
+        defect: (d) =>
+          out(`corrupt WARC input: ${d.file} at offset ${d.offset}: ${d.reason}; ${d.skipped} bytes skipped`),
+      },
+    );
+    const flush = async () => {
+      for (let i = 0; i < pages.length; i += batchRecords) await output.write(pages.slice(i, i + batchRecords).flat());
+      result.derived += pages.length;
+      pages = [];
+    };
+    for (const fetch of reparser.fetches(req.warcFiles)) {
+      reparser.derive(fetch);
+      if (pages.length >= batchRecords) await flush();
+    }
+    reparser.finish();
+    await flush();
+    Object.assign(result, {
+      defects: reparser.counts.defects,
+      fetches: reparser.counts.fetches,
+      bytes: reparser.counts.bytes,
+      elapsedMs: Date.now() - started,
+    });
+    const unresolved = reparser.counts.unresolvedCopies;
+    out(
+      `${result.derived} re-derived, ${result.alreadyPresent} already present (parser version ${parserVersion}; ${result.fetches} archived fetches in ${req.warcFiles.length} WARC files, ${(result.bytes / 1e6).toFixed(1)} MB, ${(result.elapsedMs / 1000).toFixed(1)} s)` +
+        (req.emitLinks ? `; ${result.links} links sent to ${TOPICS.links}` : '') +
+        (unresolved > 0 ? `; ${unresolved} copies whose first record is in none of the files` : '') +
+        (result.defects > 0 ? `; ${result.defects} corrupt WARC records skipped` : ''),
+    );
+    return result;
+  } finally {
+    await reparser?.close();
+    await output.close();
+  }
+}
+
+/** Progress lines at most this often. */
+const PROGRESS_MS = 2_000;

@@ -178,6 +178,10 @@ export interface PageRecord {
   previousFetchTime: number | null;
   etag: string | null;
   lastModified: string | null;
+  /** The parser version that derived the record (PARSER_VERSION); 0 in records written before it was stamped. Added later, default 0. */
+  parserVersion: number;
+  /** Written by `replay reparse` from the archived WARC record, not by the live crawl. Added later, default false. */
+  reparsed: boolean;
 }
 
 export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';

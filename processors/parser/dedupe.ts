@@ -39,6 +39,11 @@ export interface DigestEntry {
   lang?: string;
   /** Its meta robots said noindex. */
   metaNoindex?: boolean;
+  /**
+   * Bytes of its payload; written by `replay reparse` only (its scratch index), for copies whose
+   * revisit record stores no payload. The live parser knows the copy's own body.
+   */
+  contentLength?: number;
 }
 
 /** JSON: small, self-describing, and a field added later reads as undefined in old entries. */

@@ -1,21 +1,12 @@
-import type { CrawlErrorCode } from '../../core/errors.js';
 import { M } from '../../core/metric-catalogue.js';
 import { STATUS_CODES } from 'node:http';
 import type { Metrics } from '../../core/metrics.js';
-import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/types.js';
+import type { FetchedPage, ParsedPage } from '../../schemas/types.js';
 import { productToken, type CrawlConfig } from '../common/crawl-config.js';
-import { isFinalOutcome } from '../common/outcome.js';
-import { decodeBody } from '../common/decode.js';
 import { type DigestEntry, type PayloadIndex } from './dedupe.js';
-import { isDedupable } from '../common/payload.js';
-import { decodeHtml, sniffCharset } from './charset.js';
-import { extractLinks } from './extract-links.js';
-import { xRobotsTag } from './robots-directives.js';
-import { normalizeUrl, siteOf } from '../common/normalize.js';
-import { simhash64 } from './simhash.js';
-import { pageChanged } from '../common/change.js';
 import { FeedReader } from './feed-reader.js';
-import { sha1Digest } from '../common/payload.js';
+import { dedupDigest, derivePage } from './derive-page.js';
+import { fetchFacts } from './warc-facts.js';
 import type { WarcLocation, WarcWriter } from './warc-writer.js';
 
 /** Where the archiver's output goes: a parsed page, keyed for the site-keyed half (see ParsedPage). */
@@ -26,7 +17,8 @@ export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) 
  * every copy of a payload arrives in the partition that archived the first one, from any site.
  *
  * Every fetch is archived — request + response, or a metadata record when no response came
- * (incl. leases dropped as CS_LEASE_EXPIRED). A 2xx page body whose payload digest was archived
+ * (incl. leases dropped as CS_LEASE_EXPIRED) — with the fetch facts (warc-facts.ts) a reparse
+ * needs to derive the page again: after a response or revisit in a metadata record of their own. A 2xx page body whose payload digest was archived
  * before, by any URL of any site, is written as a revisit record (identical-payload-digest) that
  * refers to the first response record, and is not parsed again: it carries the first record's
  * SimHash and no links. Other HTML bodies are decoded in their charset (charset.ts) and parsed
@@ -56,9 +48,7 @@ export class PageArchiver {
 
   archive(page: FetchedPage, timestamp: number): void {
     const m = this.metrics;
-    const dedupable = isDedupable(page);
-    // the fetcher computed the digest to key the record by it; records from before it did have none
-    const digest = dedupable ? (page.payloadDigest ?? sha1Digest(page.body)) : null;
+    const digest = dedupDigest(page);
     // a payload archived before becomes a revisit record, not a second copy of the bytes
     const first = digest !== null ? this.payloads.firstRecord(digest) : undefined;
     const notModified = isNotModified(page);
@@ -68,136 +58,13 @@ export class PageArchiver {
         ? this.archiveRevisit(page, digest!, first)
         : this.archiveFetch(page, digest);
     m.inc(M.warcArchived, 1, page.kind);
-    // robots.txt is read by the frontier, and a lease dropped unfetched says nothing about its URL
-    if (page.kind === 'ROBOTS' || page.errorCode === 'CS_LEASE_EXPIRED') return;
-    if (!isFinalOutcome(page.status, page.errorCode, page.attempt, this.config.maxAttempts)) {
-      m.inc(M.parserTransientOutcomes);
-      return;
-    }
-
-    const contentType = header(page, 'content-type');
-    const outlinks: Link[] = [];
-    let canonicalUrl: string | null = null;
-    let errorCode: CrawlErrorCode | null = page.errorCode;
-    let simhash: Buffer | undefined = first?.simhash
-      ? Buffer.from(first.simhash, 'hex')
-      : notModified && page.previousSimhash
-        ? page.previousSimhash
-        : undefined;
-    const headerRobots = xRobotsTag(headers(page, 'x-robots-tag'), this.robotsToken);
-    // a copy is not parsed again: what its body says is what the first record's body said
-    let charset = first?.charset;
-    let lang = first?.lang;
-    let metaNoindex = first?.metaNoindex ?? false;
-    if (first !== undefined || notModified) {
-      // an alias of a payload already parsed, or a 304: nothing to extract, its links are not followed again
-    } else if (page.kind === 'SITEMAP' || page.kind === 'FEED') {
-      if (page.status >= 200 && page.status < 300 && page.errorCode !== 'CS_BOMB') {
-        const read = this.feeds.read(page, contentType);
-        if (read.errorCode !== null) errorCode = read.errorCode;
-        outlinks.push(...read.links);
-      }
-    } else if (
-      // a bomb (flagged by the fetcher) is archived as received but never inflated here
-      page.status >= 200 &&
-      page.status < 300 &&
-      page.errorCode !== 'CS_BOMB' &&
-      isHtml(contentType, page.body)
-    ) {
-      const decoded = decodeBody(page.body, header(page, 'content-encoding') ?? undefined, this.config.maxDecodedBytes);
-      if (decoded.errorCode) {
-        errorCode = decoded.errorCode;
-        m.inc(M.parserErrors, 1, decoded.errorCode);
-      } else {
-        const sniffed = sniffCharset(decoded.body, contentType);
-        const extracted = extractLinks(decodeHtml(decoded.body, sniffed), page.url, {
-          maxLinks: this.config.maxOutlinksPerPage,
-          encoding: sniffed.encoding,
-          robotsToken: this.robotsToken,
-        });
-        canonicalUrl = extracted.canonical ?? null;
-        simhash = simhash64(extracted.text);
-        charset = sniffed.encoding;
-        lang = extracted.lang;
-        metaNoindex = extracted.noindex;
-        if (!extracted.nofollow && !headerRobots.nofollow) {
-          for (const l of extracted.links)
-            if (!l.nofollow && l.kind !== 'canonical')
-              outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
-        }
-        // the feeds a page announces are read for their items (and revisited in the feed lane)
-        if (this.config.sitemaps)
-          for (const url of extracted.feeds ?? [])
-            outlinks.push({ url, depth: page.depth + 1, redirectHops: 0, kind: 'FEED', lastmod: null });
-        m.inc(M.linksExtracted, outlinks.length);
-      }
-    } else if (page.status >= 300 && page.status < 400 && page.redirectTarget) {
-      const target = normalizeUrl(page.redirectTarget, page.url);
-      // a redirect keeps the depth of the page that linked here and counts one more hop
-      if (target.ok) outlinks.push({ url: target.url, depth: page.depth, redirectHops: page.redirectHops + 1 });
-    }
-
-    let role: PayloadRole = 'NONE';
-    if (first !== undefined) {
-      role = 'COPY';
-    } else if (digest !== null) {
-      role = 'FIRST';
-      const entry: DigestEntry = {
-        url: page.url,
-        site: page.site,
-        fetchedAt: page.fetchedAt,
-        recordId: location.recordId,
-        duplicateOf: null,
-        simhash: simhash?.toString('hex') ?? null,
-        ...(charset !== undefined ? { charset } : {}),
-        ...(lang !== undefined ? { lang } : {}),
-        ...(metaNoindex ? { metaNoindex } : {}),
-      };
-      this.payloads.recordFirst(digest, entry);
-    }
-    const visit = page.visit ?? 0;
-    const previous = {
-      status: page.previousStatus ?? 0,
-      digest: page.previousDigest ?? null,
-      simhash: page.previousSimhash ?? null,
-    };
-    const parsed: ParsedPage = {
-      url: page.url,
-      site: page.site,
-      host: page.host,
-      depth: page.depth,
-      fetchTime: page.fetchedAt,
-      status: page.status,
-      contentType,
-      contentLength: page.body.length,
-      payloadDigest,
-      simhash: simhash ?? null,
-      canonicalUrl,
-      errorCode,
-      redirectTarget: page.redirectTarget,
-      warcFile: location?.file ?? null,
-      warcOffset: location?.offset ?? null,
-      warcLength: location?.length ?? null,
-      outlinks,
-      payloadRole: role,
-      copyOf: first?.url ?? null,
-      duplicateOf: null,
-      charset: charset ?? null,
-      language: lang ?? firstLanguage(header(page, 'content-language')),
-      noindex: headerRobots.noindex || metaNoindex,
-      kind: page.kind,
-      visit,
-      changed:
-        visit > 0 &&
-        pageChanged(previous, { status: page.status, digest: payloadDigest, simhash: simhash ?? null }, notModified),
-      notModified,
-      previousFetchTime: page.previousFetchTime ?? null,
-      etag: header(page, 'etag'),
-      lastModified: header(page, 'last-modified'),
-    };
-    // a copy is decided at the site of its payload's first record, where that record's verdict lives
-    const key = first !== undefined ? (first.site ?? siteOf(first.url)) : page.site;
-    this.emit(key, parsed, timestamp);
+    const derived = derivePage(
+      { page, location, payloadDigest, dedupDigest: digest, first, notModified },
+      { config: this.config, robotsToken: this.robotsToken, feeds: this.feeds, metrics: m },
+    );
+    if (derived === undefined) return;
+    if (derived.firstEntry !== undefined) this.payloads.recordFirst(digest!, derived.firstEntry);
+    this.emit(derived.key, derived.parsed, timestamp);
   }
 
   /** An exact copy: a revisit record (identical-payload-digest) referring to the first record of the payload. */
@@ -212,6 +79,7 @@ export class PageArchiver {
       profile: 'identical-payload-digest',
       statusLine: statusLine(page),
       responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
+      metadata: fetchFacts(page),
     });
     return { location, payloadDigest };
   }
@@ -231,6 +99,7 @@ export class PageArchiver {
       profile: 'server-not-modified',
       statusLine: statusLine(page),
       responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
+      metadata: fetchFacts(page),
     });
     return { location, payloadDigest };
   }
@@ -249,6 +118,7 @@ export class PageArchiver {
         payload: page.body,
         ...(payloadDigest !== null ? { payloadDigest } : {}),
         ...(page.truncated ? { truncated: 'length' as const } : {}),
+        metadata: fetchFacts(page),
       });
       return { location: written.response, payloadDigest: written.payloadDigest };
     }
@@ -259,6 +129,7 @@ export class PageArchiver {
         'fetch-error-code': page.errorCode ?? 'unknown',
         'fetch-error': page.errorMessage ?? '',
         'lease-id': page.leaseId,
+        ...fetchFacts(page),
       },
     });
     return { location, payloadDigest: null };
@@ -275,38 +146,7 @@ function statusLine(page: FetchedPage): string {
   return `HTTP/${page.httpVersion ?? '1.1'} ${page.status} ${STATUS_CODES[page.status] ?? ''}`.trimEnd();
 }
 
-/** A response header's value by case-insensitive name; the last one when it is repeated. */
-function header(page: FetchedPage, lowerName: string): string | null {
-  let value: string | null = null;
-  for (const h of page.headers)
-    if (h.name.length === lowerName.length && h.name.toLowerCase() === lowerName) value = h.value;
-  return value;
-}
-
-/** Every value of a response header, by case-insensitive name, in order. */
-function headers(page: FetchedPage, lowerName: string): string[] {
-  const values: string[] = [];
-  for (const h of page.headers)
-    if (h.name.length === lowerName.length && h.name.toLowerCase() === lowerName) values.push(h.value);
-  return values;
-}
-
-/** The first language tag of a Content-Language value (`de-DE, en` → `de-DE`), or null. */
-function firstLanguage(value: string | null): string | null {
-  const tag = value?.split(',')[0]?.trim();
-  return tag ? tag : null;
-}
-
 /** A revisit the server answered 304 Not Modified (a first visit sends no validators, so it cannot get one). */
-function isNotModified(page: FetchedPage): boolean {
+export function isNotModified(page: FetchedPage): boolean {
   return page.status === 304 && (page.visit ?? 0) > 0 && page.errorCode === null;
-}
-
-function isHtml(contentType: string | null, body: Buffer): boolean {
-  if (contentType === null) {
-    // a UTF-8 byte order mark may come before the markup
-    const start = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
-    return body.subarray(start, 512).toString('latin1').trimStart().startsWith('<');
-  }
-  return /^\s*(text\/html|application\/xhtml\+xml)/i.test(contentType);
 }

@@ -5,6 +5,7 @@ import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/type
 import type { SiteDuplicates } from './dedupe.js';
 import { fingerprintHex, packedFingerprints } from '../common/fingerprint.js';
 import { siteOf } from '../common/normalize.js';
+import { PARSER_VERSION } from './parser-version.js';
 
 /** Where the recorder's output goes. */
 export interface RecorderSinks {
@@ -13,6 +14,17 @@ export interface RecorderSinks {
   /** A resolved exact copy, back to `parsed-pages` keyed by its own site. */
   parsedPage(key: string, page: ParsedPage, timestamp: number): void;
 }
+
+/** Provenance stamped on every page record a recorder publishes. */
+export interface RecordStamp {
+  /** PARSER_VERSION, unless a test or a reparse under a parser being tried says otherwise. */
+  readonly parserVersion: number;
+  /** True for records re-derived by `replay reparse` from archived payloads. */
+  readonly reparsed: boolean;
+}
+
+/** What the live crawl stamps. */
+export const LIVE_STAMP: RecordStamp = { parserVersion: PARSER_VERSION, reparsed: false };
 
 /**
  * The site-keyed half of the parser: it reads `parsed-pages`, keyed by site, and publishes each
@@ -33,6 +45,7 @@ export class PageRecorder {
     private readonly duplicates: SiteDuplicates,
     private readonly metrics: Metrics,
     private readonly sinks: RecorderSinks,
+    private readonly stamp: RecordStamp = LIVE_STAMP,
   ) {}
 
   /** Handles one parsed page; `key` is the record's key, i.e. the site of the partition it was sent to. */
@@ -102,6 +115,8 @@ export class PageRecorder {
         previousFetchTime: page.previousFetchTime ?? null,
         etag: page.etag ?? null,
         lastModified: page.lastModified ?? null,
+        parserVersion: this.stamp.parserVersion,
+        reparsed: this.stamp.reparsed,
       },
       timestamp,
     );

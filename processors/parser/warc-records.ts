@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants, crc32, deflateRawSync, gzipSync } from 'node:zlib';
+import { sha1Digest } from '../common/payload.js';
 
 /** An HTTP header list as the fetcher hands it over; arrays keep order and repeats. */
 export type HttpHeaders = Record<string, string> | [string, string][];
@@ -14,7 +15,7 @@ export const REVISIT_PROFILES = {
 } as const;
 
 // headers renamed in stored responses because the stored payload no longer matches them
-const RENAMED_PREFIX = 'X-Crawlstream-Original-';
+export const RENAMED_PREFIX = 'X-Crawlstream-Original-';
 
 const CRLF = '\r\n';
 
@@ -210,4 +211,39 @@ function encodingOf(text: string): BufferEncoding {
   // HTTP header bytes arrive as latin1 strings; writing them back as latin1 restores the bytes
   // eslint-disable-next-line no-control-regex -- the range is every latin1 code point, NUL included
   return /[^\x00-\xff]/.test(text) ? 'utf8' : 'latin1';
+}
+
+/** One record's bytes in pieces, and which piece (if any) is stored rather than deflated. */
+export interface MemberSpec {
+  parts: Buffer[];
+  storedPart?: number;
+}
+
+export function recordMember(fields: WarcFields, block: Buffer): MemberSpec {
+  return { parts: warcRecordParts(fields, [block]) };
+}
+
+/** A metadata record of `application/warc-fields`, concurrent to `concurrentTo` when given. */
+export function metadataMember(
+  recordId: string,
+  targetUri: string,
+  date: string,
+  warcinfoId: string,
+  fields: Record<string, string>,
+  concurrentTo?: string,
+): MemberSpec {
+  const block = warcFieldsBlock(fields);
+  return recordMember(
+    [
+      ['WARC-Type', 'metadata'],
+      ['WARC-Record-ID', recordId],
+      ['WARC-Date', date],
+      ['WARC-Target-URI', targetUri],
+      ...(concurrentTo === undefined ? [] : ([['WARC-Concurrent-To', concurrentTo]] as WarcFields)),
+      ['WARC-Warcinfo-ID', warcinfoId],
+      ['WARC-Block-Digest', sha1Digest(block)],
+      ['Content-Type', 'application/warc-fields'],
+    ],
+    block,
+  );
 }

@@ -40,12 +40,24 @@ export function truncateToCompleteMembers(path: string): number {
   }
 }
 
-function memberEnd(fd: number, offset: number, size: number): number | undefined {
+/** Up to `length` bytes of a file from `position`; fewer only where the file ends. */
+export type ReadAt = (position: number, length: number) => Buffer;
+
+/** One intact gzip member holding a WARC record: where it ends, and the record it inflates to. */
+export interface Member {
+  end: number;
+  record: Buffer;
+}
+
+/**
+ * The intact gzip member holding a WARC record at `offset` of a file of `size` bytes (CRC,
+ * size and the WARC magic checked), or undefined when the bytes there are torn or not one.
+ */
+export function memberAt(readAt: ReadAt, offset: number, size: number): Member | undefined {
   let window = Math.min(FIRST_WINDOW, size - offset);
   for (;;) {
-    const buf = Buffer.allocUnsafe(window);
-    const got = readFully(fd, buf, offset);
-    const data = buf.subarray(0, got);
+    const data = readAt(offset, window);
+    const got = data.length;
     const headerLength = gzipHeaderLength(data);
     if (headerLength === 'corrupt') return undefined;
     if (headerLength === 'short') {
@@ -54,14 +66,22 @@ function memberEnd(fd: number, offset: number, size: number): number | undefined
     } else {
       const result = tryInflate(data, headerLength);
       if (result === 'corrupt') return undefined;
-      if (result !== 'short') return offset + result;
+      if (result !== 'short') return { end: offset + result.end, record: result.record };
       if (got === size - offset) return undefined;
     }
     window = Math.min(window * 2, size - offset);
   }
 }
 
-function tryInflate(data: Buffer, headerLength: number): number | 'short' | 'corrupt' {
+function memberEnd(fd: number, offset: number, size: number): number | undefined {
+  const readAt: ReadAt = (position, length) => {
+    const buf = Buffer.allocUnsafe(length);
+    return buf.subarray(0, readFully(fd, buf, position));
+  };
+  return memberAt(readAt, offset, size)?.end;
+}
+
+function tryInflate(data: Buffer, headerLength: number): { end: number; record: Buffer } | 'short' | 'corrupt' {
   let inflated: { buffer: Buffer; engine: { bytesWritten: number } };
   try {
     inflated = inflateRawSync(data.subarray(headerLength), { info: true }) as unknown as typeof inflated;
@@ -75,7 +95,7 @@ function tryInflate(data: Buffer, headerLength: number): number | 'short' | 'cor
   const out = inflated.buffer;
   if (isize !== out.length % 2 ** 32 || crc !== crc32(out)) return 'corrupt';
   if (!out.subarray(0, WARC_MAGIC.length).equals(WARC_MAGIC)) return 'corrupt';
-  return trailerAt + GZIP_TRAILER;
+  return { end: trailerAt + GZIP_TRAILER, record: out };
 }
 
 /** Length of the RFC 1952 member header at the start of `data`. */
@@ -103,7 +123,7 @@ function gzipHeaderLength(data: Buffer): number | 'short' | 'corrupt' {
   return at <= data.length ? at : 'short';
 }
 
-function readFully(fd: number, buf: Buffer, position: number): number {
+export function readFully(fd: number, buf: Buffer, position: number): number {
   let got = 0;
   while (got < buf.length) {
     const n = readSync(fd, buf, got, buf.length - got, position + got);

@@ -17,6 +17,9 @@ import {
   warcDate,
   warcFieldsBlock,
   warcRecordParts,
+  metadataMember,
+  recordMember,
+  type MemberSpec,
 } from './warc-records.js';
 import { sha1Digest } from '../common/payload.js';
 
@@ -67,6 +70,8 @@ export interface RequestResponseArgs {
   /** `sha1Digest(payload)` when the caller has it already; it is trusted, not recomputed. */
   payloadDigest?: string;
   truncated?: 'length' | 'time';
+  /** Fields of a metadata record written right after the request, concurrent to the response (e.g. fetch facts). */
+  metadata?: Record<string, string>;
 }
 
 export interface RevisitArgs {
@@ -80,22 +85,14 @@ export interface RevisitArgs {
   statusLine: string;
   responseHeaders: HttpHeaders;
   profile: keyof typeof REVISIT_PROFILES;
+  /** Fields of a metadata record written right after the revisit, concurrent to it (e.g. fetch facts). */
+  metadata?: Record<string, string>;
 }
 
 export interface MetadataArgs {
   targetUri: string;
   date: Date;
   fields: Record<string, string>;
-}
-
-/** One record's bytes in pieces, and which piece (if any) is stored rather than deflated. */
-interface MemberSpec {
-  parts: Buffer[];
-  storedPart?: number;
-}
-
-function recordMember(fields: WarcFields, block: Buffer): MemberSpec {
-  return { parts: warcRecordParts(fields, [block]) };
 }
 
 const DEFAULT_PREFIX = 'crawlstream';
@@ -208,7 +205,9 @@ export class WarcWriter {
     // the payload is part 2 of the response record: [record head, HTTP head, payload, CRLF CRLF]
     const storedPart = isCompressedPayload(args.responseHeaders) ? 2 : -1;
 
-    const [response, request] = this.append([responseId, requestId], (warcinfoId) => [
+    const metadataId = args.metadata === undefined ? undefined : newRecordId();
+    const ids = metadataId === undefined ? [responseId, requestId] : [responseId, requestId, metadataId];
+    const [response, request] = this.append(ids, (warcinfoId) => [
       {
         parts: warcRecordParts(
           [
@@ -244,6 +243,9 @@ export class WarcWriter {
           [requestBlock],
         ),
       },
+      ...(metadataId === undefined
+        ? []
+        : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, responseId)]),
     ]);
     return { request: request!, response: response!, payloadDigest, blockDigest };
   }
@@ -256,12 +258,14 @@ export class WarcWriter {
     const block = httpResponseHead(args.statusLine, args.responseHeaders, 0);
     const refersTo: WarcFields = args.refersToRecordId === undefined ? [] : [['WARC-Refers-To', args.refersToRecordId]];
     const recordId = newRecordId();
-    return this.append([recordId], (warcinfoId) => [
+    const date = warcDate(args.date);
+    const metadataId = args.metadata === undefined ? undefined : newRecordId();
+    return this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
       recordMember(
         [
           ['WARC-Type', 'revisit'],
           ['WARC-Record-ID', recordId],
-          ['WARC-Date', warcDate(args.date)],
+          ['WARC-Date', date],
           ['WARC-Target-URI', args.targetUri],
           ['WARC-Warcinfo-ID', warcinfoId],
           ['WARC-Profile', REVISIT_PROFILES[args.profile]],
@@ -276,26 +280,17 @@ export class WarcWriter {
         ],
         block,
       ),
+      ...(metadataId === undefined
+        ? []
+        : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
     ])[0]!;
   }
 
   /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
   writeMetadata(args: MetadataArgs): WarcLocation {
-    const block = warcFieldsBlock(args.fields);
     const recordId = newRecordId();
     return this.append([recordId], (warcinfoId) => [
-      recordMember(
-        [
-          ['WARC-Type', 'metadata'],
-          ['WARC-Record-ID', recordId],
-          ['WARC-Date', warcDate(args.date)],
-          ['WARC-Target-URI', args.targetUri],
-          ['WARC-Warcinfo-ID', warcinfoId],
-          ['WARC-Block-Digest', sha1Digest(block)],
-          ['Content-Type', 'application/warc-fields'],
-        ],
-        block,
-      ),
+      metadataMember(recordId, args.targetUri, warcDate(args.date), warcinfoId, args.fields),
     ])[0]!;
   }
 

@@ -14,6 +14,23 @@ const run = promisify(execFile);
  * a consumer we did not write (confluent-kafka + fastavro through the registry).
  */
 export async function recordedUrls(brokers: string, registry: string, host: string): Promise<string[]> {
+  return (await pageRecordsOf(brokers, registry)).map((r) => r.url).filter((u) => new URL(u).hostname === host);
+}
+
+/** What the independent reader prints of one page record. */
+export interface ReadPageRecord {
+  partition: number;
+  offset: number;
+  url: string;
+  status: number;
+  warcFile: string | null;
+  warcOffset: number | null;
+  parserVersion: number;
+  reparsed: boolean;
+}
+
+/** Every committed record of `page-records`, in log order per partition, read as `recordedUrls` reads them. */
+export async function pageRecordsOf(brokers: string, registry: string): Promise<ReadPageRecord[]> {
   const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
     encoding: 'utf8',
     timeout: 120_000,
@@ -22,8 +39,7 @@ export async function recordedUrls(brokers: string, registry: string, host: stri
   return stdout
     .split('\n')
     .filter((l) => l.trim() !== '')
-    .map((l) => (JSON.parse(l) as { url: string }).url)
-    .filter((u) => new URL(u).hostname === host);
+    .map((l) => JSON.parse(l) as ReadPageRecord);
 }
 
 /**

@@ -50,7 +50,9 @@ while len(done) < len(partitions) and empty_polls < 10:
             schemas[schema_id] = fastavro.parse_schema(json.loads(json.loads(r.read())['schema']))
     record = fastavro.schemaless_reader(io.BytesIO(value[5:]), schemas[schema_id])
     print(json.dumps({'partition': msg.partition(), 'offset': msg.offset(), 'key': msg.key().decode(), 'schemaId': schema_id,
-                      'url': record['url'], 'status': record['status']}))
+                      'url': record['url'], 'status': record['status'],
+                      'warcFile': record.get('warcFile'), 'warcOffset': record.get('warcOffset'),
+                      'parserVersion': record.get('parserVersion', 0), 'reparsed': record.get('reparsed', False)}))
     if msg.offset() + 1 >= ends[msg.partition()] - 1:
         done.add(msg.partition())
 consumer.close()

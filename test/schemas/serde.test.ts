@@ -42,6 +42,8 @@ function page(overrides: Partial<PageRecord> = {}): PageRecord {
     previousFetchTime: 1_699_999_000_000,
     etag: '"v2"',
     lastModified: 'Tue, 14 Nov 2023 22:13:20 GMT',
+    parserVersion: 1,
+    reparsed: false,
     ...overrides,
   };
 }

@@ -37,6 +37,8 @@ function pageRecord(site: string, i: number, duplicate: boolean): PageRecord {
     previousFetchTime: null,
     etag: null,
     lastModified: null,
+    parserVersion: 1,
+    reparsed: false,
   };
 }
 

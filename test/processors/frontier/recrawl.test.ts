@@ -45,6 +45,8 @@ function record(r: FetchRequest, fetchTime: number, over: Partial<PageRecord>): 
     previousFetchTime: r.previousFetchTime ?? null,
     etag: '"v1"',
     lastModified: null,
+    parserVersion: 1,
+    reparsed: false,
     ...over,
   };
 }

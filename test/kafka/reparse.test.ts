@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { PARSER_VERSION } from '../../processors/parser/parser-version.js';
+import { runReparse } from '../../cli/replay-reparse.js';
+import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
+import { kafkaInfra } from './infra.js';
+import { LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs } from './page-records.js';
+
+const run = promisify(execFile);
+// a host of its own per run: page-records keeps earlier runs' records on a broker kept up
+const HOST = `reparse-${Date.now().toString(36)}.test`;
+
+test(
+  'replay reparse on Kafka, run twice after a crawl: read_committed consumers see each re-derived page record exactly once',
+  { timeout: 300_000 },
+  async () => {
+    const { brokers, registry } = kafkaInfra();
+    const web = await SyntheticWeb.start({
+      sites: [
+        {
+          host: HOST,
+          seed: true,
+          pages: {
+            '/': { title: 'Home', links: ['/a.html', '/b.html'] },
+            '/a.html': { title: 'A', links: ['/b.html'] },
+            '/b.html': { title: 'B', links: ['/'] },
+          },
+        },
+      ],
+    });
+    const dir = tempDir('kafka-reparse');
+    const data = join(dir, 'all');
+    let stderr = '';
+    let instance: ReturnType<typeof startCli> | undefined;
+    try {
+      await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
+      const seeds = writeSeeds(dir, web.seedUrls());
+      await run(process.execPath, [CLI, 'inject', '--seeds', seeds, '--brokers', brokers, '--registry', registry]);
+      instance = startCli(
+        runArgs('all', data, brokers, registry, [...LOOPBACK_WEB_ARGS, '--quiet', '--fetch-timeout', '3000']),
+      );
+      instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      const ours = async () => (await pageRecordsOf(brokers, registry)).filter((r) => new URL(r.url).hostname === HOST);
+      const until = Date.now() + 180_000;
+      let crawled = await ours();
+      while (Date.now() < until && instance.child.exitCode === null && crawled.length < 3) {
+        await sleep(1_000);
+        crawled = await ours();
+      }
+      instance.child.kill('SIGTERM');
+      assert.equal((await instance.exited).code, 0, stderr.slice(-4000));
+      crawled = await ours();
+      assert.deepEqual(
+        crawled.map((r) => new URL(r.url).pathname).sort(),
+        ['/', '/a.html', '/b.html'],
+        `the crawl recorded other pages; the instance said:\n${stderr.slice(-4000)}`,
+      );
+
+      const args = ['--data', data, '--brokers', brokers, '--registry', registry];
+      const first: string[] = [];
+      assert.equal(await runReparse(args, (l) => first.push(l)), 0);
+      assert.match(first.at(-1)!, /^3 re-derived, 0 already present/);
+      const second: string[] = [];
+      assert.equal(await runReparse(args, (l) => second.push(l)), 0);
+      assert.match(second.at(-1)!, /^0 re-derived, 3 already present/);
+
+      // read_committed, by a consumer we did not write: each crawled page once more, reparsed, no more
+      const records = await ours();
+      const reparsed = records.filter((r) => r.reparsed);
+      assert.equal(records.length, 6);
+      assert.ok(reparsed.every((r) => r.parserVersion === PARSER_VERSION));
+      const id = (r: { warcFile: string | null; warcOffset: number | null }) => `${r.warcFile}@${r.warcOffset}`;
+      assert.deepEqual(reparsed.map(id).sort(), crawled.map(id).sort());
+    } finally {
+      instance?.child.kill('SIGKILL');
+      await web.close();
+      removeDir(dir);
+    }
+  },
+);
