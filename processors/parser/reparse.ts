@@ -64,8 +64,9 @@ function archivedFetch(record: WarcRecord, facts: Map<string, string>): Archived
 }
 
 /**
- * Scratch store writes go to RocksDB after this many fetches: a range read (the near-duplicate
- * index makes 20 a page) scans every pending write, as in a live task between two commits.
+ * Scratch store writes go to RocksDB after this many fetches, as a live task's go at each commit:
+ * pending writes are held in RAM (and were scanned by every range read before the stores kept
+ * them sorted).
  */
 const CHECKPOINT_EVERY = 64;
 
