@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
-import { byType, lease, loopbackConfig, runLeases } from './pipeline.js';
+import { byType, failedFetchRecords, lease, loopbackConfig, runLeases } from './pipeline.js';
 
 const servers: LoopbackServer[] = [];
 const track = <T extends LoopbackServer>(s: T): T => (servers.push(s), s);
@@ -132,7 +132,7 @@ describe('FetcherProcessor', () => {
       [[0, 'CS_LEASE_EXPIRED']],
     );
     assert.deepEqual(
-      byType(run.warc, 'metadata').map((r) => r['warc-target-uri']),
+      failedFetchRecords(run.warc).map((r) => r['warc-target-uri']),
       [url],
     );
     assert.deepEqual(run.pageRecords, [], 'even on its last attempt, an expired lease says nothing about the page');

@@ -10,7 +10,7 @@ import { crawlTopology } from '../../../topology/crawl-topology.js';
 import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
 import type { PageSpec, SiteSpec } from '../../../synthetic-web/sites.js';
 import { startHttp, startTcp, type LoopbackServer } from './loopback.js';
-import { byType, lease, loopbackConfig, runLeases, seedLinks, untilIdle } from './pipeline.js';
+import { byType, failedFetchRecords, lease, loopbackConfig, runLeases, seedLinks, untilIdle } from './pipeline.js';
 
 const MiB = 1024 * 1024;
 const servers: LoopbackServer[] = [];
@@ -201,7 +201,7 @@ test(
     const responses = byType(run.warc, 'response')
       .map((r) => r['warc-target-uri'])
       .sort();
-    const metadata = byType(run.warc, 'metadata')
+    const metadata = failedFetchRecords(run.warc)
       .map((r) => r['warc-target-uri'])
       .sort();
     assert.deepEqual(

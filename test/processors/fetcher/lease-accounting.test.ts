@@ -8,7 +8,7 @@ import type { FetchRequest, FetchResult } from '../../../schemas/types.js';
 import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
 import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
 import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
-import { lease, loopbackConfig, seedLinks, Tap, untilIdle } from './pipeline.js';
+import { failedFetchRecords, fetchRecords, lease, loopbackConfig, seedLinks, Tap, untilIdle } from './pipeline.js';
 
 function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {
   const m = new Map<string, number>();
@@ -78,10 +78,8 @@ test(
         .filter((f) => f.endsWith('.warc.gz'))
         .map((f) => join(warcDir, f));
       assert.ok(files.length > 0, 'no WARC file');
-      const index = files.flatMap((f) => warcioIndex(f, ['warc-type', 'warc-target-uri']));
-      const answered = index.filter(
-        (r) => r['warc-type'] === 'response' || r['warc-type'] === 'revisit' || r['warc-type'] === 'metadata',
-      );
+      const index = files.flatMap((f) => warcioIndex(f, ['warc-type', 'warc-target-uri', 'warc-concurrent-to']));
+      const answered = fetchRecords(index);
       assert.deepEqual(
         sorted(countBy(answered, (r) => r['warc-target-uri']!)),
         sorted(countBy(leases, (l) => l.url)),
@@ -96,7 +94,12 @@ test(
         responses,
         'each response has its request',
       );
-      assert.equal(index.filter((r) => r['warc-type'] === 'metadata').length, results.length - withResponse);
+      assert.equal(failedFetchRecords(index).length, results.length - withResponse);
+      // each response and revisit carries its fetch facts for replay reparse
+      assert.equal(
+        index.filter((r) => r['warc-type'] === 'metadata').length - failedFetchRecords(index).length,
+        withResponse,
+      );
       for (const f of files) assertWarcioCheckPasses(f);
     } finally {
       await engine.stop();

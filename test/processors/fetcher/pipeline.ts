@@ -144,7 +144,12 @@ export async function runLeases(
     const warc: Record<string, string>[] = [];
     const warcRequests: string[] = [];
     for (const file of readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'))) {
-      for (const r of warcioIndex(join(warcDir, file), ['warc-type', 'warc-target-uri', 'http:status'])) {
+      for (const r of warcioIndex(join(warcDir, file), [
+        'warc-type',
+        'warc-target-uri',
+        'http:status',
+        'warc-concurrent-to',
+      ])) {
         warc.push(r);
         if (r['warc-type'] === 'request') {
           warcRequests.push(
@@ -195,6 +200,24 @@ export class Tap<V> implements Processor<string, V> {
 /** Records of a WARC index by type. */
 export function byType(warc: Record<string, string>[], type: string): Record<string, string>[] {
   return warc.filter((r) => r['warc-type'] === type);
+}
+
+/**
+ * The records that archive a fetch: responses, revisits, and the metadata records of fetches that
+ * got no response — not the fetch-facts metadata record concurrent to each response or revisit.
+ */
+export function fetchRecords(warc: Record<string, string>[]): Record<string, string>[] {
+  return warc.filter(
+    (r) =>
+      r['warc-type'] === 'response' ||
+      r['warc-type'] === 'revisit' ||
+      (r['warc-type'] === 'metadata' && !r['warc-concurrent-to']),
+  );
+}
+
+/** The metadata records of fetches that got no response (not fetch facts, which are concurrent to a response). */
+export function failedFetchRecords(warc: Record<string, string>[]): Record<string, string>[] {
+  return fetchRecords(warc).filter((r) => r['warc-type'] === 'metadata');
 }
 
 /** Writes `urls` to the links topic as the crawl command seeds them (one batch per site), at `now`. */
