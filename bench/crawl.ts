@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../synthetic-web/synthetic-web.js';
@@ -19,9 +19,18 @@ const EXTRA = (process.env['CRAWL_BENCH_ARGS'] ?? '').split(' ').filter(Boolean)
 /** Node flags for the crawler process, e.g. `--cpu-prof --cpu-prof-dir=DIR` for a profile. */
 const NODE_ARGS = (process.env['CRAWL_BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
 const CLK_TCK = 100;
+/**
+ * Kafka instead of the embedded engine: `run --role all` against these (start them with
+ * scripts/kafka/start.sh); the broker's CPU is read from `<CRAWLSTREAM_KAFKA_RUN>/kafka.pid`.
+ * Crawl state lives on the broker, so each run uses host names of its own.
+ */
+const BROKERS = process.env['CRAWL_BENCH_BROKERS'];
+const REGISTRY = process.env['CRAWL_BENCH_REGISTRY'];
+const RUN_ID = BROKERS === undefined ? '' : `-${Date.now().toString(36)}`;
+const CLI = join(import.meta.dirname, '..', 'cli', 'main.js');
 
-function web(): SiteSpec[] {
-  const name = (i: number) => `c${String(i).padStart(5, '0')}.test`;
+function syntheticSites(): SiteSpec[] {
+  const name = (i: number) => `c${String(i).padStart(5, '0')}${RUN_ID}.test`;
   return Array.from({ length: SITES }, (_, i) => {
     const paths = Array.from({ length: PAGES - 1 }, (_, j) => `/page-${j}.html`);
     const others = [1, 17, 331].map((d) => `http://${name((i + d) % SITES)}:{{PORT}}/`);
@@ -43,21 +52,42 @@ function usage(pid: number): { cpuS: number; rssMiB: number; peakMiB: number } {
 
 async function main(): Promise<void> {
   process.stdout.write(`${machineLine()}\n`);
-  const sites = web();
+  const sites = syntheticSites();
   const server = await SyntheticWeb.start({ sites });
   const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-crawl-'));
   const seeds = join(dir, 'seeds.txt');
   writeFileSync(seeds, `${server.seedUrls().join('\n')}\n`);
   const total = SITES * PAGES;
-  const args = [
-    ...['crawl', '--seeds', seeds, '--data', join(dir, 'data'), '--until-idle', '--quiet'],
-    ...['--resolve', '*.test=127.0.0.1', '--allow-ip', '127.0.0.1/32', '--ip-concurrency', '100000', '--ip-gap', '0'],
-    ...EXTRA,
+  const loopback = [
+    '--resolve',
+    '*.test=127.0.0.1',
+    '--allow-ip',
+    '127.0.0.1/32',
+    '--ip-concurrency',
+    '100000',
+    '--ip-gap',
+    '0',
   ];
-  process.stdout.write(`web: ${SITES} sites × ${PAGES} pages = ${total} pages; crawl ${args.slice(5).join(' ')}\n`);
-  const child = spawn(process.execPath, [...NODE_ARGS, join(import.meta.dirname, '..', 'cli', 'main.js'), ...args], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const data = join(dir, 'data');
+  let args: string[];
+  let brokerPid: number | undefined;
+  if (BROKERS === undefined) {
+    args = ['crawl', '--seeds', seeds, '--data', data, '--until-idle', '--quiet', ...loopback, ...EXTRA];
+  } else {
+    if (REGISTRY === undefined) throw new Error('CRAWL_BENCH_REGISTRY is required with CRAWL_BENCH_BROKERS');
+    const kafka = ['--brokers', BROKERS];
+    execFileSync(process.execPath, [CLI, 'topics', 'create', ...kafka], { stdio: 'inherit' });
+    execFileSync(process.execPath, [CLI, 'inject', '--seeds', seeds, ...kafka, '--registry', REGISTRY], {
+      stdio: 'inherit',
+    });
+    args = ['run', '--role', 'all', '--data', data, ...kafka, '--registry', REGISTRY, '--quiet', '--no-system-dns'];
+    args.push(...loopback, ...EXTRA);
+    const pidFile = join(process.env['CRAWLSTREAM_KAFKA_RUN'] ?? join(process.cwd(), '.cache', 'run'), 'kafka.pid');
+    if (existsSync(pidFile)) brokerPid = Number(readFileSync(pidFile, 'latin1').trim());
+  }
+  process.stdout.write(`web: ${SITES} sites × ${PAGES} pages = ${total} pages; ${args.join(' ')}\n`);
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const brokerCpu0 = brokerPid === undefined ? 0 : usage(brokerPid).cpuS;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const serverCpu0 = process.cpuUsage();
   const started = performance.now();
@@ -102,6 +132,8 @@ async function main(): Promise<void> {
   figure('crawler CPU', end.cpuS / end.s, 'cores');
   figure('crawler peak RSS', end.peakMiB, 'MiB');
   figure('server CPU per request', (serverCpu.user + serverCpu.system) / 1000 / log.length, 'ms');
+  if (brokerPid !== undefined)
+    figure('broker CPU per page (whole run)', ((usage(brokerPid).cpuS - brokerCpu0) * 1000) / end.pages, 'ms');
   process.stdout.write(
     `politeness violations: ${report.violations.length} in the server log of ${log.length} requests\n`,
   );
