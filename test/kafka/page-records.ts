@@ -29,9 +29,16 @@ export interface ReadPageRecord {
   reparsed: boolean;
 }
 
-/** Every committed record of `page-records`, in log order per partition, read as `recordedUrls` reads them. */
-export async function pageRecordsOf(brokers: string, registry: string): Promise<ReadPageRecord[]> {
-  const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
+/**
+ * Every committed record of `page-records`, in log order per partition, read as `recordedUrls`
+ * reads them; `topic` is the cluster name (`<app-id>.page-records` for a crawl with another `--app-id`).
+ */
+export async function pageRecordsOf(
+  brokers: string,
+  registry: string,
+  topic: string = TOPICS.pageRecords,
+): Promise<ReadPageRecord[]> {
+  const { stdout } = await run(python(), [READER, brokers, registry, topic], {
     encoding: 'utf8',
     timeout: 120_000,
     maxBuffer: 64 * 2 ** 20,
@@ -82,13 +89,17 @@ export const LOOPBACK_WEB_ARGS: readonly string[] = [
   '--no-system-dns',
 ];
 
-/** The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then `extra`. */
+/**
+ * The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then
+ * `extra`; `--app-id appId` when given (default: none, the default application id).
+ */
 export function runArgs(
   role: string,
   dataDir: string,
   brokers: string,
   registry: string,
   extra: readonly string[] = [],
+  appId?: string,
 ): string[] {
   return [
     'run',
@@ -102,6 +113,7 @@ export function runArgs(
     registry,
     '--metrics-port',
     '0',
+    ...(appId !== undefined ? ['--app-id', appId] : []),
     ...extra,
   ];
 }
