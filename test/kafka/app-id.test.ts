@@ -11,7 +11,7 @@ import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs } from './page-records.js';
+import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs, threePageSite } from './page-records.js';
 
 const run = promisify(execFile);
 // fresh ids per run (a broker may be kept up across runs), but the same web for both crawls
@@ -41,20 +41,8 @@ test(
   { timeout: 240_000 },
   async () => {
     const { brokers, registry } = kafkaInfra();
-    const web = await SyntheticWeb.start({
-      sites: [
-        {
-          host: HOST,
-          seed: true,
-          // the same bodies in both crawls: the second one must not take them for copies of the first one's
-          pages: {
-            '/': { title: 'app id home', links: ['/a.html', '/b.html'] },
-            '/a.html': { title: 'app id A', links: ['/b.html'] },
-            '/b.html': { title: 'app id B', links: ['/'] },
-          },
-        },
-      ],
-    });
+    // the same bodies in both crawls: the second one must not take them for copies of the first one's
+    const web = await SyntheticWeb.start({ sites: [threePageSite(HOST, 'app id')] });
     const dir = tempDir('kafka-app-id');
     let instance: ReturnType<typeof startCli> | undefined;
     try {
@@ -62,18 +50,7 @@ test(
       const seeds = writeSeeds(dir, web.seedUrls());
       for (const id of IDS) {
         await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers, '--app-id', id]);
-        await run(process.execPath, [
-          CLI,
-          'inject',
-          '--seeds',
-          seeds,
-          '--brokers',
-          brokers,
-          '--registry',
-          registry,
-          '--app-id',
-          id,
-        ]);
+        await run(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry, id)]);
         let stderr = '';
         instance = startCli(
           runArgs(

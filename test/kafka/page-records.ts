@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FetchedPage } from '../../schemas/types.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { TOPICS } from '../../topology/crawl-topology.js';
 import { python } from '../python/python.js';
 
@@ -115,5 +116,32 @@ export function runArgs(
     '0',
     ...(appId !== undefined ? ['--app-id', appId] : []),
     ...extra,
+  ];
+}
+
+/** A seed site of three linked pages, '/', '/a.html' and '/b.html', each titled `<title> <page>`. */
+export function threePageSite(host: string, title: string): SiteSpec {
+  return {
+    host,
+    seed: true,
+    pages: {
+      '/': { title: `${title} home`, links: ['/a.html', '/b.html'] },
+      '/a.html': { title: `${title} A`, links: ['/b.html'] },
+      '/b.html': { title: `${title} B`, links: ['/'] },
+    },
+  };
+}
+
+/** The arguments of `crawlstream inject` of the seeds in `seeds` on the test broker; `--app-id appId` when given. */
+export function injectArgs(seeds: string, brokers: string, registry: string, appId?: string): string[] {
+  return [
+    'inject',
+    '--seeds',
+    seeds,
+    '--brokers',
+    brokers,
+    '--registry',
+    registry,
+    ...(appId !== undefined ? ['--app-id', appId] : []),
   ];
 }
