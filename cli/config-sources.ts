@@ -143,6 +143,7 @@ function convert(s: Setting, raw: string, source: string): SettingValue {
       return [raw];
     case 'string':
       if (s.values && !s.values.includes(raw)) return fail(`one of ${s.values.join(', ')}`);
+      if (s.pattern && !s.pattern.test.test(raw)) return fail(s.pattern.what);
       return raw;
     case 'int':
     case 'number': {

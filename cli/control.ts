@@ -9,9 +9,10 @@ import { kafkaEndpoints } from './run-options.js';
 import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 import { TOPICS } from '../processors/common/topics.js';
+import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
 
 export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
-       crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS]
+       crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS] [--app-id ID]
 
   block   drop the site's queued URLs and admit no more
   slow    at least --min-gap MS from the end of one fetch to each of its hosts to the next,
@@ -21,6 +22,7 @@ export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
 the next run does. With --brokers, the command goes to the 'control' topic on Kafka, where the
 frontier instance owning the site's partition applies it.
+${APP_ID_USAGE}
 ${securityUsage(true)}`;
 
 const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
@@ -38,6 +40,8 @@ export type ControlTarget =
       readonly registryUrl: string;
       readonly partitions: string | undefined;
       readonly security: ClusterSecurity;
+      /** The crawl's application id (`--app-id`): whose control topic. */
+      readonly applicationId: string;
     };
 
 /** Validates a control command line into the record it produces and where it goes. */
@@ -53,6 +57,7 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
         brokers: { type: 'string' },
         registry: { type: 'string' },
         partitions: { type: 'string' },
+        ...APP_ID_ARG,
         ...securityArgs(true),
       },
     });
@@ -76,12 +81,22 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
   if (values.brokers !== undefined) {
     const { brokers, registryUrl } = kafkaEndpoints(values.brokers, values.registry, CONTROL_USAGE);
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${CONTROL_USAGE}`);
-    target = { brokers, registryUrl, partitions: values.partitions, security: securityFromArgs(values) };
+    target = {
+      brokers,
+      registryUrl,
+      partitions: values.partitions,
+      security: securityFromArgs(values),
+      applicationId: appIdOf(values['app-id']),
+    };
   } else if (values.data !== undefined) {
     const security = Object.keys(securityArgs(true)).find((f) => values[f as keyof typeof values] !== undefined);
     if (security !== undefined)
       throw new InvalidOptionError(
         `--${security} is for --brokers (Kafka); --data needs no credentials\n${CONTROL_USAGE}`,
+      );
+    if (values['app-id'] !== undefined)
+      throw new InvalidOptionError(
+        `--app-id is for --brokers (Kafka); an embedded crawl is named by its --data DIR\n${CONTROL_USAGE}`,
       );
     target = { dataDir: values.data };
   } else {

@@ -7,10 +7,12 @@ import { produceToKafka } from './kafka-produce.js';
 import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
+import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
 
-export const INJECT_USAGE = `usage: crawlstream inject [URL...] --seeds FILE --brokers HOST:PORT[,..] --registry URL [--partitions N]
+export const INJECT_USAGE = `usage: crawlstream inject [URL...] --seeds FILE --brokers HOST:PORT[,..] --registry URL [--partitions N] [--app-id ID]
 
   writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)
+${APP_ID_USAGE}
 ${securityUsage(true)}`;
 
 /** Produces seed URLs to the links topic; the frontier admits them like discovered links. */
@@ -29,6 +31,7 @@ export async function runInject(
         brokers: { type: 'string' },
         registry: { type: 'string' },
         partitions: { type: 'string' },
+        ...APP_ID_ARG,
         ...securityArgs(true),
       },
     });
@@ -39,6 +42,7 @@ export async function runInject(
   const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, INJECT_USAGE);
   if (!registryUrl) throw new InvalidOptionError(`--registry URL is required\n${INJECT_USAGE}`);
   const security = securityFromArgs(v);
+  const applicationId = appIdOf(v['app-id']);
   const crawl = parseCrawlArgs(['--data', tmpdir(), ...parsed.positionals, ...(v.seeds ? ['--seeds', v.seeds] : [])]);
   if (crawl.seeds.length === 0) throw new InvalidOptionError(`no seeds given\n${INJECT_USAGE}`);
   const now = Date.now();
@@ -50,9 +54,10 @@ export async function runInject(
     TOPICS.links,
     batches.map((b) => ({ key: b.site, value: b, timestamp: now })),
     security,
+    applicationId,
   );
   out(
-    `injected ${batches.reduce((n, b) => n + b.links.length, 0)} seeds for ${batches.length} sites into ${TOPICS.links}`,
+    `injected ${batches.reduce((n, b) => n + b.links.length, 0)} seeds for ${batches.length} sites into ${TOPICS.links} of ${applicationId}`,
   );
   return 0;
 }

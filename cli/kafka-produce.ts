@@ -6,7 +6,7 @@ import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js
 import { partitionFor } from '../runtime/partitioner.js';
 import { buildSerdes } from '../runtime/serdes.js';
 import type { StreamRecord } from '../runtime/record.js';
-import { crawlTopology } from '../topology/crawl-topology.js';
+import { APPLICATION_ID, crawlTopology } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 
 /**
@@ -14,6 +14,7 @@ import { parseCrawlArgs } from './options.js';
  * (registering the schema if needed) and placed by the Java murmur2 partitioner, as the engine
  * would. Idempotent producer; resolves when every record is acknowledged by all replicas.
  * `security`: TLS/SASL to the brokers and the registry's credentials (default: none).
+ * `topic` is logical: under another `applicationId` than APPLICATION_ID it is `<id>.<topic>` on the cluster.
  */
 export async function produceToKafka(
   brokers: readonly string[],
@@ -22,22 +23,29 @@ export async function produceToKafka(
   topic: string,
   records: readonly StreamRecord<string, unknown>[],
   security: ClusterSecurity = {},
+  applicationId = APPLICATION_ID,
 ): Promise<void> {
   const crawl = parseCrawlArgs(['--data', tmpdir(), ...(partitions !== undefined ? ['--partitions', partitions] : [])]);
-  const topology = crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() });
+  const topology = crawlTopology({
+    config: crawl.config,
+    partitions: crawl.partitions,
+    warcDir: tmpdir(),
+    applicationId,
+  });
   topology.build();
   const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registryUrl, security.registry));
   const spec = topology.topic(topic);
-  const port = new KafkaPort(brokers, `${topology.applicationId}-cli`, undefined, security.kafka);
+  const port = new KafkaPort(brokers, `${topology.applicationId}-cli`, undefined, security.kafka, topology);
   try {
     const admin = await port.admin();
-    const has = await admin.partitionCounts([topic]).finally(() => admin.close());
-    if (has.get(topic) !== spec.partitions)
+    const physical = topology.physicalTopic(topic);
+    const has = await admin.partitionCounts([physical]).finally(() => admin.close());
+    if (has.get(physical) !== spec.partitions)
       throw new CrawlError(
         'CS_TOPOLOGY',
-        has.has(topic)
-          ? `topic ${topic} has ${has.get(topic)} partitions, --partitions says ${spec.partitions}: records would land on partitions the frontier does not expect; give the --partitions the topics were created with`
-          : `topic ${topic} does not exist; run 'crawlstream topics create --brokers ${brokers.join(',')}' first`,
+        has.has(physical)
+          ? `topic ${physical} has ${has.get(physical)} partitions, --partitions says ${spec.partitions}: records would land on partitions the frontier does not expect; give the --partitions the topics were created with`
+          : `topic ${physical} does not exist; run 'crawlstream topics create --brokers ${brokers.join(',')}${appIdFlag(applicationId)}' first`,
       );
     const producer = await port.producer();
     try {
@@ -59,4 +67,9 @@ export async function produceToKafka(
   } finally {
     await port.close();
   }
+}
+
+/** ` --app-id ID` for a command line suggested in a message; nothing for the default id. */
+export function appIdFlag(applicationId: string): string {
+  return applicationId === APPLICATION_ID ? '' : ` --app-id ${applicationId}`;
 }

@@ -67,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
           TOPICS.control,
           [{ key: command.site, value: command, timestamp: command.issuedAt }],
           target.security,
+          target.applicationId,
         );
         out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
       }

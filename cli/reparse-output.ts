@@ -128,17 +128,20 @@ export async function kafkaOutput(
   security: ClusterSecurity,
 ): Promise<ReparseOutput> {
   const serdes = await buildSerdes(topology, new ConfluentSchemaRegistry(registryUrl, security.registry));
-  const port = new KafkaPort(brokers, `${topology.applicationId}-reparse`, undefined, security.kafka);
+  const port = new KafkaPort(brokers, `${topology.applicationId}-reparse`, undefined, security.kafka, topology);
   try {
     const partitions = new Map<string, number>();
     const admin = await port.admin();
-    const counts = await admin.partitionCounts([TOPICS.pageRecords, TOPICS.links]).finally(() => admin.close());
+    const physical = (topic: string): string => topology.physicalTopic(topic);
+    const counts = await admin
+      .partitionCounts([TOPICS.pageRecords, TOPICS.links].map(physical))
+      .finally(() => admin.close());
     for (const topic of [TOPICS.pageRecords, TOPICS.links]) {
-      const n = counts.get(topic);
+      const n = counts.get(physical(topic));
       if (n === undefined)
         throw new CrawlError(
           'CS_TOPOLOGY',
-          `topic ${topic} does not exist on ${brokers.join(',')}: nothing was crawled there`,
+          `topic ${physical(topic)} does not exist on ${brokers.join(',')}: nothing was crawled there`,
         );
       partitions.set(topic, n);
     }

@@ -11,9 +11,10 @@ import { parseCrawlArgs } from './options.js';
 import { embeddedOutput, kafkaOutput, type OutputRecord, type ReparseOutput } from './reparse-output.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
+import { APP_ID_ARG, APP_ID_USAGE, kafkaAppIdOf } from './app-id.js';
 
 export const REPARSE_USAGE = `usage: crawlstream replay reparse --data DIR [--warc DIR|FILE ...] [--emit-links]
-                                [--brokers HOST:PORT[,..] --registry URL] [--config FILE] [--partitions N]
+                                [--brokers HOST:PORT[,..] --registry URL [--app-id ID]] [--config FILE] [--partitions N]
 
   re-derives page records from the archived payloads of the crawl's WARC files (default
   DIR/warc) through the current parser, fetching nothing, and appends them to 'page-records'
@@ -23,6 +24,7 @@ export const REPARSE_USAGE = `usage: crawlstream replay reparse --data DIR [--wa
   outlinks to 'links' (the frontier then admits them); without it the frontier is untouched.
   Use the crawl's own --config: derivation depends on settings such as the user agent.
   Exits 1 when a WARC record was corrupt (reported with file and offset, skipped).
+${APP_ID_USAGE}
 ${securityUsage(true)}`;
 
 /** What a reparse run is asked to do; `runReparse` builds it from the command line. */
@@ -33,7 +35,13 @@ export interface ReparseRequest {
   emitLinks: boolean;
   /** The crawl options the parser's derivation depends on (user agent, caps, sitemaps), as for `crawl`. */
   crawlArgs: string[];
-  kafka?: { brokers: string[]; registryUrl: string; security: ReturnType<typeof securityFromArgs> };
+  /** Kafka instead of the embedded data dir; `applicationId` is the crawl's `--app-id`. */
+  kafka?: {
+    brokers: string[];
+    registryUrl: string;
+    security: ReturnType<typeof securityFromArgs>;
+    applicationId: string;
+  };
   /** Default PARSER_VERSION; a test stands in for a changed parser with another number. */
   parserVersion?: number;
   /** Page records (with their links) per atomic write. Default 500. */
@@ -65,6 +73,7 @@ export async function runReparse(args: string[], out: (line: string) => void): P
         registry: { type: 'string' },
         config: { type: 'string' },
         partitions: { type: 'string' },
+        ...APP_ID_ARG,
         ...securityArgs(true),
       },
     });
@@ -74,10 +83,12 @@ export async function runReparse(args: string[], out: (line: string) => void): P
   const v = parsed.values;
   if (!v.data) throw new InvalidOptionError(`--data DIR is required\n${REPARSE_USAGE}`);
   let kafka: ReparseRequest['kafka'];
-  if (v.brokers !== undefined || v.registry !== undefined) {
+  const onKafka = v.brokers !== undefined || v.registry !== undefined;
+  const applicationId = kafkaAppIdOf(v['app-id'], onKafka, 'replay reparse');
+  if (onKafka) {
     const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, REPARSE_USAGE);
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${REPARSE_USAGE}`);
-    kafka = { brokers, registryUrl, security: securityFromArgs(v) };
+    kafka = { brokers, registryUrl, security: securityFromArgs(v), applicationId };
   } else if (!existsSync(join(v.data, 'log'))) {
     throw new InvalidOptionError(
       `--data ${v.data} holds no embedded crawl (no ${join(v.data, 'log')}); give --brokers for Kafka`,
@@ -131,6 +142,7 @@ export async function reparse(req: ReparseRequest, out: (line: string) => void):
     config: crawl.config,
     partitions: crawl.partitions,
     warcDir: join(req.dataDir, 'warc'),
+    ...(req.kafka ? { applicationId: req.kafka.applicationId } : {}),
   });
   topology.build();
   const output: ReparseOutput = req.kafka

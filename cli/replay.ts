@@ -15,10 +15,11 @@ import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 import { REPARSE_USAGE, runReparse } from './replay-reparse.js';
+import { APP_ID_ARG, APP_ID_USAGE, kafkaAppIdOf } from './app-id.js';
 
 export const REPLAY_USAGE = `usage: crawlstream replay verify|rebuild|dump|reparse [options]
 
-  crawlstream replay verify --store NAME|all [--partition P] --data DIR [--brokers HOST:PORT[,..]]
+  crawlstream replay verify --store NAME|all [--partition P] --data DIR [--brokers HOST:PORT[,..] [--app-id ID]]
     rebuilds each store copy in memory from its changelog (read committed, up to the copy's
     checkpoint) and compares it entry by entry with the copy in DIR; exits 1 if any differs. A
     copy whose partition moved to another instance is reported as behind (stale), not as a
@@ -37,7 +38,9 @@ export const REPLAY_USAGE = `usage: crawlstream replay verify|rebuild|dump|repar
   The engine: with --brokers, changelogs are the <app>-<store>-changelog topics on Kafka and DIR
   is the --data of a 'run' instance; without, they are in DIR's embedded log ('crawl --data DIR').
   Every subcommand needs the instance on DIR stopped (it refuses while one runs), and
-  --partitions N when the crawl used another partition count than the default.
+  --partitions N when the crawl used another partition count than the default, and with
+  --brokers the --app-id of the 'run' instance.
+${APP_ID_USAGE}
 ${securityUsage(false)}`;
 
 const SUBCOMMANDS = ['verify', 'rebuild', 'dump', 'reparse'] as const;
@@ -90,6 +93,7 @@ export function parseReplayArgs(sub: 'verify' | 'rebuild' | 'dump', args: string
         brokers: { type: 'string' },
         data: { type: 'string' },
         partitions: { type: 'string' },
+        ...APP_ID_ARG,
         ...securityArgs(false),
       },
     });
@@ -112,6 +116,7 @@ export function parseReplayArgs(sub: 'verify' | 'rebuild' | 'dump', args: string
     );
   if (v.brokers === undefined && Object.keys(securityArgs(false)).some((f) => v[f as keyof typeof v] !== undefined))
     throw new InvalidOptionError(`${what}: the Kafka security options need --brokers`);
+  const applicationId = kafkaAppIdOf(v['app-id'], v.brokers !== undefined, what);
   const crawl = parseCrawlArgs([
     '--data',
     v.data,
@@ -121,6 +126,7 @@ export function parseReplayArgs(sub: 'verify' | 'rebuild' | 'dump', args: string
     config: crawl.config,
     partitions: crawl.partitions,
     warcDir: join(crawl.dataDir, 'warc'),
+    applicationId,
   });
   const partitions: PartitionChoice =
     v.partition !== undefined
@@ -147,7 +153,13 @@ export function parseReplayArgs(sub: 'verify' | 'rebuild' | 'dump', args: string
 async function openSource(o: ReplayOptions, role: string): Promise<ChangelogSource> {
   if (!o.kafka) return EmbeddedChangelogSource.open(o.dataDir);
   return new KafkaChangelogSource(
-    new KafkaPort(o.kafka.brokers, `${o.topology.applicationId}-${role}`, undefined, o.kafka.security.kafka),
+    new KafkaPort(
+      o.kafka.brokers,
+      `${o.topology.applicationId}-${role}`,
+      undefined,
+      o.kafka.security.kafka,
+      o.topology,
+    ),
   );
 }
 

@@ -14,6 +14,8 @@ export interface RunCommand {
   readonly registryUrl: string;
   readonly commitIntervalMs: number | undefined;
   readonly sessionTimeoutMs: number | undefined;
+  /** `--app-id`: the topology's application id (default APPLICATION_ID). */
+  readonly applicationId: string;
   /** TLS/SASL to the brokers, the registry's credentials (--kafka-*, --registry-username…). */
   readonly security: ClusterSecurity;
   /** `crawl`'s parsed options: --data, --resolve, --allow-ip, --min-delay, --user-agent, --partitions, --until-idle… */
@@ -44,6 +46,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
     ...kafkaEndpoints(get('brokers') as string | undefined, get('registry') as string | undefined, RUN_USAGE),
     commitIntervalMs: get('commit-interval') as number,
     sessionTimeoutMs: get('session-timeout') as number,
+    applicationId: get('app-id') as string,
     security: securityFromSettings(resolved, env),
     crawl: crawlCommandOf(resolved),
   };

@@ -29,6 +29,7 @@ export async function runRole(
     config: cmd.crawl.config,
     partitions: cmd.crawl.partitions,
     warcDir: join(cmd.crawl.dataDir, 'warc'),
+    applicationId: cmd.applicationId,
   });
   const logger = createLogger({ ...cmd.crawl.log, name: 'kafka', write: err });
   const engine = new KafkaEngine(topology, {

@@ -1,4 +1,7 @@
 import type { CrawlConfig } from '../processors/common/crawl-config.js';
+import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
+import { APPLICATION_ID } from '../topology/crawl-topology.js';
+import { APP_ID_FORM } from './app-id.js';
 
 /** How a setting's text becomes a value. */
 export type SettingKind = 'int' | 'number' | 'string' | 'bool' | 'list';
@@ -26,6 +29,8 @@ export interface Setting {
   readonly max?: number;
   /** The values an enumerated string may take. */
   readonly values?: readonly string[];
+  /** The form a free string must have, and how a refusal describes it ("lower-case letters, …"). */
+  readonly pattern?: { readonly test: RegExp; readonly what: string };
   /** The commands that take it; undefined: both `crawl` and `run`. */
   readonly commands?: readonly SettingCommand[];
   /** The config field holds the value times this (seconds given, milliseconds kept: 1000). */
@@ -386,6 +391,15 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'string',
     arg: 'HOST:PORT,..',
     help: 'run: Kafka bootstrap servers, comma-separated',
+    commands: ['run'],
+  },
+  {
+    name: 'app-id',
+    kind: 'string',
+    arg: 'ID',
+    default: APPLICATION_ID,
+    pattern: { test: APPLICATION_ID_PATTERN, what: APP_ID_FORM },
+    help: "run: the crawl's application id; another than the default prefixes the data topics (ID.links) and names changelogs, groups and transactional ids, so crawls with different ids share a cluster and nothing else",
     commands: ['run'],
   },
   {

@@ -8,17 +8,19 @@ import { parseCrawlArgs } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
 import { tmpdir } from 'node:os';
+import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
 
-export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:PORT[,..] [--partitions N]
+export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:PORT[,..] [--partitions N] [--app-id ID]
            [--replication-factor N] [--min-insync-replicas N] [--keep-retention-ms MS]
-       crawlstream topics list [--partitions N]       what create would make, one topic a line
-       crawlstream topics manifest [--partitions N]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
+       crawlstream topics list [--partitions N] [--app-id ID]       what create would make, one topic a line
+       crawlstream topics manifest [--partitions N] [--app-id ID]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
 
   creates every topic of the topology with its partition count (default 4), compacted changelogs
   and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone
   (a partition count other than --partitions is an error). --replication-factor (default 1) and
   --min-insync-replicas apply to every topic created; --keep-retention-ms is how long
   page-records and control keep records (default -1: forever)
+${APP_ID_USAGE}
 ${securityUsage(false)}`;
 
 /** `topics create|list`: nothing in crawlstream relies on auto-created topics. */
@@ -34,6 +36,7 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
         'replication-factor': { type: 'string' },
         'min-insync-replicas': { type: 'string' },
         'keep-retention-ms': { type: 'string' },
+        ...APP_ID_ARG,
         ...securityArgs(false),
       },
     });
@@ -45,13 +48,14 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     throw new InvalidOptionError(
       `topics needs 'create', 'list' or 'manifest', got ${JSON.stringify(action ?? '')}\n${TOPICS_USAGE}`,
     );
+  const applicationId = appIdOf(parsed.values['app-id']);
   const crawl = parseCrawlArgs([
     '--data',
     tmpdir(),
     ...(parsed.values.partitions !== undefined ? ['--partitions', parsed.values.partitions] : []),
   ]);
   const defs = topicDefinitions(
-    crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir() }),
+    crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir(), applicationId }),
     topicOptions(parsed.values),
   );
   if (action === 'list') {

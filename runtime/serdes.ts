@@ -10,7 +10,7 @@ export interface SerdeSet extends TopicSerdes {
   readonly schemaIds: ReadonlyMap<string, number>;
 }
 
-/** The registry subject of a topic's values (Confluent's TopicNameStrategy). */
+/** The registry subject of a topic's values (Confluent's TopicNameStrategy); `topic` is the cluster (physical) name. */
 export function valueSubject(topic: string): string {
   return `${topic}-value`;
 }
@@ -27,7 +27,7 @@ export async function buildSerdes(
   const ids = new Map<string, number>();
   for (const spec of topology.topics.values()) {
     const { text, type } = loadSchema(spec.schema);
-    const subject = valueSubject(spec.name);
+    const subject = valueSubject(topology.physicalTopic(spec.name));
     const id = await registry.register(subject, text);
     const writers = new Map<number, avro.Type>();
     for (const v of registry.versions?.(subject) ?? []) {

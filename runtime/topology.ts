@@ -4,6 +4,9 @@ import type { Serde } from '../core/serde.js';
 import type { SchemaName } from '../schemas/index.js';
 import type { StoreBuilder } from '../state/store-builder.js';
 
+/** What an application id may be: lower-case letters, digits and dashes, starting with a letter. */
+export const APPLICATION_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
+
 /** A topic the topology reads or writes. Values are Avro (`schema`) in the Confluent wire format. */
 export interface TopicSpec {
   readonly name: string;
@@ -27,6 +30,30 @@ export interface ProcessorOptions {
    * at most once; for processors whose upstream re-issues lost work (a lease that expires).
    */
   readonly commitInputs?: 'before' | 'after';
+}
+
+/**
+ * How a topology's logical topic names (the ones processors see in `recordMetadata.topic`) map to
+ * the names on a Kafka cluster. The Kafka client boundary (kafka-port.ts) applies it both ways;
+ * everything above it, processors included, speaks logical names only.
+ */
+export interface TopicNaming {
+  /** The cluster's name of a logical topic; names that are not declared data topics (changelogs, dead letters) pass unchanged. */
+  physicalTopic(logical: string): string;
+  /** The inverse of `physicalTopic`: the logical name of a cluster topic; other names pass unchanged. */
+  logicalTopic(physical: string): string;
+}
+
+/** Topic names as they are: the naming of a topology without a prefix, and of tools that read raw topics. */
+export const BARE_TOPIC_NAMES: TopicNaming = { physicalTopic: (t) => t, logicalTopic: (t) => t };
+
+export interface TopologyOptions {
+  /**
+   * Put before every declared data topic's name on the cluster, e.g. `news.` makes `links`
+   * `news.links`; '' (default) keeps the bare names. Changelog and dead-letter names carry the
+   * application id already and take no prefix.
+   */
+  readonly topicPrefix?: string;
 }
 
 export type NodeKind = 'source' | 'processor' | 'sink';
@@ -68,18 +95,41 @@ export interface Subtopology {
  * transform and keep state, sinks write topics. Validation happens in `build()`, eagerly, with
  * messages that name the node.
  */
-export class Topology {
+export class Topology implements TopicNaming {
   readonly topics = new Map<string, TopicSpec>();
   readonly nodes = new Map<string, TopologyNode>();
   readonly stores = new Map<string, { builder: StoreBuilder; processors: string[] }>();
 
-  constructor(readonly applicationId: string) {
-    if (!/^[a-z][a-z0-9-]*$/.test(applicationId)) {
+  readonly topicPrefix: string;
+
+  constructor(
+    readonly applicationId: string,
+    options: TopologyOptions = {},
+  ) {
+    if (!APPLICATION_ID_PATTERN.test(applicationId)) {
       throw new CrawlError(
         'CS_TOPOLOGY',
         `application id must be lower-case letters, digits and dashes, got ${JSON.stringify(applicationId)}`,
       );
     }
+    this.topicPrefix = options.topicPrefix ?? '';
+    if (this.topicPrefix !== '' && !/^[a-z][a-z0-9-]*\.$/.test(this.topicPrefix))
+      throw new CrawlError(
+        'CS_TOPOLOGY',
+        `topic prefix must be lower-case letters, digits and dashes ending in '.', got ${JSON.stringify(this.topicPrefix)}`,
+      );
+  }
+
+  /** A declared topic's name on the cluster: `<prefix><name>`; any other name unchanged. */
+  physicalTopic(logical: string): string {
+    return this.topicPrefix !== '' && this.topics.has(logical) ? this.topicPrefix + logical : logical;
+  }
+
+  /** The declared topic whose cluster name is `physical`; any other name unchanged. */
+  logicalTopic(physical: string): string {
+    if (this.topicPrefix === '' || !physical.startsWith(this.topicPrefix)) return physical;
+    const logical = physical.slice(this.topicPrefix.length);
+    return this.topics.has(logical) ? logical : physical;
   }
 
   addTopic(spec: TopicSpec): this {

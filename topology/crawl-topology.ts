@@ -35,6 +35,12 @@ export interface CrawlTopologyOptions {
   readonly warcDir: string;
   /** How the frontier finds a new host's address for the per-IP limit; default: the fetcher's resolver rules and DNS. */
   readonly addressLookup?: AddressLookup;
+  /**
+   * The application id (`--app-id`): names the changelogs, dead letters, consumer groups and
+   * transactional ids, and unless it is APPLICATION_ID prefixes the data topics on Kafka
+   * (`<id>.links`), so crawls with different ids share a cluster and nothing else. Default APPLICATION_ID.
+   */
+  readonly applicationId?: string;
 }
 
 /** The frontier's address lookup: the same `--resolve` rules and DNS the fetcher connects by, first address. */
@@ -59,9 +65,16 @@ export function resolverLookup(config: CrawlConfig): AddressLookup {
  * (exact duplicates across sites meet there) and its own `parsed-pages` by site (near duplicates,
  * URLs recorded once, publishing). See processors/parser/parser-processor.ts.
  */
-export function crawlTopology({ config, partitions, warcDir, addressLookup }: CrawlTopologyOptions): Topology {
+export function crawlTopology({
+  config,
+  partitions,
+  warcDir,
+  addressLookup,
+  applicationId = APPLICATION_ID,
+}: CrawlTopologyOptions): Topology {
   const lookup = addressLookup ?? resolverLookup(config);
-  const t = new Topology(APPLICATION_ID);
+  // the default id keeps the bare topic names of every existing deployment
+  const t = new Topology(applicationId, { topicPrefix: applicationId === APPLICATION_ID ? '' : `${applicationId}.` });
   const topic = (
     name: string,
     schema: Parameters<Topology['addTopic']>[0]['schema'],

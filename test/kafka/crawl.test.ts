@@ -20,7 +20,7 @@ import {
 } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
-import { LOOPBACK_WEB_ARGS } from './page-records.js';
+import { injectArgs, LOOPBACK_WEB_ARGS } from './page-records.js';
 import { python } from '../python/python.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 
@@ -73,16 +73,7 @@ test(
         'page-records is not empty: this test needs a fresh broker (scripts/kafka/start.sh starts one)',
       );
       const seeds = writeSeeds(dir, web.seedUrls());
-      const injected = await sh(process.execPath, [
-        CLI,
-        'inject',
-        '--seeds',
-        seeds,
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-      ]);
+      const injected = await sh(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry)]);
       assert.equal(injected.code, 0, injected.stderr);
 
       const common = [

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FetchedPage } from '../../schemas/types.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { TOPICS } from '../../topology/crawl-topology.js';
 import { python } from '../python/python.js';
 
@@ -29,9 +30,16 @@ export interface ReadPageRecord {
   reparsed: boolean;
 }
 
-/** Every committed record of `page-records`, in log order per partition, read as `recordedUrls` reads them. */
-export async function pageRecordsOf(brokers: string, registry: string): Promise<ReadPageRecord[]> {
-  const { stdout } = await run(python(), [READER, brokers, registry, TOPICS.pageRecords], {
+/**
+ * Every committed record of `page-records`, in log order per partition, read as `recordedUrls`
+ * reads them; `topic` is the cluster name (`<app-id>.page-records` for a crawl with another `--app-id`).
+ */
+export async function pageRecordsOf(
+  brokers: string,
+  registry: string,
+  topic: string = TOPICS.pageRecords,
+): Promise<ReadPageRecord[]> {
+  const { stdout } = await run(python(), [READER, brokers, registry, topic], {
     encoding: 'utf8',
     timeout: 120_000,
     maxBuffer: 64 * 2 ** 20,
@@ -82,13 +90,17 @@ export const LOOPBACK_WEB_ARGS: readonly string[] = [
   '--no-system-dns',
 ];
 
-/** The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then `extra`. */
+/**
+ * The arguments of `crawlstream run` for `role` on the test broker, its data under `dataDir`, then
+ * `extra`; `--app-id appId` when given (default: none, the default application id).
+ */
 export function runArgs(
   role: string,
   dataDir: string,
   brokers: string,
   registry: string,
   extra: readonly string[] = [],
+  appId?: string,
 ): string[] {
   return [
     'run',
@@ -102,6 +114,34 @@ export function runArgs(
     registry,
     '--metrics-port',
     '0',
+    ...(appId !== undefined ? ['--app-id', appId] : []),
     ...extra,
+  ];
+}
+
+/** A seed site of three linked pages, '/', '/a.html' and '/b.html', each titled `<title> <page>`. */
+export function threePageSite(host: string, title: string): SiteSpec {
+  return {
+    host,
+    seed: true,
+    pages: {
+      '/': { title: `${title} home`, links: ['/a.html', '/b.html'] },
+      '/a.html': { title: `${title} A`, links: ['/b.html'] },
+      '/b.html': { title: `${title} B`, links: ['/'] },
+    },
+  };
+}
+
+/** The arguments of `crawlstream inject` of the seeds in `seeds` on the test broker; `--app-id appId` when given. */
+export function injectArgs(seeds: string, brokers: string, registry: string, appId?: string): string[] {
+  return [
+    'inject',
+    '--seeds',
+    seeds,
+    '--brokers',
+    brokers,
+    '--registry',
+    registry,
+    ...(appId !== undefined ? ['--app-id', appId] : []),
   ];
 }

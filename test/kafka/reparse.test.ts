@@ -8,7 +8,7 @@ import { PARSER_VERSION } from '../../processors/parser/parser-version.js';
 import { runReparse } from '../../cli/replay-reparse.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs } from './page-records.js';
+import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs, threePageSite } from './page-records.js';
 
 const run = promisify(execFile);
 // a host of its own per run: page-records keeps earlier runs' records on a broker kept up
@@ -19,21 +19,9 @@ test(
   { timeout: 300_000 },
   async () => {
     const { brokers, registry } = kafkaInfra();
-    const web = await SyntheticWeb.start({
-      sites: [
-        {
-          host: HOST,
-          seed: true,
-          // the host in every title: a body crawled before on the same broker (another run, another
-          // test) is an exact copy to the parser's crawl-wide digests, and a copy's links are not followed
-          pages: {
-            '/': { title: `${HOST} home`, links: ['/a.html', '/b.html'] },
-            '/a.html': { title: `${HOST} A`, links: ['/b.html'] },
-            '/b.html': { title: `${HOST} B`, links: ['/'] },
-          },
-        },
-      ],
-    });
+    // the host in every title: a body crawled before on the same broker (another run, another
+    // test) is an exact copy to the parser's crawl-wide digests, and a copy's links are not followed
+    const web = await SyntheticWeb.start({ sites: [threePageSite(HOST, HOST)] });
     const dir = tempDir('kafka-reparse');
     const data = join(dir, 'all');
     let stderr = '';
@@ -41,7 +29,7 @@ test(
     try {
       await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers]);
       const seeds = writeSeeds(dir, web.seedUrls());
-      await run(process.execPath, [CLI, 'inject', '--seeds', seeds, '--brokers', brokers, '--registry', registry]);
+      await run(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry)]);
       instance = startCli(
         runArgs('all', data, brokers, registry, [...LOOPBACK_WEB_ARGS, '--quiet', '--fetch-timeout', '3000']),
       );

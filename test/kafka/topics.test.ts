@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { CLI } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
+import { injectArgs } from './page-records.js';
 
 function cli(args: string[]): { status: number | null; signal: string | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
@@ -79,17 +80,7 @@ test(
     try {
       const seeds = join(dir, 'seeds.txt');
       writeFileSync(seeds, 'http://example.test/\n');
-      const injected = cli([
-        'inject',
-        '--seeds',
-        seeds,
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-        '--partitions',
-        '8',
-      ]);
+      const injected = cli([...injectArgs(seeds, brokers, registry), '--partitions', '8']);
       assert.equal(injected.signal, null, 'inject did not exit by itself');
       assert.notEqual(injected.status, 0, 'inject wrote to 4 partitions as if there were 8');
       assert.match(injected.stderr, /topic links has 4 partitions, --partitions says 8/);

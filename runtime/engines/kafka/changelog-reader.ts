@@ -32,7 +32,8 @@ export async function readChangelogs(
   const ends = new Map<string, number>();
   try {
     for (const topic of new Set(ranges.map((r) => r.topic))) {
-      const offsets = await admin.endOffsets(topic);
+      // the admin client speaks cluster names, ranges logical ones (a data topic read whole, as reparse does)
+      const offsets = await admin.endOffsets(port.naming.physicalTopic(topic));
       for (const r of ranges)
         if (r.topic === topic)
           ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));

@@ -1,6 +1,7 @@
 import type { ProducerRecord } from 'kafkajs';
 import { CrawlError } from '../../../core/errors.js';
 import type { RecordHeaders } from '../../record.js';
+import type { TopicNaming } from '../../topology.js';
 
 /** A record to write; `partition` is always chosen by the caller (murmur2, runtime/partitioner.ts). */
 export interface OutRecord {
@@ -81,11 +82,12 @@ export function chunksOf(records: readonly OutRecord[], limit: number): OutRecor
   return chunks;
 }
 
-export function toTopicMessages(records: readonly OutRecord[]): ProducerRecord[] {
+/** kafkajs' request shape of `records`, grouped by topic under its cluster name (`naming`). */
+export function toTopicMessages(records: readonly OutRecord[], naming: TopicNaming): ProducerRecord[] {
   const byTopic = new Map<string, ProducerRecord>();
   for (const r of records) {
     let entry = byTopic.get(r.topic);
-    if (!entry) byTopic.set(r.topic, (entry = { topic: r.topic, messages: [] }));
+    if (!entry) byTopic.set(r.topic, (entry = { topic: naming.physicalTopic(r.topic), messages: [] }));
     entry.messages.push({
       key: r.key,
       value: r.value,

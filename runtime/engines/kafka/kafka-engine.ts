@@ -21,7 +21,7 @@ import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js'
 import type { ClusterSecurity } from './kafka-security.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
-import { deadLetterTopic, topicDefinitions } from './topics.js';
+import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
 
 export interface KafkaEngineOptions {
   readonly brokers: readonly string[];
@@ -103,6 +103,7 @@ export class KafkaEngine implements Engine {
       this.topology.applicationId,
       (l) => this.say(l),
       this.options.security?.kafka,
+      this.topology,
     );
     try {
       this.admin = await this.port.admin();
@@ -178,7 +179,7 @@ export class KafkaEngine implements Engine {
     if (missing.length > 0)
       throw new CrawlError(
         'CS_TOPOLOGY',
-        `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}' first`,
+        `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}${this.topology.topicPrefix ? ` --app-id ${this.topology.applicationId}` : ''}' first`,
       );
     const counts = await this.admin.partitionCounts(definitions.map((t) => t.name));
     const wrong = definitions.filter((t) => counts.get(t.name) !== t.partitions);
@@ -236,9 +237,8 @@ export class KafkaEngine implements Engine {
       await producer.close().catch(() => undefined);
       return undefined;
     }
-    // the previous owner's last commit may have landed after this member's consumer read its
-    // starting offsets: inputs below the offsets committed now are done and are skipped
-    const committed = await this.admin.committedOffsets(groupIdOf(this.topology, sub), sub.sourceTopics, partition);
+    // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
+    const committed = await committedInputs(this.admin, this.topology, groupIdOf(this.topology, sub), sub, partition);
     const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
     // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
     for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
@@ -287,7 +287,7 @@ export class KafkaEngine implements Engine {
       (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
     );
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
-    kafkaTask.startAt([...committed].map(([topic, offset]) => ({ topic, partition, offset })));
+    kafkaTask.startAt(committed);
     if (this.state !== 'running') {
       await kafkaTask.close(false);
       throw new CrawlError('CS_INTERNAL', 'engine stopped while a task was opening');

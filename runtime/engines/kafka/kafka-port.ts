@@ -3,6 +3,7 @@ import type { Consumer, EachBatchPayload, Kafka, PartitionAssigner } from 'kafka
 import { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import { BARE_TOPIC_NAMES, type TopicNaming } from '../../topology.js';
 import { coPartitionedAssignment } from './co-partition-assignment.js';
 import { KafkaAdmin } from './kafka-admin.js';
 import {
@@ -72,6 +73,10 @@ export interface GroupConsumerOptions {
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
  * every producer writes to the partition it is given, and a kafkajs partitioner is set anyway to
  * the Java-compatible murmur2 one, so no path can place a key elsewhere.
+ *
+ * Topic names: producers, transactions and group consumers take and give logical names and map
+ * them with `naming` (a Topology: `links` is `news.links` on the cluster under `--app-id news`);
+ * the admin client and `clientId`s speak cluster names as they are.
  */
 export class KafkaPort {
   private readonly kafka: Kafka;
@@ -83,6 +88,8 @@ export class KafkaPort {
     private readonly log: (line: string) => void = () => undefined,
     /** TLS and SASL (see kafka-security.ts); validated and its files read here. Default: PLAINTEXT. */
     security: KafkaSecurityOptions = {},
+    /** Logical ↔ cluster topic names of producers and consumers; default: bare names. */
+    readonly naming: TopicNaming = BARE_TOPIC_NAMES,
   ) {
     for (const b of brokers) {
       if (!/^[^:\s]+:\d+$/.test(b))
@@ -135,7 +142,7 @@ export class KafkaPort {
       await producer.disconnect().catch(() => undefined);
       throw kafkaError(`cannot start transactional producer ${transactionalId}`, err);
     }
-    return new KafkajsTransactionalProducer(producer, transactionalId, () => this.open.delete(producer));
+    return new KafkajsTransactionalProducer(producer, transactionalId, () => this.open.delete(producer), this.naming);
   }
 
   /**
@@ -156,7 +163,7 @@ export class KafkaPort {
         try {
           // in requests of at most SEND_CHUNK_BYTES: a million seeds in one request exceed any broker's limit
           for (const chunk of chunksOf(records, SEND_CHUNK_BYTES))
-            await producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 });
+            await producer.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
         } catch (err) {
           throw kafkaError('produce failed', err);
         }
@@ -170,6 +177,8 @@ export class KafkaPort {
 
   /** Joins `groupId` and feeds committed records of the assigned partitions to `handlers`. */
   async groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): Promise<GroupConsumer> {
+    const physicalTopic = (t: string): string => this.naming.physicalTopic(t);
+    const logicalTopic = (t: string): string => this.naming.logicalTopic(t);
     const sessionTimeout = options.sessionTimeoutMs ?? 10_000;
     const consumer: Consumer = this.kafka.consumer({
       groupId: options.groupId,
@@ -187,7 +196,9 @@ export class KafkaPort {
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
       handlers.onAssignment(
-        Object.entries(assignment).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition }))),
+        Object.entries(assignment).flatMap(([topic, ps]) =>
+          ps.map((partition) => ({ topic: logicalTopic(topic), partition })),
+        ),
       );
     });
     if (handlers.onProgress) {
@@ -195,12 +206,15 @@ export class KafkaPort {
       consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
         const p = e.payload as unknown as { topic: string; partition: number; lastOffset: string; offsetLag: string };
         const next = Number(p.lastOffset) + 1;
-        onProgress(p.topic, p.partition, next, next + Number(p.offsetLag));
+        onProgress(logicalTopic(p.topic), p.partition, next, next + Number(p.offsetLag));
       });
     }
     await consumer.connect();
     this.open.add(consumer);
-    await consumer.subscribe({ topics: [...options.topics], fromBeginning: options.fromBeginning ?? true });
+    await consumer.subscribe({
+      topics: options.topics.map(physicalTopic),
+      fromBeginning: options.fromBeginning ?? true,
+    });
     const runConfig: Parameters<Consumer['run']>[0] = {
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -208,8 +222,9 @@ export class KafkaPort {
       eachBatch: async (payload: EachBatchPayload) => {
         const { batch } = payload;
         if (batch.messages.length === 0) return;
+        const topic = logicalTopic(batch.topic);
         const records: ConsumedRawRecord[] = batch.messages.map((m) => ({
-          topic: batch.topic,
+          topic,
           partition: batch.partition,
           offset: Number(m.offset),
           timestamp: Number(m.timestamp),
@@ -225,9 +240,12 @@ export class KafkaPort {
     return {
       // between a rejoin's stop and run the consumer has no group: nothing to pause or resume (the
       // next assignment decides), so those calls are no-ops then
-      pause: (topic, partition) => whileRunning(() => consumer.pause([{ topic, partitions: [partition] }])),
-      resume: (topic, partition) => whileRunning(() => consumer.resume([{ topic, partitions: [partition] }])),
-      seek: (topic, partition, offset) => consumer.seek({ topic, partition, offset: String(offset) }),
+      pause: (topic, partition) =>
+        whileRunning(() => consumer.pause([{ topic: physicalTopic(topic), partitions: [partition] }])),
+      resume: (topic, partition) =>
+        whileRunning(() => consumer.resume([{ topic: physicalTopic(topic), partitions: [partition] }])),
+      seek: (topic, partition, offset) =>
+        consumer.seek({ topic: physicalTopic(topic), partition, offset: String(offset) }),
       rejoin: async () => {
         await consumer.stop();
         try {

@@ -8,6 +8,7 @@ import {
   type TopicPartitionOffset,
   type TransactionalProducer,
 } from './kafka-common.js';
+import type { TopicNaming } from '../../topology.js';
 
 /** The broker's "the previous transaction of this id is still being ended" (or its coordinator moved): try again. */
 function transactionBusy(err: unknown): boolean {
@@ -52,6 +53,8 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
     private readonly producer: Producer,
     private readonly id: string,
     private readonly onClose: () => void,
+    /** Records, offsets and the returned offsets name logical topics; the broker sees cluster names. */
+    private readonly naming: TopicNaming,
   ) {}
 
   async commit(
@@ -79,9 +82,9 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
       // one produce request per chunk: a commit of many large records (robots-laden host states,
       // big pages) stays within the broker's request and batch limits
       for (const chunk of chunksOf(records, SEND_CHUNK_BYTES)) {
-        const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 });
+        const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
         for (const r of results) {
-          const key = `${r.topicName}\u0000${r.partition}`;
+          const key = `${this.naming.logicalTopic(r.topicName)}\u0000${r.partition}`;
           const base = Number(r.baseOffset ?? r.offset);
           bases.set(key, Math.min(bases.get(key) ?? Infinity, base));
         }
@@ -95,7 +98,7 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
         }
         await tx.sendOffsets({
           consumerGroupId: groupId,
-          topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+          topics: [...byTopic].map(([topic, partitions]) => ({ topic: this.naming.physicalTopic(topic), partitions })),
         });
       }
       await tx.commit();

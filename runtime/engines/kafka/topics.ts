@@ -1,5 +1,5 @@
-import type { Topology } from '../../topology.js';
-import type { TopicDefinition } from './kafka-port.js';
+import type { Subtopology, Topology } from '../../topology.js';
+import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
 
 /** Kafka configs `topics create` sets and the tests check. */
 export const TOPIC_CONFIG_NAMES = [
@@ -31,7 +31,8 @@ export function deadLetterTopic(applicationId: string): string {
 }
 
 /**
- * Every topic a topology needs on Kafka, nothing left to auto-creation: its declared topics
+ * Every topic a topology needs on Kafka, under its cluster names (`topology.physicalTopic`),
+ * nothing left to auto-creation: its declared topics
  * (`cleanup.policy=delete`, `max.message.bytes` where declared, `retention.ms` -1 for the kept
  * ones unless `options` says otherwise), one compacted changelog per changelogged store with the
  * partition count of its sub-topology, and the dead-letter topic.
@@ -44,7 +45,7 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
     if (spec.maxMessageBytes !== undefined) config['max.message.bytes'] = String(spec.maxMessageBytes);
     // a page record is the crawl's product: it must not age out after the broker's default week
     if (spec.keep) config['retention.ms'] = String(options.keptRetentionMs ?? -1);
-    defs.push({ name: spec.name, partitions: spec.partitions, config });
+    defs.push({ name: topology.physicalTopic(spec.name), partitions: spec.partitions, config });
   }
   for (const sub of subtopologies) {
     for (const store of sub.stores) {
@@ -65,4 +66,25 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
         ? { ...d.config, 'min.insync.replicas': String(options.minInsyncReplicas) }
         : d.config,
   }));
+}
+
+/**
+ * The offsets `groupId` committed for `partition` of each source topic of `sub`, under logical
+ * names (the admin client speaks cluster names); a topic without a committed offset is absent.
+ * Read after the task's producer fenced the previous owner: its last commit may have landed after
+ * this member's consumer read its starting offsets.
+ */
+export async function committedInputs(
+  admin: KafkaAdmin,
+  topology: Topology,
+  groupId: string,
+  sub: Subtopology,
+  partition: number,
+): Promise<TopicPartitionOffset[]> {
+  const committed = await admin.committedOffsets(
+    groupId,
+    sub.sourceTopics.map((t) => topology.physicalTopic(t)),
+    partition,
+  );
+  return [...committed].map(([topic, offset]) => ({ topic: topology.logicalTopic(topic), partition, offset }));
 }
