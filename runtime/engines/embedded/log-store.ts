@@ -159,7 +159,8 @@ export class EmbeddedLog {
     }
     this.db.write(batch, { sync: true });
     for (const [tp, end] of nextEnds) this.ends.set(tp, end);
-    for (const t of tails) this.cacheAppend(t.tp, t.first, t.append, batch.slice(t.from, t.to));
+    for (const t of tails)
+      if (this.tail.caches(t.tp)) this.cacheAppend(t.tp, t.first, t.append, batch.slice(t.from, t.to));
     for (const a of appends) if (a.records.length > 0) for (const l of this.listeners) l(a.topic, a.partition);
     return bases;
   }

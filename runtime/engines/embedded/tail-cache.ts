@@ -25,6 +25,11 @@ export class TailCache {
     if (!this.tails.has(tp)) this.tails.set(tp, { start: end, head: 0, records: [], sizes: [], bytes: 0 });
   }
 
+  /** Whether appends to `tp` are cached (`enable` was called for it). */
+  caches(tp: string): boolean {
+    return this.tails.has(tp);
+  }
+
   /** Records a committed append of `records` at offsets `first`, `first + 1`, … with their encoded sizes. */
   appended(tp: string, first: number, records: readonly ConsumedRawRecord[], sizes: readonly number[]): void {
     const t = this.tails.get(tp);
