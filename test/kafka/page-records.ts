@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FetchedPage } from '../../schemas/types.js';
+import { fetchedPageFor } from '../processors/parser/fetched-page.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { TOPICS } from '../../topology/crawl-topology.js';
 import { python } from '../python/python.js';
@@ -55,30 +56,13 @@ export async function pageRecordsOf(
  * duplicate detection, so it is keyed by its site, the host), `body` replaced when given.
  */
 export function fetchedPageOf(url: string, body: Buffer = Buffer.from('not here\n')): FetchedPage {
-  const u = new URL(url);
-  return {
+  return fetchedPageFor(url, {
     leaseId: `l-${randomUUID()}`,
-    url,
-    host: u.hostname,
-    site: u.hostname,
-    depth: 1,
-    redirectHops: 0,
-    attempt: 1,
-    fetchedAt: Date.now(),
-    durationMs: 20,
     status: 404,
-    httpVersion: '1.1',
-    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
     headers: [{ name: 'Content-Type', value: 'text/plain' }],
     body,
-    truncated: false,
-    remoteAddress: '127.0.0.1',
-    errorCode: null,
-    errorMessage: null,
-    redirectTarget: null,
-    kind: 'PAGE',
     payloadDigest: null,
-  };
+  });
 }
 
 /** How a crawl on Kafka reaches the synthetic web: every `.test` host on loopback, no other address, no system DNS. */

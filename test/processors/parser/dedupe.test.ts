@@ -6,34 +6,19 @@ import path from 'node:path';
 import type { FetchedPage, PageRecord } from '../../../schemas/types.js';
 import { prose } from '../../../synthetic-web/sites.js';
 import { ParserTasks } from './parser-tasks.js';
+import { fetchedPageFor } from './fetched-page.js';
 import { packedFingerprints } from '../../../processors/common/fingerprint.js';
 import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
 
 let clock = Date.parse('2026-05-01T12:00:00Z');
 function fetched(url: string, html: string, status = 200): FetchedPage {
-  const u = new URL(url);
-  return {
+  return fetchedPageFor(url, {
     leaseId: `l-${clock}`,
-    url,
-    host: u.hostname,
-    site: u.hostname.split('.').slice(-2).join('.'),
-    depth: 1,
-    redirectHops: 0,
-    attempt: 1,
+    site: new URL(url).hostname.split('.').slice(-2).join('.'),
     fetchedAt: (clock += 1_000),
-    durationMs: 20,
     status,
-    httpVersion: '1.1',
-    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
-    headers: [{ name: 'Content-Type', value: 'text/html; charset=utf-8' }],
     body: Buffer.from(html, 'utf8'),
-    truncated: false,
-    remoteAddress: '127.0.0.1',
-    errorCode: null,
-    errorMessage: null,
-    redirectTarget: null,
-    kind: 'PAGE',
-  };
+  });
 }
 
 const article = (edition: number) =>

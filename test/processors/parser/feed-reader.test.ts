@@ -5,30 +5,21 @@ import { Metrics } from '../../../core/metrics.js';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { FeedReader } from '../../../processors/parser/feed-reader.js';
 import type { FetchedPage } from '../../../schemas/types.js';
+import { fetchedPageFor } from './fetched-page.js';
 
 function fetched(url: string, kind: FetchedPage['kind'], body: Buffer, headers: [string, string][] = []): FetchedPage {
-  return {
+  return fetchedPageFor(url, {
     leaseId: 'l',
-    url,
-    host: new URL(url).hostname,
     site: 'maps.test',
     depth: 0,
-    redirectHops: 0,
-    attempt: 1,
     fetchedAt: 0,
     durationMs: 1,
-    status: 200,
-    httpVersion: '1.1',
     requestHead: '',
     headers: headers.map(([name, value]) => ({ name, value })),
     body,
-    truncated: false,
     remoteAddress: null,
-    errorCode: null,
-    errorMessage: null,
-    redirectTarget: null,
     kind,
-  };
+  });
 }
 
 const sitemap = (locs: string[]) =>

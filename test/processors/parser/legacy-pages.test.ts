@@ -14,6 +14,7 @@ import {
 } from '../../../synthetic-web/charset-pages.js';
 import { renderPage, type PageSpec } from '../../../synthetic-web/sites.js';
 import type { FetchedPage } from '../../../schemas/types.js';
+import { fetchedPageFor } from './fetched-page.js';
 import { ParserTasks } from './parser-tasks.js';
 
 const PORT = 8080;
@@ -121,29 +122,12 @@ test('the parser’s link queries are the bytes the test web’s own encoder wri
 
 let clock = Date.parse('2026-06-01T12:00:00Z');
 function fetched(url: string, contentType: string | undefined, body: Buffer): FetchedPage {
-  const u = new URL(url);
-  return {
+  return fetchedPageFor(url, {
     leaseId: `l-${clock}`,
-    url,
-    host: u.hostname,
-    site: u.hostname,
-    depth: 1,
-    redirectHops: 0,
-    attempt: 1,
     fetchedAt: (clock += 1_000),
-    durationMs: 20,
-    status: 200,
-    httpVersion: '1.1',
-    requestHead: `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`,
     headers: contentType === undefined ? [] : [{ name: 'Content-Type', value: contentType }],
     body,
-    truncated: false,
-    remoteAddress: '127.0.0.1',
-    errorCode: null,
-    errorMessage: null,
-    redirectTarget: null,
-    kind: 'PAGE',
-  };
+  });
 }
 
 test('through the parser processor, legacy pages are recorded with their charset and language and the SimHash of their UTF-8 twins', async () => {

@@ -7,7 +7,7 @@ import { robotsContent, xRobotsTag } from '../../../processors/parser/robots-dir
 import { extractLinks } from '../../../processors/parser/extract-links.js';
 import { charsetWeb, robotsTagExpectations } from '../../../synthetic-web/charset-pages.js';
 import { renderPage } from '../../../synthetic-web/sites.js';
-import type { FetchedPage } from '../../../schemas/types.js';
+import { fetchedPageFor } from './fetched-page.js';
 import { ParserTasks } from './parser-tasks.js';
 
 const none = { noindex: false, nofollow: false };
@@ -86,28 +86,15 @@ test('through the parser: X-Robots-Tag or meta nofollow emits no links, another 
         { name: 'Content-Type', value: spec.contentType ?? 'text/html; charset=utf-8' },
         ...Object.entries(spec.headers ?? {}).map(([name, value]) => ({ name, value })),
       ];
-      const page: FetchedPage = {
+      const page = fetchedPageFor(urlOf(p), {
         leaseId: `l-${p}`,
-        url: urlOf(p),
         host: site.host,
         site: site.host,
-        depth: 1,
-        redirectHops: 0,
-        attempt: 1,
         fetchedAt: (clock += 1_000),
-        durationMs: 20,
-        status: 200,
-        httpVersion: '1.1',
         requestHead: `GET ${p} HTTP/1.1\r\n\r\n`,
         headers,
         body,
-        truncated: false,
-        remoteAddress: '127.0.0.1',
-        errorCode: null,
-        errorMessage: null,
-        redirectTarget: null,
-        kind: 'PAGE',
-      };
+      });
       tasks.fetched(page);
       tasks.drain();
     }
