@@ -22,6 +22,11 @@ test(
   { timeout: 300_000 },
   async () => {
     const { brokers, registry } = kafkaInfra();
+    // the topics first: an instance refuses to start without them (on a fresh broker, not one an earlier test set up)
+    const created = await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers], {
+      encoding: 'utf8',
+    });
+    assert.match(created.stdout, /page-records/);
     const dir = tempDir('kafka-rejoin');
     const site = `rejoin-${randomUUID().slice(0, 8)}.test`;
     const topology = crawlTopology({ config: validateCrawlConfig({}), partitions: 4, warcDir: join(dir, 'warc') });
@@ -65,10 +70,6 @@ test(
     };
     let instance = startParser();
     try {
-      const created = await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers], {
-        encoding: 'utf8',
-      });
-      assert.match(created.stdout, /page-records/);
       const first = `http://${site}/one`;
       await send(first);
       assert.deepEqual(await waitFor([first], 90_000), [first], `the parser did not record ${first}\n${stderr}`);
