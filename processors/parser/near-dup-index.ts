@@ -1,5 +1,5 @@
 import type { KeyValueStore } from '../../state/state-store.js';
-import { hammingDistance } from './simhash.js';
+import { hammingDistance, popcount32 } from './simhash.js';
 
 /** Two SimHashes this close (differing bits) are near-duplicates. */
 export const NEAR_DUP_BITS = 3;
@@ -213,14 +213,6 @@ export class NearDupIndex {
     }
     return best;
   }
-}
-
-/** Set bits of a 32-bit value. */
-function popcount32(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  x = (x + (x >>> 4)) & 0x0f0f0f0f;
-  return Math.imul(x, 0x01010101) >>> 24;
 }
 
 function unpermuteKey(permuted: bigint, table: Table): Buffer {

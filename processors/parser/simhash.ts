@@ -140,6 +140,14 @@ export function hammingDistance(a: Uint8Array, b: Uint8Array): number {
   return d;
 }
 
+/** Set bits of a 32-bit value. */
+export function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
+}
+
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 // ASCII letters lowercased, every digit as '0', everything else 0 (a separator)
 const ASCII_WORD = Uint8Array.from({ length: 128 }, (_, c) =>
