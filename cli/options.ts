@@ -4,6 +4,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { resolveSettings, settingsHelp, type ResolvedSettings, type SettingValue } from './config-sources.js';
 import { SETTINGS } from './settings.js';
 import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
+import { availableParallelism } from 'node:os';
 import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
 import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
@@ -118,6 +119,7 @@ export function crawlCommandOf({ values, positionals }: ResolvedSettings): Crawl
   }
   const caFile = str('ca-file');
   const config = validateCrawlConfig({
+    threads: availableParallelism(),
     ...(partial as Partial<CrawlConfig>),
     resolve,
     allowIps,

@@ -246,6 +246,15 @@ export const SETTINGS: readonly Setting[] = [
   ms('ip-gap', 'ipGapMs', 100, 'per-IP limit: least time between fetch starts on one address'),
   count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host', 1),
   count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task', 1),
+  {
+    name: 'threads',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 1,
+    config: 'threads',
+    help: "JavaScript threads of this process: the main one, and N − 1 that parse HTML (default: the machine's cores)",
+  },
   count(
     'seen-expected-urls',
     'seenExpectedUrls',

@@ -138,6 +138,12 @@ export const METRICS = {
     'parser',
   ),
   links_extracted: counter('crawlstream_links_extracted', 'Outlinks extracted from pages.', [], 'parser'),
+  parser_pages_offloaded: counter(
+    'crawlstream_parser_pages_offloaded',
+    'HTML pages sent to the parse worker threads (--threads above 1, pages of 8 KiB or more).',
+    [],
+    'parser',
+  ),
   warc_archived: counter('crawlstream_warc_records', 'Fetches archived to WARC, by kind.', ['kind'], 'parser'),
   parser_errors: counter(
     'crawlstream_parser_errors',

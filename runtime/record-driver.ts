@@ -37,6 +37,7 @@ export class RecordDriver {
    * once its record is done. Stops early when `running()` turns false; returns how many were taken.
    */
   async processInOrder(records: readonly ConsumedRawRecord[], running: () => boolean): Promise<number> {
+    if (this.task.lookahead > 1) return this.processAhead(records, running);
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
       if (!running()) return i;
@@ -56,6 +57,52 @@ export class RecordDriver {
       this.host.advance(r);
     }
     return records.length;
+  }
+
+  /**
+   * 'after' semantics with up to `task.lookahead` records started before the earlier ones have
+   * finished. A position advances only once its record and every record before it have finished,
+   * in the same microtask as the last of them, so a commit (a macrotask) never holds a record's
+   * effects without the positions of the records before it. Stops starting records when
+   * `running()` turns false, finishes those started; returns how many were started.
+   */
+  private async processAhead(records: readonly ConsumedRawRecord[], running: () => boolean): Promise<number> {
+    const window: { record: ConsumedRawRecord; done: boolean; settled: Promise<void> }[] = [];
+    const advanceDone = () => {
+      while (window.length > 0 && window[0]!.done) this.host.advance(window.shift()!.record);
+    };
+    let started = 0;
+    for (; started < records.length; started++) {
+      while (window.length >= this.task.lookahead) await window[0]!.settled;
+      if (!running()) break;
+      const r = records[started]!;
+      const entry = { record: r, done: false, settled: Promise.resolve() };
+      window.push(entry);
+      const finish = (err?: unknown) => {
+        if (err !== undefined) this.failed(r, err);
+        entry.done = true;
+        advanceDone();
+      };
+      let result: void | Promise<void>;
+      try {
+        result = this.task.process(r);
+      } catch (err) {
+        finish(err ?? new Error('undefined thrown'));
+        continue;
+      }
+      if (!(result instanceof Promise)) {
+        finish();
+        continue;
+      }
+      this.inFlight++;
+      entry.settled = result.then(
+        () => finish(),
+        (err: unknown) => finish(err ?? new Error('undefined thrown')),
+      );
+      void entry.settled.finally(() => this.inFlight--);
+    }
+    while (window.length > 0) await window[0]!.settled;
+    return started;
   }
 
   /**

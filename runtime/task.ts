@@ -44,6 +44,8 @@ export class StreamTask {
   readonly name: string;
   readonly concurrency: number;
   readonly commitInputs: 'before' | 'after';
+  /** 'after' records handed in before the earlier ones finished (ProcessorOptions.lookahead). */
+  readonly lookahead: number;
   private readonly processors = new Map<string, Processor>();
   private readonly contexts = new Map<string, NodeContext>();
   private readonly punctuators: ScheduledPunctuator[] = [];
@@ -68,6 +70,7 @@ export class StreamTask {
     const procs = subtopology.nodes.filter((n): n is ProcessorNode => n.kind === 'processor');
     this.concurrency = Math.max(1, Math.min(...procs.map((p) => p.options.concurrency ?? 1)));
     this.commitInputs = procs.some((p) => p.options.commitInputs === 'before') ? 'before' : 'after';
+    this.lookahead = Math.max(1, Math.min(...procs.map((p) => p.options.lookahead ?? 1)));
     for (const node of procs) {
       this.processors.set(node.name, node.supplier());
       this.contexts.set(node.name, new NodeContext(this, node));

@@ -30,6 +30,13 @@ export interface ProcessorOptions {
    * at most once; for processors whose upstream re-issues lost work (a lease that expires).
    */
   readonly commitInputs?: 'before' | 'after';
+  /**
+   * 'after' only: records of one task handed to the processor before the earlier ones have
+   * finished, at most this many at a time (default 1). The processor must apply each record's
+   * effects (state, forwards) in the order it received them; the engine advances a position only
+   * once every record before it has finished too.
+   */
+  readonly lookahead?: number;
 }
 
 /**

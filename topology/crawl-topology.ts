@@ -19,6 +19,7 @@ import {
   PARSED_PAGES_SINK,
   ParserProcessor,
   parserStores,
+  PARSER_LOOKAHEAD,
 } from '../processors/parser/parser-processor.js';
 import { MAX_URL_LENGTH } from '../processors/common/normalize.js';
 import { FEED_LINK_BYTES } from '../processors/parser/feed-reader.js';
@@ -123,7 +124,9 @@ export function crawlTopology({
 export function addParser(t: Topology, config: CrawlConfig, warcDir: string): void {
   t.addSource('fetched-source', TOPICS.fetched);
   t.addSource('parsed-pages-source', TOPICS.parsedPages);
-  t.addProcessor('parser', () => new ParserProcessor(config), ['fetched-source', 'parsed-pages-source']);
+  t.addProcessor('parser', () => new ParserProcessor(config), ['fetched-source', 'parsed-pages-source'], {
+    lookahead: config.threads > 1 ? PARSER_LOOKAHEAD : 1,
+  });
   t.addSink(PARSED_PAGES_SINK, TOPICS.parsedPages, 'parser');
   t.addSink(PAGE_RECORDS_SINK, TOPICS.pageRecords, 'parser');
   t.addSink(LINKS_SINK, TOPICS.links, 'parser');

@@ -89,6 +89,12 @@ export interface CrawlConfig {
   readonly extraCaPem: string | null;
   /** Fetches in flight per fetcher task. */
   readonly fetchConcurrency: number;
+  /**
+   * JavaScript threads the process may use: with N > 1 the parser analyses HTML on N − 1 worker
+   * threads shared by its tasks (parse-pool.ts). 1 here (everything on the calling thread); the
+   * CLI's default is the machine's cores.
+   */
+  readonly threads: number;
   readonly warcMaxFileBytes: number;
   /**
    * Adaptive recrawl: a fetched URL is due again after its interval, kept within
@@ -155,6 +161,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   systemDns: true,
   extraCaPem: null,
   fetchConcurrency: 64,
+  threads: 1,
   warcMaxFileBytes: 1024 * 1024 * 1024,
   recrawlMinMs: 3_600_000,
   recrawlMaxMs: 30 * 24 * 3_600_000,
@@ -207,6 +214,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     'backoffJitterPercent',
     'maxOutlinksPerPage',
     'fetchConcurrency',
+    'threads',
     'warcMaxFileBytes',
     'seenBlockCacheBytes',
     'recrawlMinMs',
@@ -229,6 +237,7 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     'connErrorsToPark',
     'maxAttempts',
     'fetchConcurrency',
+    'threads',
     'leaseWindowMs',
     'fetchTimeoutMs',
   ] as const) {

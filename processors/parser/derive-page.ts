@@ -5,13 +5,10 @@ import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/t
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
 import { isDedupable, sha1Digest } from '../common/payload.js';
-import { decodeBody } from '../common/decode.js';
 import type { DigestEntry } from './dedupe.js';
-import { decodeHtml, sniffCharset } from './charset.js';
-import { extractLinks } from './extract-links.js';
+import { analyzeHtml, isHtml, type AnalysisRequest, type HtmlAnalysis } from './html-analysis.js';
 import { xRobotsTag } from './robots-directives.js';
 import { normalizeUrl, siteOf } from '../common/normalize.js';
-import { simhash64 } from './simhash.js';
 import { pageChanged } from '../common/change.js';
 import type { FeedReader } from './feed-reader.js';
 import type { WarcLocation } from './warc-writer.js';
@@ -34,6 +31,11 @@ export interface DeriveInput {
    * WARC revisit record, which stores no payload. Default `page.body.length`.
    */
   contentLength?: number;
+  /**
+   * The body's analysis when it was made beforehand (on a parse worker, see ParsePool); made here
+   * when absent. Used only when the page is analysed at all (see `wantsHtmlAnalysis`).
+   */
+  analysis?: HtmlAnalysis;
 }
 
 /** The payload digest of a page that takes part in duplicate detection (a 2xx page body), else null. */
@@ -101,37 +103,25 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
       if (read.errorCode !== null) errorCode = read.errorCode;
       outlinks.push(...read.links);
     }
-  } else if (
-    // a bomb (flagged by the fetcher) is archived as received but never inflated here
-    page.status >= 200 &&
-    page.status < 300 &&
-    page.errorCode !== 'CS_BOMB' &&
-    isHtml(contentType, page.body)
-  ) {
-    const decoded = decodeBody(page.body, header(page, 'content-encoding') ?? undefined, config.maxDecodedBytes);
-    if (decoded.errorCode) {
-      errorCode = decoded.errorCode;
-      m.inc(M.parserErrors, 1, decoded.errorCode);
+  } else if (wantsHtmlAnalysis(page, contentType)) {
+    const analysis = input.analysis ?? analyzeHtml(analysisRequest(page, contentType, ctx));
+    if (analysis.errorCode) {
+      errorCode = analysis.errorCode;
+      m.inc(M.parserErrors, 1, analysis.errorCode);
     } else {
-      const sniffed = sniffCharset(decoded.body, contentType);
-      const extracted = extractLinks(decodeHtml(decoded.body, sniffed), page.url, {
-        maxLinks: config.maxOutlinksPerPage,
-        encoding: sniffed.encoding,
-        robotsToken: robotsToken,
-      });
-      canonicalUrl = extracted.canonical ?? null;
-      simhash = simhash64(extracted.text);
-      charset = sniffed.encoding;
-      lang = extracted.lang;
-      metaNoindex = extracted.noindex;
-      if (!extracted.nofollow && !headerRobots.nofollow) {
-        for (const l of extracted.links)
+      canonicalUrl = analysis.canonical ?? null;
+      simhash = analysis.simhash;
+      charset = analysis.encoding;
+      lang = analysis.lang;
+      metaNoindex = analysis.noindex;
+      if (!analysis.nofollow && !headerRobots.nofollow) {
+        for (const l of analysis.links)
           if (!l.nofollow && l.kind !== 'canonical')
             outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
       }
       // the feeds a page announces are read for their items (and revisited in the feed lane)
       if (config.sitemaps)
-        for (const url of extracted.feeds ?? [])
+        for (const url of analysis.feeds)
           outlinks.push({ url, depth: page.depth + 1, redirectHops: 0, kind: 'FEED', lastmod: null });
       m.inc(M.linksExtracted, outlinks.length);
     }
@@ -226,11 +216,39 @@ function firstLanguage(value: string | null): string | null {
   return tag ? tag : null;
 }
 
-function isHtml(contentType: string | null, body: Buffer): boolean {
-  if (contentType === null) {
-    // a UTF-8 byte order mark may come before the markup
-    const start = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
-    return body.subarray(start, 512).toString('latin1').trimStart().startsWith('<');
-  }
-  return /^\s*(text\/html|application\/xhtml\+xml)/i.test(contentType);
+/**
+ * Whether the body of an outcome that is neither a payload copy nor a 304 is analysed as HTML: a
+ * 2xx HTML page that is not a sitemap or feed, and not a bomb (flagged by the fetcher: archived as
+ * received, never inflated here).
+ */
+export function wantsHtmlAnalysis(
+  page: FetchedPage,
+  contentType: string | null = header(page, 'content-type'),
+): boolean {
+  return (
+    page.kind !== 'SITEMAP' &&
+    page.kind !== 'FEED' &&
+    page.kind !== 'ROBOTS' &&
+    page.status >= 200 &&
+    page.status < 300 &&
+    page.errorCode !== 'CS_BOMB' &&
+    isHtml(contentType, page.body)
+  );
+}
+
+/** What `analyzeHtml` needs of a page and the parser's settings. */
+export function analysisRequest(
+  page: FetchedPage,
+  contentType: string | null,
+  ctx: Pick<DeriveContext, 'config' | 'robotsToken'>,
+): AnalysisRequest {
+  return {
+    body: page.body,
+    contentEncoding: header(page, 'content-encoding') ?? undefined,
+    contentType,
+    url: page.url,
+    maxDecodedBytes: ctx.config.maxDecodedBytes,
+    maxLinks: ctx.config.maxOutlinksPerPage,
+    robotsToken: ctx.robotsToken,
+  };
 }

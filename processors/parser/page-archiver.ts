@@ -7,6 +7,7 @@ import { type DigestEntry, type PayloadIndex } from './dedupe.js';
 import { FeedReader } from './feed-reader.js';
 import { dedupDigest, derivePage } from './derive-page.js';
 import { fetchFacts } from './warc-facts.js';
+import type { HtmlAnalysis } from './html-analysis.js';
 import type { WarcLocation, WarcWriter } from './warc-writer.js';
 
 /** Where the archiver's output goes: a parsed page, keyed for the site-keyed half (see ParsedPage). */
@@ -46,7 +47,8 @@ export class PageArchiver {
     this.feeds = new FeedReader(config, metrics);
   }
 
-  archive(page: FetchedPage, timestamp: number): void {
+  /** `analysis`: the page body's HTML analysis when it was made beforehand (see DeriveInput). */
+  archive(page: FetchedPage, timestamp: number, analysis?: HtmlAnalysis): void {
     const m = this.metrics;
     const digest = dedupDigest(page);
     // a payload archived before becomes a revisit record, not a second copy of the bytes
@@ -59,7 +61,7 @@ export class PageArchiver {
         : this.archiveFetch(page, digest);
     m.inc(M.warcArchived, 1, page.kind);
     const derived = derivePage(
-      { page, location, payloadDigest, dedupDigest: digest, first, notModified },
+      { page, location, payloadDigest, dedupDigest: digest, first, notModified, ...(analysis ? { analysis } : {}) },
       { config: this.config, robotsToken: this.robotsToken, feeds: this.feeds, metrics: m },
     );
     if (derived === undefined) return;

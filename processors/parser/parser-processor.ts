@@ -1,14 +1,18 @@
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import { CrawlError } from '../../core/errors.js';
+import { M } from '../../core/metric-catalogue.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { bufferSerde } from '../../core/serde.js';
 import type { FetchedPage, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
 import { TOPICS } from '../common/topics.js';
-import type { CrawlConfig } from '../common/crawl-config.js';
+import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, PayloadIndex, SIMHASH_STORE, SiteDuplicates, dedupeStores } from './dedupe.js';
 import { PageArchiver } from './page-archiver.js';
+import { analysisRequest, header, wantsHtmlAnalysis } from './derive-page.js';
+import type { HtmlAnalysis } from './html-analysis.js';
+import { ParsePool } from './parse-pool.js';
 import { PageRecorder } from './page-recorder.js';
 import { WARC_STORE, warcStore, type WarcStore } from './warc-store.js';
 
@@ -17,6 +21,13 @@ export const RECORDED_STORE = 'parser-recorded';
 export const PAGE_RECORDS_SINK = 'page-records-sink';
 export const LINKS_SINK = 'links-sink';
 export const PARSED_PAGES_SINK = 'parsed-pages-sink';
+/** Records of one parser task in flight at once when pages are analysed on worker threads. */
+export const PARSER_LOOKAHEAD = 16;
+/**
+ * Bodies shorter than this are analysed on the task's thread: sending one to a worker and its
+ * answer back costs about what parsing a page of a few KiB does (~0.05 ms).
+ */
+export const OFFLOAD_MIN_BYTES = 8 * 1024;
 
 /** Every store of the parser: WARC output, exact and near duplicate detection, URLs recorded. */
 export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder[] {
@@ -38,6 +49,12 @@ export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder
  *
  * Both halves run in one task so one `run --role parser` runs the whole parser, and every
  * decision is in a changelogged store, committed with the outputs it caused.
+ *
+ * With `threads` > 1 the HTML of fetched pages of OFFLOAD_MIN_BYTES or more is analysed on a
+ * ParsePool of `threads − 1` workers,
+ * up to PARSER_LOOKAHEAD records of a task at a time; everything that reads or writes state (WARC,
+ * payload index, recorder) still runs on the task's thread, one record after the other in the
+ * order the records came, so a record's effects are never committed before an earlier record's.
  */
 export class ParserProcessor implements Processor<
   string,
@@ -48,11 +65,18 @@ export class ParserProcessor implements Processor<
   private ctx!: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>;
   private archiver!: PageArchiver;
   private recorder!: PageRecorder;
+  private pool: ParsePool | undefined;
+  private robotsToken = '';
+  /** Settles when the last record handed in has taken effect; undefined when none is pending. */
+  private tail: Promise<void> | undefined;
+  private pending = 0;
 
   constructor(private readonly config: CrawlConfig) {}
 
   init(context: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>): void {
     this.ctx = context;
+    if (this.config.threads > 1) this.pool = ParsePool.acquire(this.config.threads - 1);
+    this.robotsToken = productToken(this.config.userAgent);
     const warc = context.getStateStore<WarcStore>(WARC_STORE);
     const forwardParsed = (key: string, page: ParsedPage, timestamp: number) =>
       context.forward({ key, value: page, timestamp }, PARSED_PAGES_SINK);
@@ -75,17 +99,57 @@ export class ParserProcessor implements Processor<
     );
   }
 
-  process(record: StreamRecord<string, FetchedPage | ParsedPage>): void {
+  process(record: StreamRecord<string, FetchedPage | ParsedPage>): void | Promise<void> {
     const topic = this.ctx.recordMetadata?.topic;
     switch (topic) {
-      case TOPICS.fetched:
-        this.archiver.archive(record.value as FetchedPage, record.timestamp);
-        return;
+      case TOPICS.fetched: {
+        const page = record.value as FetchedPage;
+        const offload = this.pool !== undefined && page.body.length >= OFFLOAD_MIN_BYTES;
+        const contentType = offload ? header(page, 'content-type') : null;
+        const analysis =
+          offload && wantsHtmlAnalysis(page, contentType)
+            ? this.pool!.analyze(
+                analysisRequest(page, contentType, { config: this.config, robotsToken: this.robotsToken }),
+              )
+            : undefined;
+        if (analysis !== undefined) this.ctx.metrics.inc(M.parserPagesOffloaded);
+        return this.inOrder(analysis, (a) => this.archiver.archive(page, record.timestamp, a));
+      }
       case TOPICS.parsedPages:
-        this.recorder.record(record.key, record.value as ParsedPage, record.timestamp);
-        return;
+        return this.inOrder(undefined, () =>
+          this.recorder.record(record.key, record.value as ParsedPage, record.timestamp),
+        );
       default:
         throw new CrawlError('CS_TOPOLOGY', `the parser does not read topic ${topic}`);
     }
+  }
+
+  close(): void {
+    this.pool?.release();
+    this.pool = undefined;
+  }
+
+  /**
+   * Runs `work` once every record handed in before has taken effect and `ready` (the page's
+   * analysis) has settled: at once, synchronously, when nothing is pending. A failed record fails
+   * alone: the next one still runs.
+   */
+  private inOrder(
+    ready: Promise<HtmlAnalysis | undefined> | undefined,
+    work: (analysis: HtmlAnalysis | undefined) => void,
+  ): void | Promise<void> {
+    if (this.tail === undefined && ready === undefined) return work(undefined);
+    const before = this.tail;
+    const done = (before === undefined ? ready! : Promise.all([ready, before]).then(([a]) => a)).then(work);
+    this.pending++;
+    this.tail = done.then(
+      () => this.settle(),
+      () => this.settle(),
+    );
+    return done;
+  }
+
+  private settle(): void {
+    if (--this.pending === 0) this.tail = undefined;
   }
 }

@@ -94,7 +94,8 @@ test('a bad value names the setting and where it came from', (t) => {
 
 test('every crawl knob has a named setting whose shown default is the one the crawl uses', () => {
   const bySetting = new Map(SETTINGS.filter((s) => s.config).map((s) => [s.config!, s]));
-  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem', 'sitemaps']; // --no-system-dns, --ca-file, --no-sitemaps
+  // --no-system-dns, --ca-file, --no-sitemaps; --threads defaults to the machine's cores (options.test.ts)
+  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem', 'sitemaps', 'threads'];
   for (const key of Object.keys(defaultCrawlConfig) as (keyof CrawlConfig)[]) {
     if (elsewhere.includes(key)) continue;
     const s = bySetting.get(key);

@@ -29,7 +29,20 @@ test('the defaults: no seeds, 4 partitions, the default crawl config', () => {
   assert.equal(cmd.untilIdle, false);
   assert.equal(cmd.maxPages, undefined);
   assert.equal(cmd.durationMs, undefined);
-  assert.deepEqual(cmd.config, { ...defaultCrawlConfig, resolve: [], allowIps: [], systemDns: true });
+  // the library's default is one thread; the command line's, every core of the machine
+  assert.deepEqual(cmd.config, {
+    ...defaultCrawlConfig,
+    resolve: [],
+    allowIps: [],
+    systemDns: true,
+    threads: os.availableParallelism(),
+  });
+});
+
+test('--threads N sets the threads of the process; 0 is refused', () => {
+  assert.equal(parseCrawlArgs(['--data', '/tmp/x', '--threads', '3']).config.threads, 3);
+  assert.equal(parseCrawlArgs(['--data', '/tmp/x', '--threads', '1']).config.threads, 1);
+  refuses(['--data', '/tmp/x', '--threads', '0'], /--threads/);
 });
 
 test('--data is required, and the message shows the usage', () => {

@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { standardWeb } from '../../synthetic-web/sites.js';
+import { longPagesSite } from '../../synthetic-web/long-pages.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import {
@@ -22,14 +24,15 @@ const KILLS = 6;
 const SEED = Number(process.env['CRAWLSTREAM_TEST_SEED'] ?? 20_260_301);
 
 test(
-  'a crawl SIGKILLed at seeded random points and restarted records every fetched page exactly once, politely',
+  'a crawl on two threads SIGKILLed at seeded random points and restarted records every fetched page exactly once, politely',
   { timeout: 600_000 },
   async (t) => {
-    const web = await SyntheticWeb.start();
+    // the long pages are parsed on the worker thread, the others on the main one
+    const web = await SyntheticWeb.start({ sites: [...standardWeb(), longPagesSite()] });
     const dir = tempDir('sigkill');
     const data = join(dir, 'data');
     // short fetch limits so leases lost in a kill expire in seconds, not a minute
-    const extra = ['--fetch-timeout', '3000', '--quiet'];
+    const extra = ['--fetch-timeout', '3000', '--quiet', '--threads', '2'];
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
       // each run is killed once the server has seen a random 1..8 more requests, then up to 0.5 s
@@ -73,6 +76,8 @@ test(
         'fetched pages and page records differ',
       );
       assert.ok(counts.size >= 50, `only ${counts.size} pages recorded`);
+      const long = [...counts.keys()].filter((u) => new URL(u).hostname === 'long.test');
+      assert.equal(long.length, 9, `the long pages recorded: ${long.join(', ')}`);
 
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));

@@ -1,7 +1,7 @@
 import { silentLogger } from '../../../core/logger.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { defaultCrawlConfig } from '../../../processors/common/crawl-config.js';
+import { defaultCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from '../../../processors/parser/dedupe.js';
 import { isDedupable } from '../../../processors/common/payload.js';
 import {
@@ -49,11 +49,12 @@ export class ParserTasks {
   private constructor(
     readonly partitions: number,
     readonly warcDir: string,
+    private readonly config: CrawlConfig,
   ) {}
 
   /** Opens (or reopens, after `close()`) the tasks with their state under `dir`. */
-  static async open(dir: string, partitions: number): Promise<ParserTasks> {
-    const tasks = new ParserTasks(partitions, path.join(dir, 'warc'));
+  static async open(dir: string, partitions: number, config: CrawlConfig = defaultCrawlConfig): Promise<ParserTasks> {
+    const tasks = new ParserTasks(partitions, path.join(dir, 'warc'), config);
     for (let p = 0; p < partitions; p++) await tasks.openTask(path.join(dir, `db-${p}`), p);
     return tasks;
   }
@@ -67,15 +68,39 @@ export class ParserTasks {
   /** Processes queued records, and everything they cause, until nothing is left. */
   drain(): void {
     for (let r = this.queue.shift(); r !== undefined; r = this.queue.shift()) {
-      const type = loadSchema(r.topic === TOPICS.fetched ? 'FetchedPage' : 'ParsedPage').type;
-      const task = this.tasks[partitionFor(Buffer.from(r.key, 'utf8'), this.partitions)]!;
-      task.topic = r.topic;
-      task.parser.process({
-        key: r.key,
-        value: type.fromBuffer(type.toBuffer(r.value)) as never,
-        timestamp: Date.now(),
-      });
+      const result = this.hand(r);
+      if (result instanceof Promise) throw new Error('the parser answered later: use drainAhead with threads > 1');
     }
+  }
+
+  /**
+   * `drain` as an engine with lookahead runs the parser: up to `lookahead` records handed in before
+   * the earlier ones have finished (needed when `config.threads` > 1).
+   */
+  async drainAhead(lookahead: number): Promise<void> {
+    const inFlight: Promise<void>[] = [];
+    for (;;) {
+      const r = this.queue.shift();
+      if (r === undefined) {
+        if (inFlight.length === 0) return;
+        await inFlight.shift();
+        continue;
+      }
+      const result = this.hand(r);
+      if (result instanceof Promise) inFlight.push(result);
+      while (inFlight.length >= lookahead) await inFlight.shift();
+    }
+  }
+
+  private hand(r: { topic: string; key: string; value: unknown }): void | Promise<void> {
+    const type = loadSchema(r.topic === TOPICS.fetched ? 'FetchedPage' : 'ParsedPage').type;
+    const task = this.tasks[partitionFor(Buffer.from(r.key, 'utf8'), this.partitions)]!;
+    task.topic = r.topic;
+    return task.parser.process({
+      key: r.key,
+      value: type.fromBuffer(type.toBuffer(r.value)) as never,
+      timestamp: Date.now(),
+    });
   }
 
   commit(): void {
@@ -87,7 +112,10 @@ export class ParserTasks {
   }
 
   async close(): Promise<void> {
-    for (const t of this.tasks) t.writer.close();
+    for (const t of this.tasks) {
+      t.parser.close();
+      t.writer.close();
+    }
     await Promise.all(this.dbs.map((db) => db.close()));
   }
 
@@ -115,7 +143,7 @@ export class ParserTasks {
     const writer = new WarcWriter({ dir: this.warcDir, partition });
     writer.open();
     byName.set(WARC_STORE, new WarcStore(writer));
-    const task: Task = { parser: new ParserProcessor(defaultCrawlConfig), stores, writer, topic: TOPICS.fetched };
+    const task: Task = { parser: new ParserProcessor(this.config), stores, writer, topic: TOPICS.fetched };
     const context: ProcessorContext<string, unknown> = {
       applicationId: 'test',
       taskId: { subtopology: 2, partition },
