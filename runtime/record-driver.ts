@@ -62,7 +62,7 @@ export class RecordDriver {
   /**
    * 'after' semantics with up to `task.lookahead` records started before the earlier ones have
    * finished. A position advances only once its record and every record before it have finished,
-   * in the same microtask as the last of them, so a commit (a macrotask) never holds a record's
+   * in the same run of the microtask queue as the last of them, so a commit (a macrotask) never holds a record's
    * effects without the positions of the records before it. Stops starting records when
    * `running()` turns false, finishes those started; returns how many were started.
    */

@@ -51,10 +51,10 @@ export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder
  * decision is in a changelogged store, committed with the outputs it caused.
  *
  * With `threads` > 1 the HTML of fetched pages of OFFLOAD_MIN_BYTES or more is analysed on a
- * ParsePool of `threads − 1` workers,
- * up to PARSER_LOOKAHEAD records of a task at a time; everything that reads or writes state (WARC,
- * payload index, recorder) still runs on the task's thread, one record after the other in the
- * order the records came, so a record's effects are never committed before an earlier record's.
+ * ParsePool of `threads − 1` workers, up to PARSER_LOOKAHEAD records of a task at a time;
+ * everything that reads or writes state (WARC, payload index, recorder) still runs on the task's
+ * thread, one record after the other in the order the records came, so a record's effects are
+ * never committed before an earlier record's.
  */
 export class ParserProcessor implements Processor<
   string,

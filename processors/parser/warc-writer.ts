@@ -124,7 +124,9 @@ export class WarcWriter {
   private state: 'new' | 'open' | 'closed' = 'new';
   private nextSeq = 0;
   private lastStamp = 0;
-  private current: { fd: number; name: string; size: number; bodyStart: number; warcinfoId: string } | undefined;
+  /** The open file; `synced` is its size at the last fsync. */
+  private current:
+    { fd: number; name: string; size: number; synced: number; bodyStart: number; warcinfoId: string } | undefined;
 
   constructor(o: WarcWriterOptions) {
     if (typeof o.dir !== 'string' || o.dir === '') {
@@ -294,9 +296,12 @@ export class WarcWriter {
     ])[0]!;
   }
 
-  /** Makes every record written so far durable (fsync of the current file). */
+  /** Makes every record written so far durable (fsync of the current file, when it grew since the last). */
   flush(): void {
-    if (this.current !== undefined) fsyncSync(this.current.fd);
+    const file = this.current;
+    if (file === undefined || file.synced === file.size) return;
+    fsyncSync(file.fd);
+    file.synced = file.size;
   }
 
   /** Flushes and renames the current file to its final name. Idempotent. */
@@ -376,7 +381,7 @@ export class WarcWriter {
     }
     // the new directory entry must survive a crash for flushed records in it to be found
     fsyncDir(this.dir);
-    this.current = { fd, name, size: member.length, bodyStart: member.length, warcinfoId };
+    this.current = { fd, name, size: member.length, synced: 0, bodyStart: member.length, warcinfoId };
     return this.current;
   }
 
@@ -396,6 +401,8 @@ export class WarcWriter {
     try {
       ftruncateSync(file.fd, size);
       file.size = size;
+      // the cut is made durable by the next flush
+      file.synced = -1;
     } catch {
       // the next open() cuts the torn member; later records go to a fresh file
       this.current = undefined;
