@@ -78,15 +78,16 @@ test(
         // the zombie's transaction stays open: read_committed readers cannot pass it until it ends
         const successor = await port.transactionalProducer(txId);
         const seen: string[] = [];
-        const started = Date.now();
+        // a read_committed read cannot pass a transaction still open: it would make no progress until
+        // the zombie's transaction timed out (60 s), so a stall bound below that fails the read (with
+        // CS_KAFKA) unless opening the successor aborted it; no wall-clock figure is asserted
         await readChangelogs(
           port,
           [{ topic, partition: 0, from: 0 }],
           (_t, _p, records) => seen.push(...records.map((r) => String(r.value))),
-          15_000,
+          40_000,
         );
         assert.deepEqual(seen, [], 'the open transaction was aborted, not committed');
-        assert.ok(Date.now() - started < 15_000);
         await assert.rejects(tx.commit());
         await successor.close();
       });
