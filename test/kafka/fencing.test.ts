@@ -78,9 +78,9 @@ test(
         // the zombie's transaction stays open: read_committed readers cannot pass it until it ends
         const successor = await port.transactionalProducer(txId);
         const seen: string[] = [];
-        // a read_committed read cannot pass a transaction still open: it would make no progress until
-        // the zombie's transaction timed out (60 s), so a stall bound below that fails the read (with
-        // CS_KAFKA) unless opening the successor aborted it; no wall-clock figure is asserted
+        // the read reaches the end without handing over the aborted record; what proves the fencing
+        // is the zombie's commit failing below (the read alone would also end with the transaction
+        // still open: it counts the fetch's progress past it). No wall-clock figure is asserted.
         await readChangelogs(
           port,
           [{ topic, partition: 0, from: 0 }],
