@@ -95,6 +95,10 @@ export async function runRole(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+  // everything the engine opened is closed by now; a client connection kafkajs still holds (seen
+  // after a broker outage: a connection made while its client was being disconnected) must not keep
+  // the stopped instance alive: it exits on its own once nothing is left, or after this grace
+  setTimeout(() => process.exit(exitCode), 5_000).unref();
   out(
     `[status] stopped (${stopping ?? 'engine stopped'}) after ${Math.round((Date.now() - started) / 1000)} s; pages fetched ${engine.metrics.counter(M.pagesFetched)}, page records ${engine.metrics.total(M.pageRecords)}`,
   );

@@ -8,7 +8,8 @@
 #   cluster.sh stop-node N   SIGTERM node N (1-3; a controlled shutdown) and wait until it is gone
 #   cluster.sh kill-node N   SIGKILL node N
 #   cluster.sh start-node N  start node N again on its data and wait until it is up
-#   cluster.sh stop          stop every node (the data stays until the next start)
+#   cluster.sh stop          SIGTERM every node at once, SIGKILL what is left after 15 s (the data
+#                            stays until the next start)
 #
 # Ports: node N listens on CLUSTER_PORT_BASE + 100 N + 92 (clients) and + 93 (controller);
 # base 39000 by default. Data, logs and pid files in $CRAWLSTREAM_CLUSTER_RUN (.cache/cluster).
@@ -100,14 +101,24 @@ wait_up() {
   done
 }
 
-stop_node() {
-  local n=$1 signal=$2 pid
-  pid="$(pid_of "$n")"
-  [ -n "$pid" ] || return 0
-  kill "-$signal" "$pid" 2>/dev/null || true
-  for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$(node_dir "$n")/kafka.pid"
+# signal every node named, wait until each is gone (SIGKILL past $STOP_WAIT tenths of a second)
+stop_nodes() {
+  local signal=$1 n pid pids=()
+  shift
+  for n in "$@"; do
+    pid="$(pid_of "$n")"
+    [ -n "$pid" ] || continue
+    kill "-$signal" "$pid" 2>/dev/null || true
+    pids+=("$pid")
+  done
+  for _ in $(seq 1 "${STOP_WAIT:-600}"); do
+    local left=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ $left = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  for n in "$@"; do rm -f "$(node_dir "$n")/kafka.pid"; done
 }
 
 brokers_line() {
@@ -123,7 +134,7 @@ node_arg() {
 case "${1:-}" in
   start)
     bash "$ROOT/scripts/kafka/fetch.sh" >&2
-    for n in "${NODES[@]}"; do stop_node "$n" KILL; done
+    stop_nodes KILL "${NODES[@]}"
     began=$(date +%s%N)
     rm -rf "$CLUSTER_RUN"
     cluster_id="$(head -c 16 /dev/urandom | base64 | tr "+/" "-_" | tr -d "=")"
@@ -141,14 +152,16 @@ case "${1:-}" in
     echo "kafka cluster of ${#NODES[@]} nodes ready after $((($(date +%s%N) - began) / 1000000)) ms" >&2
     brokers_line
     ;;
-  stop-node) node_arg "${2:-}" stop-node; stop_node "$2" TERM ;;
-  kill-node) node_arg "${2:-}" kill-node; stop_node "$2" KILL ;;
+  stop-node) node_arg "${2:-}" stop-node; stop_nodes TERM "$2" ;;
+  kill-node) node_arg "${2:-}" kill-node; stop_nodes KILL "$2" ;;
   start-node)
     node_arg "${2:-}" start-node
     alive "$2" && { echo "cluster node $2 is already running" >&2; exit 1; }
     launch "$2"
     wait_up "$2"
     ;;
-  stop) for n in "${NODES[@]}"; do stop_node "$n" TERM; done ;;
+  # all at once and briefly: one by one, the last nodes wait out their controlled shutdown without a
+  # quorum (a minute); the data is thrown away by the next start anyway
+  stop) STOP_WAIT=150 stop_nodes TERM "${NODES[@]}" ;;
   *) echo "usage: cluster.sh start | stop | stop-node N | kill-node N | start-node N" >&2; exit 2 ;;
 esac

@@ -47,7 +47,7 @@ export interface Exited {
   stderr: string;
 }
 
-/** Starts the CLI as a child process; `exited` settles when it ends, however it ends. */
+/** Starts the CLI as a child process; `exited` settles when it ends, however it ends, and all its output has been read. */
 export function startCli(args: string[]): { child: ChildProcess; exited: Promise<Exited> } {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -55,7 +55,7 @@ export function startCli(args: string[]): { child: ChildProcess; exited: Promise
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<Exited>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
   );
   return { child, exited };
 }

@@ -210,13 +210,22 @@ export class KafkaEngine implements Engine {
     for (const p of partitions) {
       const key = `${sub.id}_${p}`;
       if (!this.tasks.has(key)) {
-        this.tasks.set(
-          key,
-          this.openTask(sub, p).catch((err) => {
+        const opening: Promise<KafkaTask | undefined> = this.openTask(sub, p).catch((err: unknown) => {
+          if (this.state !== 'running' || !brokerFault(err)) {
             void this.fail(err);
             return undefined;
-          }),
-        );
+          }
+          // a broker fault while the task opened (a broker restarting refuses connections, a
+          // coordinator moves): the member stays, and as after a lost task the partition pauses
+          // (records fetched meanwhile were dropped) and the member joins its group again
+          this.say(`task ${key} could not open: ${(err as Error).message}; the member joins its group again`);
+          if (this.tasks.get(key) === opening) this.tasks.delete(key);
+          const member = this.consumers[this.consumerIndex(sub)];
+          for (const topic of sub.sourceTopics) member?.pause(topic, p);
+          this.scheduleRejoin(sub);
+          return undefined;
+        });
+        this.tasks.set(key, opening);
       }
       if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
     }
@@ -237,43 +246,53 @@ export class KafkaEngine implements Engine {
       await producer.close().catch(() => undefined);
       return undefined;
     }
-    // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
-    const committed = await committedInputs(this.admin, this.topology, groupIdOf(this.topology, sub), sub, partition);
-    const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
-    // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
-    for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
-    const db = await openRocks(join(taskDir, 'rocksdb'));
+    // a failure below (a broker fault) leaves nothing open: the task is opened anew after a rejoin
     const stores = new Map<string, StateStore>();
+    let db: Awaited<ReturnType<typeof openRocks>> | undefined;
+    let committed: Awaited<ReturnType<typeof committedInputs>>;
     const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
-    for (const builder of sub.stores) {
-      const store = builder.build({ taskId: id, db, dir: join(taskDir, builder.name) });
-      stores.set(builder.name, store);
-      if (builder.changelog && isChangelogged(store))
-        changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+    try {
+      // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
+      committed = await committedInputs(this.admin, this.topology, groupIdOf(this.topology, sub), sub, partition);
+      const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
+      // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
+      for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
+      db = await openRocks(join(taskDir, 'rocksdb'));
+      for (const builder of sub.stores) {
+        const store = builder.build({ taskId: id, db, dir: join(taskDir, builder.name) });
+        stores.set(builder.name, store);
+        if (builder.changelog && isChangelogged(store))
+          changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+      }
+      const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
+      const perStore = new Map<string, number>();
+      const started = Date.now();
+      const restored = await readChangelogs(
+        this.port,
+        changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
+        (topic, _p, records, next) => {
+          const store = byTopic.get(topic)!;
+          perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
+          store.restore(
+            records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
+            next,
+          );
+        },
+      );
+      // the stores restore together: their time is shared out by the records each read
+      const seconds = (Date.now() - started) / 1000;
+      for (const [store, n] of perStore) {
+        this.metrics.inc(M.restoreRecords, n, store);
+        this.metrics.inc(M.restoreSeconds, restored > 0 ? (seconds * n) / restored : 0, store);
+      }
+      if (restored > 0)
+        this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
+    } catch (err) {
+      for (const store of stores.values()) store.close();
+      await db?.close().catch(() => undefined);
+      await producer.close().catch(() => undefined);
+      throw err;
     }
-    const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
-    const perStore = new Map<string, number>();
-    const started = Date.now();
-    const restored = await readChangelogs(
-      this.port,
-      changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
-      (topic, _p, records, next) => {
-        const store = byTopic.get(topic)!;
-        perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
-        store.restore(
-          records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
-          next,
-        );
-      },
-    );
-    // the stores restore together: their time is shared out by the records each read
-    const seconds = (Date.now() - started) / 1000;
-    for (const [store, n] of perStore) {
-      this.metrics.inc(M.restoreRecords, n, store);
-      this.metrics.inc(M.restoreSeconds, restored > 0 ? (seconds * n) / restored : 0, store);
-    }
-    if (restored > 0)
-      this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     let kafkaTask!: KafkaTask;
     const task = new StreamTask(
       id,
@@ -482,3 +501,12 @@ function sleep(ms: number): Promise<void> {
 }
 
 export { tp };
+
+/**
+ * An error of the brokers, not of this instance: a Kafka failure as kafka-port reports it
+ * (CS_KAFKA, CS_FENCED), or a kafkajs error that reached us unwrapped (connection, retries spent).
+ */
+function brokerFault(err: unknown): boolean {
+  if (err instanceof CrawlError) return err.code === 'CS_KAFKA' || err.code === 'CS_FENCED';
+  return /^KafkaJS/.test((err as Error | undefined)?.name ?? '');
+}

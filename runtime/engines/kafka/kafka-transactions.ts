@@ -10,10 +10,24 @@ import {
 } from './kafka-common.js';
 import type { TopicNaming } from '../../topology.js';
 
-/** The broker's "the previous transaction of this id is still being ended" (or its coordinator moved): try again. */
+/**
+ * A produce that kafkajs reported as done although some partitions were never written: when a
+ * partition's leader moves (a broker restarts) kafkajs retries only towards brokers that have not
+ * answered yet, so partitions that moved to a broker which already answered are silently left out
+ * of the send and of its results. Committing would lose those records; the transaction is aborted
+ * and run again instead.
+ */
+class IncompleteSend extends Error {
+  readonly type = 'INCOMPLETE_SEND';
+}
+
+/**
+ * The broker's "the previous transaction of this id is still being ended" (or its coordinator
+ * moved), or a send that left partitions out: try again.
+ */
 function transactionBusy(err: unknown): boolean {
   const e = err as { type?: string; message?: string };
-  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR/.test(
+  return /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR|INCOMPLETE_SEND/.test(
     `${e.type ?? ''} ${e.message ?? ''}`,
   );
 }
@@ -83,11 +97,19 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
       // big pages) stays within the broker's request and batch limits
       for (const chunk of chunksOf(records, SEND_CHUNK_BYTES)) {
         const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
+        const written = new Set<string>();
         for (const r of results) {
           const key = `${this.naming.logicalTopic(r.topicName)}\u0000${r.partition}`;
           const base = Number(r.baseOffset ?? r.offset);
+          if (!Number.isSafeInteger(base) || base < 0) continue;
+          written.add(key);
           bases.set(key, Math.min(bases.get(key) ?? Infinity, base));
         }
+        const left = [...new Set(chunk.map((r) => `${r.topic}\u0000${r.partition}`))].filter((k) => !written.has(k));
+        if (left.length > 0)
+          throw new IncompleteSend(
+            `the send reported no offset for ${left.map((k) => k.replace('\u0000', '/')).join(', ')}`,
+          );
       }
       if (offsets.length > 0) {
         const byTopic = new Map<string, { partition: number; offset: string }[]>();

@@ -1,0 +1,318 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { appendFileSync, createWriteStream, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { standardExpectations, standardWeb, type PageSpec, type SiteSpec } from '../../synthetic-web/sites.js';
+import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
+import {
+  CLI,
+  finallyFetchedUrls,
+  removeDir,
+  sleep,
+  startCli,
+  tempDir,
+  writeSeeds,
+  type Exited,
+} from '../e2e/harness.js';
+import { kafkaInfra } from './infra.js';
+import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js';
+
+// Issue #17's chaos run: 3 frontier, 3 fetcher and 2 parser instances over 8 partitions of a three-node
+// KRaft cluster (replication 3, min.insync.replicas 2, scripts/kafka/cluster.sh). Instances are
+// SIGKILLed at random and restarted, one is added and one removed, one broker is restarted, all while
+// the crawl runs; then every page must be recorded exactly once (read_committed, by a consumer we did
+// not write), the server's log must show no politeness violation, and no URL may be lost.
+// CRAWLSTREAM_TEST_SEED replays a run's choices (which instances, which broker, how it stops).
+
+const CLUSTER = fileURLToPath(new URL('../../../scripts/kafka/cluster.sh', import.meta.url));
+const PARTITIONS = 8;
+const SITES = 24;
+const PAGES = 20;
+/** robots.txt Crawl-delay of the generated sites: PAGES × this is the least a site's crawl lasts. */
+const CRAWL_DELAY_S = 3;
+/** The test fails if the crawl has not fetched every expected page by then. */
+const CAP_MS = 540_000;
+/** Counters printed at the end: where a slow run lost its time. */
+const DIAGNOSED =
+  /^(crawlstream_(?:fetch_errors|leases_expired|results_ignored|backoffs|hosts_parked|leases_issued|commits_aborted)_total(?:\{[^}]*\})?) (\S+)$/gm;
+const run = promisify(execFile);
+
+/** Runs a command without blocking the event loop (the synthetic web serves from this process). */
+async function sh(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(file, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 64 * 2 ** 20 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
+    const code = typeof e.code === 'number' ? e.code : -1;
+    return { code, stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''}\n${e.message}` };
+  }
+}
+
+/** mulberry32: a small seeded generator, so a failing run's choices can be replayed. */
+function seeded(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(a ^ (a >>> 15), 1 | a);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 2 ** 32) * n);
+  };
+}
+
+/** SITES seeded sites of PAGES pages, each linking every page from its home page and three other sites' homes. */
+function chaosSites(tag: string): SiteSpec[] {
+  const name = (i: number) => `chaos${i}-${tag}.test`;
+  return Array.from({ length: SITES }, (_, i) => {
+    const paths = Array.from({ length: PAGES - 1 }, (_, j) => `/p${j}.html`);
+    const others = [1, 5, 11].map((d) => `http://${name((i + d) % SITES)}:{{PORT}}/`);
+    const pages: Record<string, PageSpec> = { '/': { title: `${name(i)} home`, links: [...paths, ...others] } };
+    for (const p of paths) pages[p] = { title: `${name(i)} ${p}`, links: ['/', paths[0]!] };
+    const robots = { status: 200, body: `User-agent: *\nCrawl-delay: ${CRAWL_DELAY_S}\nAllow: /\n` };
+    return { host: name(i), seed: true, robots, pages };
+  });
+}
+
+interface Instance {
+  readonly name: string;
+  readonly role: string;
+  readonly dataDir: string;
+  child: ReturnType<typeof startCli>['child'];
+  exited: Promise<Exited>;
+  ops?: string;
+  /** Removed for good (SIGTERMed, not restarted). */
+  removed: boolean;
+}
+
+test(
+  'issue #17 chaos: 3 frontier, 3 fetcher, 2 parser instances on 8 partitions of a 3-broker KRaft cluster; random SIGKILLs, one instance added and one removed, one broker restarted; every page recorded exactly once, no politeness violation, no URL lost',
+  { timeout: 840_000 },
+  async (t) => {
+    const seed = Number(process.env['CRAWLSTREAM_TEST_SEED'] ?? randomInt(2 ** 31));
+    const random = seeded(seed);
+    const { registry } = kafkaInfra();
+    const generated = chaosSites(seed.toString(36));
+    const web = await SyntheticWeb.start({ sites: [...standardWeb(), ...generated] });
+    const dir = tempDir('kafka-chaos');
+    const instances: Instance[] = [];
+    const pastLives: string[] = [];
+    const began = Date.now();
+    const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
+    // also into the logs directory as it happens: a test that times out loses its diagnostics
+    const note = (line: string): void => {
+      t.diagnostic(line);
+      if (keep) appendFileSync(join(keep, 'chaos.log'), `${new Date().toISOString()} ${line}\n`);
+    };
+    note(`seed ${seed} (CRAWLSTREAM_TEST_SEED=${seed} replays the choices)`);
+    const at = (): string => `${((Date.now() - began) / 1000).toFixed(1)} s, ${web.requests().length} requests`;
+    try {
+      const cluster = await sh('bash', [CLUSTER, 'start']);
+      assert.equal(cluster.code, 0, `cluster.sh start:\n${cluster.stderr}`);
+      const brokers = /^CRAWLSTREAM_CLUSTER_BROKERS=(\S+)$/m.exec(cluster.stdout)?.[1];
+      assert.ok(brokers, `cluster.sh start printed no brokers:\n${cluster.stdout}`);
+      note(`${at()}: cluster up on ${brokers}`);
+      const created = await sh(process.execPath, [
+        CLI,
+        'topics',
+        'create',
+        '--brokers',
+        brokers,
+        '--partitions',
+        String(PARTITIONS),
+        '--replication-factor',
+        '3',
+        '--min-insync-replicas',
+        '2',
+      ]);
+      assert.equal(created.code, 0, created.stderr);
+      assert.match(created.stdout, /created\s+page-records \(8 partitions,.* min\.insync\.replicas=2\)/);
+      const seeds = writeSeeds(dir, web.seedUrls());
+      const partitions = ['--partitions', String(PARTITIONS)];
+      const injected = await sh(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry), ...partitions]);
+      assert.equal(injected.code, 0, injected.stderr);
+
+      const common = [
+        '--brokers',
+        brokers,
+        '--registry',
+        registry,
+        ...partitions,
+        ...LOOPBACK_WEB_ARGS,
+        '--quiet',
+        '--session-timeout',
+        '6000',
+        '--fetch-timeout',
+        '3000',
+        '--metrics-port',
+        '0',
+      ];
+      const launch = (name: string, role: string): Instance => {
+        const dataDir = join(dir, name);
+        const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
+        const existing = instances.find((i) => i.name === name);
+        const instance: Instance = existing
+          ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined })
+          : { name, role, dataDir, removed: false, ...started };
+        if (!existing) instances.push(instance);
+        if (keep) {
+          const file = createWriteStream(join(keep, `${name}-${Date.now() - began}.log`));
+          started.child.stdout!.pipe(file);
+          started.child.stderr!.pipe(file);
+        }
+        let err = '';
+        started.child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString();
+          instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
+        });
+        return instance;
+      };
+      for (const role of ['frontier', 'fetcher', 'parser'])
+        for (const suffix of role === 'parser' ? ['a', 'b'] : ['a', 'b', 'c']) launch(`${role}-${suffix}`, role);
+
+      while (web.requests().length < 30 && Date.now() - began < 180_000) await sleep(200);
+      assert.ok(web.requests().length >= 30, `the crawl did not start: ${at()}`);
+      note(`${at()}: requests flow`);
+      const live = () => instances.filter((i) => !i.removed);
+
+      // two SIGKILLs of instances picked at random, each restarted on its data after the session timeout
+      for (let round = 0; round < 2; round++) {
+        const pool = live();
+        const victim = pool[random(pool.length)]!;
+        victim.child.kill('SIGKILL');
+        const killed = await victim.exited;
+        assert.equal(
+          killed.signal,
+          'SIGKILL',
+          `${victim.name} ended before the SIGKILL:\n${killed.stderr.slice(-4000)}`,
+        );
+        pastLives.push(`== ${victim.name} before its SIGKILL\n${killed.stderr.slice(-4000)}`);
+        note(`${at()}: SIGKILLed ${victim.name}`);
+        await sleep(8_000);
+        launch(victim.name, victim.role);
+        note(`${at()}: restarted ${victim.name}`);
+        await sleep(5_000);
+      }
+
+      // one instance more of a role picked at random
+      const addedRole = ['frontier', 'fetcher', 'parser'][random(3)]!;
+      launch(`${addedRole}-d`, addedRole);
+      note(`${at()}: added ${addedRole}-d`);
+      await sleep(8_000);
+
+      // one broker restarted (a controlled shutdown or a SIGKILL, picked at random) while the crawl runs
+      const node = 1 + random(3);
+      const how = random(2) === 0 ? 'stop-node' : 'kill-node';
+      const down = await sh('bash', [CLUSTER, how, String(node)]);
+      assert.equal(down.code, 0, down.stderr);
+      note(`${at()}: broker ${node} down (${how})`);
+      await sleep(5_000);
+      const up = await sh('bash', [CLUSTER, 'start-node', String(node)]);
+      assert.equal(up.code, 0, up.stderr);
+      note(`${at()}: broker ${node} back`);
+      await sleep(5_000);
+
+      // one instance of the added role removed for good: SIGTERM, a clean exit, never restarted
+      const ofRole = live().filter((i) => i.role === addedRole);
+      const removed = ofRole[random(ofRole.length)]!;
+      removed.removed = true;
+      removed.child.kill('SIGTERM');
+      const gone = await removed.exited;
+      assert.equal(gone.code, 0, `${removed.name} exited ${gone.code}/${gone.signal}\n${gone.stderr.slice(-4000)}`);
+      pastLives.push(`== ${removed.name} (removed)\n${gone.stderr.slice(-4000)}`);
+      note(`${at()}: removed ${removed.name}`);
+
+      // done when every page expected has been fetched and the web has then seen no request for 20 s;
+      // a page never fetched keeps the wait going until the cap, and fails the test below
+      const generatedPages = generated.flatMap((s) => Object.keys(s.pages).map((p) => web.url(s.host, p)));
+      const expected = [
+        ...generatedPages,
+        ...Object.entries(standardExpectations()).flatMap(([host, e]) => e.fetch.map((path) => web.url(host, path))),
+      ];
+      const unfetched = (): string[] => {
+        const fetched = finallyFetchedUrls(web.requests(), web.port);
+        return expected.filter((u) => !fetched.has(u) && !u.endsWith('/robots.txt'));
+      };
+      let last = -1;
+      let quietSince = Date.now();
+      while ((Date.now() - quietSince < 20_000 || unfetched().length > 0) && Date.now() - began < CAP_MS) {
+        await sleep(1000);
+        const n = web.requests().length;
+        if (n !== last) [last, quietSince] = [n, Date.now()];
+      }
+      note(
+        `${at()}: quiet since ${((quietSince - began) / 1000).toFixed(1)} s; ${unfetched().length} expected pages unfetched`,
+      );
+      const log = web.requests();
+      if (keep) writeFileSync(join(keep, 'requests.jsonl'), log.map((e) => JSON.stringify(e)).join('\n'));
+
+      const stderrs = [...pastLives];
+      const logs = (): string => stderrs.join('\n');
+      for (const i of live()) {
+        const ended = await Promise.race([i.exited, sleep(10).then(() => undefined)]);
+        assert.equal(ended, undefined, `${i.name} died during the crawl:\n${ended?.stderr.slice(-4000)}`);
+        assert.ok(i.ops, `${i.name} never said where its endpoints are`);
+        assert.equal(
+          (await fetch(`http://${i.ops}/readyz`, { signal: AbortSignal.timeout(10_000) })).status,
+          200,
+          `${i.name} is not ready`,
+        );
+      }
+      const counters = new Map<string, number>();
+      for (const i of live())
+        for (const m of (
+          await (await fetch(`http://${i.ops}/metrics`, { signal: AbortSignal.timeout(10_000) })).text()
+        ).matchAll(DIAGNOSED))
+          counters.set(m[1]!, (counters.get(m[1]!) ?? 0) + Number(m[2]));
+      note(`live instances' counters: ${[...counters].map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      for (const i of live()) i.child.kill('SIGTERM');
+      for (const i of live()) {
+        const ended = await i.exited;
+        stderrs.push(`== ${i.name}\n${ended.stderr.slice(-4000)}`);
+        assert.equal(ended.code, 0, `${i.name} exited ${ended.code}/${ended.signal}\n${ended.stderr.slice(-4000)}`);
+        assert.match(ended.stdout, /\[status\] stopped \(signal SIGTERM\)/, i.name);
+      }
+
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+
+      // a consumer we did not write: confluent-kafka (read_committed) + fastavro through the registry
+      const records = await pageRecordsOf(brokers, registry);
+      const counts = new Map<string, number>();
+      for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
+      note(
+        `${log.length} requests, ${records.length} page records of ${counts.size} URLs (${generatedPages.length} generated pages)`,
+      );
+      assert.deepEqual(
+        [...counts].filter(([, n]) => n !== 1),
+        [],
+        'a URL has more than one committed page record',
+      );
+      assert.deepEqual(
+        new Set(counts.keys()),
+        finallyFetchedUrls(log, web.port),
+        `fetched pages and committed page records differ\n${logs()}`,
+      );
+      assert.deepEqual(
+        generatedPages.filter((u) => !counts.has(u)),
+        [],
+        `generated pages without a page record\n${logs()}`,
+      );
+      const requested = new Set(log.map((e) => `${e.host}${e.path}`));
+      const missing = Object.entries(standardExpectations()).flatMap(([host, e]) =>
+        e.fetch.filter((path) => !requested.has(`${host}${path}`)).map((path) => `${host}${path}`),
+      );
+      assert.deepEqual(missing, [], 'expected pages of the standard web never requested');
+    } finally {
+      for (const i of instances) i.child.kill('SIGKILL');
+      await web.close();
+      const stopped = await sh('bash', [CLUSTER, 'stop']);
+      if (stopped.code !== 0) note(`cluster.sh stop: ${stopped.stderr}`);
+      removeDir(dir);
+    }
+  },
+);
