@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import { standardExpectations, standardWeb, type PageSpec, type SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import {
@@ -54,15 +55,10 @@ async function sh(file: string, args: string[]): Promise<{ code: number; stdout:
   }
 }
 
-/** mulberry32: a small seeded generator, so a failing run's choices can be replayed. */
+/** A seeded integer in [0, n), so a failing run's choices can be replayed. */
 function seeded(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 2 ** 32) * n);
-  };
+  const random = seededRandom(seed);
+  return (n) => Math.floor(random() * n);
 }
 
 /** SITES seeded sites of PAGES pages, each linking every page from its home page and three other sites' homes. */
