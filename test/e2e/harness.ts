@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { PageRecord } from '../../schemas/types.js';
 import { warcio } from '../python/warcio.js';
 import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
@@ -96,6 +97,24 @@ export function warcioCheck(warcDir: string): { status: number | null; output: s
     .map((f) => join(warcDir, f));
   const r = warcio(['check', '-v', ...files]);
   return { status: r.status, output: `${r.stdout}${r.stderr}`, files };
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Runs a command to its end without blocking the event loop (a test's synthetic web serves from
+ * this process); never rejects: a failure is a code other than 0 (-1 when it did not run or
+ * timed out after 180 s) with the error's message after its stderr.
+ */
+export async function sh(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await execFileAsync(file, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 64 * 2 ** 20 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
+    const code = typeof e.code === 'number' ? e.code : -1;
+    return { code, stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''}\n${e.message}` };
+  }
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -1,11 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { appendFileSync, createWriteStream, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import { standardExpectations, standardWeb, type PageSpec, type SiteSpec } from '../../synthetic-web/sites.js';
@@ -14,6 +12,7 @@ import {
   CLI,
   finallyFetchedUrls,
   removeDir,
+  sh,
   sleep,
   startCli,
   tempDir,
@@ -41,19 +40,6 @@ const CAP_MS = 540_000;
 /** Counters printed at the end: where a slow run lost its time. */
 const DIAGNOSED =
   /^(crawlstream_(?:fetch_errors|leases_expired|results_ignored|backoffs|hosts_parked|leases_issued|commits_aborted)_total(?:\{[^}]*\})?) (\S+)$/gm;
-const run = promisify(execFile);
-
-/** Runs a command without blocking the event loop (the synthetic web serves from this process). */
-async function sh(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(file, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 64 * 2 ** 20 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
-    const code = typeof e.code === 'number' ? e.code : -1;
-    return { code, stdout: e.stdout ?? '', stderr: `${e.stderr ?? ''}\n${e.message}` };
-  }
-}
 
 /** A seeded integer in [0, n), so a failing run's choices can be replayed. */
 function seeded(seed: number): (n: number) => number {

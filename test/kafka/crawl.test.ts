@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createWriteStream, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { standardExpectations } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
@@ -12,6 +10,7 @@ import {
   CLI,
   finallyFetchedUrls,
   removeDir,
+  sh,
   sleep,
   startCli,
   tempDir,
@@ -25,22 +24,6 @@ import { python } from '../python/python.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 
 const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
-const run = promisify(execFile);
-
-/** Runs a command without blocking the event loop (the synthetic web serves from this process). */
-async function sh(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(file, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 64 * 2 ** 20 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
-    return {
-      code: typeof e.code === 'number' ? e.code : -1,
-      stdout: e.stdout ?? '',
-      stderr: `${e.stderr ?? ''}\n${e.message}`,
-    };
-  }
-}
 
 interface Instance {
   readonly name: string;
