@@ -35,10 +35,18 @@ export class RobotsResults {
   /**
    * A robots.txt result of `state`'s request: applied to its own origin (a hop of its chain, or
    * its robots.txt) and to every other host of the site whose chain waited for it. A result that
-   * says nothing (lease lost or late) leaves every hop to be asked again.
+   * says nothing (lease lost or late) leaves every hop to be asked again. A lease the frontier gave
+   * up on (CS_LEASE_LOST: no result by its expiry, e.g. the instance died between the fetch and its
+   * commit) may have been answered 429/5xx, so it is asked again only after --robots-retry, as
+   * after an unavailable robots.txt (without counting a failure); one the fetcher dropped unfetched
+   * (CS_LEASE_EXPIRED) after the gap.
    */
   complete(state: HostState, result: FetchResult, now: number): void {
-    if (isUnanswered(result)) return void this.f.metrics().inc(M.robotsResults, 1, 'EXPIRED');
+    if (isUnanswered(result)) {
+      if (result.errorCode === 'CS_LEASE_LOST')
+        state.nextEligibleAt = Math.max(state.nextEligibleAt, now + this.f.config.robotsRetryMs);
+      return void this.f.metrics().inc(M.robotsResults, 1, 'EXPIRED');
+    }
     const waiting = state.robotsHops.filter((h) => h.url === result.url);
     state.robotsHops = state.robotsHops.filter((h) => h.url !== result.url);
     const own = waiting.find((h) => hostOfUrl(h.origin) === state.host);

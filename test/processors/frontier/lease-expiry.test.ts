@@ -5,7 +5,7 @@ import { TOPICS } from '../../../topology/crawl-topology.js';
 import type { LinkBatch } from '../../../schemas/types.js';
 import { FrontierHarness } from './frontier-harness.js';
 
-test('a robots.txt lease lost without a result is retried after the gap, not taken as robots.txt unavailable', async () => {
+test('a robots.txt lease lost without a result (it may have been answered 5xx) is asked again only after --robots-retry, without counting as unavailable', async () => {
   const config = validateCrawlConfig({ leaseWindowMs: 1_000, fetchTimeoutMs: 1_000, robotsRetryMs: 60_000 });
   const h = await FrontierHarness.open(config);
   try {
@@ -21,14 +21,22 @@ test('a robots.txt lease lost without a result is retried after the gap, not tak
       h.requests.map((r) => r.kind),
       ['ROBOTS'],
     );
-    // no result ever comes (its fetcher died): the lease expires after notAfter + fetch timeout + grace
+    // no result ever comes (its fetcher died after the fetch, before committing it): the lease
+    // expires after notAfter + fetch timeout + grace; its answer may have been a 503, which the
+    // server expects to be followed by a wait, so the next ask waits --robots-retry from then
     await h.advance(10_000);
-    assert.equal(h.requests.length, 2, 'the host was parked as if robots.txt had answered 5xx');
+    assert.equal(h.requests.length, 1, 'robots.txt was asked again before --robots-retry');
+    await h.advance(config.robotsRetryMs);
+    assert.equal(h.requests.length, 2, 'robots.txt was not asked again after --robots-retry');
     assert.equal(h.requests[1]!.kind, 'ROBOTS');
     assert.ok(
-      h.requests[1]!.notBefore - h.requests[0]!.notAfter >= config.minDelayMs,
-      'the retry did not wait a full gap after the lost lease',
+      h.requests[1]!.notBefore - h.requests[0]!.notAfter >= config.robotsRetryMs,
+      'the retry did not wait --robots-retry after the lost lease',
     );
+    // not a failure: a second loss waits the same, not twice as long
+    await h.advance(10_000);
+    await h.advance(config.robotsRetryMs);
+    assert.equal(h.requests.length, 3, 'the second retry waited longer than --robots-retry');
     assert.equal(h.task.isIdle(), false, 'the host with a queued URL counts as parked, so --until-idle would drop it');
   } finally {
     await h.close();
