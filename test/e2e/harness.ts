@@ -84,7 +84,7 @@ export function finallyFetchedUrls(log: RequestLogEntry[], port: number): Set<st
 }
 
 /** Counts page records per URL. */
-export function countByUrl(records: PageRecord[]): Map<string, number> {
+export function countByUrl(records: readonly { url: string }[]): Map<string, number> {
   const counts = new Map<string, number>();
   for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
   return counts;

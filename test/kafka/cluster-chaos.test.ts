@@ -1,25 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { appendFileSync, createWriteStream, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import { standardExpectations, standardWeb, type PageSpec, type SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import {
-  CLI,
-  finallyFetchedUrls,
-  removeDir,
-  sh,
-  sleep,
-  startCli,
-  tempDir,
-  writeSeeds,
-  type Exited,
-} from '../e2e/harness.js';
+import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
+import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js';
 
 // Issue #17's chaos run: 3 frontier, 3 fetcher and 2 parser instances over 8 partitions of a three-node
@@ -58,17 +49,6 @@ function chaosSites(tag: string): SiteSpec[] {
     const robots = { status: 200, body: `User-agent: *\nCrawl-delay: ${CRAWL_DELAY_S}\nAllow: /\n` };
     return { host: name(i), seed: true, robots, pages };
   });
-}
-
-interface Instance {
-  readonly name: string;
-  readonly role: string;
-  readonly dataDir: string;
-  child: ReturnType<typeof startCli>['child'];
-  exited: Promise<Exited>;
-  ops?: string;
-  /** Removed for good (SIGTERMed, not restarted). */
-  removed: boolean;
 }
 
 test(
@@ -133,33 +113,17 @@ test(
         '--metrics-port',
         '0',
       ];
-      const launch = (name: string, role: string): Instance => {
-        const dataDir = join(dir, name);
-        const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
-        const existing = instances.find((i) => i.name === name);
-        const instance: Instance = existing
-          ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined })
-          : { name, role, dataDir, removed: false, ...started };
-        if (!existing) instances.push(instance);
-        if (keep) {
-          const file = createWriteStream(join(keep, `${name}-${Date.now() - began}.log`));
-          started.child.stdout!.pipe(file);
-          started.child.stderr!.pipe(file);
-        }
-        let err = '';
-        started.child.stderr!.on('data', (d: Buffer) => {
-          err += d.toString();
-          instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
-        });
-        return instance;
-      };
+      const launch = (name: string, role: string): Instance =>
+        launchInstance(instances, dir, name, role, common, began);
       for (const role of ['frontier', 'fetcher', 'parser'])
         for (const suffix of role === 'parser' ? ['a', 'b'] : ['a', 'b', 'c']) launch(`${role}-${suffix}`, role);
 
       while (web.requests().length < 30 && Date.now() - began < 180_000) await sleep(200);
       assert.ok(web.requests().length >= 30, `the crawl did not start: ${at()}`);
       note(`${at()}: requests flow`);
-      const live = () => instances.filter((i) => !i.removed);
+      /** Names removed for good (SIGTERMed, not restarted). */
+      const removedNames = new Set<string>();
+      const live = () => instances.filter((i) => !removedNames.has(i.name));
 
       // two SIGKILLs of instances picked at random, each restarted on its data after the session timeout
       for (let round = 0; round < 2; round++) {
@@ -201,7 +165,7 @@ test(
       // one instance of the added role removed for good: SIGTERM, a clean exit, never restarted
       const ofRole = live().filter((i) => i.role === addedRole);
       const removed = ofRole[random(ofRole.length)]!;
-      removed.removed = true;
+      removedNames.add(removed.name);
       removed.child.kill('SIGTERM');
       const gone = await removed.exited;
       assert.equal(gone.code, 0, `${removed.name} exited ${gone.code}/${gone.signal}\n${gone.stderr.slice(-4000)}`);
@@ -264,8 +228,7 @@ test(
 
       // a consumer we did not write: confluent-kafka (read_committed) + fastavro through the registry
       const records = await pageRecordsOf(brokers, registry);
-      const counts = new Map<string, number>();
-      for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
+      const counts = countByUrl(records);
       note(
         `${log.length} requests, ${records.length} page records of ${counts.size} URLs (${generatedPages.length} generated pages)`,
       );

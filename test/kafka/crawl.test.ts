@@ -1,39 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createWriteStream, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { standardExpectations } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import {
-  CLI,
-  finallyFetchedUrls,
-  removeDir,
-  sh,
-  sleep,
-  startCli,
-  tempDir,
-  writeSeeds,
-  type Exited,
-} from '../e2e/harness.js';
+import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { kafkaInfra } from './infra.js';
+import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, LOOPBACK_WEB_ARGS } from './page-records.js';
 import { python } from '../python/python.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 
 const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
-
-interface Instance {
-  readonly name: string;
-  readonly role: string;
-  readonly dataDir: string;
-  child: ReturnType<typeof startCli>['child'];
-  exited: Promise<Exited>;
-  /** Where its /metrics, /healthz and /readyz answer, once it has said so. */
-  ops?: string;
-}
 
 test(
   'two instances of each stateful role crawl the test web on Kafka; one is SIGKILLed and restarted; page-records holds every page exactly once; no politeness violation; every store equals its changelog replay',
@@ -76,28 +57,8 @@ test(
         '0',
       ];
       const began = Date.now();
-      const launch = (name: string, role: string): Instance => {
-        const dataDir = join(dir, name);
-        const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
-        const existing = instances.find((i) => i.name === name);
-        const instance: Instance = existing
-          ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined })
-          : { name, role, dataDir, ...started };
-        if (!existing) instances.push(instance);
-        let err = '';
-        // CRAWLSTREAM_TEST_LOGS=<dir> keeps every instance's whole output, for a failure's post-mortem
-        const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
-        if (keep) {
-          const file = createWriteStream(join(keep, `${name}-${Date.now() - began}.log`));
-          started.child.stdout!.pipe(file);
-          started.child.stderr!.pipe(file);
-        }
-        started.child.stderr!.on('data', (d: Buffer) => {
-          err += d.toString();
-          instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
-        });
-        return instance;
-      };
+      const launch = (name: string, role: string): Instance =>
+        launchInstance(instances, dir, name, role, common, began);
       for (const [name, role] of [
         ['frontier-a', 'frontier'],
         ['frontier-b', 'frontier'],
@@ -186,8 +147,7 @@ test(
         .split('\n')
         .filter((l) => l.trim() !== '')
         .map((l) => JSON.parse(l) as { url: string; status: number; schemaId: number });
-      const counts = new Map<string, number>();
-      for (const r of records) counts.set(r.url, (counts.get(r.url) ?? 0) + 1);
+      const counts = countByUrl(records);
       assert.deepEqual(
         [...counts].filter(([, n]) => n !== 1),
         [],
