@@ -63,7 +63,11 @@ export interface NearDupMatch {
   distance: number;
 }
 
-/** Sites with at most this many indexed SimHashes are searched in RAM, one by one; larger ones by the 20 range scans. */
+/**
+ * Sites with at most this many indexed SimHashes are searched in RAM, one by one, and stored in
+ * table 0 only; larger ones by the 20 range scans. May be raised between versions, never lowered:
+ * a site below the old bound has no other tables.
+ */
 export const LINEAR_MAX = 4_096;
 /** SimHashes held in RAM over all sites; beyond it the least recently used sites are dropped (and reloaded when needed). */
 const CACHE_MAX = 2_000_000;
@@ -74,13 +78,14 @@ const LARGE = 'large';
 
 /**
  * The 6-block / 20-table index of Manku, Jain and Das Sarma (WWW 2007) over 64-bit SimHashes, one
- * per site, in a changelogged store, so it survives restarts and moves with its partition. Each
- * indexed SimHash is stored 20 times, once per table, under its site and permuted form; a query on
- * a large site reads, per table, the sorted run of the site's keys sharing its 3 leading blocks
- * (one range scan each) and checks the distance of every candidate. A site of at most LINEAR_MAX
- * SimHashes is instead loaded once from its first table (whose order is the identity) into RAM and
- * compared one by one, which is cheaper than 20 range scans. Finds every SimHash indexed for the
- * site within NEAR_DUP_BITS of the query, and none of another site's.
+ * per site, in a changelogged store, so it survives restarts and moves with its partition. A site
+ * of at most LINEAR_MAX SimHashes keeps each one once, in the first table (whose order is the
+ * identity), and is searched in RAM, loaded once from that table and compared one by one: one
+ * store write a page instead of 20, and no range scans. A larger site keeps each SimHash 20 times,
+ * once per table, under its site and permuted form (the add that makes it large writes the other
+ * 19 tables of all it holds); a query reads, per table, the sorted run of the site's keys sharing
+ * its 3 leading blocks (one range scan each) and checks the distance of every candidate. Finds
+ * every SimHash indexed for the site within NEAR_DUP_BITS of the query, and none of another site's.
  *
  * The RAM copy follows this instance's own writes, so it holds only while the store's pending
  * writes are committed or the instance is dropped with them: the runtime builds new processors
@@ -122,18 +127,26 @@ export class NearDupIndex {
     return { simhash: found, url: url.toString('utf8'), distance: bestDistance };
   }
 
-  /** Indexes `simhash` for `url` of `site` (20 store writes). Idempotent: indexing it again changes nothing but the URL. */
+  /**
+   * Indexes `simhash` for `url` of `site`: one store write while the site is small, 20 once it is
+   * large (and, on the add that makes it large, the 19 other tables of every SimHash it holds).
+   * Idempotent: indexing it again changes nothing but the URL.
+   */
   add(site: string, simhash: Buffer, url: string): void {
     const scope = scopeOf(site);
     const value = simhash.readBigUInt64BE(0);
     const urlBytes = Buffer.from(url, 'utf8');
-    for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), urlBytes);
-    const hashes = this.sites.get(site);
-    if (hashes === undefined || hashes === LARGE) return;
+    const hashes = this.hashesOf(site);
+    if (hashes === LARGE) {
+      for (let t = 0; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), urlBytes);
+      return;
+    }
+    this.store.put(entryKey(scope, 0, permute(value, TABLES[0]!)), urlBytes);
     const hi = simhash.readUInt32BE(0);
     const lo = simhash.readUInt32BE(4);
     for (let i = 0; i < hashes.hi.length; i++) if (hashes.hi[i] === hi && hashes.lo[i] === lo) return;
     if (hashes.hi.length >= this.linearMax) {
+      this.buildTables(scope);
       this.sites.set(site, LARGE);
       this.cached -= hashes.hi.length - 1;
       return;
@@ -142,6 +155,15 @@ export class NearDupIndex {
     hashes.lo.push(lo);
     this.cached++;
     this.evict();
+  }
+
+  /** Writes tables 1–19 for every SimHash in the site's table 0 (pending writes included). */
+  private buildTables(scope: Buffer): void {
+    const entries = [...this.store.range(entryKey(scope, 0, 0n), Buffer.concat([scope, Buffer.from([1])]))];
+    for (const [key, url] of entries) {
+      const value = key.readBigUInt64BE(scope.length + 1); // table 0 keeps the original bit order
+      for (let t = 1; t < TABLES.length; t++) this.store.put(entryKey(scope, t, permute(value, TABLES[t]!)), url);
+    }
   }
 
   /** The site's SimHashes in RAM, loaded from the store on first use; marks the site most recently used. */

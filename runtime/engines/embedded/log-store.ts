@@ -216,18 +216,28 @@ function tpKey(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;
 }
 
+/** Record key prefixes by `topic\0partition`: built once, never handed out (callers copy or slice). */
+const prefixes = new Map<string, Buffer>();
+
 function recordPrefix(topic: string, partition: number): Buffer {
-  const b = Buffer.alloc(topic.length * 3 + 8);
-  let n = b.write(`r\u0000${topic}\u0000`);
-  n = b.writeUInt32BE(partition, n);
-  return b.subarray(0, n);
+  const tp = tpKey(topic, partition);
+  let prefix = prefixes.get(tp);
+  if (prefix === undefined) {
+    const b = Buffer.alloc(Buffer.byteLength(topic) + 7);
+    let n = b.write(`r\u0000${topic}\u0000`);
+    n = b.writeUInt32BE(partition, n);
+    prefix = b.subarray(0, n);
+    prefixes.set(tp, prefix);
+  }
+  return prefix;
 }
 
 function recordKey(topic: string, partition: number, offset: number): Buffer {
   const p = recordPrefix(topic, partition);
   const b = Buffer.allocUnsafe(p.length + 8);
   p.copy(b);
-  b.writeBigUInt64BE(BigInt(offset), p.length);
+  b.writeUInt32BE(Math.floor(offset / 0x1_0000_0000), p.length);
+  b.writeUInt32BE(offset >>> 0, p.length + 4);
   return b;
 }
 

@@ -146,6 +146,26 @@ test('indexing the same SimHash again keeps one entry, with the latest URL', () 
     index.add('one.test', h, 'http://one.test/a');
     index.add('one.test', h, 'http://one.test/b');
     assert.equal(index.find('one.test', h)?.url, 'http://one.test/b');
-    // 20 table entries, whatever the number of adds
-    assert.equal(s.pendingCount(), 20);
+    // a small site: one table entry, whatever the number of adds
+    assert.equal(s.pendingCount(), 1);
+  }));
+
+test('a small site is stored once per SimHash; the add that makes it large writes all 20 tables, so the range scans find what came before', () =>
+  withDb((db) => {
+    const s = store(db);
+    const index = new NearDupIndex(s, 10);
+    const hashes = Array.from({ length: 12 }, () => randomSimhash());
+    hashes.slice(0, 10).forEach((h, i) => index.add('grow.test', h, `http://grow.test/${i}`));
+    assert.equal(s.pendingCount(), 10, 'one entry per SimHash while the site is small');
+    index.add('grow.test', hashes[10]!, 'http://grow.test/10');
+    assert.equal(s.pendingCount(), 11 * 20, 'the 11th SimHash makes the site large: 20 tables of all 11');
+    index.add('grow.test', hashes[11]!, 'http://grow.test/11');
+    assert.equal(s.pendingCount(), 12 * 20);
+    s.applyCommitted(1);
+    // a new instance loads the site as large and answers from the 20 tables alone
+    const reopened = new NearDupIndex(store(db), 10);
+    for (const [i, h] of hashes.entries()) {
+      const m = reopened.find('grow.test', flipBits(h, 3));
+      assert.equal(m?.url, `http://grow.test/${i}`, `#${i} by the range scans`);
+    }
   }));
