@@ -228,6 +228,7 @@ test(
 
       // a consumer we did not write: confluent-kafka (read_committed) + fastavro through the registry
       const records = await pageRecordsOf(brokers, registry);
+      if (keep) writeFileSync(join(keep, 'page-records.jsonl'), records.map((r) => JSON.stringify(r)).join('\n'));
       const counts = countByUrl(records);
       note(
         `${log.length} requests, ${records.length} page records of ${counts.size} URLs (${generatedPages.length} generated pages)`,
@@ -235,7 +236,10 @@ test(
       assert.deepEqual(
         [...counts].filter(([, n]) => n !== 1),
         [],
-        'a URL has more than one committed page record',
+        `a URL has more than one committed page record:\n${records
+          .filter((r) => counts.get(r.url)! > 1)
+          .map((r) => JSON.stringify(r))
+          .join('\n')}`,
       );
       assert.deepEqual(
         new Set(counts.keys()),

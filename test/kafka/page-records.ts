@@ -29,6 +29,9 @@ export interface ReadPageRecord {
   warcOffset: number | null;
   parserVersion: number;
   reparsed: boolean;
+  /** When the page was fetched (ms since the epoch), and its visit number: they tell two records of one URL apart. */
+  fetchTime: number;
+  visit: number | null;
 }
 
 /**

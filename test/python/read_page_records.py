@@ -25,6 +25,11 @@ consumer = Consumer({
 partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
 consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
 ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+
+def millis(t):
+    # fastavro reads timestamp-millis as an aware datetime
+    return int(t.timestamp() * 1000) if hasattr(t, 'timestamp') else t
+
 schemas = {}
 done = {p for p, end in ends.items() if end == 0}
 empty_polls = 0
@@ -52,7 +57,8 @@ while len(done) < len(partitions) and empty_polls < 10:
     print(json.dumps({'partition': msg.partition(), 'offset': msg.offset(), 'key': msg.key().decode(), 'schemaId': schema_id,
                       'url': record['url'], 'status': record['status'],
                       'warcFile': record.get('warcFile'), 'warcOffset': record.get('warcOffset'),
-                      'parserVersion': record.get('parserVersion', 0), 'reparsed': record.get('reparsed', False)}))
+                      'parserVersion': record.get('parserVersion', 0), 'reparsed': record.get('reparsed', False),
+                      'fetchTime': millis(record.get('fetchTime')), 'visit': record.get('visit')}))
     if msg.offset() + 1 >= ends[msg.partition()] - 1:
         done.add(msg.partition())
 consumer.close()
