@@ -1,6 +1,6 @@
 import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth } from '../../engine.js';
 import { CrawlError } from '../../../core/errors.js';
@@ -21,6 +21,7 @@ import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js'
 import type { ClusterSecurity } from './kafka-security.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
+import { describeStale, storesPastChangelogEnd } from './stale-state.js';
 import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
 
 export interface KafkaEngineOptions {
@@ -257,12 +258,29 @@ export class KafkaEngine implements Engine {
       const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
       // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
       for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
-      db = await openRocks(join(taskDir, 'rocksdb'));
-      for (const builder of sub.stores) {
-        const store = builder.build({ taskId: id, db, dir: join(taskDir, builder.name) });
-        stores.set(builder.name, store);
-        if (builder.changelog && isChangelogged(store))
-          changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+      const openStores = async () => {
+        const opened = await openRocks(join(taskDir, 'rocksdb'));
+        for (const builder of sub.stores) {
+          const store = builder.build({ taskId: id, db: opened, dir: join(taskDir, builder.name) });
+          stores.set(builder.name, store);
+          if (builder.changelog && isChangelogged(store))
+            changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
+        }
+        return opened;
+      };
+      db = await openStores();
+      const stale = await storesPastChangelogEnd(this.admin, changelogged, partition, (t) =>
+        this.port.naming.physicalTopic(t),
+      );
+      if (stale.length > 0) {
+        (this.options.logger ?? silentLogger).warn(describeStale(`${sub.id}_${partition}`, stale));
+        for (const store of stores.values()) store.close();
+        await db.close();
+        db = undefined;
+        stores.clear();
+        changelogged.length = 0;
+        rmSync(join(taskDir, 'rocksdb'), { recursive: true, force: true });
+        db = await openStores();
       }
       const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
       const perStore = new Map<string, number>();
