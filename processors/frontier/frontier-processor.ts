@@ -25,6 +25,7 @@ import {
   FRONT_STORE,
   HISTORY_STORE,
   HOSTS_STORE,
+  ROBOTS_STORE,
   META_STORE,
   QUEUE_STORE,
   SEEN_STORE,
@@ -33,6 +34,7 @@ import {
   type HostStore,
   type MetaStore,
   type QueueStore,
+  type RobotsStore,
   type SeenStore,
   type SiteStore,
 } from './frontier-stores.js';
@@ -107,6 +109,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   init(context: ProcessorContext<string, FetchRequest>): void {
     this.ctx = context;
     const hosts = context.getStateStore<HostStore>(HOSTS_STORE);
+    this.robots.attach(context.getStateStore<RobotsStore>(ROBOTS_STORE));
     const queue = context.getStateStore<QueueStore>(QUEUE_STORE);
     const front = context.getStateStore<FrontStore>(FRONT_STORE);
     this.meta = context.getStateStore(META_STORE);
@@ -383,7 +386,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         const origin = originOf(entry.url) ?? state.origin;
         const rules = originRobots(state, origin);
         if (robotsDue(rules, now, this.config.robotsTtlMs)) return `${origin}/robots.txt`;
-        if (rules!.state !== 'READY' || this.robots.isAllowed(origin, rules!.body ?? '', entry.url)) return entry;
+        // a body in the host state was written by an older version; now bodies live in ROBOTS_STORE
+        const allowed =
+          rules!.state !== 'READY' ||
+          (rules!.body !== null
+            ? this.robots.isAllowed(origin, rules!.body, entry.url)
+            : this.robots.allows(origin, entry.url));
+        if (allowed === undefined) return `${origin}/robots.txt`;
+        if (allowed) return entry;
         this.ctx.metrics.inc(M.urlsDropped, 1, 'robots-disallowed');
       }
       this.back.pop(state);

@@ -17,6 +17,7 @@ export const SITES_STORE = 'frontier-sites';
 export const FRONT_STORE = 'frontier-front';
 export const HISTORY_STORE = 'frontier-history';
 export const DUE_STORE = 'frontier-due';
+export const ROBOTS_STORE = 'frontier-robots';
 
 function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
   const type = loadSchema(name).type;
@@ -30,6 +31,8 @@ export type SeenStore = KeyValueStore<Buffer, Buffer>;
 export type MetaStore = KeyValueStore<string, Buffer>;
 export type SiteStore = KeyValueStore<string, SiteState>;
 export type FrontStore = KeyValueStore<FrontKey, QueueChunk>;
+/** robots.txt bodies by origin (`scheme://host[:port]`), written only when one is fetched. */
+export type RobotsStore = KeyValueStore<string, string>;
 
 export function frontierStores(): StoreBuilder[] {
   return [
@@ -45,5 +48,7 @@ export function frontierStores(): StoreBuilder[] {
     keyValueStore(HISTORY_STORE, bufferSerde, avroSerde<UrlHistory>('UrlHistory')),
     // the due index: nextDue (u64 BE) ‖ fingerprint → empty (recrawl-schedule.ts)
     keyValueStore(DUE_STORE, bufferSerde, bufferSerde),
+    // the last robots.txt body of each origin: out of the host state, which is rewritten after every fetch
+    keyValueStore(ROBOTS_STORE, stringSerde, stringSerde),
   ];
 }

@@ -125,12 +125,15 @@ export function applyRobotsOutcome(
   return { verdict, origin };
 }
 
+/** The origin's rules from a robots.txt answer; a READY body goes to `robots` (its store), not into the host state. */
 function setRules(entry: OriginRobots, verdict: 'READY' | 'ALLOW_ALL', body: string | null, robots: RobotsCache): void {
   entry.failures = 0;
   entry.state = verdict;
-  entry.body = verdict === 'READY' ? (body ?? '') : null;
-  entry.crawlDelayMs = entry.body !== null ? robots.crawlDelayMs(entry.origin, entry.body) : 0;
-  entry.sitemaps = entry.body !== null ? boundedSitemaps(robots.sitemaps(entry.origin, entry.body)) : [];
+  entry.body = null;
+  const rules = verdict === 'READY' ? (body ?? '') : null;
+  if (rules !== null) robots.remember(entry.origin, rules);
+  entry.crawlDelayMs = rules !== null ? robots.crawlDelayMs(entry.origin, rules) : 0;
+  entry.sitemaps = rules !== null ? boundedSitemaps(robots.sitemaps(entry.origin, rules)) : [];
 }
 
 /**

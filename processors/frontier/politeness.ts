@@ -49,14 +49,48 @@ interface Robot {
 // robots-parser is CommonJS whose typings declare an ES default export; load it as what it is
 const robotsParser = createRequire(import.meta.url)('robots-parser') as (url: string, contents: string) => Robot;
 
-/** Parsed robots.txt per origin, rebuilt lazily from the stored body. Bounded; evicts everything when full. */
+/** Where robots.txt bodies are kept between fetches, by origin (the frontier's `frontier-robots` store). */
+export interface RobotsBodies {
+  get(origin: string): string | undefined;
+  put(origin: string, body: string): void;
+}
+
+/**
+ * Parsed robots.txt per origin, rebuilt lazily from the body. Bounded; evicts everything when
+ * full. With a body store attached, `remember` keeps each origin's body there and `allows` reads
+ * it back when the parse was evicted: the host state, rewritten after every fetch of its host,
+ * carries no body. The cache follows its own `remember` calls only, so it must be dropped with the
+ * store's uncommitted writes (the runtime builds new processors then).
+ */
 export class RobotsCache {
   private readonly parsed = new Map<string, { body: string; robot: Robot }>();
+  private bodies: RobotsBodies | undefined;
 
   constructor(
     private readonly userAgent: string,
     private readonly maxEntries = 10_000,
   ) {}
+
+  /** Keeps bodies in `store` from now on. */
+  attach(store: RobotsBodies): void {
+    this.bodies = store;
+  }
+
+  /** `origin`'s new robots.txt body: stored (with the task's next commit, when a store is attached) and parsed. */
+  remember(origin: string, body: string): void {
+    this.bodies?.put(origin, body);
+    this.robot(origin, body);
+  }
+
+  /**
+   * Whether `url` may be fetched under the body last remembered for `origin`; undefined when no
+   * body is known (neither parsed nor stored): its robots.txt must be fetched again.
+   */
+  allows(origin: string, url: string): boolean | undefined {
+    const hit = this.parsed.get(origin);
+    const body = hit?.body ?? this.bodies?.get(origin);
+    return body === undefined ? undefined : this.isAllowed(origin, body, url);
+  }
 
   private robot(origin: string, body: string): Robot {
     const hit = this.parsed.get(origin);

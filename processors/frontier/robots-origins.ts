@@ -11,9 +11,10 @@ export const MAX_ROBOTS_REDIRECTS = 5;
 export const MAX_ORIGINS_PER_HOST = 8;
 /**
  * Characters of robots.txt bodies a host state keeps, all origins together: two full 500 KiB
- * bodies (http and https). A host state is rewritten after every fetch of the host, so this is
- * what bounds that write; past it the origins fetched longest ago are dropped (and fetched again
- * before their next URL).
+ * bodies (http and https). Bodies now live in `frontier-robots`, by origin, and a host state
+ * carries none; this bounds only states written by older versions, which still hold theirs (a host
+ * state is rewritten after every fetch of the host): past it the origins fetched longest ago are
+ * dropped (and fetched again before their next URL).
  */
 export const MAX_ROBOTS_CHARS_PER_HOST = 2 * 500 * 1024;
 /** `Sitemap:` lines kept per origin, and the longest kept. */

@@ -10,7 +10,7 @@ import { LOOPBACK_WEB_ARGS, recordedUrls, runArgs } from './page-records.js';
 
 const run = promisify(execFile);
 
-/** A robots.txt just under the fetcher's 500 KiB cut: every rule of it lands in the host's state. */
+/** A robots.txt just under the fetcher's 500 KiB cut: every rule of it is kept (in `frontier-robots`). */
 function bigRobots(): string {
   const lines = ['User-agent: *', 'Disallow: /private/'];
   while (lines.join('\n').length < 499 * 1024)
@@ -19,7 +19,7 @@ function bigRobots(): string {
 }
 
 test(
-  'a host whose robots.txt is 500 KiB is crawled on Kafka: its host state crosses the changelog on every lease, no record too large',
+  'a host whose robots.txt is 500 KiB is crawled on Kafka: its body crosses a changelog when fetched, its host state on every lease, no record too large',
   { timeout: 300_000 },
   async () => {
     const { brokers, registry } = kafkaInfra();

@@ -380,23 +380,44 @@ test("an origin's robots.txt is fetched again once older than robotsTtlMs, befor
   assert.equal(fetches.filter((f) => f.kind === 'PAGE').length, 6);
 });
 
-test('robots.txt bodies of a host are bounded together: the origin fetched longest ago makes room', () => {
+test('robots.txt bodies stay out of the host state: three 400 KiB bodies leave it small, and each origin keeps its own rules', () => {
   const config = validateCrawlConfig({});
+  const stored = new Map<string, string>();
+  const writes: string[] = [];
   const robots = new RobotsCache(config.userAgent);
+  robots.attach({ get: (o) => stored.get(o), put: (o, b) => (writes.push(o), stored.set(o, b)) });
   const state = newHost('big.test', 'http://big.test', 'big.test');
   const request = { leaseId: 'l', ownerEpoch: 1, site: 'big.test', host: 'big.test', kind: 'ROBOTS' } as FetchRequest;
-  const body = `User-agent: *\nDisallow: /x\n#${'-'.repeat(400 * 1024)}\n`;
-  for (const [i, origin] of ['http://big.test', 'https://big.test', 'http://big.test:8080'].entries())
+  const origins = ['http://big.test', 'https://big.test', 'http://big.test:8080'];
+  for (const [i, origin] of origins.entries())
     applyRobotsOutcome(
       state,
-      answer({ ...request, url: `${origin}/robots.txt` }, i, { status: 200, body }),
+      answer({ ...request, url: `${origin}/robots.txt` }, i, {
+        status: 200,
+        body: `User-agent: *\nDisallow: /only-${i}\n#${'-'.repeat(400 * 1024)}\n`,
+      }),
       i,
       config,
       robots,
     );
   assert.deepEqual(
-    state.robots.map((r) => r.origin),
-    ['https://big.test', 'http://big.test:8080'],
+    state.robots.map((r) => [r.origin, r.state, r.body]),
+    origins.map((o) => [o, 'READY', null]),
+  );
+  const size = hostStateSerde().serialize(state).length;
+  assert.ok(size < 4_096, `the host state is ${size} bytes`);
+  assert.deepEqual(writes, origins, 'each body is stored once, under its origin');
+  // a fresh cache (a new processor after a restart) reads the bodies back from the store
+  const fresh = new RobotsCache(config.userAgent);
+  fresh.attach({ get: (o) => stored.get(o), put: () => assert.fail('nothing to write') });
+  for (const [i, origin] of origins.entries()) {
+    assert.equal(fresh.allows(origin, `${origin}/only-${i}`), false, `${origin} keeps its own Disallow`);
+    assert.equal(fresh.allows(origin, `${origin}/only-${(i + 1) % 3}`), true, `${origin} has no other's Disallow`);
+  }
+  assert.equal(
+    fresh.allows('http://other.test', 'http://other.test/'),
+    undefined,
+    'an unknown body is not "allow all"',
   );
 });
 
