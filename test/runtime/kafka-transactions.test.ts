@@ -13,42 +13,44 @@ const record = (partition: number): OutRecord => ({
   timestamp: 1,
 });
 
-/**
- * A kafkajs producer whose first send answers like kafkajs after a leader moved to a broker that
- * had already answered: partition 1 is missing from the results (and was never written).
- */
-function leaderMoveProducer(): { producer: Producer; events: string[] } {
-  const events: string[] = [];
-  let sends = 0;
+type SendBatch = (req: {
+  topicMessages: { topic: string; messages: { partition: number }[] }[];
+}) => Promise<{ topicName: string; partition: number; errorCode: number; baseOffset: string }[]>;
+
+/** A kafkajs producer whose transactions send with `sendBatch` and log commit and abort in `events`. */
+function fakeProducer(sendBatch: SendBatch, events: string[]): Producer {
   const tx = {
-    sendBatch: ({ topicMessages }: { topicMessages: { topic: string; messages: { partition: number }[] }[] }) => {
-      sends++;
-      const partitions = [...new Set(topicMessages.flatMap((t) => t.messages.map((m) => m.partition)))];
-      const answered = sends === 1 ? partitions.filter((p) => p !== 1) : partitions;
-      events.push(`send ${answered.join(',')}`);
-      return Promise.resolve(
-        answered.map((p) => ({
-          topicName: 'changelog',
-          partition: p,
-          errorCode: 0,
-          baseOffset: String(10 * sends + p),
-        })),
-      );
-    },
+    sendBatch,
     sendOffsets: () => Promise.resolve(),
     commit: () => (events.push('commit'), Promise.resolve()),
     abort: () => (events.push('abort'), Promise.resolve()),
     isActive: () => true,
   };
-  const producer = { transaction: () => Promise.resolve(tx), disconnect: () => Promise.resolve() };
-  return { producer: producer as unknown as Producer, events };
+  return { transaction: () => Promise.resolve(tx), disconnect: () => Promise.resolve() } as unknown as Producer;
 }
 
+const partitionsOf = (req: Parameters<SendBatch>[0]) => [
+  ...new Set(req.topicMessages.flatMap((t) => t.messages.map((m) => m.partition))),
+];
+
 test('a send that leaves a partition out (kafkajs after a leader move) is aborted and the whole transaction sent again, never committed without it', async () => {
-  const { producer, events } = leaderMoveProducer();
+  // partition 1's first send answers like kafkajs after its leader moved to a broker that had
+  // already answered: no result for it (and nothing written)
+  const events: string[] = [];
+  const sent = new Map<number, number>();
+  const producer = fakeProducer((req) => {
+    const [p] = partitionsOf(req) as [number];
+    const n = (sent.get(p) ?? 0) + 1;
+    sent.set(p, n);
+    const answered = p === 1 && n === 1 ? [] : [p];
+    events.push(`send ${p}${answered.length === 0 ? ' (no result)' : ''}`);
+    return Promise.resolve(
+      answered.map((q) => ({ topicName: 'changelog', partition: q, errorCode: 0, baseOffset: String(10 * n + q) })),
+    );
+  }, events);
   const tp = new KafkajsTransactionalProducer(producer, 'task-0', () => undefined, BARE_TOPIC_NAMES);
   const bases = await tp.commit([record(0), record(1), record(2)], 'group', []);
-  assert.deepEqual(events, ['send 0,2', 'abort', 'send 0,1,2', 'commit']);
+  assert.deepEqual(events, ['send 0', 'send 1 (no result)', 'send 2', 'abort', 'send 0', 'send 1', 'send 2', 'commit']);
   assert.deepEqual(
     [...bases].map(([k, v]) => [k.replace('\u0000', '/'), v]),
     [
@@ -57,4 +59,32 @@ test('a send that leaves a partition out (kafkajs after a leader move) is aborte
       ['changelog/2', 22],
     ],
   );
+});
+
+test('each send carries one partition, and a failed send aborts the transaction only after every other send has settled', async () => {
+  // kafkajs retries a multi-broker send while other brokers' requests are in flight and appends
+  // their partitions twice; here partition 0's send fails at once while partition 2's is slow
+  const events: string[] = [];
+  let attempt = 0;
+  const producer = fakeProducer(async (req) => {
+    const partitions = partitionsOf(req);
+    events.push(`send ${partitions.join(',')}`);
+    const [p] = partitions as [number];
+    if (p === 0 && attempt++ === 0)
+      throw Object.assign(new Error('CONCURRENT_TRANSACTIONS'), { type: 'CONCURRENT_TRANSACTIONS' });
+    if (p === 2) await new Promise((r) => setTimeout(r, 50));
+    events.push(`sent ${p}`);
+    return [{ topicName: 'changelog', partition: p, errorCode: 0, baseOffset: String(p) }];
+  }, events);
+  const tp = new KafkajsTransactionalProducer(producer, 'task-0', () => undefined, BARE_TOPIC_NAMES);
+  await tp.commit([record(0), record(2), record(0), record(1)], 'group', []);
+  assert.ok(
+    events.every((e) => !e.startsWith('send ') || !e.includes(',')),
+    `a send carried several partitions: ${events.join(' | ')}`,
+  );
+  assert.ok(
+    events.indexOf('sent 2') < events.indexOf('abort'),
+    `aborted while a send was in flight: ${events.join(' | ')}`,
+  );
+  assert.equal(events.at(-1), 'commit');
 });

@@ -93,24 +93,20 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
       throw kafkaError(`transaction of ${this.id} did not start`, err);
     }
     try {
-      // one produce request per chunk: a commit of many large records (robots-laden host states,
-      // big pages) stays within the broker's request and batch limits
-      for (const chunk of chunksOf(records, SEND_CHUNK_BYTES)) {
-        const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
-        const written = new Set<string>();
-        for (const r of results) {
-          const key = `${this.naming.logicalTopic(r.topicName)}\u0000${r.partition}`;
-          const base = Number(r.baseOffset ?? r.offset);
-          if (!Number.isSafeInteger(base) || base < 0) continue;
-          written.add(key);
-          bases.set(key, Math.min(bases.get(key) ?? Infinity, base));
-        }
-        const left = [...new Set(chunk.map((r) => `${r.topic}\u0000${r.partition}`))].filter((k) => !written.has(k));
-        if (left.length > 0)
-          throw new IncompleteSend(
-            `the send reported no offset for ${left.map((k) => k.replace('\u0000', '/')).join(', ')}`,
-          );
+      // one send per partition, all at once, each partition's chunks in order; every send settles
+      // before the transaction is committed or aborted (see sendPartition)
+      const byPartition = new Map<string, OutRecord[]>();
+      for (const r of records) {
+        const key = `${r.topic}\u0000${r.partition}`;
+        let list = byPartition.get(key);
+        if (!list) byPartition.set(key, (list = []));
+        list.push(r);
       }
+      const sends = await Promise.allSettled(
+        [...byPartition].map(async ([key, list]) => bases.set(key, await this.sendPartition(tx, key, list))),
+      );
+      const failed = sends.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
       if (offsets.length > 0) {
         const byTopic = new Map<string, { partition: number; offset: string }[]>();
         for (const o of offsets) {
@@ -129,6 +125,35 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
       if (tx.isActive()) await tx.abort().catch(() => undefined);
       throw kafkaError(`transaction of ${this.id} failed`, err);
     }
+  }
+
+  /**
+   * Sends one partition's records in chunks (a commit of many large records stays within the
+   * broker's request and batch limits) and returns the base offset of the first. One partition per
+   * `sendBatch`: kafkajs retries a send whose request to one broker failed while its requests to
+   * other brokers are still in flight, and sends those brokers' partitions again under new sequence
+   * numbers, so the broker appends them twice (a page record committed twice, seen in the 3-broker
+   * chaos test). A send of one partition goes to one broker at a time, and a retry reuses its
+   * sequence numbers, which the broker deduplicates.
+   */
+  private async sendPartition(
+    tx: Awaited<ReturnType<Producer['transaction']>>,
+    key: string,
+    records: readonly OutRecord[],
+  ): Promise<number> {
+    let first: number | undefined;
+    for (const chunk of chunksOf(records, SEND_CHUNK_BYTES)) {
+      const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
+      let base: number | undefined;
+      for (const r of results) {
+        if (`${this.naming.logicalTopic(r.topicName)}\u0000${r.partition}` !== key) continue;
+        const b = Number(r.baseOffset ?? r.offset);
+        if (Number.isSafeInteger(b) && b >= 0) base = Math.min(base ?? Infinity, b);
+      }
+      if (base === undefined) throw new IncompleteSend(`the send reported no offset for ${key.replace('\u0000', '/')}`);
+      first ??= base;
+    }
+    return first!;
   }
 
   async close(): Promise<void> {
