@@ -15,6 +15,8 @@ export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
 /** RFC 9309 §2.5: crawlers must parse at least 500 KiB of a robots.txt; we keep exactly that. */
 const ROBOTS_MAX_BYTES = 500 * 1024;
+/** Lease ids a fetcher task remembers to drop a lease record written twice; a copy follows its original closely. */
+const RECENT_LEASES = 100_000;
 
 /**
  * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
@@ -34,6 +36,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private client!: HttpClient;
   /** The newest frontier owner epoch seen on this partition's leases; older leases are stale. */
   private newestEpoch = 0;
+  /** Ids of the last RECENT_LEASES leases taken, oldest first. */
+  private readonly recentLeases = new Set<string>();
 
   constructor(private readonly config: CrawlConfig) {}
 
@@ -58,6 +62,11 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   async process(record: StreamRecord<string, FetchRequest>): Promise<void> {
     const req = record.value;
+    // a lease id seen before is the same lease in a record written twice (a producer's retry):
+    // one lease is one request, so the copy is dropped without an answer (the first one answers)
+    if (this.recentLeases.has(req.leaseId)) return;
+    this.recentLeases.add(req.leaseId);
+    if (this.recentLeases.size > RECENT_LEASES) this.recentLeases.delete(this.recentLeases.values().next().value!);
     if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)

@@ -66,6 +66,21 @@ describe('FetcherProcessor', () => {
     assert.equal(run.pageRecords.find((p) => p.url === plainUrl)?.status, 200);
   });
 
+  test('a lease record written twice (a producer retry) is one request and one answer', async () => {
+    const paths: string[] = [];
+    const server = track(
+      await startHttp((req, res) => {
+        paths.push(req.url ?? '');
+        res.end('ok');
+      }),
+    );
+    const once = lease(`http://twice.test:${server.port}/page`);
+    const other = lease(`http://twice.test:${server.port}/other`);
+    const run = await runLeases(loopbackConfig(), [once, { ...once }, other]);
+    assert.deepEqual(paths.sort(), ['/other', '/page']);
+    assert.deepEqual(run.results.map((r) => r.leaseId).sort(), [once.leaseId, other.leaseId].sort());
+  });
+
   test('sends the configured User-Agent, and robots.txt groups are matched against its product token', async () => {
     const agents: string[] = [];
     const server = track(
