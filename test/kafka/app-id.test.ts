@@ -9,9 +9,9 @@ import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
-import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLI, removeDir, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs, threePageSite } from './page-records.js';
+import { crawlAppUntilRecorded, injectArgs, threePageSite } from './page-records.js';
 
 const run = promisify(execFile);
 // fresh ids per run (a broker may be kept up across runs), but the same web for both crawls
@@ -44,36 +44,13 @@ test(
     // the same bodies in both crawls: the second one must not take them for copies of the first one's
     const web = await SyntheticWeb.start({ sites: [threePageSite(HOST, 'app id')] });
     const dir = tempDir('kafka-app-id');
-    let instance: ReturnType<typeof startCli> | undefined;
     try {
       const before = await defaultDataTopics(brokers);
       const seeds = writeSeeds(dir, web.seedUrls());
       for (const id of IDS) {
         await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers, '--app-id', id]);
         await run(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry, id)]);
-        let stderr = '';
-        instance = startCli(
-          runArgs(
-            'all',
-            join(dir, id),
-            brokers,
-            registry,
-            [...LOOPBACK_WEB_ARGS, '--quiet', '--fetch-timeout', '3000'],
-            id,
-          ),
-        );
-        instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-        const recorded = async () =>
-          (await pageRecordsOf(brokers, registry, `${id}.page-records`)).map((r) => new URL(r.url).pathname).sort();
-        const until = Date.now() + 90_000;
-        let pages = await recorded();
-        while (Date.now() < until && instance.child.exitCode === null && pages.length < PAGES.length) {
-          await sleep(1_000);
-          pages = await recorded();
-        }
-        instance.child.kill('SIGTERM');
-        assert.equal((await instance.exited).code, 0, stderr.slice(-4000));
-        assert.deepEqual(await recorded(), PAGES, `${id} did not record every page:\n${stderr.slice(-4000)}`);
+        await crawlAppUntilRecorded(brokers, registry, join(dir, id), id, PAGES);
       }
 
       const port = new KafkaPort([brokers], 'crawlstream-test');
@@ -99,7 +76,6 @@ test(
       }
       assert.deepEqual(await defaultDataTopics(brokers), before, 'a crawl under another id touched the default topics');
     } finally {
-      instance?.child.kill('SIGKILL');
       await web.close();
       removeDir(dir);
     }

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +8,7 @@ import { fetchedPageFor } from '../processors/parser/fetched-page.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { TOPICS } from '../../topology/crawl-topology.js';
 import { python } from '../python/python.js';
+import { sleep, startCli } from '../e2e/harness.js';
 
 const READER = fileURLToPath(new URL('../../../test/python/read_page_records.py', import.meta.url));
 const run = promisify(execFile);
@@ -131,4 +133,39 @@ export function injectArgs(seeds: string, brokers: string, registry: string, app
     registry,
     ...(appId !== undefined ? ['--app-id', appId] : []),
   ];
+}
+
+/**
+ * Runs `crawlstream run --role all` for application `appId` on `dataDir` until `${appId}.page-records`
+ * holds `paths` (pathnames, sorted) or 90 s pass, then stops it with SIGTERM; fails unless it exits
+ * 0 having recorded exactly `paths`. Returns its stderr. The instance is killed on any failure.
+ */
+export async function crawlAppUntilRecorded(
+  brokers: string,
+  registry: string,
+  dataDir: string,
+  appId: string,
+  paths: readonly string[],
+): Promise<string> {
+  const instance = startCli(
+    runArgs('all', dataDir, brokers, registry, [...LOOPBACK_WEB_ARGS, '--quiet', '--fetch-timeout', '3000'], appId),
+  );
+  let stderr = '';
+  instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  try {
+    const recorded = async () =>
+      (await pageRecordsOf(brokers, registry, `${appId}.page-records`)).map((r) => new URL(r.url).pathname).sort();
+    const until = Date.now() + 90_000;
+    let pages = await recorded();
+    while (Date.now() < until && instance.child.exitCode === null && pages.length < paths.length) {
+      await sleep(1_000);
+      pages = await recorded();
+    }
+    instance.child.kill('SIGTERM');
+    assert.equal((await instance.exited).code, 0, stderr.slice(-4000));
+    assert.deepEqual(await recorded(), paths, `${appId} did not record every page:\n${stderr.slice(-4000)}`);
+    return stderr;
+  } finally {
+    instance.child.kill('SIGKILL');
+  }
 }

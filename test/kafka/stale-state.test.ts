@@ -9,9 +9,9 @@ import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
-import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLI, removeDir, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs, threePageSite } from './page-records.js';
+import { crawlAppUntilRecorded, injectArgs, threePageSite } from './page-records.js';
 
 const run = promisify(execFile);
 const ID = `stale-${Date.now().toString(36)}`;
@@ -55,10 +55,9 @@ test(
     const web = await SyntheticWeb.start({ sites: [threePageSite(HOST, 'stale state')] });
     const dir = tempDir('kafka-stale-state');
     const data = join(dir, 'data');
-    let instance: ReturnType<typeof startCli> | undefined;
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
-      const crawl = async (round: string): Promise<string> => {
+      const crawl = async (): Promise<string> => {
         // topics create may race the end of a deletion: try again for a while
         for (let attempt = 0; ; attempt++) {
           try {
@@ -70,35 +69,18 @@ test(
           }
         }
         await run(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry, ID)]);
-        let stderr = '';
-        instance = startCli(
-          runArgs('all', data, brokers, registry, [...LOOPBACK_WEB_ARGS, '--quiet', '--fetch-timeout', '3000'], ID),
-        );
-        instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-        const recorded = async () =>
-          (await pageRecordsOf(brokers, registry, `${ID}.page-records`)).map((r) => new URL(r.url).pathname).sort();
-        const until = Date.now() + 90_000;
-        let pages = await recorded();
-        while (Date.now() < until && instance.child.exitCode === null && pages.length < PAGES.length) {
-          await sleep(1_000);
-          pages = await recorded();
-        }
-        instance.child.kill('SIGTERM');
-        assert.equal((await instance.exited).code, 0, stderr.slice(-4000));
-        assert.deepEqual(await recorded(), PAGES, `${round}: not every page was recorded:\n${stderr.slice(-4000)}`);
-        return stderr;
+        return crawlAppUntilRecorded(brokers, registry, data, ID, PAGES);
       };
 
-      const first = await crawl('first crawl');
+      const first = await crawl();
       assert.doesNotMatch(first, /local state is ahead of the cluster/, 'a fresh state directory is never stale');
       const requestsBefore = web.requests().filter((r) => r.path !== '/robots.txt').length;
       await deleteTopics(brokers, topicsOfId());
-      const second = await crawl('crawl on the new topics');
+      const second = await crawl();
       assert.match(second, /local state is ahead of the cluster .*wiping the task's local state/);
       const fetchedAgain = web.requests().filter((r) => r.path !== '/robots.txt').length - requestsBefore;
       assert.ok(fetchedAgain >= PAGES.length, `the seeds were crawled again: ${fetchedAgain} page requests`);
     } finally {
-      instance?.child.kill('SIGKILL');
       await web.close();
       removeDir(dir);
     }
