@@ -11,6 +11,8 @@ export interface ChangelogRange {
   readonly from: number;
   /** Stop before this offset (a replay up to a store's checkpoint); the partition's end when omitted. */
   readonly to?: number;
+  /** The partition's end, when the caller has read it after its fence (then it is not read again). */
+  readonly end?: number;
 }
 
 /**
@@ -28,18 +30,23 @@ export async function readChangelogs(
   onRecords: (topic: string, partition: number, records: ConsumedRawRecord[], next: number) => void,
   stallMs = 120_000,
 ): Promise<number> {
-  const admin = await port.admin();
   const ends = new Map<string, number>();
-  try {
-    for (const topic of new Set(ranges.map((r) => r.topic))) {
-      // the admin client speaks cluster names, ranges logical ones (a data topic read whole, as reparse does)
-      const offsets = await admin.endOffsets(port.naming.physicalTopic(topic));
-      for (const r of ranges)
-        if (r.topic === topic)
-          ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));
+  for (const r of ranges)
+    if (r.end !== undefined) ends.set(tp(r.topic, r.partition), Math.min(r.end, r.to ?? Infinity));
+  const unknown = new Set(ranges.filter((r) => r.end === undefined).map((r) => r.topic));
+  if (unknown.size > 0) {
+    const admin = await port.admin();
+    try {
+      for (const topic of unknown) {
+        // the admin client speaks cluster names, ranges logical ones (a data topic read whole, as reparse does)
+        const offsets = await admin.endOffsets(port.naming.physicalTopic(topic));
+        for (const r of ranges)
+          if (r.topic === topic && r.end === undefined)
+            ends.set(tp(topic, r.partition), Math.min(offsets.get(r.partition) ?? 0, r.to ?? Infinity));
+      }
+    } finally {
+      await admin.close();
     }
-  } finally {
-    await admin.close();
   }
   const todo = ranges.filter((r) => r.from < ends.get(tp(r.topic, r.partition))!);
   if (todo.length === 0) return 0;

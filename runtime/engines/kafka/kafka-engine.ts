@@ -1,6 +1,6 @@
 import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth } from '../../engine.js';
 import { CrawlError } from '../../../core/errors.js';
@@ -11,17 +11,13 @@ import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { recoverTaskDir } from '../../replay/swap.js';
-import { openRocks } from '../../../state/rocks.js';
-import { isChangelogged } from '../../../state/store-builder.js';
-import type { ChangeloggedStore } from '../../../state/state-store.js';
-import type { StateStore } from '../../../state/state-store.js';
 import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import type { ClusterSecurity } from './kafka-security.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
-import { describeStale, storesPastChangelogEnd } from './stale-state.js';
+import { closeState, openTaskState, type TaskState } from './task-state.js';
 import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
 
 export interface KafkaEngineOptions {
@@ -248,46 +244,30 @@ export class KafkaEngine implements Engine {
       return undefined;
     }
     // a failure below (a broker fault) leaves nothing open: the task is opened anew after a rejoin
-    const stores = new Map<string, StateStore>();
-    let db: Awaited<ReturnType<typeof openRocks>> | undefined;
+    let state: TaskState | undefined;
     let committed: Awaited<ReturnType<typeof committedInputs>>;
-    const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
     try {
       // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
       committed = await committedInputs(this.admin, this.topology, groupIdOf(this.topology, sub), sub, partition);
       const taskDir = join(this.options.dataDir, 'state', `${sub.id}_${partition}`);
       // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
       for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
-      const openStores = async () => {
-        const opened = await openRocks(join(taskDir, 'rocksdb'));
-        for (const builder of sub.stores) {
-          const store = builder.build({ taskId: id, db: opened, dir: join(taskDir, builder.name) });
-          stores.set(builder.name, store);
-          if (builder.changelog && isChangelogged(store))
-            changelogged.push({ store, topic: this.topology.changelogTopic(builder.name) });
-        }
-        return opened;
-      };
-      db = await openStores();
-      const stale = await storesPastChangelogEnd(this.admin, changelogged, partition, (t) =>
-        this.port.naming.physicalTopic(t),
-      );
-      if (stale.length > 0) {
-        (this.options.logger ?? silentLogger).warn(describeStale(`${sub.id}_${partition}`, stale));
-        for (const store of stores.values()) store.close();
-        await db.close();
-        db = undefined;
-        stores.clear();
-        changelogged.length = 0;
-        rmSync(join(taskDir, 'rocksdb'), { recursive: true, force: true });
-        db = await openStores();
-      }
+      state = await openTaskState({
+        id,
+        sub,
+        topology: this.topology,
+        taskDir,
+        admin: this.admin,
+        physicalTopic: (t) => this.port.naming.physicalTopic(t),
+        logger: this.options.logger ?? silentLogger,
+      });
+      const { changelogged, ends } = state;
       const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
       const perStore = new Map<string, number>();
       const started = Date.now();
       const restored = await readChangelogs(
         this.port,
-        changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint() })),
+        changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint(), end: ends.get(topic) })),
         (topic, _p, records, next) => {
           const store = byTopic.get(topic)!;
           perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
@@ -306,11 +286,11 @@ export class KafkaEngine implements Engine {
       if (restored > 0)
         this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     } catch (err) {
-      for (const store of stores.values()) store.close();
-      await db?.close().catch(() => undefined);
+      if (state) await closeState(state);
       await producer.close().catch(() => undefined);
       throw err;
     }
+    const { db, stores, changelogged } = state;
     let kafkaTask!: KafkaTask;
     const task = new StreamTask(
       id,

@@ -1,0 +1,111 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../../../core/logger.js';
+import type { TaskId } from '../../../core/ids.js';
+import { openRocks, type RocksPort } from '../../../state/rocks.js';
+import { isChangelogged } from '../../../state/store-builder.js';
+import type { ChangeloggedStore, StateStore } from '../../../state/state-store.js';
+import type { Subtopology, Topology } from '../../topology.js';
+import type { KafkaAdmin } from './kafka-port.js';
+
+/** A store whose local state is ahead of the cluster: its checkpoint lies past its changelog's end. */
+export interface StaleStore {
+  readonly store: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly checkpoint: number;
+  readonly end: number;
+}
+
+/** A task's local state, open: its RocksDB, its stores, and the end of each changelog partition. */
+export interface TaskState {
+  readonly db: RocksPort;
+  readonly stores: Map<string, StateStore>;
+  readonly changelogged: { store: ChangeloggedStore; topic: string }[];
+  /** Changelog topic (logical name) → end offset of the task's partition, read once by `openTaskState`. */
+  readonly ends: Map<string, number>;
+}
+
+export interface TaskStateOptions {
+  readonly id: TaskId;
+  readonly sub: Subtopology;
+  readonly topology: Topology;
+  readonly taskDir: string;
+  readonly admin: KafkaAdmin;
+  /** The cluster's name of a topic (with the app's prefix). */
+  readonly physicalTopic: (logical: string) => string;
+  readonly logger: Logger;
+}
+
+/**
+ * Opens a task's RocksDB and builds its stores, and reads the end of each changelog partition
+ * once. Call after the task's producer has fenced earlier owners: the ends are then final, and
+ * the restore reads up to them. A store whose checkpoint lies past its changelog's end was built
+ * against records this cluster does not have (its topics were deleted and created again, the
+ * state directory came from another cluster, an unclean election lost committed records): a
+ * checkpoint only moves after a commit that wrote the changelog up to it. Kafka Streams calls such
+ * a task corrupted and wipes its state; so does this, with a warning, and opens it empty. On a
+ * failure nothing is left open.
+ */
+export async function openTaskState(o: TaskStateOptions): Promise<TaskState> {
+  let state = await openStores(o);
+  try {
+    const ends = new Map<string, number>();
+    for (const { topic } of state.changelogged)
+      ends.set(topic, (await o.admin.endOffsets(o.physicalTopic(topic))).get(o.id.partition) ?? 0);
+    const stale = staleStores(state.changelogged, o.id.partition, ends);
+    if (stale.length > 0) {
+      o.logger.warn(describeStale(`${o.id.subtopology}_${o.id.partition}`, stale));
+      await closeState(state);
+      rmSync(join(o.taskDir, 'rocksdb'), { recursive: true, force: true });
+      state = await openStores(o);
+    }
+    return { ...state, ends };
+  } catch (err) {
+    await closeState(state);
+    throw err;
+  }
+}
+
+async function openStores(o: TaskStateOptions): Promise<Omit<TaskState, 'ends'>> {
+  const db = await openRocks(join(o.taskDir, 'rocksdb'));
+  const stores = new Map<string, StateStore>();
+  const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
+  for (const builder of o.sub.stores) {
+    const store = builder.build({ taskId: o.id, db, dir: join(o.taskDir, builder.name) });
+    stores.set(builder.name, store);
+    if (builder.changelog && isChangelogged(store))
+      changelogged.push({ store, topic: o.topology.changelogTopic(builder.name) });
+  }
+  return { db, stores, changelogged };
+}
+
+/** Closes what `openStores` opened. */
+export async function closeState(state: Omit<TaskState, 'ends'>): Promise<void> {
+  for (const store of state.stores.values()) store.close();
+  await state.db.close().catch(() => undefined);
+}
+
+/** The stores whose local checkpoint lies past their changelog partition's end (`ends`, by topic). */
+export function staleStores(
+  changelogged: readonly { store: ChangeloggedStore; topic: string }[],
+  partition: number,
+  ends: ReadonlyMap<string, number>,
+): StaleStore[] {
+  const stale: StaleStore[] = [];
+  for (const { store, topic } of changelogged) {
+    const checkpoint = store.checkpoint();
+    const end = ends.get(topic) ?? 0;
+    if (checkpoint > end) stale.push({ store: store.name, topic, partition, checkpoint, end });
+  }
+  return stale;
+}
+
+/** One line for the log: which stores are ahead of their changelogs, and what is done about it. */
+export function describeStale(task: string, stale: readonly StaleStore[]): string {
+  const which = stale.map((s) => `${s.store} at ${s.checkpoint}, its changelog ends at ${s.end}`).join('; ');
+  return (
+    `task ${task}: local state is ahead of the cluster (${which}): the topics were created again or the ` +
+    `state directory belongs to another cluster; wiping the task's local state and restoring it from the changelogs`
+  );
+}
