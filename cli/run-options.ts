@@ -3,6 +3,7 @@ import { resolveSettings, settingsHelp } from './config-sources.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
+import type { KafkaCompression } from '../runtime/engines/kafka/kafka-codecs.js';
 
 export const ROLES = ['frontier', 'fetcher', 'parser', 'all'] as const;
 export type Role = (typeof ROLES)[number];
@@ -14,6 +15,8 @@ export interface RunCommand {
   readonly registryUrl: string;
   readonly commitIntervalMs: number | undefined;
   readonly sessionTimeoutMs: number | undefined;
+  /** `--kafka-compression`: the codec of every batch this instance produces. */
+  readonly compression: KafkaCompression;
   /** `--app-id`: the topology's application id (default APPLICATION_ID). */
   readonly applicationId: string;
   /** TLS/SASL to the brokers, the registry's credentials (--kafka-*, --registry-username…). */
@@ -46,6 +49,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
     ...kafkaEndpoints(get('brokers') as string | undefined, get('registry') as string | undefined, RUN_USAGE),
     commitIntervalMs: get('commit-interval') as number,
     sessionTimeoutMs: get('session-timeout') as number,
+    compression: get('kafka-compression') as KafkaCompression,
     applicationId: get('app-id') as string,
     security: securityFromSettings(resolved, env),
     crawl: crawlCommandOf(resolved),

@@ -40,6 +40,7 @@ export async function runRole(
     ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
     ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
     security: cmd.security,
+    compression: cmd.compression,
     logger,
   });
   const started = Date.now();

@@ -438,6 +438,15 @@ export const SETTINGS: readonly Setting[] = [
     help: 'run: consumer-group session timeout',
     commands: ['run'],
   },
+  {
+    name: 'kafka-compression',
+    kind: 'string',
+    arg: 'C',
+    default: 'lz4',
+    values: ['none', 'gzip', 'lz4', 'zstd'],
+    help: 'run: how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
+    commands: ['run'],
+  },
   { name: 'kafka-tls', kind: 'bool', help: 'run: connect to the brokers over TLS', commands: ['run'] },
   {
     name: 'kafka-ca',

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Producer } from 'kafkajs';
+import kafkajs, { type Producer } from 'kafkajs';
 import { KafkajsTransactionalProducer } from '../../runtime/engines/kafka/kafka-transactions.js';
 import type { OutRecord } from '../../runtime/engines/kafka/kafka-common.js';
 import { BARE_TOPIC_NAMES } from '../../runtime/topology.js';
@@ -15,6 +15,7 @@ const record = (partition: number): OutRecord => ({
 
 type SendBatch = (req: {
   topicMessages: { topic: string; messages: { partition: number }[] }[];
+  compression?: number;
 }) => Promise<{ topicName: string; partition: number; errorCode: number; baseOffset: string }[]>;
 
 /** A kafkajs producer whose transactions send with `sendBatch` and log commit and abort in `events`. */
@@ -48,7 +49,13 @@ test('a send that leaves a partition out (kafkajs after a leader move) is aborte
       answered.map((q) => ({ topicName: 'changelog', partition: q, errorCode: 0, baseOffset: String(10 * n + q) })),
     );
   }, events);
-  const tp = new KafkajsTransactionalProducer(producer, 'task-0', () => undefined, BARE_TOPIC_NAMES);
+  const tp = new KafkajsTransactionalProducer(
+    producer,
+    'task-0',
+    () => undefined,
+    BARE_TOPIC_NAMES,
+    kafkajs.CompressionTypes.None,
+  );
   const bases = await tp.commit([record(0), record(1), record(2)], 'group', []);
   assert.deepEqual(events, ['send 0', 'send 1 (no result)', 'send 2', 'abort', 'send 0', 'send 1', 'send 2', 'commit']);
   assert.deepEqual(
@@ -69,6 +76,7 @@ test('each send carries one partition, and a failed send aborts the transaction 
   const producer = fakeProducer(async (req) => {
     const partitions = partitionsOf(req);
     events.push(`send ${partitions.join(',')}`);
+    assert.equal(req.compression, kafkajs.CompressionTypes.LZ4, "a send without the port's codec");
     const [p] = partitions as [number];
     if (p === 0 && attempt++ === 0)
       throw Object.assign(new Error('CONCURRENT_TRANSACTIONS'), { type: 'CONCURRENT_TRANSACTIONS' });
@@ -76,7 +84,13 @@ test('each send carries one partition, and a failed send aborts the transaction 
     events.push(`sent ${p}`);
     return [{ topicName: 'changelog', partition: p, errorCode: 0, baseOffset: String(p) }];
   }, events);
-  const tp = new KafkajsTransactionalProducer(producer, 'task-0', () => undefined, BARE_TOPIC_NAMES);
+  const tp = new KafkajsTransactionalProducer(
+    producer,
+    'task-0',
+    () => undefined,
+    BARE_TOPIC_NAMES,
+    kafkajs.CompressionTypes.LZ4,
+  );
   await tp.commit([record(0), record(2), record(0), record(1)], 'group', []);
   assert.ok(
     events.every((e) => !e.startsWith('send ') || !e.includes(',')),

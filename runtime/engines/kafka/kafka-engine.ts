@@ -15,6 +15,7 @@ import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import type { ClusterSecurity } from './kafka-security.js';
+import type { KafkaCompression } from './kafka-codecs.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { closeState, openTaskState, type TaskState } from './task-state.js';
@@ -35,6 +36,8 @@ export interface KafkaEngineOptions {
   readonly logger?: Logger;
   /** TLS/SASL to the brokers and credentials of the registry; default PLAINTEXT, no credentials. */
   readonly security?: ClusterSecurity;
+  /** The codec of every batch the engine produces; default lz4 (kafka-codecs.ts). */
+  readonly compression?: KafkaCompression;
 }
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
@@ -101,6 +104,7 @@ export class KafkaEngine implements Engine {
       (l) => this.say(l),
       this.options.security?.kafka,
       this.topology,
+      this.options.compression,
     );
     try {
       this.admin = await this.port.admin();

@@ -14,6 +14,13 @@ import {
   type OutRecord,
   type TransactionalProducer,
 } from './kafka-common.js';
+import {
+  compressionType,
+  DEFAULT_KAFKA_COMPRESSION,
+  installKafkaCodecs,
+  validateCompression,
+  type KafkaCompression,
+} from './kafka-codecs.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
 
@@ -69,7 +76,7 @@ export interface GroupConsumerOptions {
 
 /**
  * The entry to the Kafka client library (kafkajs 2.2.4), which only this file and its parts
- * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts) know: swap the client here and
+ * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts, kafka-codecs.ts) know: swap the client here and
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
  * every producer writes to the partition it is given, and a kafkajs partitioner is set anyway to
  * the Java-compatible murmur2 one, so no path can place a key elsewhere.
@@ -90,7 +97,11 @@ export class KafkaPort {
     security: KafkaSecurityOptions = {},
     /** Logical ↔ cluster topic names of producers and consumers; default: bare names. */
     readonly naming: TopicNaming = BARE_TOPIC_NAMES,
+    /** How every producer of this port compresses its batches; consumers read all codecs regardless. */
+    readonly compression: KafkaCompression = DEFAULT_KAFKA_COMPRESSION,
   ) {
+    validateCompression(compression, '--kafka-compression');
+    installKafkaCodecs();
     for (const b of brokers) {
       if (!/^[^:\s]+:\d+$/.test(b))
         throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
@@ -142,7 +153,13 @@ export class KafkaPort {
       await producer.disconnect().catch(() => undefined);
       throw kafkaError(`cannot start transactional producer ${transactionalId}`, err);
     }
-    return new KafkajsTransactionalProducer(producer, transactionalId, () => this.open.delete(producer), this.naming);
+    return new KafkajsTransactionalProducer(
+      producer,
+      transactionalId,
+      () => this.open.delete(producer),
+      this.naming,
+      compressionType(this.compression),
+    );
   }
 
   /**
@@ -163,7 +180,11 @@ export class KafkaPort {
         try {
           // in requests of at most SEND_CHUNK_BYTES: a million seeds in one request exceed any broker's limit
           for (const chunk of chunksOf(records, SEND_CHUNK_BYTES))
-            await producer.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
+            await producer.sendBatch({
+              topicMessages: toTopicMessages(chunk, this.naming),
+              acks: -1,
+              compression: compressionType(this.compression),
+            });
         } catch (err) {
           throw kafkaError('produce failed', err);
         }

@@ -1,4 +1,4 @@
-import type { Producer } from 'kafkajs';
+import type { CompressionTypes, Producer } from 'kafkajs';
 import {
   chunksOf,
   kafkaError,
@@ -69,6 +69,8 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
     private readonly onClose: () => void,
     /** Records, offsets and the returned offsets name logical topics; the broker sees cluster names. */
     private readonly naming: TopicNaming,
+    /** The kafkajs codec of every send (kafka-codecs.ts). */
+    private readonly compression: CompressionTypes,
   ) {}
 
   async commit(
@@ -143,7 +145,11 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
   ): Promise<number> {
     let first: number | undefined;
     for (const chunk of chunksOf(records, SEND_CHUNK_BYTES)) {
-      const results = await tx.sendBatch({ topicMessages: toTopicMessages(chunk, this.naming), acks: -1 });
+      const results = await tx.sendBatch({
+        topicMessages: toTopicMessages(chunk, this.naming),
+        acks: -1,
+        compression: this.compression,
+      });
       let base: number | undefined;
       for (const r of results) {
         if (`${this.naming.logicalTopic(r.topicName)}\u0000${r.partition}` !== key) continue;
