@@ -9,6 +9,7 @@ import type { ConsumedRawRecord, RecordHeaders, RecordMetadata, StreamRecord } f
 import type { Serde } from '../core/serde.js';
 import type { ProcessorNode, Subtopology, Topology } from './topology.js';
 import type { StateStore } from '../state/state-store.js';
+import { TaskLifecycle, type TaskState } from './task-lifecycle.js';
 
 /** Where a task's sinks put serialized records; the engine makes them part of the next commit. */
 export interface RecordCollector {
@@ -51,8 +52,8 @@ export class StreamTask {
   private readonly punctuators: ScheduledPunctuator[] = [];
   /** Children of the source that reads each input topic. */
   private readonly sourceChildren = new Map<string, readonly string[]>();
-  private closed = false;
-  private initialized = false;
+  /** Where the task is in its life (task-lifecycle.ts); the engine moves it, `init` and `close` too. */
+  readonly lifecycle: TaskLifecycle;
 
   constructor(
     readonly id: TaskId,
@@ -65,8 +66,11 @@ export class StreamTask {
     private readonly clock: () => number = Date.now,
     /** Bound to this task by the engine; processors get it, with their name, as `context.log`. */
     readonly logger: Logger = silentLogger,
+    /** The engine's, when it moved the task before building it (created, restoring); else a new one. */
+    lifecycle?: TaskLifecycle,
   ) {
     this.name = taskIdString(id);
+    this.lifecycle = lifecycle ?? new TaskLifecycle(this.name);
     const procs = subtopology.nodes.filter((n): n is ProcessorNode => n.kind === 'processor');
     this.concurrency = Math.max(1, Math.min(...procs.map((p) => p.options.concurrency ?? 1)));
     this.commitInputs = procs.some((p) => p.options.commitInputs === 'before') ? 'before' : 'after';
@@ -79,14 +83,20 @@ export class StreamTask {
       if (node.kind === 'source') for (const t of node.topics) this.sourceChildren.set(t, node.children);
   }
 
-  /** Calls every processor's init, parents before children. */
+  get state(): TaskState {
+    return this.lifecycle.state;
+  }
+
+  /** Moves the task to `running` and calls every processor's init, parents before children. Once only. */
   init(): void {
-    this.initialized = true;
+    this.lifecycle.to('running');
     for (const [name, p] of this.processors) p.init?.(this.contexts.get(name)!);
   }
 
   /** Deserializes a consumed record and hands it to the children of the source that reads its topic. */
   process(raw: ConsumedRawRecord): void | Promise<void> {
+    if (this.lifecycle.state !== 'running')
+      throw new CrawlError('CS_INTERNAL', `task ${this.name} is ${this.lifecycle.state}: it processes no records`);
     const children = this.sourceChildren.get(raw.topic);
     if (!children) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
     if (raw.value === null) return; // tombstones carry nothing for processors
@@ -145,9 +155,10 @@ export class StreamTask {
     return { cancel: () => void (p.cancelled = true) };
   }
 
-  /** Runs the punctuators that are due; never re-enters one whose promise is still pending. */
+  /** Runs the punctuators that are due; never re-enters one whose promise is still pending. None unless running. */
   punctuate(now: number): Promise<void>[] {
     const running: Promise<void>[] = [];
+    if (this.lifecycle.state !== 'running') return running;
     for (const p of this.punctuators) {
       if (p.cancelled || p.running || now < p.nextAt) continue;
       p.nextAt = now + p.intervalMs;
@@ -174,12 +185,20 @@ export class StreamTask {
 
   commitRequested = false;
 
+  /**
+   * Takes no more records or punctuation: the engine calls it once its loop has stopped, before
+   * the work in flight finishes and the last commit. Idempotent; a task that never ran stays as it is.
+   */
+  suspend(): void {
+    if (this.lifecycle.state === 'running') this.lifecycle.to('suspended');
+  }
+
   /** Closes every processor that was initialized (a task closed before `init` closes none). Idempotent. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    const ran = this.lifecycle.state === 'running' || this.lifecycle.state === 'suspended';
+    if (!this.lifecycle.tryTo('closed')) return;
     for (const p of this.punctuators) p.cancelled = true;
-    if (this.initialized) for (const p of this.processors.values()) await p.close?.();
+    if (ran) for (const p of this.processors.values()) await p.close?.();
   }
 
   now(): number {

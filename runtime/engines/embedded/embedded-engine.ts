@@ -19,6 +19,8 @@ import { FileSchemaRegistry } from './file-schema-registry.js';
 import { ChangelogCompactor } from './changelog-compactor.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
+import { TaskLifecycle } from '../../task-lifecycle.js';
+import { deadLetterOf, deadLetterTopicOf } from '../../dead-letter.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -67,7 +69,7 @@ export class EmbeddedEngine implements Engine {
     private readonly topology: Topology,
     private readonly options: EmbeddedEngineOptions,
   ) {
-    this.deadLetterTopic = `${topology.applicationId}-dead-letters`;
+    this.deadLetterTopic = deadLetterTopicOf(topology.applicationId);
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -116,6 +118,8 @@ export class EmbeddedEngine implements Engine {
     const taskDir = join(this.options.dataDir, 'state', `${id.subtopology}_${partition}`);
     // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
     for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
+    const lifecycle = new TaskLifecycle(`${id.subtopology}_${id.partition}`);
+    lifecycle.to('restoring');
     const db = await openRocks(join(taskDir, 'rocksdb'));
     const stores = new Map<string, StateStore>();
     const changelogged: OpenTask['changelogged'] = [];
@@ -139,6 +143,7 @@ export class EmbeddedEngine implements Engine {
       this.metrics,
       Date.now,
       (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
+      lifecycle,
     );
     const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
@@ -307,24 +312,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   private deadLetter(record: ConsumedRawRecord, error: unknown): void {
-    const err = error as { code?: string; message?: string };
-    const code = err.code ?? 'CS_INTERNAL';
-    this.metrics.inc(M.deadLetters, 1, code);
-    this.say(
-      `dead letter ${record.topic}-${record.partition}@${record.offset}: ${code} ${err.message ?? String(error)}`,
-    );
-    this.collect(
-      this.deadLetterTopic,
-      0,
-      Buffer.from(record.key),
-      record.value === null ? null : Buffer.from(record.value),
-      record.timestamp,
-      {
-        'x-error-code': code,
-        'x-error-message': (err.message ?? String(error)).slice(0, 1000),
-        'x-source': `${record.topic}-${record.partition}@${record.offset}`,
-      },
-    );
+    const d = deadLetterOf(record, error, this.metrics, (l) => this.say(l));
+    this.collect(this.deadLetterTopic, 0, d.key, d.value, d.timestamp, d.headers);
   }
 
   isIdle(): boolean {
@@ -346,6 +335,7 @@ export class EmbeddedEngine implements Engine {
     }
     this.state = 'stopping';
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
+    for (const t of this.tasks) t.task.suspend();
     this.commitOrDie();
     await this.shutdown();
     this.resolveDone();
@@ -386,7 +376,7 @@ export class EmbeddedEngine implements Engine {
       ready: running,
       state: this.failed ? 'failed' : this.state,
       tasks: this.tasks.length,
-      restoring: this.state === 'new' ? this.tasks.length : 0,
+      restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
     };
   }
 

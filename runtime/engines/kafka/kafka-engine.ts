@@ -16,6 +16,7 @@ import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import type { ClusterSecurity } from './kafka-security.js';
 import type { KafkaCompression } from './kafka-codecs.js';
+import { TaskLifecycle } from '../../task-lifecycle.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { closeState, openTaskState, type TaskState } from './task-state.js';
@@ -74,10 +75,8 @@ export class KafkaEngine implements Engine {
   /** Per sub-topology id: when its group joins again after a lost task. */
   private readonly rejoins = new Map<number, RejoinSchedule>();
   private readonly consumers: GroupConsumer[] = [];
-  /** Open or opening tasks by `sub_partition`. */
-  private readonly tasks = new Map<string, Promise<KafkaTask | undefined>>();
-  /** The running task of each `sub_partition` this instance owns, once opened. */
-  private readonly live = new Map<string, KafkaTask>();
+  /** The task of each `sub_partition` this member owns: opening, running or being closed. */
+  private readonly slots = new Map<string, TaskSlot>();
   /** The partitions of each sub-topology in this member's latest assignment. */
   private readonly assigned = new Map<number, Set<number>>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -133,19 +132,21 @@ export class KafkaEngine implements Engine {
           onAssignment: (assigned) => this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer),
           onRecords: async (records, heartbeat) => {
             const key = `${sub.id}_${records[0]!.partition}`;
-            const opening = this.tasks.get(key);
+            const slot = this.slots.get(key);
             // a task restores before it runs: keep the membership alive meanwhile (kafkajs heartbeats only between batches)
-            const task = opening && (await whileHeartbeating(opening, heartbeat));
+            const task = slot && (await whileHeartbeating(slot.opening, heartbeat));
             if (!task) return;
             task.enqueue(records);
-            while (task.backlog() > HIGH_WATER && this.state === 'running' && this.live.get(key) === task) {
+            while (task.backlog() > HIGH_WATER && this.state === 'running' && this.slots.get(key)?.task === task) {
               await sleep(100);
               await heartbeat();
             }
           },
           onProgress: (topic, partition, next, end) => {
             this.metrics.setGauge(M.consumerLag, 'engine', Math.max(0, end - next), `${topic},${partition}`);
-            void this.tasks.get(`${sub.id}_${partition}`)?.then((t) => t?.progress(topic, partition, next, end));
+            void this.slots
+              .get(`${sub.id}_${partition}`)
+              ?.opening.then((t) => t?.progress(topic, partition, next, end));
           },
         },
       );
@@ -197,21 +198,23 @@ export class KafkaEngine implements Engine {
   private assign(sub: Subtopology, partitions: Set<number>, consumer: GroupConsumer | undefined): void {
     if (this.state !== 'running') return;
     this.assigned.set(sub.id, partitions);
-    for (const [key, opening] of this.tasks) {
+    for (const [key, slot] of this.slots) {
       const [s, p] = key.split('_').map(Number) as [number, number];
       if (s !== sub.id || partitions.has(p)) continue;
-      this.tasks.delete(key);
-      void opening
-        .then((t) => {
-          if (t && this.live.get(key) === t) this.live.delete(key);
-          return t?.close(true);
-        })
+      // revoked: the slot goes at once (a task that is still opening sees it and closes unused)
+      this.slots.delete(key);
+      void slot.opening
+        .then((t) => t?.close(true))
         .catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
     }
     for (const p of partitions) {
       const key = `${sub.id}_${p}`;
-      if (!this.tasks.has(key)) {
-        const opening: Promise<KafkaTask | undefined> = this.openTask(sub, p).catch((err: unknown) => {
+      if (!this.slots.has(key)) {
+        // in the map before it opens: an opening task checks it still owns the slot at every step
+        const slot = { lifecycle: new TaskLifecycle(key) } as TaskSlot;
+        this.slots.set(key, slot);
+        slot.opening = this.openTask(sub, p, slot).catch((err: unknown) => {
+          slot.lifecycle.tryTo('closed');
           if (this.state !== 'running' || !brokerFault(err)) {
             void this.fail(err);
             return undefined;
@@ -220,13 +223,12 @@ export class KafkaEngine implements Engine {
           // coordinator moves): the member stays, and as after a lost task the partition pauses
           // (records fetched meanwhile were dropped) and the member joins its group again
           this.say(`task ${key} could not open: ${(err as Error).message}; the member joins its group again`);
-          if (this.tasks.get(key) === opening) this.tasks.delete(key);
+          if (this.slots.get(key) === slot) this.slots.delete(key);
           const member = this.consumers[this.consumerIndex(sub)];
           for (const topic of sub.sourceTopics) member?.pause(topic, p);
           this.scheduleRejoin(sub);
           return undefined;
         });
-        this.tasks.set(key, opening);
       }
       if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
     }
@@ -236,17 +238,24 @@ export class KafkaEngine implements Engine {
    * Opens a task of an assigned partition; undefined when the partition was revoked meanwhile (a
    * later rebalance gave it to another member: this one must neither fence that owner nor commit).
    */
-  private async openTask(sub: Subtopology, partition: number): Promise<KafkaTask | undefined> {
+  private async openTask(sub: Subtopology, partition: number, slot: TaskSlot): Promise<KafkaTask | undefined> {
     const id = { subtopology: sub.id, partition };
     const txId = transactionalIdOf(this.topology, sub.id, partition);
-    const stillAssigned = (): boolean => this.assigned.get(sub.id)?.has(partition) === true;
-    if (!stillAssigned()) return undefined;
+    // revoked (its slot removed) or revoked and assigned again (a new slot): this opening is over
+    const stillAssigned = (): boolean => this.slots.get(`${sub.id}_${partition}`) === slot;
+    const { lifecycle } = slot;
+    if (!stillAssigned()) {
+      lifecycle.to('closed');
+      return undefined;
+    }
     // fence first: after this no earlier owner can commit, so the changelog end below is final
     const producer = await this.port.transactionalProducer(txId);
     if (!stillAssigned()) {
+      lifecycle.to('closed');
       await producer.close().catch(() => undefined);
       return undefined;
     }
+    lifecycle.to('restoring');
     // a failure below (a broker fault) leaves nothing open: the task is opened anew after a rejoin
     let state: TaskState | undefined;
     let committed: Awaited<ReturnType<typeof committedInputs>>;
@@ -306,6 +315,7 @@ export class KafkaEngine implements Engine {
       this.metrics,
       Date.now,
       (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
+      lifecycle,
     );
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
     kafkaTask.startAt(committed);
@@ -320,7 +330,7 @@ export class KafkaEngine implements Engine {
     }
     task.init();
     kafkaTask.start();
-    this.live.set(kafkaTask.name, kafkaTask);
+    slot.task = kafkaTask;
     return kafkaTask;
   }
 
@@ -335,7 +345,7 @@ export class KafkaEngine implements Engine {
         const key = task.name;
         // a task already revoked by a rebalance: its last commit may fail in any way (its successor,
         // perhaps on this very instance, fences it mid-transaction); the successor redoes the work
-        if (this.live.get(key) !== task) {
+        if (this.slots.get(key)?.task !== task) {
           this.say(`revoked task ${key} could not commit (${err.code}); its successor redoes the work`);
           void task.close(false);
           return;
@@ -345,8 +355,7 @@ export class KafkaEngine implements Engine {
         // every partition is assigned anew and read again from its committed offset (Kafka Streams
         // does the same on a migrated task); until then the partition is paused
         this.say(`task ${key} lost (${err.code}): ${err.message}; the member joins its group again`);
-        this.live.delete(key);
-        this.tasks.delete(key);
+        this.slots.delete(key);
         const consumer = this.consumers[this.consumerIndex(sub)];
         for (const topic of sub.sourceTopics) consumer?.pause(topic, task.task.id.partition);
         void task.close(false);
@@ -404,7 +413,7 @@ export class KafkaEngine implements Engine {
   /** True when every task of this instance has nothing buffered, in flight or uncommitted, and has processed up to the end it last fetched. */
   isIdle(): boolean {
     if (this.state !== 'running') return false;
-    for (const opening of this.tasks.values()) {
+    for (const { opening } of this.slots.values()) {
       const settled = settledValue(opening);
       if (settled === PENDING || (settled && !settled.isIdle())) return false;
     }
@@ -420,9 +429,10 @@ export class KafkaEngine implements Engine {
     }
     this.state = 'stopping';
     // commit while still a group member, so no one fences the last commit; then leave the groups
-    const tasks = (await Promise.all(this.tasks.values())).filter((t): t is KafkaTask => t !== undefined);
-    this.tasks.clear();
-    this.live.clear();
+    const tasks = (await Promise.all([...this.slots.values()].map((s) => s.opening))).filter(
+      (t): t is KafkaTask => t !== undefined,
+    );
+    this.slots.clear();
     await Promise.all(tasks.map((t) => t.close(true, graceMs)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));
     await this.admin.close().catch(() => undefined);
@@ -436,9 +446,8 @@ export class KafkaEngine implements Engine {
     (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
     this.failed = true;
-    const tasks = await Promise.all([...this.tasks.values()].map((p) => p.catch(() => undefined)));
-    this.tasks.clear();
-    this.live.clear();
+    const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
+    this.slots.clear();
     // no final commit: whatever was not committed is redone by the next owner
     await Promise.allSettled(tasks.map((t) => t?.close(false)));
     await Promise.allSettled(this.consumers.map((c) => c.close()));
@@ -453,7 +462,7 @@ export class KafkaEngine implements Engine {
     for (const [sub, partitions] of this.assigned) {
       for (const p of partitions) {
         tasks++;
-        if (!this.live.has(`${sub}_${p}`)) restoring++;
+        if (this.slots.get(`${sub}_${p}`)?.lifecycle.state !== 'running') restoring++;
       }
     }
     return {
@@ -468,6 +477,15 @@ export class KafkaEngine implements Engine {
   private say(line: string): void {
     (this.options.logger ?? silentLogger).info(line);
   }
+}
+
+/** A partition's task on this member: its life, its opening, and the task once it runs. */
+interface TaskSlot {
+  readonly lifecycle: TaskLifecycle;
+  /** Resolves to the running task, or undefined when it closed unused (revoked, or a broker fault). */
+  opening: Promise<KafkaTask | undefined>;
+  /** Set once the task runs; the slot's task is the one that may commit for the partition. */
+  task?: KafkaTask;
 }
 
 const PENDING = Symbol('pending');

@@ -3,6 +3,7 @@ import { isCrawlError, CrawlError } from '../../../core/errors.js';
 import type { Metrics } from '../../../core/metrics.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { RecordDriver } from '../../record-driver.js';
+import { deadLetterOf } from '../../dead-letter.js';
 import type { StreamTask } from '../../task.js';
 import type { RocksPort } from '../../../state/rocks.js';
 import type { ChangeloggedStore } from '../../../state/state-store.js';
@@ -205,22 +206,8 @@ export class KafkaTask {
   }
 
   private deadLetter(r: ConsumedRawRecord, error: Error): void {
-    const err = error as { code?: string; message?: string };
-    const code = err.code ?? 'CS_INTERNAL';
-    this.host.metrics.inc(M.deadLetters, 1, code);
-    this.host.log(`dead letter ${r.topic}-${r.partition}@${r.offset}: ${code} ${err.message ?? String(error)}`);
-    this.collect(
-      this.host.deadLetterTopic,
-      0,
-      Buffer.from(r.key),
-      r.value === null ? null : Buffer.from(r.value),
-      r.timestamp,
-      {
-        'x-error-code': code,
-        'x-error-message': (err.message ?? String(error)).slice(0, 1000),
-        'x-source': `${r.topic}-${r.partition}@${r.offset}`,
-      },
-    );
+    const d = deadLetterOf(r, error, this.host.metrics, (l) => this.host.log(l));
+    this.collect(this.host.deadLetterTopic, 0, d.key, d.value, d.timestamp, d.headers);
   }
 
   /**
@@ -281,6 +268,7 @@ export class KafkaTask {
     this.running = false;
     this.notify();
     await this.loop;
+    this.task.suspend();
     const deadline = Date.now() + graceMs;
     while (commit && this.driver.busy() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     if (commit) await this.commit().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
 
@@ -26,9 +27,7 @@ export interface TopicOptions {
 }
 
 /** The dead-letter topic of an application: undecodable records and processor failures, with their codes. */
-export function deadLetterTopic(applicationId: string): string {
-  return `${applicationId}-dead-letters`;
-}
+export const deadLetterTopic = deadLetterTopicOf;
 
 /**
  * Every topic a topology needs on Kafka, under its cluster names (`topology.physicalTopic`),
