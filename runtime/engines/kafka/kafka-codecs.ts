@@ -73,12 +73,17 @@ let installed = false;
 export function installKafkaCodecs(): void {
   if (installed) return;
   installed = true;
+  // the synchronous calls: a batch is small (a commit's chunk of one partition, ≤ 512 KiB, ~2 ms
+  // at worst), and the thread-pool hop of the asynchronous ones cost more than the compression
   CompressionCodecs[CompressionTypes.LZ4] = lazyCodec('lz4', () => {
     const lz4 = require('lz4-napi') as {
-      compressFrame(data: Buffer): Promise<Buffer>;
-      decompressFrame(data: Buffer): Promise<Buffer>;
+      compressFrameSync(data: Buffer): Buffer;
+      decompressFrameSync(data: Buffer): Buffer;
     };
-    return { compress: (encoder) => lz4.compressFrame(encoder.buffer), decompress: (b) => lz4.decompressFrame(b) };
+    return {
+      compress: async (encoder) => lz4.compressFrameSync(encoder.buffer),
+      decompress: async (b) => lz4.decompressFrameSync(b),
+    };
   });
   CompressionCodecs[CompressionTypes.ZSTD] = lazyCodec('zstd', () => {
     const zstd = require('@mongodb-js/zstd') as {
