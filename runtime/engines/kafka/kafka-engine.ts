@@ -11,7 +11,6 @@ import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { recoverTaskDir } from '../../replay/swap.js';
-import { readChangelogs } from './changelog-reader.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
 import type { ClusterSecurity } from './kafka-security.js';
@@ -19,7 +18,8 @@ import type { KafkaCompression } from './kafka-codecs.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
-import { closeState, openTaskState, type TaskState } from './task-state.js';
+import { closeState, openTaskState, restoreTaskState, type LocalTaskState } from './task-state.js';
+import { brokerFault, sleep, whileHeartbeating, type TaskSlot } from './task-slot.js';
 import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
 
 export interface KafkaEngineOptions {
@@ -257,7 +257,7 @@ export class KafkaEngine implements Engine {
     }
     lifecycle.to('restoring');
     // a failure below (a broker fault) leaves nothing open: the task is opened anew after a rejoin
-    let state: TaskState | undefined;
+    let state: LocalTaskState | undefined;
     let committed: Awaited<ReturnType<typeof committedInputs>>;
     try {
       // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
@@ -274,28 +274,8 @@ export class KafkaEngine implements Engine {
         physicalTopic: (t) => this.port.naming.physicalTopic(t),
         logger: this.options.logger ?? silentLogger,
       });
-      const { changelogged, ends } = state;
-      const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
-      const perStore = new Map<string, number>();
       const started = Date.now();
-      const restored = await readChangelogs(
-        this.port,
-        changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint(), end: ends.get(topic) })),
-        (topic, _p, records, next) => {
-          const store = byTopic.get(topic)!;
-          perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
-          store.restore(
-            records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
-            next,
-          );
-        },
-      );
-      // the stores restore together: their time is shared out by the records each read
-      const seconds = (Date.now() - started) / 1000;
-      for (const [store, n] of perStore) {
-        this.metrics.inc(M.restoreRecords, n, store);
-        this.metrics.inc(M.restoreSeconds, restored > 0 ? (seconds * n) / restored : 0, store);
-      }
+      const restored = await restoreTaskState(this.port, state, partition, this.metrics);
       if (restored > 0)
         this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     } catch (err) {
@@ -413,10 +393,8 @@ export class KafkaEngine implements Engine {
   /** True when every task of this instance has nothing buffered, in flight or uncommitted, and has processed up to the end it last fetched. */
   isIdle(): boolean {
     if (this.state !== 'running') return false;
-    for (const { opening } of this.slots.values()) {
-      const settled = settledValue(opening);
-      if (settled === PENDING || (settled && !settled.isIdle())) return false;
-    }
+    // a slot without a running task is still opening
+    for (const { task } of this.slots.values()) if (!task || !task.isIdle()) return false;
     return true;
   }
 
@@ -479,54 +457,4 @@ export class KafkaEngine implements Engine {
   }
 }
 
-/** A partition's task on this member: its life, its opening, and the task once it runs. */
-interface TaskSlot {
-  readonly lifecycle: TaskLifecycle;
-  /** Resolves to the running task, or undefined when it closed unused (revoked, or a broker fault). */
-  opening: Promise<KafkaTask | undefined>;
-  /** Set once the task runs; the slot's task is the one that may commit for the partition. */
-  task?: KafkaTask;
-}
-
-const PENDING = Symbol('pending');
-const settledTasks = new WeakMap<Promise<KafkaTask | undefined>, KafkaTask | undefined>();
-
-/** The value of a settled task promise, or PENDING (promises cannot be inspected synchronously). */
-function settledValue(p: Promise<KafkaTask | undefined>): KafkaTask | undefined | typeof PENDING {
-  if (settledTasks.has(p)) return settledTasks.get(p);
-  void p.then(
-    (t) => settledTasks.set(p, t),
-    () => settledTasks.set(p, undefined),
-  );
-  return PENDING;
-}
-
-/** The value of `p`, calling `heartbeat` every second until it settles. */
-async function whileHeartbeating<T>(p: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
-  let settled = false;
-  void p.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (;;) {
-    const value = await Promise.race([p, sleep(1_000).then(() => PENDING)]);
-    if (value !== PENDING || settled) return p;
-    // a rebalance under way throws here: kafkajs then abandons the batch and joins again, as it should
-    await heartbeat();
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 export { tp };
-
-/**
- * An error of the brokers, not of this instance: a Kafka failure as kafka-port reports it
- * (CS_KAFKA, CS_FENCED), or a kafkajs error that reached us unwrapped (connection, retries spent).
- */
-function brokerFault(err: unknown): boolean {
-  if (err instanceof CrawlError) return err.code === 'CS_KAFKA' || err.code === 'CS_FENCED';
-  return /^KafkaJS/.test((err as Error | undefined)?.name ?? '');
-}

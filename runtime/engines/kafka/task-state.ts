@@ -6,7 +6,10 @@ import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { isChangelogged } from '../../../state/store-builder.js';
 import type { ChangeloggedStore, StateStore } from '../../../state/state-store.js';
 import type { Subtopology, Topology } from '../../topology.js';
-import type { KafkaAdmin } from './kafka-port.js';
+import { M } from '../../../core/metric-catalogue.js';
+import type { Metrics } from '../../../core/metrics.js';
+import { readChangelogs } from './changelog-reader.js';
+import type { KafkaAdmin, KafkaPort } from './kafka-port.js';
 
 /** A store whose local state is ahead of the cluster: its checkpoint lies past its changelog's end. */
 export interface StaleStore {
@@ -18,7 +21,7 @@ export interface StaleStore {
 }
 
 /** A task's local state, open: its RocksDB, its stores, and the end of each changelog partition. */
-export interface TaskState {
+export interface LocalTaskState {
   readonly db: RocksPort;
   readonly stores: Map<string, StateStore>;
   readonly changelogged: { store: ChangeloggedStore; topic: string }[];
@@ -47,7 +50,7 @@ export interface TaskStateOptions {
  * a task corrupted and wipes its state; so does this, with a warning, and opens it empty. On a
  * failure nothing is left open.
  */
-export async function openTaskState(o: TaskStateOptions): Promise<TaskState> {
+export async function openTaskState(o: TaskStateOptions): Promise<LocalTaskState> {
   let state = await openStores(o);
   try {
     const ends = new Map<string, number>();
@@ -67,7 +70,7 @@ export async function openTaskState(o: TaskStateOptions): Promise<TaskState> {
   }
 }
 
-async function openStores(o: TaskStateOptions): Promise<Omit<TaskState, 'ends'>> {
+async function openStores(o: TaskStateOptions): Promise<Omit<LocalTaskState, 'ends'>> {
   const db = await openRocks(join(o.taskDir, 'rocksdb'));
   const stores = new Map<string, StateStore>();
   const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
@@ -81,7 +84,7 @@ async function openStores(o: TaskStateOptions): Promise<Omit<TaskState, 'ends'>>
 }
 
 /** Closes what `openStores` opened. */
-export async function closeState(state: Omit<TaskState, 'ends'>): Promise<void> {
+export async function closeState(state: Omit<LocalTaskState, 'ends'>): Promise<void> {
   for (const store of state.stores.values()) store.close();
   await state.db.close().catch(() => undefined);
 }
@@ -108,4 +111,40 @@ export function describeStale(task: string, stale: readonly StaleStore[]): strin
     `task ${task}: local state is ahead of the cluster (${which}): the topics were created again or the ` +
     `state directory belongs to another cluster; wiping the task's local state and restoring it from the changelogs`
   );
+}
+
+/**
+ * Restores the task's changelogged stores from their checkpoints up to the ends read when the
+ * state opened (final: the task's producer fenced earlier owners first), all stores in one read;
+ * counts records and seconds per store. Returns the records restored.
+ */
+export async function restoreTaskState(
+  port: KafkaPort,
+  state: LocalTaskState,
+  partition: number,
+  metrics: Metrics,
+): Promise<number> {
+  const { changelogged, ends } = state;
+  const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
+  const perStore = new Map<string, number>();
+  const started = Date.now();
+  const restored = await readChangelogs(
+    port,
+    changelogged.map(({ store, topic }) => ({ topic, partition, from: store.checkpoint(), end: ends.get(topic) })),
+    (topic, _p, records, next) => {
+      const store = byTopic.get(topic)!;
+      perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
+      store.restore(
+        records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
+        next,
+      );
+    },
+  );
+  // the stores restore together: their time is shared out by the records each read
+  const seconds = (Date.now() - started) / 1000;
+  for (const [store, n] of perStore) {
+    metrics.inc(M.restoreRecords, n, store);
+    metrics.inc(M.restoreSeconds, restored > 0 ? (seconds * n) / restored : 0, store);
+  }
+  return restored;
 }
