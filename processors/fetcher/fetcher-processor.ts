@@ -38,6 +38,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private newestEpoch = 0;
   /** Ids of the last RECENT_LEASES leases taken, oldest first. */
   private readonly recentLeases = new Set<string>();
+  /** Aborted by `close`: leases still waiting for their notBefore give up (their task is gone). */
+  private readonly closing = new AbortController();
 
   constructor(private readonly config: CrawlConfig) {}
 
@@ -70,8 +72,15 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)
-    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
-      await sleep(early);
+    try {
+      for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
+        await sleep(early, undefined, { signal: this.closing.signal });
+    } catch {
+      // closed while waiting: the task's last commit is done, so a result could never be committed;
+      // no request is sent, and the frontier's lease expiry issues the URL again
+      return;
+    }
+    if (this.closing.signal.aborted) return;
     const now = Date.now();
     if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
       this.ctx.metrics.inc(now > req.notAfter ? M.leasesDroppedLate : M.leasesDroppedStale);
@@ -198,7 +207,9 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     }
   }
 
+  /** Leases still waiting for their time give up at once (no request, no result); fetches under way end first. */
   async close(): Promise<void> {
+    this.closing.abort();
     await this.client?.close();
   }
 }

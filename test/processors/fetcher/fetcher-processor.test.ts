@@ -3,6 +3,10 @@ import type http from 'node:http';
 import { after, describe, test } from 'node:test';
 import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
+import { FetcherProcessor } from '../../../processors/fetcher/fetcher-processor.js';
+import { silentLogger } from '../../../core/logger.js';
+import { Metrics } from '../../../core/metrics.js';
+import type { ProcessorContext } from '../../../runtime/processor.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
 import { byType, failedFetchRecords, lease, loopbackConfig, runLeases } from './pipeline.js';
 
@@ -193,3 +197,55 @@ test('a lease of an older frontier owner epoch is dropped unfetched once a newer
     await server.close();
   }
 });
+
+test(
+  'a lease still waiting for its notBefore when the fetcher closes gives up at once: no request, no result',
+  { timeout: 20_000 },
+  async () => {
+    // a task closed by a rebalance or a stop has made its last commit: a fetch after it could never
+    // be committed, and its timer would hold the process up to the host's gap. Without the abort the
+    // waiting process() below resolves only after notBefore (60 s), past this test's timeout.
+    const hits: string[] = [];
+    const server = await startHttp((req, res) => {
+      hits.push(req.url ?? '');
+      res.end('ok');
+    });
+    try {
+      const forwarded: unknown[] = [];
+      const context = {
+        applicationId: 'test',
+        taskId: { subtopology: 1, partition: 0 },
+        metrics: new Metrics(),
+        log: silentLogger,
+        recordMetadata: undefined,
+        forward: (r: unknown) => void forwarded.push(r),
+        schedule: () => ({ cancel() {} }),
+        getStateStore: () => {
+          throw new Error('the fetcher has no store');
+        },
+        commit: () => {},
+        currentTimeMs: () => Date.now(),
+      } as unknown as ProcessorContext<string, never>;
+      const fetcher = new FetcherProcessor(loopbackConfig());
+      fetcher.init(context);
+      const waiting = lease(`http://later.test:${server.port}/page`, {
+        notBefore: Date.now() + 60_000,
+        notAfter: Date.now() + 120_000,
+      });
+      const due = lease(`http://now.test:${server.port}/page`);
+      const processing = fetcher.process({ key: waiting.site, value: waiting, timestamp: Date.now() });
+      await fetcher.process({ key: due.site, value: due, timestamp: Date.now() });
+      assert.equal(hits.length, 1, 'the due lease is fetched');
+      await fetcher.close();
+      await processing;
+      assert.deepEqual(hits, ['/page'], 'the waiting lease sent a request');
+      assert.equal(
+        forwarded.filter((r) => (r as { value: { leaseId?: string } }).value.leaseId === waiting.leaseId).length,
+        0,
+        'the waiting lease was answered',
+      );
+    } finally {
+      await server.close();
+    }
+  },
+);
