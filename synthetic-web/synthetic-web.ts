@@ -20,7 +20,13 @@ export interface RequestLogEntry {
   path: string;
   /** Epoch ms (fractional) when the request's headers had arrived. */
   start: number;
-  /** Epoch ms when the response finished, or when the connection closed before that. */
+  /**
+   * Epoch ms when the response was complete: when its last byte went to the socket (taken just
+   * before a write the socket took whole at once), else when it finished sending, or when the
+   * connection closed before that. Not the moment this process noticed: on a busy machine the
+   * client, woken by the write, may run for tens of ms before the server's 'finish' callback does,
+   * and a late end would make a polite gap look short.
+   */
   end: number;
   /** Status sent; 0 when the client went away before the headers were sent. */
   status: number;
@@ -195,10 +201,12 @@ export class SyntheticWeb {
     req.resume(); // bodies are never read; drain so keep-alive continues
 
     let logged = false;
+    /** When the last byte was handed to the socket, if the socket took the whole response at once. */
+    let written: number | undefined;
     const log = (aborted: boolean): void => {
       if (logged) return;
       logged = true;
-      entry.end = now();
+      entry.end = !aborted && written !== undefined ? written : now();
       entry.status = res.headersSent ? res.statusCode : 0;
       if (aborted) entry.aborted = true;
       this.#finished.push(entry);
@@ -218,12 +226,16 @@ export class SyntheticWeb {
       if (reply.status !== 304) headers['content-length'] = String(reply.body.byteLength);
       if (this.#closing !== undefined) headers['connection'] = 'close'; // lets close() finish without cutting
       res.writeHead(reply.status, headers);
+      const before = now();
       if (entry.method === 'HEAD') {
         res.end();
       } else {
         entry.bytes = reply.body.byteLength;
         res.end(reply.body);
       }
+      // everything reached the socket within end(): the response was complete then, whenever
+      // this process gets to run its 'finish' callback
+      if (res.writableFinished) written = before;
     };
     if (reply.delayMs <= 0) return send();
     const timer = setTimeout(() => {
