@@ -24,7 +24,7 @@ const upward = LAYERS.slice(0, -1).map((layer, i) => ({
 /** One file is the only door to each of these libraries. */
 const DOORS = {
   '@nxtedition/rocksdb': '^state/rocks\\.ts$',
-  kafkajs: '^runtime/engines/kafka/kafka-(port|admin|common|transactions|codecs)\\.ts$',
+  kafkajs: '^runtime/engines/kafka/kafka-(port|admin|common|transactions|codecs|oauthbearer)\\.ts$',
   '@kafkajs/confluent-schema-registry': '^runtime/engines/kafka/confluent-registry\\.ts$',
   undici: '^processors/fetcher/http-client\\.ts$',
   'prom-client': '^core/prometheus\\.ts$',

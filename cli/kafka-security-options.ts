@@ -5,8 +5,8 @@ import {
   SASL_MECHANISMS,
   type ClusterSecurity,
   type KafkaSecurityOptions,
+  type PasswordMechanism,
   type RegistryAuth,
-  type SaslMechanism,
 } from '../runtime/engines/kafka/kafka-security.js';
 import type { ResolvedSettings } from './config-sources.js';
 import { envName } from './settings.js';
@@ -23,6 +23,8 @@ const KAFKA_FLAGS = [
   'kafka-sasl-mechanism',
   'kafka-sasl-username',
   'kafka-sasl-password-file',
+  'kafka-oauth-token-url',
+  'kafka-oauth-scope',
 ] as const;
 const REGISTRY_FLAGS = ['registry-username', 'registry-password-file'] as const;
 
@@ -45,8 +47,10 @@ export function securityArgs(withRegistry: boolean): ArgSpec {
 export function securityUsage(withRegistry: boolean): string {
   return `
   secured clusters: --kafka-tls [--kafka-ca FILE] [--kafka-cert FILE --kafka-key FILE]
-    [--kafka-sasl-mechanism plain|scram-sha-256|scram-sha-512 --kafka-sasl-username U
-    --kafka-sasl-password-file FILE (or ${KAFKA_SASL_PASSWORD_ENV})]${
+    [--kafka-sasl-mechanism plain|scram-sha-256|scram-sha-512|oauthbearer --kafka-sasl-username U
+    --kafka-sasl-password-file FILE (or ${KAFKA_SASL_PASSWORD_ENV})
+    (oauthbearer: U and the password are the OAuth client id and secret; --kafka-oauth-token-url URL
+    [--kafka-oauth-scope S])]${
       withRegistry
         ? `
     [--registry-username U --registry-password-file FILE (or ${REGISTRY_PASSWORD_ENV})]`
@@ -96,7 +100,13 @@ export function clusterSecurity(
     ...optional('caFile', str('kafka-ca')),
     ...optional('certFile', str('kafka-cert')),
     ...optional('keyFile', str('kafka-key')),
-    ...saslOf(str('kafka-sasl-mechanism'), str('kafka-sasl-username'), str('kafka-sasl-password-file'), env),
+    ...saslOf(
+      str('kafka-sasl-mechanism'),
+      str('kafka-sasl-username'),
+      str('kafka-sasl-password-file'),
+      { tokenUrl: str('kafka-oauth-token-url'), scope: str('kafka-oauth-scope') },
+      env,
+    ),
   };
   resolveKafkaSecurity(kafka); // validates now and reads the files once, so a bad path fails before any work
   const registry = registryAuthOf(str('registry-username'), str('registry-password-file'), env);
@@ -110,9 +120,16 @@ function saslOf(
   mechanism: string | undefined,
   username: string | undefined,
   passwordFile: string | undefined,
+  oauth: { tokenUrl: string | undefined; scope: string | undefined },
   env: NodeJS.ProcessEnv,
 ): Pick<KafkaSecurityOptions, 'sasl'> {
   const envPassword = env[KAFKA_SASL_PASSWORD_ENV];
+  if (mechanism !== 'oauthbearer') {
+    if (oauth.tokenUrl !== undefined)
+      throw new InvalidOptionError('--kafka-oauth-token-url needs --kafka-sasl-mechanism oauthbearer');
+    if (oauth.scope !== undefined)
+      throw new InvalidOptionError('--kafka-oauth-scope needs --kafka-sasl-mechanism oauthbearer');
+  }
   if (mechanism === undefined) {
     if (username !== undefined) throw new InvalidOptionError('--kafka-sasl-username needs --kafka-sasl-mechanism');
     if (passwordFile !== undefined)
@@ -132,7 +149,18 @@ function saslOf(
     KAFKA_SASL_PASSWORD_ENV,
     envPassword,
   );
-  return { sasl: { mechanism: mechanism as SaslMechanism, username, password } };
+  if (mechanism !== 'oauthbearer') return { sasl: { mechanism: mechanism as PasswordMechanism, username, password } };
+  if (oauth.tokenUrl === undefined || oauth.tokenUrl === '')
+    throw new InvalidOptionError('--kafka-sasl-mechanism oauthbearer needs --kafka-oauth-token-url');
+  return {
+    sasl: {
+      mechanism,
+      tokenUrl: oauth.tokenUrl,
+      clientId: username,
+      clientSecret: password,
+      ...(oauth.scope !== undefined ? { scope: oauth.scope } : {}),
+    },
+  };
 }
 
 function registryAuthOf(

@@ -2,42 +2,10 @@ import type { CrawlConfig } from '../processors/common/crawl-config.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/crawl-topology.js';
 import { APP_ID_FORM } from './app-id.js';
+import type { Setting, SettingCommand } from './setting.js';
+import { SECURITY_SETTINGS } from './settings-security.js';
 
-/** How a setting's text becomes a value. */
-export type SettingKind = 'int' | 'number' | 'string' | 'bool' | 'list';
-
-/**
- * One setting of `crawl` (and of `run`, which takes crawl's settings): its flag, file key and
- * environment variable all come from `name`; `--help`, the README's option table and
- * `crawlstream config` are generated from this list, so a setting is described in one place.
- */
-export interface Setting {
-  /** `--name` on the command line, `name:` in the --config file, CRAWLSTREAM_NAME in the environment. */
-  readonly name: string;
-  readonly kind: SettingKind;
-  /** The unit of a number: ms, s, bytes, or a plain count. */
-  readonly unit?: 'ms' | 's' | 'bytes' | 'count' | '%';
-  /** Value placeholder in the help text (`N`, `MS`, `FILE`). */
-  readonly arg?: string;
-  /** The default as shown; undefined: none (absent unless given). */
-  readonly default?: string;
-  readonly help: string;
-  /** The CrawlConfig field it sets, when it is one. */
-  readonly config?: keyof CrawlConfig;
-  /** Smallest and largest value of a number. */
-  readonly min?: number;
-  readonly max?: number;
-  /** The values an enumerated string may take. */
-  readonly values?: readonly string[];
-  /** The form a free string must have, and how a refusal describes it ("lower-case letters, …"). */
-  readonly pattern?: { readonly test: RegExp; readonly what: string };
-  /** The commands that take it; undefined: both `crawl` and `run`. */
-  readonly commands?: readonly SettingCommand[];
-  /** The config field holds the value times this (seconds given, milliseconds kept: 1000). */
-  readonly scale?: number;
-}
-
-export type SettingCommand = 'crawl' | 'run';
+export type { Setting, SettingCommand, SettingKind } from './setting.js';
 
 const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
   name,
@@ -447,64 +415,7 @@ export const SETTINGS: readonly Setting[] = [
     help: 'run: how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
     commands: ['run'],
   },
-  { name: 'kafka-tls', kind: 'bool', help: 'run: connect to the brokers over TLS', commands: ['run'] },
-  {
-    name: 'kafka-ca',
-    kind: 'string',
-    arg: 'FILE',
-    help: "run: PEM CA certificate(s) that sign the brokers' certificates (with --kafka-tls; default: system CAs)",
-    commands: ['run'],
-  },
-  {
-    name: 'kafka-cert',
-    kind: 'string',
-    arg: 'FILE',
-    help: 'run: PEM client certificate for mutual TLS (with --kafka-tls and --kafka-key)',
-    commands: ['run'],
-  },
-  {
-    name: 'kafka-key',
-    kind: 'string',
-    arg: 'FILE',
-    help: 'run: PEM private key of --kafka-cert',
-    commands: ['run'],
-  },
-  {
-    name: 'kafka-sasl-mechanism',
-    kind: 'string',
-    arg: 'M',
-    values: ['plain', 'scram-sha-256', 'scram-sha-512'],
-    help: 'run: SASL authentication to the brokers: plain, scram-sha-256 or scram-sha-512',
-    commands: ['run'],
-  },
-  {
-    name: 'kafka-sasl-username',
-    kind: 'string',
-    arg: 'USER',
-    help: 'run: SASL username (with --kafka-sasl-mechanism)',
-    commands: ['run'],
-  },
-  {
-    name: 'kafka-sasl-password-file',
-    kind: 'string',
-    arg: 'FILE',
-    help: 'run: file holding the SASL password (or the password itself in CRAWLSTREAM_KAFKA_SASL_PASSWORD; never a flag)',
-    commands: ['run'],
-  },
-  {
-    name: 'registry-username',
-    kind: 'string',
-    arg: 'USER',
-    help: 'run: HTTP basic username of the schema registry',
-    commands: ['run'],
-  },
-  {
-    name: 'registry-password-file',
-    kind: 'string',
-    arg: 'FILE',
-    help: 'run: file holding the registry password (or the password itself in CRAWLSTREAM_REGISTRY_PASSWORD)',
-    commands: ['run'],
-  },
+  ...SECURITY_SETTINGS,
 ];
 
 /** The settings a command takes. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts a single-node KRaft Kafka broker and an Apicurio Registry on 127.0.0.1, fetching them
 # first if the cache lacks them, and waits until both answer. Each start begins with empty data.
-# The broker has a PLAINTEXT listener and a SASL_SSL one (SCRAM-SHA-256/512, user $KAFKA_SCRAM_USER)
-# whose CA and certificate are made afresh at each start, in $RUN_DIR/tls.
+# The broker has a PLAINTEXT listener and a SASL_SSL one (SCRAM-SHA-256/512, user $KAFKA_SCRAM_USER;
+# OAUTHBEARER, JWTs signed with an RSA key made at each start, in $RUN_DIR/oauth) whose CA and
+# certificate are made afresh at each start, in $RUN_DIR/tls.
 # Prints `CRAWLSTREAM_BROKERS=...`, `CRAWLSTREAM_REGISTRY=...` and `CRAWLSTREAM_SECURE_*=...` lines
 # (eval-able) on stdout.
 set -euo pipefail
@@ -12,8 +13,21 @@ bash "$ROOT/scripts/kafka/fetch.sh" >&2
 "$ROOT/scripts/kafka/stop.sh" >/dev/null 2>&1 || true
 started=$(date +%s%N)
 rm -rf "$RUN_DIR"
-mkdir -p "$RUN_DIR/kafka-data" "$RUN_DIR/tls"
+mkdir -p "$RUN_DIR/kafka-data" "$RUN_DIR/tls" "$RUN_DIR/oauth"
 TLS_DIR="$RUN_DIR/tls"
+# OAUTHBEARER: the broker trusts JWTs (RS256, issuer crawlstream-test-idp, audience crawlstream-kafka)
+# signed by signer.pem, whose public half it reads from jwks.json; tests sign tokens with signer.pem
+OAUTH_DIR="$RUN_DIR/oauth"
+JWKS_URL="file://$OAUTH_DIR/jwks.json"
+node -e '
+const { generateKeyPairSync } = require("node:crypto");
+const { writeFileSync } = require("node:fs");
+const dir = process.argv[1];
+const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+writeFileSync(`${dir}/signer.pem`, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+const jwk = { ...publicKey.export({ format: "jwk" }), kid: "crawlstream-test", use: "sig", alg: "RS256" };
+writeFileSync(`${dir}/jwks.json`, JSON.stringify({ keys: [jwk] }));
+' "$OAUTH_DIR"
 # a throwaway store password: the keystore lives only as long as this run dir
 TLS_PASS="$(head -c 12 /dev/urandom | base64 | tr -d '/+=')"
 
@@ -26,9 +40,17 @@ advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAF
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
-listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=$JWKS_URL
+# named, not left to the default: Kafka 4.1's DefaultJwtValidator, built by the callback handler,
+# falls back to its client-side validator, which checks no signature (test/kafka/secure.test.ts)
+sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.issuer=crawlstream-test-idp
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.audience=crawlstream-kafka
 listener.name.sasl_ssl.ssl.keystore.type=PKCS12
 listener.name.sasl_ssl.ssl.keystore.location=$TLS_DIR/broker.p12
 listener.name.sasl_ssl.ssl.keystore.password=$TLS_PASS
@@ -73,7 +95,8 @@ setsid nohup "$JAVA" -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 echo $! >"$RUN_DIR/registry.pid"
 
 KAFKA_JVM=(-Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
-  "-Dlog4j2.configurationFile=$RUN_DIR/log4j2.properties" -cp "$KAFKA_LIBS/*")
+  "-Dlog4j2.configurationFile=$RUN_DIR/log4j2.properties" -cp "$KAFKA_LIBS/*"
+  "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$JWKS_URL")
 # a KRaft cluster id is 16 random bytes, URL-safe base64 without padding
 cluster_id="$(head -c 16 /dev/urandom | base64 | tr "+/" "-_" | tr -d "=")"
 # a leading '-' would be read as an option by the tool's argument parser
@@ -152,3 +175,4 @@ echo "CRAWLSTREAM_SECURE_BROKERS=$SECURE_BROKERS"
 echo "CRAWLSTREAM_SECURE_CA=$TLS_DIR/ca.pem"
 echo "CRAWLSTREAM_SECURE_USERNAME=$KAFKA_SCRAM_USER"
 echo "CRAWLSTREAM_SECURE_PASSWORD=$KAFKA_SCRAM_PASSWORD"
+echo "CRAWLSTREAM_SECURE_OAUTH_KEY=$OAUTH_DIR/signer.pem"

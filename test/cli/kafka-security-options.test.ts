@@ -105,7 +105,7 @@ test('run: inconsistent or unreadable security settings are refused, each with a
   );
   refuses(
     run(['--kafka-sasl-mechanism', 'gssapi']),
-    '--kafka-sasl-mechanism must be one of plain, scram-sha-256, scram-sha-512, got "gssapi" (from flag --kafka-sasl-mechanism)',
+    '--kafka-sasl-mechanism must be one of plain, scram-sha-256, scram-sha-512, oauthbearer, got "gssapi" (from flag --kafka-sasl-mechanism)',
   );
   refuses(run(['--kafka-ca', CA]), `Kafka CA file ${CA} given without TLS (--kafka-tls)`);
   refuses(
@@ -173,5 +173,78 @@ test('commands with their own arguments (topics, replay, inject, control) take t
   refuses(
     () => parseControlArgs(['pause', 'example.com', '--data', dir, '--kafka-tls']),
     '--kafka-tls is for --brokers (Kafka); --data needs no credentials',
+  );
+});
+
+test('run and the self-parsing commands: OAUTHBEARER takes the client id and secret as username and password, and the token URL', () => {
+  const oauth = [
+    '--kafka-tls',
+    '--kafka-sasl-mechanism',
+    'oauthbearer',
+    '--kafka-sasl-username',
+    'crawler-1',
+    '--kafka-sasl-password-file',
+    PASSWORD,
+    '--kafka-oauth-token-url',
+    'https://idp.example/token',
+    '--kafka-oauth-scope',
+    'kafka crawl',
+  ];
+  const expected = {
+    kafka: {
+      tls: true,
+      sasl: {
+        mechanism: 'oauthbearer',
+        tokenUrl: 'https://idp.example/token',
+        clientId: 'crawler-1',
+        clientSecret: 's3cret',
+        scope: 'kafka crawl',
+      },
+    },
+  };
+  assert.deepEqual(parseRunArgs([...BASE, ...oauth], {}).security, expected);
+  assert.deepEqual(
+    securityFromArgs(
+      {
+        'kafka-tls': true,
+        'kafka-sasl-mechanism': 'oauthbearer',
+        'kafka-sasl-username': 'crawler-1',
+        'kafka-oauth-scope': 'kafka crawl',
+      },
+      {
+        CRAWLSTREAM_KAFKA_SASL_PASSWORD: 's3cret',
+        CRAWLSTREAM_KAFKA_OAUTH_TOKEN_URL: 'https://idp.example/token',
+      },
+    ),
+    expected,
+  );
+  const run =
+    (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    () =>
+      parseRunArgs([...BASE, ...args], env);
+  refuses(
+    run(['--kafka-oauth-token-url', 'https://idp.example/token']),
+    '--kafka-oauth-token-url needs --kafka-sasl-mechanism oauthbearer',
+  );
+  refuses(
+    run(['--kafka-sasl-mechanism', 'plain', '--kafka-sasl-username', 'a', '--kafka-oauth-scope', 'kafka'], {
+      CRAWLSTREAM_KAFKA_SASL_PASSWORD: 'pw',
+    }),
+    '--kafka-oauth-scope needs --kafka-sasl-mechanism oauthbearer',
+  );
+  refuses(
+    run(['--kafka-sasl-mechanism', 'oauthbearer', '--kafka-sasl-username', 'c'], {
+      CRAWLSTREAM_KAFKA_SASL_PASSWORD: 'pw',
+    }),
+    '--kafka-sasl-mechanism oauthbearer needs --kafka-oauth-token-url',
+  );
+  refuses(
+    run(
+      ['--kafka-sasl-mechanism', 'oauthbearer', '--kafka-sasl-username', 'c', '--kafka-oauth-token-url', 'idp/token'],
+      {
+        CRAWLSTREAM_KAFKA_SASL_PASSWORD: 'pw',
+      },
+    ),
+    'Kafka SASL oauthbearer needs an http(s) token endpoint (--kafka-oauth-token-url), got "idp/token"',
   );
 });

@@ -14,17 +14,25 @@ export function kafkaInfra(): { brokers: string; registry: string } {
 }
 
 /**
- * The broker's SASL_SSL listener (SCRAM-SHA-256/512 over TLS, a CA made at each start), named by
- * CRAWLSTREAM_SECURE_* as scripts/kafka/start.sh prints them; a secure test run without them fails.
+ * The broker's SASL_SSL listener (SCRAM-SHA-256/512 and OAUTHBEARER over TLS, a CA made at each
+ * start), named by CRAWLSTREAM_SECURE_* as scripts/kafka/start.sh prints them: `oauthKey` is the
+ * PEM RSA key whose JWTs the broker trusts. A secure test run without them fails.
  */
-export function secureKafkaInfra(): { brokers: string; ca: string; username: string; password: string } {
+export function secureKafkaInfra(): {
+  brokers: string;
+  ca: string;
+  username: string;
+  password: string;
+  oauthKey: string;
+} {
   const brokers = process.env['CRAWLSTREAM_SECURE_BROKERS'];
   const ca = process.env['CRAWLSTREAM_SECURE_CA'];
   const username = process.env['CRAWLSTREAM_SECURE_USERNAME'];
   const password = process.env['CRAWLSTREAM_SECURE_PASSWORD'];
-  if (brokers && ca && username && password) return { brokers, ca, username, password };
+  const oauthKey = process.env['CRAWLSTREAM_SECURE_OAUTH_KEY'];
+  if (brokers && ca && username && password && oauthKey) return { brokers, ca, username, password, oauthKey };
   throw new Error(
-    'CRAWLSTREAM_SECURE_BROKERS, _CA, _USERNAME and _PASSWORD are not set: run with `npm test -- dist/test/kafka/secure.test.js`, ' +
+    'CRAWLSTREAM_SECURE_BROKERS, _CA, _USERNAME, _PASSWORD and _OAUTH_KEY are not set: run with `npm test -- dist/test/kafka/secure.test.js`, ' +
       'or eval "$(bash scripts/kafka/start.sh)" and export them first',
   );
 }

@@ -60,7 +60,7 @@ test('KafkaPort validates its security options when constructed, before any conn
         // e.g. from an untyped config file
         sasl: { mechanism: 'SCRAM' as 'plain', username: 'u', password: 'p' },
       }),
-    'Kafka SASL mechanism must be one of plain, scram-sha-256, scram-sha-512, got "SCRAM"',
+    'Kafka SASL mechanism must be one of plain, scram-sha-256, scram-sha-512, oauthbearer, got "SCRAM"',
   );
   invalid(
     () =>

@@ -21,6 +21,7 @@ import {
   validateCompression,
   type KafkaCompression,
 } from './kafka-codecs.js';
+import { oauthBearerMechanism } from './kafka-oauthbearer.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
 
@@ -76,7 +77,7 @@ export interface GroupConsumerOptions {
 
 /**
  * The entry to the Kafka client library (kafkajs 2.2.4), which only this file and its parts
- * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts, kafka-codecs.ts) know: swap the client here and
+ * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts, kafka-codecs.ts, kafka-oauthbearer.ts) know: swap the client here and
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
  * every producer writes to the partition it is given, and a kafkajs partitioner is set anyway to
  * the Java-compatible murmur2 one, so no path can place a key elsewhere.
@@ -111,7 +112,9 @@ export class KafkaPort {
       clientId,
       brokers: [...brokers],
       ...(ssl !== undefined ? { ssl: { ...ssl } } : {}),
-      ...(sasl !== undefined ? { sasl } : {}),
+      ...(sasl === undefined
+        ? {}
+        : { sasl: sasl.mechanism === 'oauthbearer' ? oauthBearerMechanism(sasl.oauthBearerProvider) : sasl }),
       logLevel: logLevel.WARN,
       logCreator:
         () =>
@@ -123,10 +126,24 @@ export class KafkaPort {
     });
   }
 
+  /**
+   * `client` connected and in `open`. A failed connect disconnects it, so no socket it opened
+   * (e.g. one whose authentication never began) keeps the process alive, and rejects with
+   * CrawlError CS_KAFKA carrying the client's message (an authentication failure, a TLS error).
+   */
+  private async connected<C extends { connect(): Promise<void>; disconnect(): Promise<void> }>(client: C): Promise<C> {
+    try {
+      await client.connect();
+    } catch (err) {
+      await client.disconnect().catch(() => undefined);
+      throw kafkaError(`cannot connect to ${this.brokers.join(',')}`, err);
+    }
+    this.open.add(client);
+    return client;
+  }
+
   async admin(): Promise<KafkaAdmin> {
-    const admin = this.kafka.admin();
-    await admin.connect();
-    this.open.add(admin);
+    const admin = await this.connected(this.kafka.admin());
     return new KafkaAdmin(admin, () => this.open.delete(admin));
   }
 
@@ -173,8 +190,7 @@ export class KafkaPort {
       maxInFlightRequests: 1,
       createPartitioner: javaPartitioner,
     });
-    await producer.connect();
-    this.open.add(producer);
+    await this.connected(producer);
     return {
       send: async (records) => {
         try {
@@ -230,8 +246,7 @@ export class KafkaPort {
         onProgress(logicalTopic(p.topic), p.partition, next, next + Number(p.offsetLag));
       });
     }
-    await consumer.connect();
-    this.open.add(consumer);
+    await this.connected(consumer);
     await consumer.subscribe({
       topics: options.topics.map(physicalTopic),
       fromBeginning: options.fromBeginning ?? true,

@@ -1,9 +1,24 @@
 import { readFileSync } from 'node:fs';
 import { CrawlError } from '../../../core/errors.js';
+import { clientCredentialsTokenSource, type BearerToken, type OAuthClientCredentials } from './kafka-oauth.js';
 
 /** The SASL mechanisms a Kafka connection may authenticate with (all native to the client). */
-export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
+export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+/** The mechanisms that send a username and a password. */
+export type PasswordMechanism = Exclude<SaslMechanism, 'oauthbearer'>;
+
+/** SASL PLAIN or SCRAM: a username and its password. */
+export interface PasswordSasl {
+  readonly mechanism: PasswordMechanism;
+  readonly username: string;
+  readonly password: string;
+}
+
+/** SASL OAUTHBEARER: a bearer token from an OAuth 2 token endpoint (client-credentials grant). */
+export interface OAuthBearerSasl extends OAuthClientCredentials {
+  readonly mechanism: 'oauthbearer';
+}
 
 /**
  * How a KafkaPort connects to its brokers; the default (`{}`) is PLAINTEXT without
@@ -19,7 +34,7 @@ export interface KafkaSecurityOptions {
   /** PEM private key of `certFile`; needs `tls` and `certFile`. */
   readonly keyFile?: string;
   /** SASL authentication (over TLS: SASL_SSL; without: SASL_PLAINTEXT). */
-  readonly sasl?: { readonly mechanism: SaslMechanism; readonly username: string; readonly password: string };
+  readonly sasl?: PasswordSasl | OAuthBearerSasl;
 }
 
 /** HTTP basic credentials of a schema registry that requires them (sent on every request). */
@@ -49,9 +64,11 @@ export interface ResolvedKafkaSecurity {
 }
 
 /** One object type per mechanism, as the client declares its `sasl` setting. */
-export type ResolvedSasl = {
-  [M in SaslMechanism]: { mechanism: M; username: string; password: string };
-}[SaslMechanism];
+export type ResolvedSasl =
+  | {
+      [M in PasswordMechanism]: { mechanism: M; username: string; password: string };
+    }[PasswordMechanism]
+  | { mechanism: 'oauthbearer'; oauthBearerProvider: () => Promise<BearerToken> };
 
 /**
  * Validates `options` and reads their files. Throws CrawlError CS_INVALID_OPTION naming the
@@ -77,8 +94,11 @@ export function resolveKafkaSecurity(options: KafkaSecurityOptions = {}): Resolv
       invalid(
         `Kafka SASL mechanism must be one of ${SASL_MECHANISMS.join(', ')}, got ${JSON.stringify(sasl.mechanism)}`,
       );
-    if (sasl.username === '') invalid(`Kafka SASL ${sasl.mechanism} needs a username (--kafka-sasl-username)`);
-    if (sasl.password === '') invalid(`Kafka SASL ${sasl.mechanism} needs a non-empty password`);
+    if (sasl.mechanism === 'oauthbearer') validateOAuth(sasl);
+    else {
+      if (sasl.username === '') invalid(`Kafka SASL ${sasl.mechanism} needs a username (--kafka-sasl-username)`);
+      if (sasl.password === '') invalid(`Kafka SASL ${sasl.mechanism} needs a non-empty password`);
+    }
   }
   return {
     ...(tls
@@ -91,8 +111,43 @@ export function resolveKafkaSecurity(options: KafkaSecurityOptions = {}): Resolv
           },
         }
       : {}),
-    ...(sasl !== undefined ? { sasl: { ...sasl } as ResolvedSasl } : {}),
+    ...(sasl !== undefined ? { sasl: resolveSasl(sasl) } : {}),
   };
+}
+
+function resolveSasl(sasl: PasswordSasl | OAuthBearerSasl): ResolvedSasl {
+  if (sasl.mechanism !== 'oauthbearer') return { ...sasl } as ResolvedSasl;
+  const { tokenUrl, clientId, clientSecret, scope } = sasl;
+  return {
+    mechanism: 'oauthbearer',
+    oauthBearerProvider: clientCredentialsTokenSource({
+      tokenUrl,
+      clientId,
+      clientSecret,
+      ...(scope !== undefined ? { scope } : {}),
+    }),
+  };
+}
+
+function validateOAuth(sasl: OAuthBearerSasl): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(sasl.tokenUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+    invalid(
+      `Kafka SASL oauthbearer needs an http(s) token endpoint (--kafka-oauth-token-url), got ${JSON.stringify(sasl.tokenUrl)}`,
+    );
+  if (url.username !== '' || url.password !== '')
+    invalid('the OAuth token endpoint URL must not hold credentials (give the client id and secret instead)');
+  if (sasl.clientId === '') invalid('Kafka SASL oauthbearer needs a client id (--kafka-sasl-username)');
+  if (sasl.clientSecret === '') invalid('Kafka SASL oauthbearer needs a non-empty client secret');
+  if (sasl.scope !== undefined && !/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/.test(sasl.scope))
+    invalid(
+      `Kafka OAuth scope must be space-separated scope tokens (RFC 6749 §3.3), got ${JSON.stringify(sasl.scope)}`,
+    );
 }
 
 /** The text of a PEM file that holds at least one `-----BEGIN ...<label>-----` block. */

@@ -1,0 +1,37 @@
+import type { CrawlConfig } from '../processors/common/crawl-config.js';
+
+/** How a setting's text becomes a value. */
+export type SettingKind = 'int' | 'number' | 'string' | 'bool' | 'list';
+
+/**
+ * One setting of `crawl` (and of `run`, which takes crawl's settings): its flag, file key and
+ * environment variable all come from `name`; `--help`, the README's option table and
+ * `crawlstream config` are generated from this list, so a setting is described in one place.
+ */
+export interface Setting {
+  /** `--name` on the command line, `name:` in the --config file, CRAWLSTREAM_NAME in the environment. */
+  readonly name: string;
+  readonly kind: SettingKind;
+  /** The unit of a number: ms, s, bytes, or a plain count. */
+  readonly unit?: 'ms' | 's' | 'bytes' | 'count' | '%';
+  /** Value placeholder in the help text (`N`, `MS`, `FILE`). */
+  readonly arg?: string;
+  /** The default as shown; undefined: none (absent unless given). */
+  readonly default?: string;
+  readonly help: string;
+  /** The CrawlConfig field it sets, when it is one. */
+  readonly config?: keyof CrawlConfig;
+  /** Smallest and largest value of a number. */
+  readonly min?: number;
+  readonly max?: number;
+  /** The values an enumerated string may take. */
+  readonly values?: readonly string[];
+  /** The form a free string must have, and how a refusal describes it ("lower-case letters, …"). */
+  readonly pattern?: { readonly test: RegExp; readonly what: string };
+  /** The commands that take it; undefined: both `crawl` and `run`. */
+  readonly commands?: readonly SettingCommand[];
+  /** The config field holds the value times this (seconds given, milliseconds kept: 1000). */
+  readonly scale?: number;
+}
+
+export type SettingCommand = 'crawl' | 'run';
