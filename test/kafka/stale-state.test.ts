@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,9 +10,16 @@ import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
-import { CLI, removeDir, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
-import { crawlAppUntilRecorded, injectArgs, threePageSite } from './page-records.js';
+import {
+  crawlAppUntilRecorded,
+  injectArgs,
+  LOOPBACK_WEB_ARGS,
+  pageRecordsOf,
+  runArgs,
+  threePageSite,
+} from './page-records.js';
 
 const run = promisify(execFile);
 const ID = `stale-${Date.now().toString(36)}`;
@@ -81,6 +89,61 @@ test(
       const fetchedAgain = web.requests().filter((r) => r.path !== '/robots.txt').length - requestsBefore;
       assert.ok(fetchedAgain >= PAGES.length, `the seeds were crawled again: ${fetchedAgain} page requests`);
     } finally {
+      await web.close();
+      removeDir(dir);
+    }
+  },
+);
+
+test(
+  "a data dir that held another cluster's state is wiped at start and its tasks restore from this cluster's changelogs",
+  { timeout: 300_000 },
+  async () => {
+    const { brokers, registry } = kafkaInfra();
+    const id = `${ID}-moved`;
+    const web = await SyntheticWeb.start({ sites: [threePageSite(`moved.${HOST}`, 'moved state')] });
+    const dir = tempDir('kafka-moved-state');
+    const data = join(dir, 'data');
+    const admin = new Kafka({ brokers: [brokers], clientId: 'crawlstream-test', logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const { clusterId } = await admin.describeCluster();
+      await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers, '--app-id', id]);
+      await run(process.execPath, [CLI, ...injectArgs(writeSeeds(dir, web.seedUrls()), brokers, registry, id)]);
+      await crawlAppUntilRecorded(brokers, registry, data, id, PAGES);
+      assert.equal(readFileSync(join(data, 'cluster-id'), 'utf8'), `${clusterId}\n`, 'the data dir names its cluster');
+
+      // the volume "comes from" another cluster: its id differs, and a task dir holds state this cluster never wrote
+      writeFileSync(join(data, 'cluster-id'), 'AnotherClusterIdAAAAAA\n');
+      mkdirSync(join(data, 'state', '9_9'), { recursive: true });
+      writeFileSync(join(data, 'state', '9_9', 'planted'), 'x');
+      const instance = startCli(runArgs('all', data, brokers, registry, [...LOOPBACK_WEB_ARGS], id));
+      let stderr = '';
+      instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      try {
+        const until = Date.now() + 90_000;
+        while (
+          Date.now() < until &&
+          instance.child.exitCode === null &&
+          !/restored [1-9]\d* changelog records/.test(stderr)
+        )
+          await sleep(200);
+        instance.child.kill('SIGTERM');
+        assert.equal((await instance.exited).code, 0, stderr.slice(-4000));
+      } finally {
+        instance.child.kill('SIGKILL');
+      }
+      assert.match(
+        stderr,
+        new RegExp(`held task state of cluster AnotherClusterIdAAAAAA, the brokers are cluster ${clusterId}: wiped`),
+      );
+      assert.match(stderr, /restored [1-9]\d* changelog records/, 'the wiped tasks restored from the changelogs');
+      assert.ok(!existsSync(join(data, 'state', '9_9')), "the other cluster's task state is gone");
+      assert.equal(readFileSync(join(data, 'cluster-id'), 'utf8'), `${clusterId}\n`);
+      const pages = (await pageRecordsOf(brokers, registry, `${id}.page-records`)).map((r) => new URL(r.url).pathname);
+      assert.deepEqual(pages.sort(), PAGES, 'each page recorded once');
+    } finally {
+      await admin.disconnect();
       await web.close();
       removeDir(dir);
     }

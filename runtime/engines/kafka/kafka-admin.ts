@@ -91,6 +91,15 @@ export class KafkaAdmin {
     }
   }
 
+  /** The cluster's id (KRaft: the one `kafka-storage format` gave it); stable for the cluster's life. */
+  async clusterId(): Promise<string> {
+    try {
+      return (await this.admin.describeCluster()).clusterId;
+    } catch (err) {
+      throw kafkaError('cannot describe the cluster', err);
+    }
+  }
+
   async deleteGroups(groupIds: string[]): Promise<void> {
     await this.admin.deleteGroups(groupIds).catch(() => undefined);
   }

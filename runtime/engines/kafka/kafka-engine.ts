@@ -19,6 +19,7 @@ import { TaskLifecycle } from '../../task-lifecycle.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { closeState, openTaskState, restoreTaskState, type LocalTaskState } from './task-state.js';
+import { claimStateDir } from './cluster-identity.js';
 import { brokerFault, sleep, whileHeartbeating, type TaskSlot } from './task-slot.js';
 import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
 
@@ -108,6 +109,13 @@ export class KafkaEngine implements Engine {
     try {
       this.admin = await this.port.admin();
       await this.checkTopics();
+      const clusterId = await this.admin.clusterId();
+      const claim = claimStateDir(this.options.dataDir, clusterId);
+      if (claim.kind === 'wiped')
+        (this.options.logger ?? silentLogger).warn(
+          `the data dir ${this.options.dataDir} held task state of cluster ${claim.previous}, the brokers are cluster ${clusterId}: ` +
+            `wiped its local state; every task restores from this cluster's changelogs`,
+        );
       this.serdes = await buildSerdes(
         this.topology,
         new ConfluentSchemaRegistry(this.options.registryUrl, this.options.security?.registry),
@@ -215,6 +223,8 @@ export class KafkaEngine implements Engine {
         this.slots.set(key, slot);
         slot.opening = this.openTask(sub, p, slot).catch((err: unknown) => {
           slot.lifecycle.tryTo('closed');
+          // an opening cut short by stop() (its producer or admin closed underneath) is no failure
+          if (this.state === 'stopping') return undefined;
           if (this.state !== 'running' || !brokerFault(err)) {
             void this.fail(err);
             return undefined;
@@ -300,8 +310,9 @@ export class KafkaEngine implements Engine {
     kafkaTask = new KafkaTask(task, producer, db, changelogged, this.taskHost(sub));
     kafkaTask.startAt(committed);
     if (this.state !== 'running') {
+      // stopping (SIGTERM during a restore): nothing ran, so nothing to commit; the next owner restores
       await kafkaTask.close(false);
-      throw new CrawlError('CS_INTERNAL', 'engine stopped while a task was opening');
+      return undefined;
     }
     if (!stillAssigned()) {
       this.say(`task ${sub.id}_${partition} was revoked while it opened; closed unused`);
@@ -406,8 +417,9 @@ export class KafkaEngine implements Engine {
       return;
     }
     this.state = 'stopping';
-    // commit while still a group member, so no one fences the last commit; then leave the groups
-    const tasks = (await Promise.all([...this.slots.values()].map((s) => s.opening))).filter(
+    // commit while still a group member, so no one fences the last commit; then leave the groups.
+    // A task still opening stops there (it closes what it opened and has nothing to commit).
+    const tasks = (await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)))).filter(
       (t): t is KafkaTask => t !== undefined,
     );
     this.slots.clear();
