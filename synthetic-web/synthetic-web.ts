@@ -7,6 +7,9 @@ import { renderPage, standardWeb, type SiteSpec } from './sites.js';
 import { listenHttps } from './tls.js';
 import { fillPorts, originReply, type Scheme } from './origins.js';
 
+/** The most plaintext one TLS record carries (RFC 8446 §5.1). */
+const TLS_RECORD_BYTES = 16_384;
+
 /** One finished request as the server saw it; the politeness checker's only input. */
 export interface RequestLogEntry {
   /** 1-based, in order of arrival. */
@@ -234,8 +237,12 @@ export class SyntheticWeb {
         res.end(reply.body);
       }
       // everything reached the socket within end(): the response was complete then, whenever
-      // this process gets to run its 'finish' callback
-      if (res.writableFinished) written = before;
+      // this process gets to run its 'finish' callback. Over TLS the stream reports its writes done
+      // only a tick later, though the encrypted bytes go to the TCP socket within end() too (a
+      // client sees the reply while this process is still busy); so a reply that fits one TLS record
+      // counts as written at once, a longer one (which may wait for the socket to drain) at 'finish'
+      if (res.writableFinished || (scheme === 'https' && (res.socket?.writableLength ?? Infinity) <= TLS_RECORD_BYTES))
+        written = before;
     };
     if (reply.delayMs <= 0) return send();
     const timer = setTimeout(() => {
