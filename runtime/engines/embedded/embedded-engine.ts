@@ -11,10 +11,9 @@ import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { recoverTaskDir } from '../../replay/swap.js';
-import { openRocks, type RocksPort } from '../../../state/rocks.js';
-import { isChangelogged } from '../../../state/store-builder.js';
+import type { RocksPort } from '../../../state/rocks.js';
+import { openTaskStores } from '../../task-stores.js';
 import type { ChangeloggedStore } from '../../../state/state-store.js';
-import type { StateStore } from '../../../state/state-store.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
 import { ChangelogCompactor } from './changelog-compactor.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
@@ -120,19 +119,8 @@ export class EmbeddedEngine implements Engine {
     for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
     const lifecycle = new TaskLifecycle(`${id.subtopology}_${id.partition}`);
     lifecycle.to('restoring');
-    const db = await openRocks(join(taskDir, 'rocksdb'));
-    const stores = new Map<string, StateStore>();
-    const changelogged: OpenTask['changelogged'] = [];
-    for (const builder of sub.stores) {
-      const dir = join(taskDir, builder.name);
-      const store = builder.build({ taskId: id, db, dir });
-      stores.set(builder.name, store);
-      if (builder.changelog && isChangelogged(store)) {
-        const topic = this.topology.changelogTopic(builder.name);
-        this.restore(store, topic, partition);
-        changelogged.push({ store, topic });
-      }
-    }
+    const { db, stores, changelogged } = await openTaskStores(id, sub, this.topology, taskDir);
+    for (const { store, topic } of changelogged) this.restore(store, topic, partition);
     const task = new StreamTask(
       id,
       sub,

@@ -18,7 +18,8 @@ import type { KafkaCompression } from './kafka-codecs.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { KafkaTask, tp, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
-import { closeState, openTaskState, restoreTaskState, type LocalTaskState } from './task-state.js';
+import { closeTaskStores } from '../../task-stores.js';
+import { openTaskState, restoreTaskState, type LocalTaskState } from './task-state.js';
 import { claimStateDir } from './cluster-identity.js';
 import { brokerFault, sleep, whileHeartbeating, type TaskSlot } from './task-slot.js';
 import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
@@ -289,7 +290,7 @@ export class KafkaEngine implements Engine {
       if (restored > 0)
         this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     } catch (err) {
-      if (state) await closeState(state);
+      if (state) await closeTaskStores(state);
       await producer.close().catch(() => undefined);
       throw err;
     }

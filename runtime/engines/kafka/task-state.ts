@@ -2,9 +2,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../../core/logger.js';
 import type { TaskId } from '../../../core/ids.js';
-import { openRocks, type RocksPort } from '../../../state/rocks.js';
-import { isChangelogged } from '../../../state/store-builder.js';
-import type { ChangeloggedStore, StateStore } from '../../../state/state-store.js';
+import type { ChangeloggedStore } from '../../../state/state-store.js';
+import { closeTaskStores, openTaskStores, type TaskStores } from '../../task-stores.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { M } from '../../../core/metric-catalogue.js';
 import type { Metrics } from '../../../core/metrics.js';
@@ -21,10 +20,7 @@ export interface StaleStore {
 }
 
 /** A task's local state, open: its RocksDB, its stores, and the end of each changelog partition. */
-export interface LocalTaskState {
-  readonly db: RocksPort;
-  readonly stores: Map<string, StateStore>;
-  readonly changelogged: { store: ChangeloggedStore; topic: string }[];
+export interface LocalTaskState extends TaskStores {
   /** Changelog topic (logical name) → end offset of the task's partition, read once by `openTaskState`. */
   readonly ends: Map<string, number>;
 }
@@ -59,34 +55,19 @@ export async function openTaskState(o: TaskStateOptions): Promise<LocalTaskState
     const stale = staleStores(state.changelogged, o.id.partition, ends);
     if (stale.length > 0) {
       o.logger.warn(describeStale(`${o.id.subtopology}_${o.id.partition}`, stale));
-      await closeState(state);
+      await closeTaskStores(state);
       rmSync(join(o.taskDir, 'rocksdb'), { recursive: true, force: true });
       state = await openStores(o);
     }
     return { ...state, ends };
   } catch (err) {
-    await closeState(state);
+    await closeTaskStores(state);
     throw err;
   }
 }
 
-async function openStores(o: TaskStateOptions): Promise<Omit<LocalTaskState, 'ends'>> {
-  const db = await openRocks(join(o.taskDir, 'rocksdb'));
-  const stores = new Map<string, StateStore>();
-  const changelogged: { store: ChangeloggedStore; topic: string }[] = [];
-  for (const builder of o.sub.stores) {
-    const store = builder.build({ taskId: o.id, db, dir: join(o.taskDir, builder.name) });
-    stores.set(builder.name, store);
-    if (builder.changelog && isChangelogged(store))
-      changelogged.push({ store, topic: o.topology.changelogTopic(builder.name) });
-  }
-  return { db, stores, changelogged };
-}
-
-/** Closes what `openStores` opened. */
-export async function closeState(state: Omit<LocalTaskState, 'ends'>): Promise<void> {
-  for (const store of state.stores.values()) store.close();
-  await state.db.close().catch(() => undefined);
+function openStores(o: TaskStateOptions): Promise<TaskStores> {
+  return openTaskStores(o.id, o.sub, o.topology, o.taskDir);
 }
 
 /** The stores whose local checkpoint lies past their changelog partition's end (`ends`, by topic). */
