@@ -22,7 +22,7 @@ import { closeTaskStores } from '../../task-stores.js';
 import { openTaskState, restoreTaskState, type LocalTaskState } from './task-state.js';
 import { claimStateDir } from './cluster-identity.js';
 import { brokerFault, sleep, whileHeartbeating, type TaskSlot } from './task-slot.js';
-import { committedInputs, deadLetterTopic, topicDefinitions } from './topics.js';
+import { checkTopics, committedInputs, deadLetterTopic } from './topics.js';
 
 export interface KafkaEngineOptions {
   readonly brokers: readonly string[];
@@ -109,7 +109,7 @@ export class KafkaEngine implements Engine {
     );
     try {
       this.admin = await this.port.admin();
-      await this.checkTopics();
+      await checkTopics(this.admin, this.topology, this.options.brokers);
       const clusterId = await this.admin.clusterId();
       const claim = claimStateDir(this.options.dataDir, clusterId);
       if (claim.kind === 'wiped')
@@ -180,27 +180,6 @@ export class KafkaEngine implements Engine {
     } catch {
       return [];
     }
-  }
-
-  /** Every topic exists with the partition count the topology declares (a different count would split a site across tasks). */
-  private async checkTopics(): Promise<void> {
-    const definitions = topicDefinitions(this.topology);
-    const existing = new Set(await this.admin.listTopics());
-    const missing = definitions.filter((t) => !existing.has(t.name)).map((t) => t.name);
-    if (missing.length > 0)
-      throw new CrawlError(
-        'CS_TOPOLOGY',
-        `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${this.options.brokers.join(',')}${this.topology.topicPrefix ? ` --app-id ${this.topology.applicationId}` : ''}' first`,
-      );
-    const counts = await this.admin.partitionCounts(definitions.map((t) => t.name));
-    const wrong = definitions.filter((t) => counts.get(t.name) !== t.partitions);
-    if (wrong.length > 0)
-      throw new CrawlError(
-        'CS_TOPOLOGY',
-        `partition counts differ from the topology's: ${wrong
-          .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
-          .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
-      );
   }
 
   /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */

@@ -1,3 +1,4 @@
+import { CrawlError } from '../../../core/errors.js';
 import { deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
@@ -86,4 +87,30 @@ export async function committedInputs(
     partition,
   );
   return [...committed].map(([topic, offset]) => ({ topic: topology.logicalTopic(topic), partition, offset }));
+}
+
+/**
+ * Checks that every topic of `topology` exists on the cluster with the partition count the
+ * topology declares (a different count would split a site across two frontier tasks, two host
+ * clocks). Throws CrawlError CS_TOPOLOGY naming the missing topics and the command that makes
+ * them, or each topic whose count differs.
+ */
+export async function checkTopics(admin: KafkaAdmin, topology: Topology, brokers: readonly string[]): Promise<void> {
+  const definitions = topicDefinitions(topology);
+  const existing = new Set(await admin.listTopics());
+  const missing = definitions.filter((t) => !existing.has(t.name)).map((t) => t.name);
+  if (missing.length > 0)
+    throw new CrawlError(
+      'CS_TOPOLOGY',
+      `topics ${missing.join(', ')} do not exist; run 'crawlstream topics create --brokers ${brokers.join(',')}${topology.topicPrefix ? ` --app-id ${topology.applicationId}` : ''}' first`,
+    );
+  const counts = await admin.partitionCounts(definitions.map((t) => t.name));
+  const wrong = definitions.filter((t) => counts.get(t.name) !== t.partitions);
+  if (wrong.length > 0)
+    throw new CrawlError(
+      'CS_TOPOLOGY',
+      `partition counts differ from the topology's: ${wrong
+        .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
+        .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
+    );
 }
