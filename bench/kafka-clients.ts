@@ -19,7 +19,7 @@ const PER_COMMIT = Number(process.argv[4] ?? 100);
 const COMPRESSION = (process.argv[5] ?? 'lz4') as KafkaCompression;
 const PARTITIONS = 4;
 if (!BROKERS) {
-  console.error('usage: node dist/bench/kafka-clients.js BROKERS [COMMITS] [RECORDS_PER_COMMIT] [none|gzip|lz4]');
+  console.error('usage: node dist/bench/kafka-clients.js BROKERS [COMMITS] [RECORDS_PER_COMMIT] [none|gzip|lz4|zstd]');
   process.exit(2);
 }
 
@@ -167,9 +167,12 @@ async function confluent(): Promise<void> {
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }] });
   await admin.disconnect();
-  const codec = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, lz4: CompressionTypes.LZ4 }[
-    COMPRESSION as 'none' | 'gzip' | 'lz4'
-  ];
+  const codec = {
+    none: CompressionTypes.None,
+    gzip: CompressionTypes.GZIP,
+    lz4: CompressionTypes.LZ4,
+    zstd: CompressionTypes.ZSTD,
+  }[COMPRESSION];
   const producer = kafka.producer({
     kafkaJS: { transactionalId: `bench-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1, compression: codec },
   });
