@@ -15,7 +15,9 @@ export class KafkaAdmin {
     if (missing.length === 0) return [];
     try {
       await this.admin.createTopics({
-        waitForLeaders: true,
+        // kafkajs' own wait gives up when the broker it asks has not yet heard of the new topics
+        // (UNKNOWN_TOPIC_OR_PARTITION, a multi-broker KRaft cluster a moment after its start): awaitLeaders
+        waitForLeaders: false,
         topics: missing.map((t) => ({
           topic: t.name,
           numPartitions: t.partitions,
@@ -26,7 +28,45 @@ export class KafkaAdmin {
     } catch (err) {
       throw kafkaError(`cannot create topics ${missing.map((t) => t.name).join(', ')}`, err);
     }
+    await this.awaitLeaders(missing.map((t) => t.name));
     return missing.map((t) => t.name);
+  }
+
+  /**
+   * Resolves once the metadata of every topic in `topics` shows a leader for each partition;
+   * retriable answers (a broker that has not heard of a new topic yet, a leader being elected)
+   * are asked again with back-off for up to `timeoutMs`, then a CrawlError CS_KAFKA names the
+   * topics still without leaders.
+   */
+  async awaitLeaders(topics: readonly string[], timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let waiting: readonly string[] = topics;
+    let lastError: unknown;
+    for (let attempt = 0; waiting.length > 0; attempt++) {
+      try {
+        const meta = await this.admin.fetchTopicMetadata({ topics: [...waiting] });
+        const led = new Set(
+          meta.topics
+            .filter(
+              (t) => t.partitions.length > 0 && t.partitions.every((p) => p.partitionErrorCode === 0 && p.leader >= 0),
+            )
+            .map((t) => t.name),
+        );
+        waiting = waiting.filter((t) => !led.has(t));
+        lastError = undefined;
+      } catch (err) {
+        if ((err as { retriable?: boolean }).retriable !== true)
+          throw kafkaError(`cannot read the metadata of ${waiting.join(', ')}`, err);
+        lastError = err;
+      }
+      if (waiting.length === 0) return;
+      if (Date.now() >= deadline)
+        throw kafkaError(
+          `topics ${waiting.join(', ')} have no leader for every partition after ${timeoutMs} ms`,
+          lastError ?? new Error('no leader'),
+        );
+      await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 1_000)));
+    }
   }
 
   async listTopics(): Promise<string[]> {
