@@ -22,12 +22,12 @@ export function claimStateDir(dataDir: string, clusterId: string): StateDirClaim
   if (clusterId === '') throw new CrawlError('CS_KAFKA', 'the brokers report no cluster id');
   const file = join(dataDir, CLUSTER_ID_FILE);
   try {
-    const previous = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+    const previous = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
     if (previous === clusterId) return { kind: 'same' };
-    if (previous !== undefined && previous !== '') rmSync(join(dataDir, 'state'), { recursive: true, force: true });
+    if (previous !== '') rmSync(join(dataDir, 'state'), { recursive: true, force: true });
     writeFileSync(`${file}.tmp`, `${clusterId}\n`);
     renameSync(`${file}.tmp`, file);
-    return previous !== undefined && previous !== '' ? { kind: 'wiped', previous } : { kind: 'new' };
+    return previous !== '' ? { kind: 'wiped', previous } : { kind: 'new' };
   } catch (err) {
     throw new CrawlError(
       'CS_STORE',

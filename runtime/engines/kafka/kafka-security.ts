@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { CrawlError } from '../../../core/errors.js';
 import { clientCredentialsTokenSource, type BearerToken, type OAuthClientCredentials } from './kafka-oauth.js';
 
-/** The SASL mechanisms a Kafka connection may authenticate with (all native to the client). */
+/** The SASL mechanisms a Kafka connection may authenticate with (OAUTHBEARER's exchange is ours: kafka-oauthbearer.ts). */
 export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 /** The mechanisms that send a username and a password. */
