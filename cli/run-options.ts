@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../core/errors.js';
-import { resolveSettings, settingsHelp } from './config-sources.js';
+import { resolveSettings } from './config-sources.js';
+import { commandUsage } from './usage.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
@@ -25,12 +26,12 @@ export interface RunCommand {
   readonly crawl: CrawlCommand;
 }
 
-export const RUN_USAGE = `usage: crawlstream run --role frontier|fetcher|parser|all --brokers HOST:PORT[,..] --registry URL --data DIR [options]
-
-Runs until SIGTERM; prints '[status] idle|busy' on change. Options as crawl's, from flags, the
-environment (CRAWLSTREAM_<NAME>) or a --config file; --partitions must match the topics.
-
-${settingsHelp('run')}`;
+export const RUN_USAGE = commandUsage(
+  'run',
+  ['--role frontier|fetcher|parser|all --brokers HOST:PORT[,..] --registry URL --data DIR [options]'],
+  `  runs one instance of a role on Kafka until SIGTERM; prints '[status] idle|busy' on change.
+  Takes crawl's options besides its own; --partitions must match the topics.`,
+);
 
 /**
  * Parses `run` arguments with the settings schema, as crawl's (defaults < --config file <

@@ -2,10 +2,11 @@ import type { CrawlConfig } from '../processors/common/crawl-config.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/crawl-topology.js';
 import { APP_ID_FORM } from './app-id.js';
-import type { Setting, SettingCommand } from './setting.js';
-import { SECURITY_SETTINGS } from './settings-security.js';
+import { SETTING_COMMANDS, type Setting, type SettingCommand } from './setting.js';
+import { KAFKA_COMMANDS, REGISTRY_COMMANDS, SECURITY_SETTINGS } from './settings-security.js';
 
 export type { Setting, SettingCommand, SettingKind } from './setting.js';
+export { SETTING_COMMANDS } from './setting.js';
 
 const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
   name,
@@ -40,18 +41,27 @@ const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: stri
 
 /** Every setting, in the order `--help` lists them. */
 export const SETTINGS: readonly Setting[] = [
-  { name: 'config', kind: 'string', arg: 'FILE', help: 'YAML file of settings (keys as the flags, without --)' },
+  {
+    name: 'config',
+    kind: 'string',
+    arg: 'FILE',
+    help: "YAML file of settings (keys as the flags, without --); keys of other commands' settings are ignored",
+    commands: SETTING_COMMANDS,
+  },
   {
     name: 'data',
     kind: 'string',
     arg: 'DIR',
-    help: 'topics, state stores, schemas and WARC files; run again on the same dir to resume',
+    help: "the crawl's data directory: topics, state stores, schemas and WARC files; run again on the same dir to resume",
+    commands: ['crawl', 'run', 'demo', 'export', 'control', 'replay', 'reparse'],
+    requiredBy: ['crawl', 'run', 'export', 'replay', 'reparse'],
   },
   {
     name: 'seeds',
     kind: 'string',
     arg: 'FILE',
     help: 'seed URLs, one per line, # comments allowed; invalid seeds are reported and skipped',
+    commands: ['crawl', 'run', 'inject'],
   },
   {
     name: 'resolve',
@@ -89,7 +99,8 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'N',
     default: '4',
     min: 1,
-    help: 'partitions per topic for a new data dir',
+    help: "partitions per topic: of a new data dir or of the topics 'topics create' makes; elsewhere the crawl's own",
+    commands: ['crawl', 'run', 'inject', 'control', 'topics', 'replay', 'reparse'],
   },
   {
     name: 'user-agent',
@@ -353,22 +364,30 @@ export const SETTINGS: readonly Setting[] = [
     values: ['text', 'json'],
     help: 'text, or json: one JSON object per line, for log pipelines',
   },
-  { name: 'quiet', kind: 'bool', default: 'false', help: 'no progress lines' },
-  // run only: one instance of a role on Kafka
+  {
+    name: 'quiet',
+    kind: 'bool',
+    default: 'false',
+    help: 'no progress lines',
+    commands: ['crawl', 'run', 'demo'],
+  },
+  // one instance of a role on Kafka, and the commands that talk to the cluster
   {
     name: 'role',
     kind: 'string',
     arg: 'R',
     values: ['frontier', 'fetcher', 'parser', 'all'],
-    help: 'run: which sub-topology this instance runs; any number of instances per role',
+    help: 'which sub-topology this instance runs; any number of instances per role',
     commands: ['run'],
+    requiredBy: ['run'],
   },
   {
     name: 'brokers',
     kind: 'string',
     arg: 'HOST:PORT,..',
-    help: 'run: Kafka bootstrap servers, comma-separated',
-    commands: ['run'],
+    help: 'Kafka bootstrap servers, comma-separated (a literal IPv6 address in brackets: [::1]:9092)',
+    commands: KAFKA_COMMANDS,
+    requiredBy: ['run', 'inject'],
   },
   {
     name: 'app-id',
@@ -376,15 +395,16 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'ID',
     default: APPLICATION_ID,
     pattern: { test: APPLICATION_ID_PATTERN, what: APP_ID_FORM },
-    help: "run: the crawl's application id; another than the default prefixes the data topics (ID.links) and names changelogs, groups and transactional ids, so crawls with different ids share a cluster and nothing else",
-    commands: ['run'],
+    help: "the crawl's application id; another than the default prefixes the data topics (ID.links) and names changelogs, groups and transactional ids, so crawls with different ids share a cluster and nothing else",
+    commands: KAFKA_COMMANDS,
   },
   {
     name: 'registry',
     kind: 'string',
     arg: 'URL',
-    help: 'run: Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
-    commands: ['run'],
+    help: 'Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
+    commands: REGISTRY_COMMANDS,
+    requiredBy: ['run', 'inject'],
   },
   {
     name: 'commit-interval',
@@ -393,7 +413,7 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'MS',
     default: '200',
     min: 10,
-    help: 'run: how often each task commits its transaction',
+    help: 'how often each task commits its transaction',
     commands: ['run'],
   },
   {
@@ -403,7 +423,7 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'MS',
     default: '10000',
     min: 2000,
-    help: 'run: consumer-group session timeout',
+    help: 'consumer-group session timeout',
     commands: ['run'],
   },
   {
@@ -412,15 +432,100 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'C',
     default: 'lz4',
     values: ['none', 'gzip', 'lz4', 'zstd'],
-    help: 'run: how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
+    help: 'how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
     commands: ['run'],
   },
   ...SECURITY_SETTINGS,
+  // the options of single commands
+  {
+    name: 'min-gap',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    min: 1_000,
+    help: "control slow: the least time from the end of one fetch to each of the site's hosts to the next",
+    commands: ['control'],
+  },
+  {
+    name: 'replication-factor',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 1,
+    help: 'topics create: replicas of every topic created (default 1)',
+    commands: ['topics'],
+  },
+  {
+    name: 'min-insync-replicas',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 1,
+    help: 'topics create: min.insync.replicas of every topic created (at most --replication-factor)',
+    commands: ['topics'],
+  },
+  {
+    name: 'keep-retention-ms',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    min: -1,
+    help: 'topics create: how long page-records and control keep records (default -1: forever; write --keep-retention-ms=-1)',
+    commands: ['topics'],
+  },
+  {
+    name: 'store',
+    kind: 'string',
+    arg: 'NAME|all',
+    help: "replay: the state store (or all; 'dump' takes one)",
+    commands: ['replay'],
+    requiredBy: ['replay'],
+  },
+  {
+    name: 'partition',
+    kind: 'int',
+    unit: 'count',
+    arg: 'P',
+    min: 0,
+    help: 'replay: only this partition of the store',
+    commands: ['replay'],
+  },
+  {
+    name: 'all-partitions',
+    kind: 'bool',
+    help: 'replay rebuild on Kafka: every partition, not only those with a local task directory',
+    commands: ['replay'],
+  },
+  {
+    name: 'warc',
+    kind: 'list',
+    arg: 'DIR|FILE',
+    help: 'replay reparse: WARC files, or directories of them, to re-derive from (default DIR/warc); repeatable',
+    commands: ['reparse'],
+  },
+  {
+    name: 'emit-links',
+    kind: 'bool',
+    help: "replay reparse: also send the re-derived outlinks to 'links' (the frontier admits them)",
+    commands: ['reparse'],
+  },
+  {
+    name: 'markdown',
+    kind: 'bool',
+    help: "config: print the README's option table instead",
+    commands: ['config'],
+  },
 ];
 
-/** The settings a command takes. */
+/** The commands a setting is taken by (`config` shows every setting and is left out). */
+export function commandsOf(setting: Setting): readonly SettingCommand[] {
+  return setting.commands ?? ['crawl', 'run'];
+}
+
+/** The settings a command takes, in `--help` order; `config` takes them all. */
 export function settingsOf(command: SettingCommand): readonly Setting[] {
-  return SETTINGS.filter((s) => s.commands === undefined || s.commands.includes(command));
+  if (command === 'config') return SETTINGS;
+  return SETTINGS.filter((s) => commandsOf(s).includes(command));
 }
 
 /** `CRAWLSTREAM_MIN_DELAY` for `min-delay`. */
