@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
+import { checkBrokers } from '../runtime/engines/kafka/kafka-port.js';
 import { resolveSettings } from './config-sources.js';
 import { commandUsage } from './usage.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
@@ -57,7 +58,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
   };
 }
 
-/** Validates --brokers (host:port list) and --registry (http URL); the registry is optional when `usage` says so. */
+/** Validates --brokers (host:port list, by the rule KafkaPort applies) and --registry (http URL); the registry is optional when `usage` says so. */
 export function kafkaEndpoints(
   brokers: string | undefined,
   registry: string | undefined,
@@ -68,9 +69,7 @@ export function kafkaEndpoints(
     .split(',')
     .map((b) => b.trim())
     .filter((b) => b !== '');
-  for (const b of list)
-    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b))
-      throw new InvalidOptionError(`--brokers needs host:port entries, got ${JSON.stringify(b)}`);
+  checkBrokers(list);
   if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry))
     throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
   return { brokers: list, registryUrl: registry ?? '' };
