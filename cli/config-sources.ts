@@ -2,7 +2,15 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../core/errors.js';
-import { envName, SETTINGS, settingsOf, type Setting, type SettingCommand } from './settings.js';
+import {
+  commandsOf,
+  envName,
+  SETTING_COMMANDS,
+  SETTINGS,
+  settingsOf,
+  type Setting,
+  type SettingCommand,
+} from './settings.js';
 
 export type SettingValue = string | number | boolean | string[];
 
@@ -21,11 +29,27 @@ export interface ResolvedSettings {
 
 const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]));
 
+/** A command as the user types it: `replay reparse` for `reparse`. */
+export function commandName(command: SettingCommand): string {
+  return command === 'reparse' ? 'replay reparse' : command;
+}
+
+/** How `crawlstream` is typed before a command's options. */
+export function commandLine(command: SettingCommand): string {
+  return `crawlstream ${commandName(command)}`;
+}
+
+/** The precedence of a source (`Resolved.source`): default 0 < file 1 < env 2 < flag 3. */
+export function sourceRank(source: string): number {
+  return source.startsWith('flag') ? 3 : source.startsWith('env') ? 2 : source.startsWith('file') ? 1 : 0;
+}
+
 /**
  * The effective settings of a command: defaults < `--config FILE` (YAML) < environment
  * (`CRAWLSTREAM_<NAME>`) < flags. Every value is checked against its setting; an error names
- * the setting and the source it came from. Unknown flags and unknown file keys are errors;
- * unknown environment variables are ignored (the environment is shared).
+ * the setting and the source it came from. Unknown flags and file keys that are no setting at all
+ * are errors; a file key of another command's setting is ignored (one file may configure several
+ * commands), as are unknown environment variables (the environment is shared).
  */
 export function resolveSettings(
   args: readonly string[],
@@ -47,7 +71,7 @@ export function resolveSettings(
       ),
     });
   } catch (err) {
-    throw new InvalidOptionError(`${(err as Error).message}\n${usage}`);
+    throw new InvalidOptionError(`${parseArgsProblem(err as NodeJS.ErrnoException)}\n${usage}`);
   }
   const values = new Map<string, Resolved>();
   for (const s of SETTINGS)
@@ -58,10 +82,11 @@ export function resolveSettings(
   if (configFile !== undefined) {
     for (const [key, raw] of Object.entries(readConfigFile(configFile))) {
       const s = BY_NAME.get(key);
-      if (!s || s.name === 'config' || !SETTINGS.includes(s))
+      if (!s || s.name === 'config')
         throw new InvalidOptionError(
-          `${configFile}: unknown setting ${JSON.stringify(key)} (see crawlstream crawl --help)`,
+          `${configFile}: unknown setting ${JSON.stringify(key)} (see ${commandLine(command)} --help)`,
         );
+      if (!SETTINGS.includes(s)) continue;
       const source = `file ${configFile}`;
       values.set(key, { value: fromYaml(s, raw, source), source });
     }
@@ -91,6 +116,29 @@ export function resolveSettings(
     });
   }
   return { values, positionals: parsed.positionals };
+}
+
+/**
+ * One line naming what `node:util` parseArgs refused: `unknown option --x`, or its own first
+ * sentence (`Option '--data <value>' argument missing`).
+ */
+function parseArgsProblem(err: NodeJS.ErrnoException): string {
+  const message = err.message.split('\n')[0]!;
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const option = /'([^']+)'/.exec(message)?.[1];
+    if (option !== undefined) return `unknown option ${option}`;
+  }
+  return message.replace(/\. .*$/, '');
+}
+
+/**
+ * The settings `command` cannot start without (`Setting.requiredBy`) that nobody set; throws
+ * InvalidOptionError naming the first, e.g. `--data DIR is required`.
+ */
+export function requireSettings(resolved: ResolvedSettings, command: SettingCommand, usage = ''): void {
+  for (const s of settingsOf(command))
+    if (s.requiredBy?.includes(command) && resolved.values.get(s.name) === undefined)
+      throw new InvalidOptionError(`--${s.name}${s.arg ? ` ${s.arg}` : ''} is required${usage ? `\n${usage}` : ''}`);
 }
 
 function readConfigFile(file: string): Record<string, unknown> {
@@ -148,13 +196,14 @@ function convert(s: Setting, raw: string, source: string): SettingValue {
     case 'int':
     case 'number': {
       const n = Number(raw);
+      const least = s.min ?? 0; // no setting is negative unless its min says so (-1: forever)
       const ok =
         s.kind === 'int'
-          ? /^\d+$/.test(raw.trim()) && Number.isSafeInteger(n)
+          ? /^-?\d+$/.test(raw.trim()) && Number.isSafeInteger(n)
           : raw.trim() !== '' && Number.isFinite(n);
-      const range = s.max !== undefined ? `from ${s.min ?? 0} to ${s.max}` : `of at least ${s.min ?? 0}`;
+      const range = s.max !== undefined ? `from ${least} to ${s.max}` : `of at least ${least}`;
       const what = `${s.kind === 'int' ? 'a whole number' : 'a number'} ${range}`;
-      if (!ok || (s.min !== undefined && n < s.min) || (s.max !== undefined && n > s.max) || n < 0) return fail(what);
+      if (!ok || n < least || (s.max !== undefined && n > s.max)) return fail(what);
       return n;
     }
   }
@@ -176,7 +225,8 @@ export function settingsTable(): string {
   const rows = SETTINGS.map((s) => {
     const flag = `\`--${s.name}${s.arg ? ` ${s.arg}` : ''}\``;
     const dflt = s.default !== undefined ? `\`${s.default}\`` : '—';
-    return `| ${flag} | \`${envName(s)}\` | ${dflt} | ${s.help.replace(/\|/g, '\\|')} |`;
+    const commands = s.commands === SETTING_COMMANDS ? 'all' : commandsOf(s).map(commandName).join(', ');
+    return `| ${flag} | \`${envName(s)}\` | ${dflt} | ${commands} | ${s.help.replace(/\|/g, '\\|')} |`;
   });
-  return ['| option | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+  return ['| option | environment | default | commands | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -1,29 +1,33 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
 import { siteOf } from '../processors/common/normalize.js';
 import { kafkaEndpoints } from './run-options.js';
-import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
+import { securityFromSettings } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 import { TOPICS } from '../processors/common/topics.js';
-import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
+import { resolveSettings, sourceRank, type ResolvedSettings } from './config-sources.js';
+import { SECURITY_SETTINGS } from './settings-security.js';
+import { commandUsage } from './usage.js';
+import { produceToKafka } from './kafka-produce.js';
 
-export const CONTROL_USAGE = `usage: crawlstream control block|slow|pause|resume SITE --data DIR [--min-gap MS]
-       crawlstream control block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS] [--app-id ID]
-
-  block   drop the site's queued URLs and admit no more
+export const CONTROL_USAGE = commandUsage(
+  'control',
+  [
+    'block|slow|pause|resume SITE --data DIR [--min-gap MS]',
+    'block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS] [--app-id ID]',
+  ],
+  `  block   drop the site's queued URLs and admit no more
   slow    at least --min-gap MS from the end of one fetch to each of its hosts to the next,
           for every fetch until resume or another slow
   pause   fetch nothing from it until resume
   resume  lift block, slow and pause
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
 the next run does. With --brokers, the command goes to the 'control' topic on Kafka, where the
-frontier instance owning the site's partition applies it.
-${APP_ID_USAGE}
-${securityUsage(true)}`;
+frontier instance owning the site's partition applies it.`,
+);
 
 const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
 
@@ -38,34 +42,26 @@ export type ControlTarget =
   | {
       readonly brokers: string[];
       readonly registryUrl: string;
-      readonly partitions: string | undefined;
+      readonly partitions: number;
       readonly security: ClusterSecurity;
       /** The crawl's application id (`--app-id`): whose control topic. */
       readonly applicationId: string;
     };
 
-/** Validates a control command line into the record it produces and where it goes. */
-export function parseControlArgs(args: string[], now = Date.now()): { target: ControlTarget; command: ControlCommand } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        data: { type: 'string' },
-        'min-gap': { type: 'string' },
-        brokers: { type: 'string' },
-        registry: { type: 'string' },
-        partitions: { type: 'string' },
-        ...APP_ID_ARG,
-        ...securityArgs(true),
-      },
-    });
-  } catch (err) {
-    throw new InvalidOptionError(`${(err as Error).message}\n${CONTROL_USAGE}`);
-  }
-  const { values, positionals } = parsed;
-  const [verb, rawSite] = positionals;
+/**
+ * Validates a control command line into the record it produces and where it goes. Its settings
+ * resolve as every command's (default < file < environment < flag); when both --data and
+ * --brokers are set the one from the stronger source wins (a flag over CRAWLSTREAM_DATA), and
+ * from sources of one rank they are refused.
+ */
+export function parseControlArgs(
+  args: string[],
+  now = Date.now(),
+  env: NodeJS.ProcessEnv = process.env,
+): { target: ControlTarget; command: ControlCommand } {
+  const resolved = resolveSettings(args, env, CONTROL_USAGE, 'control');
+  const { values, positionals } = resolved;
+  const [verb, rawSite, extra] = positionals;
   const action = verb === undefined ? undefined : ACTIONS[verb];
   if (!action)
     throw new InvalidOptionError(
@@ -75,30 +71,31 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
     throw new InvalidOptionError(
       `control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`,
     );
-  if (values.data !== undefined && values.brokers !== undefined)
+  if (extra !== undefined)
+    throw new InvalidOptionError(`control ${verb} takes one SITE, got also ${JSON.stringify(extra)}\n${CONTROL_USAGE}`);
+  const data = values.get('data');
+  const brokers = values.get('brokers');
+  if (data !== undefined && brokers !== undefined && sourceRank(data.source) === sourceRank(brokers.source))
     throw new InvalidOptionError(`give --data DIR (embedded crawl) or --brokers (Kafka), not both\n${CONTROL_USAGE}`);
+  const onKafka = brokers !== undefined && (data === undefined || sourceRank(brokers.source) > sourceRank(data.source));
   let target: ControlTarget;
-  if (values.brokers !== undefined) {
-    const { brokers, registryUrl } = kafkaEndpoints(values.brokers, values.registry, CONTROL_USAGE);
+  if (onKafka) {
+    const { brokers: list, registryUrl } = kafkaEndpoints(
+      brokers.value as string,
+      values.get('registry')?.value as string | undefined,
+      CONTROL_USAGE,
+    );
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${CONTROL_USAGE}`);
     target = {
-      brokers,
+      brokers: list,
       registryUrl,
-      partitions: values.partitions,
-      security: securityFromArgs(values),
-      applicationId: appIdOf(values['app-id']),
+      partitions: values.get('partitions')!.value as number,
+      security: securityFromSettings(resolved, env),
+      applicationId: values.get('app-id')!.value as string,
     };
-  } else if (values.data !== undefined) {
-    const security = Object.keys(securityArgs(true)).find((f) => values[f as keyof typeof values] !== undefined);
-    if (security !== undefined)
-      throw new InvalidOptionError(
-        `--${security} is for --brokers (Kafka); --data needs no credentials\n${CONTROL_USAGE}`,
-      );
-    if (values['app-id'] !== undefined)
-      throw new InvalidOptionError(
-        `--app-id is for --brokers (Kafka); an embedded crawl is named by its --data DIR\n${CONTROL_USAGE}`,
-      );
-    target = { dataDir: values.data };
+  } else if (data !== undefined) {
+    refuseKafkaFlags(resolved);
+    target = { dataDir: data.value as string };
   } else {
     throw new InvalidOptionError(`--data DIR or --brokers HOST:PORT is required\n${CONTROL_USAGE}`);
   }
@@ -109,15 +106,51 @@ export function parseControlArgs(args: string[], now = Date.now()): { target: Co
     throw new InvalidOptionError(`SITE ${JSON.stringify(rawSite)} is not a host name`);
   }
   let minGapMs: number | null = null;
+  const minGap = values.get('min-gap')?.value as number | undefined;
   if (action === 'SLOW') {
-    const raw = values['min-gap'];
-    if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1000)
-      throw new InvalidOptionError(
-        `control slow needs --min-gap MS of at least 1000, got ${JSON.stringify(raw ?? '')}`,
-      );
-    minGapMs = Number(raw);
+    if (minGap === undefined) throw new InvalidOptionError('control slow needs --min-gap MS of at least 1000');
+    minGapMs = minGap;
   }
-  return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: process.env.USER ?? null } };
+  return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: env.USER ?? null } };
+}
+
+/** An embedded crawl is named by its --data DIR and needs no credentials: Kafka flags with --data are a mistake. */
+function refuseKafkaFlags({ values }: ResolvedSettings): void {
+  const flagged = (name: string): boolean => values.get(name)?.source === `flag --${name}`;
+  const security = SECURITY_SETTINGS.find((s) => flagged(s.name));
+  if (security !== undefined)
+    throw new InvalidOptionError(
+      `--${security.name} is for --brokers (Kafka); --data needs no credentials\n${CONTROL_USAGE}`,
+    );
+  if (flagged('app-id'))
+    throw new InvalidOptionError(
+      `--app-id is for --brokers (Kafka); an embedded crawl is named by its --data DIR\n${CONTROL_USAGE}`,
+    );
+}
+
+/**
+ * `crawlstream control`: queues the command for the embedded crawl on --data, or sends it to the
+ * control topic with --brokers; returns the exit code.
+ */
+export async function runControl(args: string[], out: (line: string) => void): Promise<number> {
+  const { target, command } = parseControlArgs(args);
+  const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}`;
+  if ('dataDir' in target) {
+    writeControl(target.dataDir, command);
+    out(`queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`);
+    return 0;
+  }
+  await produceToKafka(
+    target.brokers,
+    target.registryUrl,
+    target.partitions,
+    TOPICS.control,
+    [{ key: command.site, value: command, timestamp: command.issuedAt }],
+    target.security,
+    target.applicationId,
+  );
+  out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
+  return 0;
 }
 
 /** Queues a command for the crawl on `dataDir` (atomically: write, then rename into the inbox). */

@@ -255,11 +255,8 @@ export function dashboardJson(): string {
 
 /** `crawlstream dashboard`: prints the dashboard JSON. */
 export function runDashboard(args: readonly string[], out: (line: string) => void): number {
-  if (args.includes('--help')) {
-    out(DASHBOARD_USAGE);
-    return 0;
-  }
-  if (args.length > 0) throw new InvalidOptionError(`dashboard takes no arguments\n${DASHBOARD_USAGE}`);
+  if (args.length > 0)
+    throw new InvalidOptionError(`dashboard takes no arguments, got ${JSON.stringify(args[0])}\n${DASHBOARD_USAGE}`);
   out(dashboardJson());
   return 0;
 }

@@ -1,23 +1,35 @@
 import { existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../core/errors.js';
 import { readTopic } from '../runtime/engines/embedded/topic-reader.js';
+import { requireSettings, resolveSettings } from './config-sources.js';
+import { commandUsage } from './usage.js';
 
 const EXPORTABLE = new Set(['page-records', 'links', 'fetch-results']);
 
-export const EXPORT_USAGE = 'usage: crawlstream export page-records --data DIR   (prints one JSON object per line)';
+export const EXPORT_USAGE = commandUsage(
+  'export',
+  [`${[...EXPORTABLE].join('|')} --data DIR`],
+  `  prints a topic of an embedded crawl's data dir, one JSON object a line (bytes as hex strings);
+  page-records are the crawl's output`,
+);
 
 /** Prints a topic of an embedded data dir as JSON lines; bytes are written as hex strings. */
-export async function runExport(args: string[], out: (line: string) => void): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { data: { type: 'string' } } });
-  const topic = positionals[0];
+export async function runExport(
+  args: string[],
+  out: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const resolved = resolveSettings(args, env, EXPORT_USAGE, 'export');
+  const [topic, extra] = resolved.positionals;
   if (!topic || !EXPORTABLE.has(topic))
     throw new InvalidOptionError(
       `export needs one of ${[...EXPORTABLE].join(', ')}, got ${JSON.stringify(topic ?? '')}\n${EXPORT_USAGE}`,
     );
-  if (!values.data) throw new InvalidOptionError(`--data DIR is required\n${EXPORT_USAGE}`);
-  if (!existsSync(values.data)) throw new InvalidOptionError(`--data ${values.data} does not exist`);
-  return readTopic(values.data, topic, (r) =>
+  if (extra !== undefined) throw new InvalidOptionError(`export takes one topic, got also ${JSON.stringify(extra)}`);
+  requireSettings(resolved, 'export', EXPORT_USAGE);
+  const data = resolved.values.get('data')!.value as string;
+  if (!existsSync(data)) throw new InvalidOptionError(`--data ${data} does not exist`);
+  return readTopic(data, topic, (r) =>
     out(JSON.stringify(r.value, (_k, v: unknown) => (isBufferJson(v) ? Buffer.from(v.data).toString('hex') : v))),
   );
 }

@@ -1,56 +1,40 @@
-import { parseArgs } from 'node:util';
-import { tmpdir } from 'node:os';
 import { InvalidOptionError } from '../core/errors.js';
 import { TOPICS } from '../topology/crawl-topology.js';
+import { resolveSettings, requireSettings } from './config-sources.js';
 import { seedBatches } from './crawl.js';
 import { produceToKafka } from './kafka-produce.js';
-import { parseCrawlArgs } from './options.js';
+import { seedsOf } from './options.js';
 import { kafkaEndpoints } from './run-options.js';
-import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
-import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
+import { securityFromSettings } from './kafka-security-options.js';
+import { commandUsage } from './usage.js';
 
-export const INJECT_USAGE = `usage: crawlstream inject [URL...] --seeds FILE --brokers HOST:PORT[,..] --registry URL [--partitions N] [--app-id ID]
-
-  writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)
-${APP_ID_USAGE}
-${securityUsage(true)}`;
+export const INJECT_USAGE = commandUsage(
+  'inject',
+  ['[URL...] [--seeds FILE] --brokers HOST:PORT[,..] --registry URL [--partitions N] [--app-id ID]'],
+  "  writes the seeds, normalized and grouped per site, to 'links' (Avro, keyed by site)",
+);
 
 /** Produces seed URLs to the links topic; the frontier admits them like discovered links. */
 export async function runInject(
   args: string[],
   out: (line: string) => void,
   err: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        seeds: { type: 'string' },
-        brokers: { type: 'string' },
-        registry: { type: 'string' },
-        partitions: { type: 'string' },
-        ...APP_ID_ARG,
-        ...securityArgs(true),
-      },
-    });
-  } catch (e) {
-    throw new InvalidOptionError(`${(e as Error).message}\n${INJECT_USAGE}`);
-  }
-  const v = parsed.values;
-  const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, INJECT_USAGE);
-  if (!registryUrl) throw new InvalidOptionError(`--registry URL is required\n${INJECT_USAGE}`);
-  const security = securityFromArgs(v);
-  const applicationId = appIdOf(v['app-id']);
-  const crawl = parseCrawlArgs(['--data', tmpdir(), ...parsed.positionals, ...(v.seeds ? ['--seeds', v.seeds] : [])]);
-  if (crawl.seeds.length === 0) throw new InvalidOptionError(`no seeds given\n${INJECT_USAGE}`);
+  const resolved = resolveSettings(args, env, INJECT_USAGE, 'inject');
+  const get = (name: string) => resolved.values.get(name)?.value;
+  requireSettings(resolved, 'inject', INJECT_USAGE);
+  const { brokers, registryUrl } = kafkaEndpoints(get('brokers') as string, get('registry') as string, INJECT_USAGE);
+  const security = securityFromSettings(resolved, env);
+  const applicationId = get('app-id') as string;
+  const seeds = seedsOf(resolved.positionals, get('seeds') as string | undefined);
+  if (seeds.length === 0) throw new InvalidOptionError(`no seeds given\n${INJECT_USAGE}`);
   const now = Date.now();
-  const batches = seedBatches(crawl.seeds, now, err);
+  const batches = seedBatches(seeds, now, err);
   await produceToKafka(
     brokers,
     registryUrl,
-    v.partitions,
+    get('partitions') as number,
     TOPICS.links,
     batches.map((b) => ({ key: b.site, value: b, timestamp: now })),
     security,

@@ -1,5 +1,6 @@
 import { CrawlError } from '../core/errors.js';
 import { tmpdir } from 'node:os';
+import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { ConfluentSchemaRegistry } from '../runtime/engines/kafka/confluent-registry.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
@@ -7,28 +8,27 @@ import { partitionFor } from '../runtime/partitioner.js';
 import { buildSerdes } from '../runtime/serdes.js';
 import type { StreamRecord } from '../runtime/record.js';
 import { APPLICATION_ID, crawlTopology } from '../topology/crawl-topology.js';
-import { parseCrawlArgs } from './options.js';
 
 /**
  * Writes records to one of the topology's topics on Kafka, Avro-encoded through the registry
  * (registering the schema if needed) and placed by the Java murmur2 partitioner, as the engine
  * would. Idempotent producer; resolves when every record is acknowledged by all replicas.
  * `security`: TLS/SASL to the brokers and the registry's credentials (default: none).
+ * `partitions`: the topics' partition count (`--partitions`), which places the records.
  * `topic` is logical: under another `applicationId` than APPLICATION_ID it is `<id>.<topic>` on the cluster.
  */
 export async function produceToKafka(
   brokers: readonly string[],
   registryUrl: string,
-  partitions: string | undefined,
+  partitions: number,
   topic: string,
   records: readonly StreamRecord<string, unknown>[],
   security: ClusterSecurity = {},
   applicationId = APPLICATION_ID,
 ): Promise<void> {
-  const crawl = parseCrawlArgs(['--data', tmpdir(), ...(partitions !== undefined ? ['--partitions', partitions] : [])]);
   const topology = crawlTopology({
-    config: crawl.config,
-    partitions: crawl.partitions,
+    config: validateCrawlConfig({}),
+    partitions,
     warcDir: tmpdir(),
     applicationId,
   });

@@ -9,75 +9,28 @@ import {
   type RegistryAuth,
 } from '../runtime/engines/kafka/kafka-security.js';
 import type { ResolvedSettings } from './config-sources.js';
-import { envName } from './settings.js';
 
 /** Passwords come from a file or from these variables, never from a flag (a flag shows in `ps`). */
 export const KAFKA_SASL_PASSWORD_ENV = 'CRAWLSTREAM_KAFKA_SASL_PASSWORD';
 export const REGISTRY_PASSWORD_ENV = 'CRAWLSTREAM_REGISTRY_PASSWORD';
 
-const KAFKA_FLAGS = [
-  'kafka-tls',
-  'kafka-ca',
-  'kafka-cert',
-  'kafka-key',
-  'kafka-sasl-mechanism',
-  'kafka-sasl-username',
-  'kafka-sasl-password-file',
-  'kafka-oauth-token-url',
-  'kafka-oauth-scope',
-] as const;
-const REGISTRY_FLAGS = ['registry-username', 'registry-password-file'] as const;
-
-type Flag = (typeof KAFKA_FLAGS)[number] | (typeof REGISTRY_FLAGS)[number];
-type ArgSpec = Record<string, { type: 'string' | 'boolean' }>;
+type Flag =
+  | 'kafka-tls'
+  | 'kafka-ca'
+  | 'kafka-cert'
+  | 'kafka-key'
+  | 'kafka-sasl-mechanism'
+  | 'kafka-sasl-username'
+  | 'kafka-sasl-password-file'
+  | 'kafka-oauth-token-url'
+  | 'kafka-oauth-scope'
+  | 'registry-username'
+  | 'registry-password-file';
 
 /**
- * `node:util` parseArgs options of the security flags, for the commands that parse their own
- * arguments (topics, replay: Kafka only; inject, control: Kafka and registry). `run` takes the
- * same flags through the settings schema (cli/settings.ts).
+ * The security of a command that talks to Kafka (run, inject, control, topics, replay), from its
+ * resolved settings (defaults < file < environment < flags; cli/settings-security.ts).
  */
-export function securityArgs(withRegistry: boolean): ArgSpec {
-  const spec: ArgSpec = {};
-  for (const f of [...KAFKA_FLAGS, ...(withRegistry ? REGISTRY_FLAGS : [])])
-    spec[f] = { type: f === 'kafka-tls' ? 'boolean' : 'string' };
-  return spec;
-}
-
-/** The usage lines of the security flags, appended to those commands' usage. */
-export function securityUsage(withRegistry: boolean): string {
-  return `
-  secured clusters: --kafka-tls [--kafka-ca FILE] [--kafka-cert FILE --kafka-key FILE]
-    [--kafka-sasl-mechanism plain|scram-sha-256|scram-sha-512|oauthbearer --kafka-sasl-username U
-    --kafka-sasl-password-file FILE (or ${KAFKA_SASL_PASSWORD_ENV})
-    (oauthbearer: U and the password are the OAuth client id and secret; --kafka-oauth-token-url URL
-    [--kafka-oauth-scope S])]${
-      withRegistry
-        ? `
-    [--registry-username U --registry-password-file FILE (or ${REGISTRY_PASSWORD_ENV})]`
-        : ''
-    }; each also as CRAWLSTREAM_<NAME>`;
-}
-
-/** The security of a command parsed with `securityArgs`: flags, else CRAWLSTREAM_<NAME> variables. */
-export function securityFromArgs(
-  values: Readonly<Record<string, unknown>>,
-  env: NodeJS.ProcessEnv = process.env,
-): ClusterSecurity {
-  return clusterSecurity((name) => {
-    const flag = values[name];
-    if (flag !== undefined) return flag as string | boolean;
-    const raw = env[envName({ name })];
-    if (raw === undefined || raw === '') return undefined;
-    if (name !== 'kafka-tls') return raw;
-    if (/^(true|1|yes)$/i.test(raw)) return true;
-    if (/^(false|0|no)$/i.test(raw)) return false;
-    throw new InvalidOptionError(
-      `--kafka-tls must be true or false, got ${JSON.stringify(raw)} (from env ${envName({ name })})`,
-    );
-  }, env);
-}
-
-/** The security of `run`, from its resolved settings (defaults < file < environment < flags). */
 export function securityFromSettings(
   resolved: ResolvedSettings,
   env: NodeJS.ProcessEnv = process.env,

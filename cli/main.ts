@@ -1,111 +1,203 @@
 #!/usr/bin/env node
 import { isCrawlError } from '../core/errors.js';
+import { CONFIG_USAGE, runConfig } from './config.js';
+import { CONTROL_USAGE, runControl } from './control.js';
 import { runCrawl } from './crawl.js';
-import { runDemo } from './demo.js';
-import { runExport } from './export.js';
-import { parseCrawlArgs } from './options.js';
-import { CONTROL_USAGE, parseControlArgs, writeControl } from './control.js';
-import { produceToKafka } from './kafka-produce.js';
-import { TOPICS } from '../processors/common/topics.js';
-import { kafkaCommand } from './kafka-commands.js';
-import { runReplay } from './replay.js';
+import { DASHBOARD_USAGE, runDashboard } from './dashboard.js';
+import { DEMO_USAGE, runDemo } from './demo.js';
+import { EXPORT_USAGE, runExport } from './export.js';
+import { INJECT_USAGE, runInject } from './inject.js';
+import { CRAWL_USAGE, parseCrawlArgs } from './options.js';
+import { REPARSE_USAGE } from './replay-reparse.js';
+import { REPLAY_USAGE, runReplay } from './replay.js';
+import { runRole } from './run.js';
+import { parseRunArgs, RUN_USAGE } from './run-options.js';
+import { runTopics, TOPICS_USAGE } from './topics.js';
 
+type Out = (line: string) => void;
+
+/**
+ * One command of the CLI. `crawlstream NAME --help` (or `-h`) prints `usage`; a refused option
+ * (CS_INVALID_OPTION) prints one line naming it, then `usage`, and exits 2. Adding a command is
+ * adding one entry to COMMANDS.
+ */
+interface Command {
+  readonly name: string;
+  /** What follows `crawlstream` in the top-level usage, and the one-line summary beside it. */
+  readonly synopsis: string;
+  readonly summary: string;
+  /** Further lines of the top-level usage (a command's subcommands), as [synopsis, summary]. */
+  readonly more?: readonly (readonly [string, string])[];
+  /** Its `--help`; `sub` is the first argument, for subcommands with a usage of their own. */
+  readonly usage: (sub: string | undefined) => string;
+  /** Runs it on the arguments after its name; resolves to the exit code. */
+  readonly run: (args: string[], out: Out) => Promise<number> | number;
+}
+
+const err: Out = (line) => void process.stderr.write(`${line}\n`);
+
+/** Every command, in the order the top-level usage lists them. */
+const COMMANDS: readonly Command[] = [
+  {
+    name: 'crawl',
+    synopsis: 'crawl [URL...] [--seeds FILE] --data DIR [options]',
+    summary: 'crawl on the embedded engine',
+    usage: () => CRAWL_USAGE,
+    run: async (args, out) => (await runCrawl(parseCrawlArgs(args), out)).exitCode,
+  },
+  {
+    name: 'export',
+    synopsis: 'export page-records --data DIR',
+    summary: 'page records as JSON lines',
+    usage: () => EXPORT_USAGE,
+    run: runExport,
+  },
+  {
+    name: 'control',
+    synopsis: 'control block|slow|pause|resume SITE --data DIR',
+    summary: 'operator control of one site (or --brokers B --registry URL)',
+    usage: () => CONTROL_USAGE,
+    run: runControl,
+  },
+  {
+    name: 'demo',
+    synopsis: 'demo [--data DIR]',
+    summary: 'crawl the bundled test web, judge politeness',
+    usage: () => DEMO_USAGE,
+    run: runDemo,
+  },
+  {
+    name: 'topics',
+    synopsis: 'topics create --brokers B [--partitions N]',
+    summary: 'create every Kafka topic (compacted changelogs)',
+    more: [['topics list|manifest [--partitions N]', 'the topics create makes, as lines or Strimzi resources']],
+    usage: () => TOPICS_USAGE,
+    run: runTopics,
+  },
+  {
+    name: 'run',
+    synopsis: 'run --role R --brokers B --registry URL --data DIR',
+    summary: 'one instance of a role on Kafka (frontier|fetcher|parser|all)',
+    usage: () => RUN_USAGE,
+    run: (args, out) => runRole(parseRunArgs(args), out, err),
+  },
+  {
+    name: 'inject',
+    synopsis: 'inject --seeds FILE --brokers B --registry URL',
+    summary: 'seed URLs into the links topic',
+    usage: () => INJECT_USAGE,
+    run: (args, out) => runInject(args, out, err),
+  },
+  {
+    name: 'replay',
+    synopsis: 'replay verify --store NAME|all --data DIR',
+    summary: 'verify local stores against their changelogs (Kafka: --brokers B)',
+    more: [
+      ['replay rebuild --store NAME|all --data DIR', 'rebuild stores from their changelogs, swapped in when complete'],
+      ['replay dump --store NAME --data DIR', "print a store's entries, for byte-for-byte comparison"],
+      ['replay reparse --data DIR', 're-derive page records from archived payloads'],
+    ],
+    usage: (sub) => (sub === 'reparse' ? REPARSE_USAGE : REPLAY_USAGE),
+    run: runReplay,
+  },
+  {
+    name: 'config',
+    synopsis: 'config [--config FILE] [options] [--markdown]',
+    summary: 'effective settings and where each came from',
+    usage: () => CONFIG_USAGE,
+    run: runConfig,
+  },
+  {
+    name: 'dashboard',
+    synopsis: 'dashboard',
+    summary: 'the Grafana dashboard JSON, from the metric catalogue',
+    usage: () => DASHBOARD_USAGE,
+    run: runDashboard,
+  },
+  // status: `crawlstream status [SITE] --ops URL` (cli/status.ts) is one entry here, like those above
+  {
+    name: 'help',
+    synopsis: 'help [COMMAND]',
+    summary: "this text, or a command's usage (as COMMAND --help)",
+    usage: () => USAGE,
+    run: (args, out) => {
+      const [name, extra] = args;
+      if (name === undefined) {
+        out(USAGE);
+        return 0;
+      }
+      const command = COMMANDS.find((c) => c.name === name);
+      if (command === undefined || extra !== undefined) return unknownCommand(name);
+      out(command.usage(undefined));
+      return 0;
+    },
+  },
+];
+
+const FORMS = COMMANDS.flatMap((c) => [[c.synopsis, c.summary] as const, ...(c.more ?? [])]);
+const WIDTH = Math.max(...FORMS.map(([synopsis]) => synopsis.length));
 const USAGE = `crawlstream — a polite web crawler built as a stream topology
 
 usage:
-  crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]   crawl on the embedded engine
-  crawlstream export page-records --data DIR                       page records as JSON lines
-  crawlstream control block|slow|pause|resume SITE --data DIR     operator control of one site (or --brokers B --registry URL)
-  crawlstream demo [--data DIR]                                    crawl the bundled test web, judge politeness
-  crawlstream topics create --brokers B [--partitions N]           create every Kafka topic (compacted changelogs)
-  crawlstream run --role R --brokers B --registry URL --data DIR   one instance of a role on Kafka (frontier|fetcher|parser|all)
-  crawlstream inject --seeds FILE --brokers B --registry URL       seed URLs into the links topic
-  crawlstream replay verify --store NAME|all --data DIR            verify local stores against their changelogs (Kafka: --brokers B)
-  crawlstream replay rebuild --store NAME|all --data DIR           rebuild stores from their changelogs, swapped in when complete
-  crawlstream replay dump --store NAME --data DIR                  print a store's entries, for byte-for-byte comparison
-  crawlstream replay reparse --data DIR                            re-derive page records from archived payloads
-  crawlstream config [crawl options] [--markdown]                  effective settings and where each came from
-  crawlstream dashboard                                            the Grafana dashboard JSON, from the metric catalogue
+${FORMS.map(([synopsis, summary]) => `  crawlstream ${synopsis.padEnd(WIDTH)}  ${summary}`).join('\n')}
 
-run 'crawlstream crawl --help' for crawl options`;
+Every command takes --help (or -h); its options can also come from a --config file or the
+environment (CRAWLSTREAM_<NAME>): flags win over the environment, which wins over the file.`;
+
+function unknownCommand(name: string): number {
+  err(`crawlstream: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
+  return 2;
+}
+
+/** `--help` or `-h` among the arguments, before a `--` that ends the options. */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
 
 async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  const out = (line: string) => process.stdout.write(`${line}\n`);
-  const kafka = await kafkaCommand(command, args, out);
-  if (kafka !== undefined) return kafka;
-  switch (command) {
-    case 'crawl':
-      if (args.includes('--help')) {
-        out((await import('./options.js')).CRAWL_USAGE);
-        return 0;
-      }
-      return (await runCrawl(parseCrawlArgs(args), out)).exitCode;
-    case 'export':
-      await runExport(args, out);
-      return 0;
-    case 'config':
-      (await import('./config.js')).runConfig(args, out);
-      return 0;
-    case 'control': {
-      if (args.includes('--help')) {
-        out(CONTROL_USAGE);
-        return 0;
-      }
-      const { target, command } = parseControlArgs(args);
-      const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}`;
-      if ('dataDir' in target) {
-        writeControl(target.dataDir, command);
-        out(
-          `queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`,
-        );
-      } else {
-        await produceToKafka(
-          target.brokers,
-          target.registryUrl,
-          target.partitions,
-          TOPICS.control,
-          [{ key: command.site, value: command, timestamp: command.issuedAt }],
-          target.security,
-          target.applicationId,
-        );
-        out(`sent ${what} to the control topic; the frontier owning ${command.site} applies it within seconds`);
-      }
-      return 0;
-    }
-    case 'demo':
-      return runDemo(args, out);
-    case 'replay':
-      return runReplay(args, out);
-    case 'dashboard':
-      return (await import('./dashboard.js')).runDashboard(args, out);
-    case undefined:
-    case 'help':
-    case '--help':
-      out(USAGE);
-      return command === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
-      return 2;
+  const [name, ...args] = argv;
+  const out: Out = (line) => process.stdout.write(`${line}\n`);
+  if (name === undefined) {
+    err(USAGE);
+    return 2;
+  }
+  if (name === '--help' || name === '-h') {
+    out(USAGE);
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (command === undefined) return unknownCommand(name);
+  if (asksForHelp(args)) {
+    out(command.usage(args[0]));
+    return 0;
+  }
+  try {
+    return await command.run(args, out);
+  } catch (e) {
+    if (!isCrawlError(e) || e.code !== 'CS_INVALID_OPTION') throw e;
+    // one line naming what was refused (the message's own usage, if any, is left out), then the usage
+    err(`crawlstream ${name}: ${e.message.split('\n')[0]} [${e.code}]\n\n${command.usage(args[0])}`);
+    return 2;
   }
 }
 
 // a closed pipe (`| head`) ends the output, not the process with a stack trace
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
 });
 
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
-    if (isCrawlError(err)) {
-      process.stderr.write(`crawlstream: ${err.message} [${err.code}]\n`);
-      process.exitCode = err.code === 'CS_INVALID_OPTION' ? 2 : 1;
+  (e: unknown) => {
+    if (isCrawlError(e)) {
+      process.stderr.write(`crawlstream: ${e.message} [${e.code}]\n`);
+      process.exitCode = 1;
     } else {
-      process.stderr.write(`crawlstream: unexpected failure: ${(err as Error).stack ?? String(err)}\n`);
+      process.stderr.write(`crawlstream: unexpected failure: ${(e as Error).stack ?? String(e)}\n`);
       process.exitCode = 1;
     }
   },

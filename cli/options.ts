@@ -1,7 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidOptionError } from '../core/errors.js';
-import { resolveSettings, settingsHelp, type ResolvedSettings, type SettingValue } from './config-sources.js';
+import { resolveSettings, type ResolvedSettings, type SettingValue } from './config-sources.js';
+import { commandUsage } from './usage.js';
 import { SETTINGS } from './settings.js';
 import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
 import { availableParallelism } from 'node:os';
@@ -24,12 +25,12 @@ export interface CrawlCommand {
   readonly ops: { readonly port: number; readonly host: string } | undefined;
 }
 
-export const CRAWL_USAGE = `usage: crawlstream crawl [URL...] [--seeds FILE] --data DIR [options]
-
-Every option can also be set in a --config YAML file (key = option name) or as CRAWLSTREAM_<NAME>
-(e.g. CRAWLSTREAM_MIN_DELAY); flags win over the environment, which wins over the file.
-
-${settingsHelp()}`;
+export const CRAWL_USAGE = commandUsage(
+  'crawl',
+  ['[URL...] [--seeds FILE] --data DIR [options]'],
+  `  crawls on the embedded engine from the seeds (URL arguments, then --seeds) until stopped
+  (SIGINT/SIGTERM), --until-idle, --max-pages or --duration`,
+);
 
 /** The PEM text of `--ca-file`, checked to hold at least one certificate that parses. */
 function readCaFile(file: string): string {
@@ -62,15 +63,9 @@ export function parseCrawlArgs(args: string[], env: NodeJS.ProcessEnv = process.
   return crawlCommandOf(resolveSettings(args, env, CRAWL_USAGE));
 }
 
-/** The command that effective settings describe. */
-export function crawlCommandOf({ values, positionals }: ResolvedSettings): CrawlCommand {
-  const get = (name: string): SettingValue | undefined => values.get(name)?.value;
-  const num = (name: string): number | undefined => get(name) as number | undefined;
-  const str = (name: string): string | undefined => get(name) as string | undefined;
-  const data = str('data');
-  if (!data) throw new InvalidOptionError(`--data DIR is required\n${CRAWL_USAGE}`);
-  const seeds = [...positionals];
-  const seedsFile = str('seeds');
+/** The seeds of URL arguments, then of the `--seeds` file (one a line, `#` comments and blank lines dropped). */
+export function seedsOf(urls: readonly string[], seedsFile: string | undefined): string[] {
+  const seeds = [...urls];
   if (seedsFile) {
     let text: string;
     try {
@@ -85,6 +80,28 @@ export function crawlCommandOf({ values, positionals }: ResolvedSettings): Crawl
       if (s) seeds.push(s);
     }
   }
+  return seeds;
+}
+
+/** The command that effective settings describe. */
+export function crawlCommandOf(resolved: ResolvedSettings): CrawlCommand {
+  const { values, positionals } = resolved;
+  const get = (name: string): SettingValue | undefined => values.get(name)?.value;
+  const str = (name: string): string | undefined => get(name) as string | undefined;
+  const data = str('data');
+  if (!data) throw new InvalidOptionError(`--data DIR is required\n${CRAWL_USAGE}`);
+  return { seeds: seedsOf(positionals, str('seeds')), dataDir: data, ...crawlSettingsOf(resolved) };
+}
+
+/**
+ * Everything but the data dir and the seeds that crawl settings describe, checked together (the
+ * crawl configuration's own rules, --resolve, --allow-ip, --ca-file, --metrics-host): what
+ * `crawl` checks before it starts, and `config` before it shows the settings.
+ */
+export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand, 'seeds' | 'dataDir'> {
+  const get = (name: string): SettingValue | undefined => values.get(name)?.value;
+  const num = (name: string): number | undefined => get(name) as number | undefined;
+  const str = (name: string): string | undefined => get(name) as string | undefined;
   const resolve = (get('resolve') as string[] | undefined) ?? [];
   for (const r of resolve) {
     try {
@@ -132,8 +149,6 @@ export function crawlCommandOf({ values, positionals }: ResolvedSettings): Crawl
   if (values.get('metrics-host')?.source !== 'default' && metricsPort === undefined)
     throw new InvalidOptionError('--metrics-host needs --metrics-port');
   return {
-    seeds,
-    dataDir: data,
     untilIdle: get('until-idle') === true,
     maxPages: num('max-pages'),
     durationMs: duration === undefined ? undefined : duration * 1000,

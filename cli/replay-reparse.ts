@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../core/errors.js';
 import { Metrics } from '../core/metrics.js';
 import type { LinkBatch, PageRecord } from '../schemas/types.js';
@@ -10,22 +9,27 @@ import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 import { embeddedOutput, kafkaOutput, type OutputRecord, type ReparseOutput } from './reparse-output.js';
 import { kafkaEndpoints } from './run-options.js';
-import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
-import { APP_ID_ARG, APP_ID_USAGE, kafkaAppIdOf } from './app-id.js';
+import { securityFromSettings } from './kafka-security-options.js';
+import { kafkaAppIdOf } from './app-id.js';
+import { resolveSettings } from './config-sources.js';
+import { commandUsage } from './usage.js';
+import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 
-export const REPARSE_USAGE = `usage: crawlstream replay reparse --data DIR [--warc DIR|FILE ...] [--emit-links]
-                                [--brokers HOST:PORT[,..] --registry URL [--app-id ID]] [--config FILE] [--partitions N]
-
-  re-derives page records from the archived payloads of the crawl's WARC files (default
+export const REPARSE_USAGE = commandUsage(
+  'reparse',
+  [
+    '--data DIR [--warc DIR|FILE ...] [--emit-links]',
+    '                              [--brokers HOST:PORT[,..] --registry URL [--app-id ID]] [--config FILE] [--partitions N]',
+  ],
+  `  re-derives page records from the archived payloads of the crawl's WARC files (default
   DIR/warc) through the current parser, fetching nothing, and appends them to 'page-records'
   (parserVersion = the current parser's, reparsed = true): in the embedded data dir, or with
   --brokers on Kafka, in transactions. Idempotent: records already re-derived under this parser
   version are skipped ("N re-derived, M already present"). --emit-links also sends their
   outlinks to 'links' (the frontier then admits them); without it the frontier is untouched.
   Use the crawl's own --config: derivation depends on settings such as the user agent.
-  Exits 1 when a WARC record was corrupt (reported with file and offset, skipped).
-${APP_ID_USAGE}
-${securityUsage(true)}`;
+  Exits 1 when a WARC record was corrupt (reported with file and offset, skipped).`,
+);
 
 /** What a reparse run is asked to do; `runReparse` builds it from the command line. */
 export interface ReparseRequest {
@@ -39,7 +43,7 @@ export interface ReparseRequest {
   kafka?: {
     brokers: string[];
     registryUrl: string;
-    security: ReturnType<typeof securityFromArgs>;
+    security: ClusterSecurity;
     applicationId: string;
   };
   /** Default PARSER_VERSION; a test stands in for a changed parser with another number. */
@@ -60,48 +64,41 @@ export interface ReparseResult {
 }
 
 /** `crawlstream replay reparse`: see REPARSE_USAGE. Returns the exit code. */
-export async function runReparse(args: string[], out: (line: string) => void): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        data: { type: 'string' },
-        warc: { type: 'string', multiple: true },
-        'emit-links': { type: 'boolean' },
-        brokers: { type: 'string' },
-        registry: { type: 'string' },
-        config: { type: 'string' },
-        partitions: { type: 'string' },
-        ...APP_ID_ARG,
-        ...securityArgs(true),
-      },
-    });
-  } catch (err) {
-    throw new InvalidOptionError(`${(err as Error).message}\n${REPARSE_USAGE}`);
-  }
-  const v = parsed.values;
-  if (!v.data) throw new InvalidOptionError(`--data DIR is required\n${REPARSE_USAGE}`);
+export async function runReparse(
+  args: string[],
+  out: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const resolved = resolveSettings(args, env, REPARSE_USAGE, 'reparse');
+  const v = resolved.values;
+  const str = (name: string): string | undefined => v.get(name)?.value as string | undefined;
+  if (resolved.positionals.length > 0)
+    throw new InvalidOptionError(`replay reparse takes no argument ${JSON.stringify(resolved.positionals[0])}`);
+  const data = str('data');
+  if (!data) throw new InvalidOptionError(`--data DIR is required\n${REPARSE_USAGE}`);
   let kafka: ReparseRequest['kafka'];
-  const onKafka = v.brokers !== undefined || v.registry !== undefined;
-  const applicationId = kafkaAppIdOf(v['app-id'], onKafka, 'replay reparse');
+  const onKafka = v.has('brokers') || v.has('registry');
+  const applicationId = kafkaAppIdOf(v.get('app-id'), onKafka, 'replay reparse');
   if (onKafka) {
-    const { brokers, registryUrl } = kafkaEndpoints(v.brokers, v.registry, REPARSE_USAGE);
+    const { brokers, registryUrl } = kafkaEndpoints(str('brokers'), str('registry'), REPARSE_USAGE);
     if (!registryUrl) throw new InvalidOptionError(`--registry URL is required with --brokers\n${REPARSE_USAGE}`);
-    kafka = { brokers, registryUrl, security: securityFromArgs(v), applicationId };
-  } else if (!existsSync(join(v.data, 'log'))) {
+    kafka = { brokers, registryUrl, security: securityFromSettings(resolved, env), applicationId };
+  } else if (!existsSync(join(data, 'log'))) {
     throw new InvalidOptionError(
-      `--data ${v.data} holds no embedded crawl (no ${join(v.data, 'log')}); give --brokers for Kafka`,
+      `--data ${data} holds no embedded crawl (no ${join(data, 'log')}); give --brokers for Kafka`,
     );
   }
+  const config = v.get('config');
   const result = await reparse(
     {
-      dataDir: v.data,
-      warcFiles: warcFilesOf(v.warc ?? [join(v.data, 'warc')]),
-      emitLinks: v['emit-links'] ?? false,
+      dataDir: data,
+      warcFiles: warcFilesOf((v.get('warc')?.value as string[] | undefined) ?? [join(data, 'warc')]),
+      emitLinks: v.get('emit-links')?.value === true,
+      // the crawl's own settings: reparse() resolves them as crawl does (its environment included)
       crawlArgs: [
-        ...(v.config !== undefined ? ['--config', v.config] : []),
-        ...(v.partitions !== undefined ? ['--partitions', v.partitions] : []),
+        ...(config !== undefined && config.source.startsWith('flag') ? ['--config', config.value as string] : []),
+        '--partitions',
+        String(v.get('partitions')!.value),
       ],
       ...(kafka ? { kafka } : {}),
     },

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { EmbeddedChangelogSource } from '../runtime/engines/embedded/embedded-changelog-source.js';
@@ -11,15 +10,20 @@ import { planStores, planTasks, type PartitionChoice } from '../runtime/replay/s
 import { replayEqual, verifyStores, type ReplayReport } from '../runtime/replay/verify.js';
 import type { Topology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
-import { parseCrawlArgs } from './options.js';
+import { validateCrawlConfig } from '../processors/common/crawl-config.js';
+import { resolveSettings } from './config-sources.js';
 import { kafkaEndpoints } from './run-options.js';
-import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
-import { REPARSE_USAGE, runReparse } from './replay-reparse.js';
-import { APP_ID_ARG, APP_ID_USAGE, kafkaAppIdOf } from './app-id.js';
+import { securityFromSettings } from './kafka-security-options.js';
+import { runReparse } from './replay-reparse.js';
+import { kafkaAppIdOf } from './app-id.js';
+import { SECURITY_SETTINGS } from './settings-security.js';
+import { commandUsage } from './usage.js';
+import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
 
-export const REPLAY_USAGE = `usage: crawlstream replay verify|rebuild|dump|reparse [options]
-
-  crawlstream replay verify --store NAME|all [--partition P] --data DIR [--brokers HOST:PORT[,..] [--app-id ID]]
+export const REPLAY_USAGE = commandUsage(
+  'replay',
+  ['verify|rebuild|dump|reparse [options]'],
+  `  crawlstream replay verify --store NAME|all [--partition P] --data DIR [--brokers HOST:PORT[,..] [--app-id ID]]
     rebuilds each store copy in memory from its changelog (read committed, up to the copy's
     checkpoint) and compares it entry by entry with the copy in DIR; exits 1 if any differs. A
     copy whose partition moved to another instance is reported as behind (stale), not as a
@@ -39,21 +43,16 @@ export const REPLAY_USAGE = `usage: crawlstream replay verify|rebuild|dump|repar
   is the --data of a 'run' instance; without, they are in DIR's embedded log ('crawl --data DIR').
   Every subcommand needs the instance on DIR stopped (it refuses while one runs), and
   --partitions N when the crawl used another partition count than the default, and with
-  --brokers the --app-id of the 'run' instance.
-${APP_ID_USAGE}
-${securityUsage(false)}`;
+  --brokers the --app-id of the 'run' instance.`,
+);
 
 const SUBCOMMANDS = ['verify', 'rebuild', 'dump', 'reparse'] as const;
 
 /** `crawlstream replay SUBCOMMAND`: routes to verify (also without a subcommand), rebuild, dump or reparse. */
 export async function runReplay(args: string[], out: (line: string) => void): Promise<number> {
   const [first, ...rest] = args;
-  if (first === 'reparse') {
-    if (rest.includes('--help')) return usage(out, REPARSE_USAGE);
-    return runReparse(rest, out);
-  }
-  if (args.includes('--help')) return usage(out, REPLAY_USAGE);
-  if (first === undefined || first.startsWith('--')) return runVerify(parseReplayArgs('verify', args), out);
+  if (first === 'reparse') return runReparse(rest, out);
+  if (first === undefined || first.startsWith('-')) return runVerify(parseReplayArgs('verify', args), out);
   if (first === 'verify' || first === 'rebuild' || first === 'dump') {
     const options = parseReplayArgs(first, rest);
     if (first === 'verify') return runVerify(options, out);
@@ -65,11 +64,6 @@ export async function runReplay(args: string[], out: (line: string) => void): Pr
   );
 }
 
-function usage(out: (line: string) => void, text: string): number {
-  out(text);
-  return 0;
-}
-
 interface ReplayOptions {
   readonly dataDir: string;
   /** Empty = all. */
@@ -77,74 +71,65 @@ interface ReplayOptions {
   readonly partitions: PartitionChoice;
   readonly topology: Topology;
   /** undefined = the embedded engine. */
-  readonly kafka?: { brokers: string[]; security: ReturnType<typeof securityFromArgs> };
+  readonly kafka?: { brokers: string[]; security: ClusterSecurity };
 }
 
-/** Every option of a replay subcommand, validated before anything is opened. */
-export function parseReplayArgs(sub: 'verify' | 'rebuild' | 'dump', args: string[]): ReplayOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        store: { type: 'string' },
-        partition: { type: 'string' },
-        'all-partitions': { type: 'boolean' },
-        brokers: { type: 'string' },
-        data: { type: 'string' },
-        partitions: { type: 'string' },
-        ...APP_ID_ARG,
-        ...securityArgs(false),
-      },
-    });
-  } catch (err) {
-    throw new InvalidOptionError(`${(err as Error).message}\n${REPLAY_USAGE}`);
-  }
-  const v = parsed.values;
+/**
+ * Every option of a replay subcommand, validated before anything is opened; they resolve as
+ * every command's (default < file < environment < flag).
+ */
+export function parseReplayArgs(
+  sub: 'verify' | 'rebuild' | 'dump',
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ReplayOptions {
+  const resolved = resolveSettings(args, env, REPLAY_USAGE, 'replay');
+  const v = resolved.values;
+  const str = (name: string): string | undefined => v.get(name)?.value as string | undefined;
   const what = `replay ${sub}`;
-  if (!v.store) throw new InvalidOptionError(`${what}: --store NAME${sub === 'dump' ? '' : ' (or all)'} is required`);
-  if (sub === 'dump' && v.store === 'all')
+  if (resolved.positionals.length > 0)
+    throw new InvalidOptionError(`${what} takes no argument ${JSON.stringify(resolved.positionals[0])}`);
+  const store = str('store');
+  const data = str('data');
+  const brokers = str('brokers');
+  const partition = v.get('partition')?.value as number | undefined;
+  if (!store) throw new InvalidOptionError(`${what}: --store NAME${sub === 'dump' ? '' : ' (or all)'} is required`);
+  if (sub === 'dump' && store === 'all')
     throw new InvalidOptionError(`replay dump: --store takes one store name, not all`);
-  if (!v.data) throw new InvalidOptionError(`${what}: --data DIR is required`);
-  if (v.partition !== undefined && !/^\d+$/.test(v.partition))
-    throw new InvalidOptionError(`--partition must be a partition number, got ${JSON.stringify(v.partition)}`);
-  if (v['all-partitions'] && (sub !== 'rebuild' || v.partition !== undefined))
+  if (!data) throw new InvalidOptionError(`${what}: --data DIR is required`);
+  const allPartitions = v.get('all-partitions')?.value === true;
+  if (allPartitions && (sub !== 'rebuild' || partition !== undefined))
     throw new InvalidOptionError(
       sub !== 'rebuild'
         ? `--all-partitions is an option of replay rebuild, not of ${what}`
         : '--all-partitions and --partition exclude each other',
     );
-  if (v.brokers === undefined && Object.keys(securityArgs(false)).some((f) => v[f as keyof typeof v] !== undefined))
+  // flags only: the environment is shared, and may hold them for another command
+  if (brokers === undefined && SECURITY_SETTINGS.some((s) => v.get(s.name)?.source === `flag --${s.name}`))
     throw new InvalidOptionError(`${what}: the Kafka security options need --brokers`);
-  const applicationId = kafkaAppIdOf(v['app-id'], v.brokers !== undefined, what);
-  const crawl = parseCrawlArgs([
-    '--data',
-    v.data,
-    ...(v.partitions !== undefined ? ['--partitions', v.partitions] : []),
-  ]);
+  const applicationId = kafkaAppIdOf(v.get('app-id'), brokers !== undefined, what);
   const topology = crawlTopology({
-    config: crawl.config,
-    partitions: crawl.partitions,
-    warcDir: join(crawl.dataDir, 'warc'),
+    config: validateCrawlConfig({}),
+    partitions: v.get('partitions')!.value as number,
+    warcDir: join(data, 'warc'),
     applicationId,
   });
   const partitions: PartitionChoice =
-    v.partition !== undefined
-      ? { partition: Number(v.partition) }
-      : v['all-partitions'] || v.brokers === undefined
-        ? 'all'
-        : 'local';
-  const stores = v.store === 'all' ? [] : [v.store];
+    partition !== undefined ? { partition } : allPartitions || brokers === undefined ? 'all' : 'local';
+  const stores = store === 'all' ? [] : [store];
   // refuses an unknown store or a partition out of range before anything is opened
-  planTasks(v.data, planStores(topology, stores), partitions);
+  planTasks(data, planStores(topology, stores), partitions);
   return {
-    dataDir: v.data,
+    dataDir: data,
     stores,
     partitions,
     topology,
-    ...(v.brokers !== undefined
+    ...(brokers !== undefined
       ? {
-          kafka: { brokers: kafkaEndpoints(v.brokers, undefined, REPLAY_USAGE).brokers, security: securityFromArgs(v) },
+          kafka: {
+            brokers: kafkaEndpoints(brokers, undefined, REPLAY_USAGE).brokers,
+            security: securityFromSettings(resolved, env),
+          },
         }
       : {}),
   };

@@ -1,5 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
-import { resolveSettings, settingsHelp } from './config-sources.js';
+import { checkBrokers } from '../runtime/engines/kafka/kafka-port.js';
+import { resolveSettings } from './config-sources.js';
+import { commandUsage } from './usage.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
@@ -25,12 +27,12 @@ export interface RunCommand {
   readonly crawl: CrawlCommand;
 }
 
-export const RUN_USAGE = `usage: crawlstream run --role frontier|fetcher|parser|all --brokers HOST:PORT[,..] --registry URL --data DIR [options]
-
-Runs until SIGTERM; prints '[status] idle|busy' on change. Options as crawl's, from flags, the
-environment (CRAWLSTREAM_<NAME>) or a --config file; --partitions must match the topics.
-
-${settingsHelp('run')}`;
+export const RUN_USAGE = commandUsage(
+  'run',
+  ['--role frontier|fetcher|parser|all --brokers HOST:PORT[,..] --registry URL --data DIR [options]'],
+  `  runs one instance of a role on Kafka until SIGTERM; prints '[status] idle|busy' on change.
+  Takes crawl's options besides its own; --partitions must match the topics.`,
+);
 
 /**
  * Parses `run` arguments with the settings schema, as crawl's (defaults < --config file <
@@ -56,7 +58,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
   };
 }
 
-/** Validates --brokers (host:port list) and --registry (http URL); the registry is optional when `usage` says so. */
+/** Validates --brokers (host:port list, by the rule KafkaPort applies) and --registry (http URL); the registry is optional when `usage` says so. */
 export function kafkaEndpoints(
   brokers: string | undefined,
   registry: string | undefined,
@@ -67,9 +69,7 @@ export function kafkaEndpoints(
     .split(',')
     .map((b) => b.trim())
     .filter((b) => b !== '');
-  for (const b of list)
-    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b))
-      throw new InvalidOptionError(`--brokers needs host:port entries, got ${JSON.stringify(b)}`);
+  checkBrokers(list);
   if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry))
     throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
   return { brokers: list, registryUrl: registry ?? '' };

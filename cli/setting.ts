@@ -4,9 +4,10 @@ import type { CrawlConfig } from '../processors/common/crawl-config.js';
 export type SettingKind = 'int' | 'number' | 'string' | 'bool' | 'list';
 
 /**
- * One setting of `crawl` (and of `run`, which takes crawl's settings): its flag, file key and
- * environment variable all come from `name`; `--help`, the README's option table and
- * `crawlstream config` are generated from this list, so a setting is described in one place.
+ * One setting of the CLI: its flag, file key and environment variable all come from `name`; every
+ * command's `--help`, the README's option table and `crawlstream config` are generated from the
+ * list (cli/settings.ts), so a setting is described in one place and resolved alike everywhere
+ * (default < --config file < CRAWLSTREAM_* environment < flag).
  */
 export interface Setting {
   /** `--name` on the command line, `name:` in the --config file, CRAWLSTREAM_NAME in the environment. */
@@ -28,10 +29,28 @@ export interface Setting {
   readonly values?: readonly string[];
   /** The form a free string must have, and how a refusal describes it ("lower-case letters, …"). */
   readonly pattern?: { readonly test: RegExp; readonly what: string };
-  /** The commands that take it; undefined: both `crawl` and `run`. */
+  /** The commands that take it; undefined: `crawl` and `run` (a crawl setting). `config` shows them all. */
   readonly commands?: readonly SettingCommand[];
+  /** The commands that refuse to start without it (`config` marks it when unset). */
+  readonly requiredBy?: readonly SettingCommand[];
   /** The config field holds the value times this (seconds given, milliseconds kept: 1000). */
   readonly scale?: number;
 }
 
-export type SettingCommand = 'crawl' | 'run';
+/**
+ * The commands that take settings (`replay` is verify, rebuild and dump; `reparse` is `replay
+ * reparse`). A new command that takes settings is added here and to the settings it takes.
+ */
+export const SETTING_COMMANDS = [
+  'crawl',
+  'run',
+  'config',
+  'demo',
+  'export',
+  'control',
+  'topics',
+  'inject',
+  'replay',
+  'reparse',
+] as const;
+export type SettingCommand = (typeof SETTING_COMMANDS)[number];

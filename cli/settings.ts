@@ -1,13 +1,15 @@
-import type { CrawlConfig } from '../processors/common/crawl-config.js';
+import { CRAWL_CONFIG_BOUNDS, type Bounds, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/crawl-topology.js';
 import { APP_ID_FORM } from './app-id.js';
-import type { Setting, SettingCommand } from './setting.js';
-import { SECURITY_SETTINGS } from './settings-security.js';
+import { SETTING_COMMANDS, type Setting, type SettingCommand } from './setting.js';
+import { KAFKA_COMMANDS, REGISTRY_COMMANDS, SECURITY_SETTINGS } from './settings-security.js';
 
 export type { Setting, SettingCommand, SettingKind } from './setting.js';
+export { SETTING_COMMANDS } from './setting.js';
 
-const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
+// the bounds of a setting that sets a CrawlConfig field are that field's (boundsOf)
+const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
   name,
   kind: 'int',
   unit: 'ms',
@@ -15,9 +17,8 @@ const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string,
   default: String(dflt),
   help,
   config,
-  min,
 });
-const count = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 0): Setting => ({
+const count = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
   name,
   kind: 'int',
   unit: 'count',
@@ -25,9 +26,8 @@ const count = (name: string, config: keyof CrawlConfig, dflt: number, help: stri
   default: String(dflt),
   help,
   config,
-  min,
 });
-const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: string, min = 1): Setting => ({
+const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
   name,
   kind: 'int',
   unit: 'bytes',
@@ -35,23 +35,44 @@ const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: stri
   default: String(dflt),
   help,
   config,
-  min,
 });
 
-/** Every setting, in the order `--help` lists them. */
-export const SETTINGS: readonly Setting[] = [
-  { name: 'config', kind: 'string', arg: 'FILE', help: 'YAML file of settings (keys as the flags, without --)' },
+/**
+ * A setting with the bounds of the CrawlConfig field it sets (CRAWL_CONFIG_BOUNDS, scaled to
+ * the setting's unit), so the CLI refuses exactly what validateCrawlConfig would, with the
+ * flag's name and source in the message.
+ */
+function boundsOf(setting: Setting): Setting {
+  const key = setting.config as keyof typeof CRAWL_CONFIG_BOUNDS | undefined;
+  const b: Bounds | undefined = key === undefined ? undefined : CRAWL_CONFIG_BOUNDS[key];
+  if (b === undefined) return setting;
+  const scale = setting.scale ?? 1;
+  return { ...setting, min: b.min / scale, ...(b.max !== undefined ? { max: b.max / scale } : {}) };
+}
+
+/** Every setting as defined here, in the order `--help` lists them. */
+const DEFINED: readonly Setting[] = [
+  {
+    name: 'config',
+    kind: 'string',
+    arg: 'FILE',
+    help: "YAML file of settings (keys as the flags, without --); keys of other commands' settings are ignored",
+    commands: SETTING_COMMANDS,
+  },
   {
     name: 'data',
     kind: 'string',
     arg: 'DIR',
-    help: 'topics, state stores, schemas and WARC files; run again on the same dir to resume',
+    help: "the crawl's data directory: topics, state stores, schemas and WARC files; run again on the same dir to resume",
+    commands: ['crawl', 'run', 'demo', 'export', 'control', 'replay', 'reparse'],
+    requiredBy: ['crawl', 'run', 'export', 'replay', 'reparse'],
   },
   {
     name: 'seeds',
     kind: 'string',
     arg: 'FILE',
     help: 'seed URLs, one per line, # comments allowed; invalid seeds are reported and skipped',
+    commands: ['crawl', 'run', 'inject'],
   },
   {
     name: 'resolve',
@@ -89,7 +110,8 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'N',
     default: '4',
     min: 1,
-    help: 'partitions per topic for a new data dir',
+    help: "partitions per topic: of a new data dir or of the topics 'topics create' makes; elsewhere the crawl's own",
+    commands: ['crawl', 'run', 'inject', 'control', 'topics', 'replay', 'reparse'],
   },
   {
     name: 'user-agent',
@@ -99,49 +121,40 @@ export const SETTINGS: readonly Setting[] = [
     help: 'User-Agent; its first token is matched against robots.txt groups',
     config: 'userAgent',
   },
-  ms('min-delay', 'minDelayMs', 1_000, 'gap floor between fetches to one host (1000 is also the least allowed)', 1_000),
-  count('slow-factor', 'slowFactor', 10, 'the gap is at least this many times the last fetch of the host took', 1),
+  ms('min-delay', 'minDelayMs', 1_000, 'gap floor between fetches to one host (1000 is also the least allowed)'),
+  count('slow-factor', 'slowFactor', 10, 'the gap is at least this many times the last fetch of the host took'),
   ms(
     'max-crawl-delay',
     'maxCrawlDelayMs',
     60_000,
     'robots.txt Crawl-delay is honoured up to this (the host is paced at the cap)',
   ),
-  ms('robots-ttl', 'robotsTtlMs', 24 * 3_600_000, 'how long a robots.txt is trusted before it is fetched again', 1_000),
+  ms('robots-ttl', 'robotsTtlMs', 24 * 3_600_000, 'how long a robots.txt is trusted before it is fetched again'),
   ms(
     'robots-retry',
     'robotsRetryMs',
     60_000,
     'first wait after robots.txt answered 5xx or nothing (doubling up to --backoff-max)',
-    100,
   ),
-  ms('backoff', 'backoffMs', 60_000, 'first back-off after 429/503 without Retry-After (doubling)', 1),
+  ms('backoff', 'backoffMs', 60_000, 'first back-off after 429/503 without Retry-After (doubling)'),
   ms(
     'backoff-max',
     'backoffMaxMs',
     3_600_000,
     'longest back-off, and how long a host with repeated connection errors is parked',
-    1,
   ),
   ms('backoff-quiet', 'backoffQuietMs', 600_000, "a host's back-off is forgiven after this long without a 429/503"),
   count('backoff-jitter', 'backoffJitterPercent', 20, 'random extra wait on back-offs, in percent'),
-  count('max-attempts', 'maxAttempts', 5, 'fetch attempts per URL before a transient failure is final', 1),
+  count('max-attempts', 'maxAttempts', 5, 'fetch attempts per URL before a transient failure is final'),
   ms(
     'fetch-timeout',
     'fetchTimeoutMs',
     30_000,
     'total time one fetch may take (also caps the connect and headers timeouts)',
-    100,
   ),
-  ms('connect-timeout', 'connectTimeoutMs', 5_000, 'time to connect (capped by --fetch-timeout)', 100),
-  ms('headers-timeout', 'headersTimeoutMs', 15_000, 'time until the response headers (capped by --fetch-timeout)', 100),
-  ms(
-    'lease-window',
-    'leaseWindowMs',
-    10_000,
-    'a fetcher drops a lease it cannot start within this long of its issue',
-    100,
-  ),
+  ms('connect-timeout', 'connectTimeoutMs', 5_000, 'time to connect (capped by --fetch-timeout)'),
+  ms('headers-timeout', 'headersTimeoutMs', 15_000, 'time until the response headers (capped by --fetch-timeout)'),
+  ms('lease-window', 'leaseWindowMs', 10_000, 'a fetcher drops a lease it cannot start within this long of its issue'),
   bytes('max-body', 'maxBodyBytes', 10 * 1024 * 1024, 'response bodies are cut at this size'),
   bytes(
     'max-decoded',
@@ -149,24 +162,22 @@ export const SETTINGS: readonly Setting[] = [
     50 * 1024 * 1024,
     'decompressed size beyond which a body is a bomb and refused',
   ),
-  count('max-url-length', 'maxUrlLength', 2_000, 'longer URLs are not admitted', 16),
-  count('max-path-depth', 'maxPathDepth', 15, 'URLs with more path segments are not admitted', 1),
-  count('max-segment-repeats', 'maxSegmentRepeats', 3, 'a path repeating one segment this many times is a trap', 2),
-  count('max-redirect-hops', 'maxRedirectHops', 5, 'redirects followed from one URL', 0),
-  count('max-outlinks', 'maxOutlinksPerPage', 1_000, 'outlinks taken from one page', 1),
+  count('max-url-length', 'maxUrlLength', 2_000, 'longer URLs are not admitted'),
+  count('max-path-depth', 'maxPathDepth', 15, 'URLs with more path segments are not admitted'),
+  count('max-segment-repeats', 'maxSegmentRepeats', 3, 'a path repeating one segment this many times is a trap'),
+  count('max-redirect-hops', 'maxRedirectHops', 5, 'redirects followed from one URL'),
+  count('max-outlinks', 'maxOutlinksPerPage', 1_000, 'outlinks taken from one page'),
   count(
     'max-hops',
     'maxHops',
     15,
     'links more hops from a seed are not followed; a site linked by k other sites allows k − 1 more, up to twice this',
-    1,
   ),
   count(
     'template-allowance',
     'templateAllowance',
     12,
     "new URLs of one generated shape (/cal/{n}/{n}/, /s/{id}/page) a host may emit on its own pages: past half they wait in the lowest band, past all they are dropped; a host's shapes together get 3 times this",
-    1,
   ),
   count(
     'template-allowance-per-inlink',
@@ -179,7 +190,6 @@ export const SETTINGS: readonly Setting[] = [
     'sitePageBudget',
     200,
     'URLs per cycle a site gets that no other site links to (a seed, or only itself)',
-    1,
   ),
   count(
     'seed-budget',
@@ -188,15 +198,14 @@ export const SETTINGS: readonly Setting[] = [
     'base budget of a seeded site instead of --site-budget, for seeds you mean to crawl deeper (0: --site-budget)',
   ),
   count('site-budget-per-inlink', 'siteBudgetPerInlink', 100, 'budget a site earns per distinct other site linking in'),
-  count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn', 1),
-  count('dup-cut-window', 'dupCutWindow', 50, 'recent page records per site the duplicate cut looks at', 1),
+  count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn'),
+  count('dup-cut-window', 'dupCutWindow', 50, 'recent page records per site the duplicate cut looks at'),
   count('dup-cut-percent', 'dupCutPercent', 80, 'share of copies among them (percent) that cuts the site'),
   count(
     'host-slots',
     'activeHostSlots',
     1_000,
     'hosts holding queued URLs at once per partition (size it as target pages/s × typical gap s / partitions)',
-    1,
   ),
   ms(
     'dispatch-lookahead',
@@ -209,17 +218,15 @@ export const SETTINGS: readonly Setting[] = [
     'ipConcurrency',
     8,
     "per-IP limit, per frontier partition: leases in flight on one address, a host's first fetch included",
-    1,
   ),
   ms('ip-gap', 'ipGapMs', 100, 'per-IP limit: least time between fetch starts on one address'),
-  count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host', 1),
-  count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task', 1),
+  count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host'),
+  count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task'),
   {
     name: 'threads',
     kind: 'int',
     unit: 'count',
     arg: 'N',
-    min: 1,
     config: 'threads',
     help: "JavaScript threads of this process: the main one, and N − 1 that parse HTML (default: the machine's cores)",
   },
@@ -228,7 +235,6 @@ export const SETTINGS: readonly Setting[] = [
     'seenExpectedUrls',
     1_000_000,
     "URLs one frontier partition expects (sizes its seen-set's Bloom filter)",
-    1,
   ),
   {
     name: 'seen-fp-rate',
@@ -244,14 +250,12 @@ export const SETTINGS: readonly Setting[] = [
     'seenBlockCacheBytes',
     128 * 1024 * 1024,
     "RAM per frontier partition caching the seen-set's fingerprint blocks (0: none)",
-    0,
   ),
   bytes(
     'warc-max-file',
     'warcMaxFileBytes',
     1024 * 1024 * 1024,
     'a WARC file is closed and a new one started at about this size',
-    1024 * 1024,
   ),
   {
     name: 'recrawl-min',
@@ -259,7 +263,6 @@ export const SETTINGS: readonly Setting[] = [
     unit: 's',
     arg: 'S',
     default: '3600',
-    min: 1,
     scale: 1000,
     config: 'recrawlMinMs',
     help: 'shortest revisit interval of a page (of sitemaps and feeds: half of it)',
@@ -270,7 +273,6 @@ export const SETTINGS: readonly Setting[] = [
     unit: 's',
     arg: 'S',
     default: String(30 * 24 * 3600),
-    min: 1,
     scale: 1000,
     config: 'recrawlMaxMs',
     help: 'longest revisit interval of a page',
@@ -290,8 +292,6 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'number',
     arg: 'F',
     default: '0.5',
-    min: 0.01,
-    max: 1,
     config: 'recrawlShorten',
     help: 'a revisit that found a change multiplies the interval by this',
   },
@@ -300,8 +300,6 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'number',
     arg: 'F',
     default: '1.5',
-    min: 1,
-    max: 100,
     config: 'recrawlLengthen',
     help: 'a revisit that found no change (or a 304) multiplies the interval by this',
   },
@@ -311,7 +309,6 @@ export const SETTINGS: readonly Setting[] = [
     unit: 's',
     arg: 'S',
     default: String(24 * 3600),
-    min: 1,
     scale: 1000,
     config: 'feedMaxIntervalMs',
     help: 'longest revisit interval of a sitemap or feed (their faster lane)',
@@ -321,8 +318,6 @@ export const SETTINGS: readonly Setting[] = [
     kind: 'number',
     arg: 'F',
     default: '0.5',
-    min: 0,
-    max: 1,
     config: 'recrawlShare',
     help: 'share of host slots revisits get while new URLs wait too',
   },
@@ -336,7 +331,13 @@ export const SETTINGS: readonly Setting[] = [
     max: 65_535,
     help: 'serve /metrics, /healthz and /readyz on this port (0: any free port)',
   },
-  { name: 'metrics-host', kind: 'string', arg: 'ADDR', default: '127.0.0.1', help: 'address those endpoints bind to' },
+  {
+    name: 'metrics-host',
+    kind: 'string',
+    arg: 'ADDR',
+    default: '127.0.0.1',
+    help: 'address those endpoints bind to',
+  },
   {
     name: 'log-level',
     kind: 'string',
@@ -353,22 +354,30 @@ export const SETTINGS: readonly Setting[] = [
     values: ['text', 'json'],
     help: 'text, or json: one JSON object per line, for log pipelines',
   },
-  { name: 'quiet', kind: 'bool', default: 'false', help: 'no progress lines' },
-  // run only: one instance of a role on Kafka
+  {
+    name: 'quiet',
+    kind: 'bool',
+    default: 'false',
+    help: 'no progress lines',
+    commands: ['crawl', 'run', 'demo'],
+  },
+  // one instance of a role on Kafka, and the commands that talk to the cluster
   {
     name: 'role',
     kind: 'string',
     arg: 'R',
     values: ['frontier', 'fetcher', 'parser', 'all'],
-    help: 'run: which sub-topology this instance runs; any number of instances per role',
+    help: 'which sub-topology this instance runs; any number of instances per role',
     commands: ['run'],
+    requiredBy: ['run'],
   },
   {
     name: 'brokers',
     kind: 'string',
     arg: 'HOST:PORT,..',
-    help: 'run: Kafka bootstrap servers, comma-separated',
-    commands: ['run'],
+    help: 'Kafka bootstrap servers, comma-separated host:port (an IPv6 host by name: kafkajs takes no [::1]:9092)',
+    commands: KAFKA_COMMANDS,
+    requiredBy: ['run', 'inject'],
   },
   {
     name: 'app-id',
@@ -376,15 +385,16 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'ID',
     default: APPLICATION_ID,
     pattern: { test: APPLICATION_ID_PATTERN, what: APP_ID_FORM },
-    help: "run: the crawl's application id; another than the default prefixes the data topics (ID.links) and names changelogs, groups and transactional ids, so crawls with different ids share a cluster and nothing else",
-    commands: ['run'],
+    help: "the crawl's application id; another than the default prefixes the data topics (ID.links) and names changelogs, groups and transactional ids, so crawls with different ids share a cluster and nothing else",
+    commands: KAFKA_COMMANDS,
   },
   {
     name: 'registry',
     kind: 'string',
     arg: 'URL',
-    help: 'run: Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
-    commands: ['run'],
+    help: 'Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
+    commands: REGISTRY_COMMANDS,
+    requiredBy: ['run', 'inject'],
   },
   {
     name: 'commit-interval',
@@ -393,7 +403,7 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'MS',
     default: '200',
     min: 10,
-    help: 'run: how often each task commits its transaction',
+    help: 'how often each task commits its transaction',
     commands: ['run'],
   },
   {
@@ -403,7 +413,7 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'MS',
     default: '10000',
     min: 2000,
-    help: 'run: consumer-group session timeout',
+    help: 'consumer-group session timeout',
     commands: ['run'],
   },
   {
@@ -412,15 +422,103 @@ export const SETTINGS: readonly Setting[] = [
     arg: 'C',
     default: 'lz4',
     values: ['none', 'gzip', 'lz4', 'zstd'],
-    help: 'run: how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
+    help: 'how record batches are compressed on the way to the brokers (every codec is read whatever this says)',
     commands: ['run'],
   },
   ...SECURITY_SETTINGS,
+  // the options of single commands
+  {
+    name: 'min-gap',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    min: 1_000,
+    help: "control slow: the least time from the end of one fetch to each of the site's hosts to the next",
+    commands: ['control'],
+  },
+  {
+    name: 'replication-factor',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 1,
+    help: 'topics create: replicas of every topic created (default 1)',
+    commands: ['topics'],
+  },
+  {
+    name: 'min-insync-replicas',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    min: 1,
+    help: 'topics create: min.insync.replicas of every topic created (at most --replication-factor)',
+    commands: ['topics'],
+  },
+  {
+    name: 'keep-retention-ms',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    min: -1,
+    help: 'topics create: how long page-records and control keep records (default -1: forever; write --keep-retention-ms=-1)',
+    commands: ['topics'],
+  },
+  {
+    name: 'store',
+    kind: 'string',
+    arg: 'NAME|all',
+    help: "replay: the state store (or all; 'dump' takes one)",
+    commands: ['replay'],
+    requiredBy: ['replay'],
+  },
+  {
+    name: 'partition',
+    kind: 'int',
+    unit: 'count',
+    arg: 'P',
+    min: 0,
+    help: 'replay: only this partition of the store',
+    commands: ['replay'],
+  },
+  {
+    name: 'all-partitions',
+    kind: 'bool',
+    help: 'replay rebuild on Kafka: every partition, not only those with a local task directory',
+    commands: ['replay'],
+  },
+  {
+    name: 'warc',
+    kind: 'list',
+    arg: 'DIR|FILE',
+    help: 'replay reparse: WARC files, or directories of them, to re-derive from (default DIR/warc); repeatable',
+    commands: ['reparse'],
+  },
+  {
+    name: 'emit-links',
+    kind: 'bool',
+    help: "replay reparse: also send the re-derived outlinks to 'links' (the frontier admits them)",
+    commands: ['reparse'],
+  },
+  {
+    name: 'markdown',
+    kind: 'bool',
+    help: "config: print the README's option table instead",
+    commands: ['config'],
+  },
 ];
 
-/** The settings a command takes. */
+/** Every setting, in the order `--help` lists them, with the bounds of the config fields they set. */
+export const SETTINGS: readonly Setting[] = DEFINED.map(boundsOf);
+
+/** The commands a setting is taken by (`config` shows every setting and is left out). */
+export function commandsOf(setting: Setting): readonly SettingCommand[] {
+  return setting.commands ?? ['crawl', 'run'];
+}
+
+/** The settings a command takes, in `--help` order; `config` takes them all. */
 export function settingsOf(command: SettingCommand): readonly Setting[] {
-  return SETTINGS.filter((s) => s.commands === undefined || s.commands.includes(command));
+  if (command === 'config') return SETTINGS;
+  return SETTINGS.filter((s) => commandsOf(s).includes(command));
 }
 
 /** `CRAWLSTREAM_MIN_DELAY` for `min-delay`. */

@@ -1,62 +1,54 @@
-import { parseArgs } from 'node:util';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
+import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
 import type { TopicDefinition } from '../runtime/engines/kafka/kafka-port.js';
 import { topicDefinitions, type TopicOptions } from '../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
-import { parseCrawlArgs } from './options.js';
+import { resolveSettings, type ResolvedSettings } from './config-sources.js';
 import { kafkaEndpoints } from './run-options.js';
-import { securityArgs, securityFromArgs, securityUsage } from './kafka-security-options.js';
+import { securityFromSettings } from './kafka-security-options.js';
 import { tmpdir } from 'node:os';
-import { APP_ID_ARG, APP_ID_USAGE, appIdOf } from './app-id.js';
+import { commandUsage } from './usage.js';
 
-export const TOPICS_USAGE = `usage: crawlstream topics create --brokers HOST:PORT[,..] [--partitions N] [--app-id ID]
-           [--replication-factor N] [--min-insync-replicas N] [--keep-retention-ms MS]
-       crawlstream topics list [--partitions N] [--app-id ID]       what create would make, one topic a line
-       crawlstream topics manifest [--partitions N] [--app-id ID]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)
-
-  creates every topic of the topology with its partition count (default 4), compacted changelogs
+export const TOPICS_USAGE = commandUsage(
+  'topics',
+  [
+    'create --brokers HOST:PORT[,..] [--partitions N] [--app-id ID] [--replication-factor N]',
+    '                   [--min-insync-replicas N] [--keep-retention-ms MS]',
+    'list [--partitions N] [--app-id ID]       what create would make, one topic a line',
+    'manifest [--partitions N] [--app-id ID]   the same as Strimzi KafkaTopic resources (deploy/topics.yaml)',
+  ],
+  `  creates every topic of the topology with its partition count (default 4), compacted changelogs
   and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone
   (a partition count other than --partitions is an error). --replication-factor (default 1) and
   --min-insync-replicas apply to every topic created; --keep-retention-ms is how long
-  page-records and control keep records (default -1: forever)
-${APP_ID_USAGE}
-${securityUsage(false)}`;
+  page-records and control keep records (default -1: forever)`,
+);
 
-/** `topics create|list`: nothing in crawlstream relies on auto-created topics. */
-export async function runTopics(args: string[], out: (line: string) => void): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        brokers: { type: 'string' },
-        partitions: { type: 'string' },
-        'replication-factor': { type: 'string' },
-        'min-insync-replicas': { type: 'string' },
-        'keep-retention-ms': { type: 'string' },
-        ...APP_ID_ARG,
-        ...securityArgs(false),
-      },
-    });
-  } catch (err) {
-    throw new InvalidOptionError(`${(err as Error).message}\n${TOPICS_USAGE}`);
-  }
-  const action = parsed.positionals[0];
-  if (action !== 'create' && action !== 'list' && action !== 'manifest')
+const ACTIONS = ['create', 'list', 'manifest'] as const;
+
+/** `topics create|list|manifest`: nothing in crawlstream relies on auto-created topics. */
+export async function runTopics(
+  args: string[],
+  out: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const resolved = resolveSettings(args, env, TOPICS_USAGE, 'topics');
+  const [action, extra] = resolved.positionals;
+  if (!(ACTIONS as readonly (string | undefined)[]).includes(action))
     throw new InvalidOptionError(
-      `topics needs 'create', 'list' or 'manifest', got ${JSON.stringify(action ?? '')}\n${TOPICS_USAGE}`,
+      `unknown topics subcommand ${JSON.stringify(action ?? '')}; subcommands are ${ACTIONS.join(', ')}\n${TOPICS_USAGE}`,
     );
-  const applicationId = appIdOf(parsed.values['app-id']);
-  const crawl = parseCrawlArgs([
-    '--data',
-    tmpdir(),
-    ...(parsed.values.partitions !== undefined ? ['--partitions', parsed.values.partitions] : []),
-  ]);
+  if (extra !== undefined) throw new InvalidOptionError(`topics ${action} takes no argument ${JSON.stringify(extra)}`);
+  const get = (name: string) => resolved.values.get(name)?.value;
   const defs = topicDefinitions(
-    crawlTopology({ config: crawl.config, partitions: crawl.partitions, warcDir: tmpdir(), applicationId }),
-    topicOptions(parsed.values),
+    crawlTopology({
+      config: validateCrawlConfig({}),
+      partitions: get('partitions') as number,
+      warcDir: tmpdir(),
+      applicationId: get('app-id') as string,
+    }),
+    topicOptions(resolved),
   );
   if (action === 'list') {
     for (const d of defs)
@@ -71,8 +63,8 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
     out(topicManifest(defs));
     return 0;
   }
-  const { brokers } = kafkaEndpoints(parsed.values.brokers, undefined, TOPICS_USAGE);
-  const port = new KafkaPort(brokers, 'crawlstream-admin', undefined, securityFromArgs(parsed.values).kafka);
+  const { brokers } = kafkaEndpoints(get('brokers') as string | undefined, undefined, TOPICS_USAGE);
+  const port = new KafkaPort(brokers, 'crawlstream-admin', undefined, securityFromSettings(resolved, env).kafka);
   const admin = await port.admin();
   try {
     const created = await admin.createTopics(defs);
@@ -102,22 +94,12 @@ export async function runTopics(args: string[], out: (line: string) => void): Pr
   return 0;
 }
 
-/** The `topics create` flags for real clusters, validated. */
-function topicOptions(values: {
-  'replication-factor'?: string | undefined;
-  'min-insync-replicas'?: string | undefined;
-  'keep-retention-ms'?: string | undefined;
-}): TopicOptions {
-  const int = (name: string, raw: string | undefined, min: number): number | undefined => {
-    if (raw === undefined) return undefined;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min)
-      throw new InvalidOptionError(`--${name} needs an integer of at least ${min}, got ${JSON.stringify(raw)}`);
-    return n;
-  };
-  const replicationFactor = int('replication-factor', values['replication-factor'], 1);
-  const minInsyncReplicas = int('min-insync-replicas', values['min-insync-replicas'], 1);
-  const keptRetentionMs = int('keep-retention-ms', values['keep-retention-ms'], -1);
+/** The `topics create` settings for real clusters, checked together. */
+function topicOptions({ values }: ResolvedSettings): TopicOptions {
+  const int = (name: string): number | undefined => values.get(name)?.value as number | undefined;
+  const replicationFactor = int('replication-factor');
+  const minInsyncReplicas = int('min-insync-replicas');
+  const keptRetentionMs = int('keep-retention-ms');
   if (minInsyncReplicas !== undefined && minInsyncReplicas > (replicationFactor ?? 1))
     throw new InvalidOptionError(
       `--min-insync-replicas ${minInsyncReplicas} exceeds --replication-factor ${replicationFactor ?? 1}: no write could ever be acknowledged`,

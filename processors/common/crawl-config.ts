@@ -173,75 +173,90 @@ export const defaultCrawlConfig: CrawlConfig = {
   sitemaps: true,
 };
 
+/** The range a numeric field of CrawlConfig may take. */
+export interface Bounds {
+  readonly min: number;
+  readonly max?: number;
+  /** A whole number (every count, size and time). */
+  readonly whole: boolean;
+}
+
+const whole = (min: number, max?: number): Bounds => ({ min, ...(max !== undefined ? { max } : {}), whole: true });
+const fraction = (min: number, max: number): Bounds => ({ min, max, whole: false });
+
+/**
+ * The bounds of every numeric field, in one place: `validateCrawlConfig` enforces them and the
+ * CLI's settings (cli/settings.ts) take theirs from here, so a flag, a --config file and a
+ * library caller are refused alike. Rules between fields (the look-ahead below the min delay,
+ * recrawl max not below recrawl min) and the open interval of the false-positive rate are
+ * checked by `validateCrawlConfig` besides.
+ */
+export const CRAWL_CONFIG_BOUNDS = {
+  minDelayMs: whole(1_000), // the politeness floor
+  slowFactor: whole(1),
+  maxCrawlDelayMs: whole(0),
+  robotsTtlMs: whole(1_000),
+  robotsRetryMs: whole(100),
+  backoffMs: whole(1),
+  backoffMaxMs: whole(1),
+  backoffQuietMs: whole(0),
+  backoffJitterPercent: whole(0),
+  maxAttempts: whole(1),
+  fetchTimeoutMs: whole(100),
+  connectTimeoutMs: whole(100),
+  headersTimeoutMs: whole(100),
+  leaseWindowMs: whole(100),
+  maxBodyBytes: whole(1),
+  maxDecodedBytes: whole(1),
+  maxUrlLength: whole(16),
+  maxPathDepth: whole(1),
+  maxSegmentRepeats: whole(2), // one repeat is no trap: /a/a/ is common
+  maxRedirectHops: whole(0),
+  maxOutlinksPerPage: whole(1),
+  maxHops: whole(1),
+  templateAllowance: whole(1),
+  templateAllowancePerInlink: whole(0),
+  sitePageBudget: whole(1),
+  seedPageBudget: whole(0),
+  siteBudgetPerInlink: whole(0),
+  siteBudgetMax: whole(1),
+  dupCutWindow: whole(1),
+  dupCutPercent: whole(0, 100),
+  activeHostSlots: whole(1),
+  dispatchLookaheadMs: whole(0),
+  ipConcurrency: whole(1),
+  ipGapMs: whole(0),
+  connErrorsToPark: whole(1),
+  fetchConcurrency: whole(1),
+  threads: whole(1),
+  seenExpectedUrls: whole(1),
+  seenBlockCacheBytes: whole(0),
+  warcMaxFileBytes: whole(1024 * 1024),
+  recrawlMinMs: whole(1_000),
+  recrawlMaxMs: whole(1_000),
+  recrawlInitialMs: whole(0),
+  feedMaxIntervalMs: whole(1_000),
+  recrawlShorten: fraction(0.01, 1),
+  recrawlLengthen: fraction(1, 100),
+  recrawlShare: fraction(0, 1),
+} as const satisfies Partial<Record<keyof CrawlConfig, Bounds>>;
+
 /** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
   const c = { ...defaultCrawlConfig, ...partial };
-  const wholeNumbers: (keyof CrawlConfig)[] = [
-    'minDelayMs',
-    'slowFactor',
-    'maxCrawlDelayMs',
-    'robotsTtlMs',
-    'robotsRetryMs',
-    'backoffMs',
-    'backoffMaxMs',
-    'maxAttempts',
-    'leaseWindowMs',
-    'connectTimeoutMs',
-    'headersTimeoutMs',
-    'fetchTimeoutMs',
-    'maxBodyBytes',
-    'maxDecodedBytes',
-    'maxUrlLength',
-    'maxPathDepth',
-    'maxSegmentRepeats',
-    'maxRedirectHops',
-    'seenExpectedUrls',
-    'maxHops',
-    'sitePageBudget',
-    'seedPageBudget',
-    'siteBudgetPerInlink',
-    'templateAllowance',
-    'templateAllowancePerInlink',
-    'siteBudgetMax',
-    'dupCutWindow',
-    'dupCutPercent',
-    'activeHostSlots',
-    'dispatchLookaheadMs',
-    'ipConcurrency',
-    'ipGapMs',
-    'connErrorsToPark',
-    'backoffQuietMs',
-    'backoffJitterPercent',
-    'maxOutlinksPerPage',
-    'fetchConcurrency',
-    'threads',
-    'warcMaxFileBytes',
-    'seenBlockCacheBytes',
-    'recrawlMinMs',
-    'recrawlMaxMs',
-    'recrawlInitialMs',
-    'feedMaxIntervalMs',
-  ];
-  for (const key of wholeNumbers) {
+  for (const [key, b] of Object.entries(CRAWL_CONFIG_BOUNDS) as [keyof typeof CRAWL_CONFIG_BOUNDS, Bounds][]) {
     const v = c[key];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-      throw new InvalidOptionError(`${key} must be a non-negative whole number, got ${String(v)}`);
-  }
-  if (c.minDelayMs < 1_000)
-    throw new InvalidOptionError(`min delay must be at least 1000 ms (the politeness floor), got ${c.minDelayMs}`);
-  for (const key of [
-    'activeHostSlots',
-    'maxHops',
-    'templateAllowance',
-    'ipConcurrency',
-    'connErrorsToPark',
-    'maxAttempts',
-    'fetchConcurrency',
-    'threads',
-    'leaseWindowMs',
-    'fetchTimeoutMs',
-  ] as const) {
-    if (c[key] < 1) throw new InvalidOptionError(`${key} must be at least 1, got ${c[key]}`);
+    const range = b.max !== undefined ? `from ${b.min} to ${b.max}` : `of at least ${b.min}`;
+    if (
+      typeof v !== 'number' ||
+      !Number.isFinite(v) ||
+      (b.whole && !Number.isInteger(v)) ||
+      v < b.min ||
+      v > (b.max ?? v)
+    )
+      throw new InvalidOptionError(
+        `${key} must be ${b.whole ? 'a whole number' : 'a number'} ${range}, got ${String(v)}`,
+      );
   }
   if (c.dispatchLookaheadMs >= c.minDelayMs)
     throw new InvalidOptionError(
@@ -249,20 +264,10 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     );
   if (!(c.seenFalsePositiveRate > 0 && c.seenFalsePositiveRate < 1))
     throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
-  if (c.dupCutPercent > 100)
-    throw new InvalidOptionError(`dupCutPercent is a share of pages, 0..100, got ${c.dupCutPercent}`);
-  if (c.recrawlMinMs < 1_000)
-    throw new InvalidOptionError(`recrawl min must be at least 1 s, got ${c.recrawlMinMs} ms`);
   if (c.recrawlMaxMs < c.recrawlMinMs)
     throw new InvalidOptionError(
       `recrawl max (${c.recrawlMaxMs} ms) must not be below recrawl min (${c.recrawlMinMs} ms)`,
     );
-  if (!(c.recrawlShare >= 0 && c.recrawlShare <= 1))
-    throw new InvalidOptionError(`recrawl share must be between 0 and 1, got ${c.recrawlShare}`);
-  if (!(c.recrawlShorten > 0 && c.recrawlShorten <= 1))
-    throw new InvalidOptionError(`recrawl shorten factor must be in (0, 1], got ${c.recrawlShorten}`);
-  if (!(c.recrawlLengthen >= 1 && c.recrawlLengthen <= 100))
-    throw new InvalidOptionError(`recrawl lengthen factor must be in [1, 100], got ${c.recrawlLengthen}`);
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent))
     throw new InvalidOptionError(
       `user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`,

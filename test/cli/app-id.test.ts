@@ -37,7 +37,7 @@ test('run takes --app-id (default crawlstream), also from CRAWLSTREAM_APP_ID, an
 });
 
 test('topics, inject and control refuse a malformed --app-id before connecting anywhere', async () => {
-  const refusal = isRefusal(`--app-id must be ${FORM}, got "a.b"`);
+  const refusal = isRefusal(`--app-id must be ${FORM}, got "a.b" (from flag --app-id)`);
   await assert.rejects(
     runTopics(['create', '--brokers', '127.0.0.1:1', '--app-id', 'a.b'], () => undefined),
     refusal,
@@ -84,7 +84,7 @@ test('replay takes --app-id with --brokers for the changelog names, and refuses 
   );
   assert.throws(
     () => parseReplayArgs('rebuild', ['--store', 'all', '--data', dir, '--brokers', '127.0.0.1:1', '--app-id', 'N']),
-    isRefusal(`--app-id must be ${FORM}, got "N"`),
+    isRefusal(`--app-id must be ${FORM}, got "N" (from flag --app-id)`),
   );
   await assert.rejects(
     runReparse(['--data', dir, '--app-id', 'news'], () => undefined),
@@ -92,6 +92,6 @@ test('replay takes --app-id with --brokers for the changelog names, and refuses 
   );
   await assert.rejects(
     runReparse(['--data', dir, ...KAFKA, '--app-id', 'x_y'], () => undefined),
-    isRefusal(`--app-id must be ${FORM}, got "x_y"`),
+    isRefusal(`--app-id must be ${FORM}, got "x_y" (from flag --app-id)`),
   );
 });

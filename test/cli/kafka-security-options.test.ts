@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseControlArgs } from '../../cli/control.js';
-import { securityFromArgs } from '../../cli/kafka-security-options.js';
+import { runTopics } from '../../cli/topics.js';
 import { parseRunArgs } from '../../cli/run-options.js';
 import { isCrawlError } from '../../core/errors.js';
 
@@ -141,21 +141,34 @@ test('mutual TLS: a certificate and its key are both kept', () => {
   assert.deepEqual(cmd.security, { kafka: { tls: true, certFile: CA, keyFile: KEY } });
 });
 
-test('commands with their own arguments (topics, replay, inject, control) take the same flags and variables', () => {
+/** `control pause example.com` on Kafka with `args`: its target's security. */
+const controlSecurity = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+  const { target } = parseControlArgs(
+    ['pause', 'example.com', '--brokers', '127.0.0.1:9093', '--registry', 'http://127.0.0.1:8081', ...args],
+    0,
+    env,
+  );
+  assert.ok('security' in target);
+  return target.security;
+};
+
+test('the other Kafka commands (topics, replay, inject, control) take the same settings and variables as run', async () => {
   assert.deepEqual(
-    securityFromArgs(
-      { 'kafka-tls': true, 'kafka-sasl-mechanism': 'scram-sha-256', 'kafka-sasl-username': 'u' },
-      { CRAWLSTREAM_KAFKA_SASL_PASSWORD: 'pw', CRAWLSTREAM_KAFKA_CA: CA },
-    ),
+    controlSecurity(['--kafka-tls', '--kafka-sasl-mechanism', 'scram-sha-256', '--kafka-sasl-username', 'u'], {
+      CRAWLSTREAM_KAFKA_SASL_PASSWORD: 'pw',
+      CRAWLSTREAM_KAFKA_CA: CA,
+    }),
     { kafka: { tls: true, caFile: CA, sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'pw' } } },
   );
   refuses(
-    () => securityFromArgs({}, { CRAWLSTREAM_KAFKA_TLS: 'maybe' }),
+    () => controlSecurity([], { CRAWLSTREAM_KAFKA_TLS: 'maybe' }),
     '--kafka-tls must be true or false, got "maybe" (from env CRAWLSTREAM_KAFKA_TLS)',
   );
-  refuses(
-    () => securityFromArgs({ 'kafka-sasl-username': 'u' }, {}),
-    '--kafka-sasl-username needs --kafka-sasl-mechanism',
+  refuses(() => controlSecurity(['--kafka-sasl-username', 'u']), '--kafka-sasl-username needs --kafka-sasl-mechanism');
+  // topics create checks them before it connects to the brokers
+  await assert.rejects(
+    runTopics(['create', '--brokers', '127.0.0.1:1', '--kafka-sasl-username', 'u'], () => undefined, {}),
+    /--kafka-sasl-username needs --kafka-sasl-mechanism/,
   );
   const { target } = parseControlArgs([
     'pause',
@@ -176,7 +189,7 @@ test('commands with their own arguments (topics, replay, inject, control) take t
   );
 });
 
-test('run and the self-parsing commands: OAUTHBEARER takes the client id and secret as username and password, and the token URL', () => {
+test('run and the other Kafka commands: OAUTHBEARER takes the client id and secret as username and password, and the token URL', () => {
   const oauth = [
     '--kafka-tls',
     '--kafka-sasl-mechanism',
@@ -204,13 +217,16 @@ test('run and the self-parsing commands: OAUTHBEARER takes the client id and sec
   };
   assert.deepEqual(parseRunArgs([...BASE, ...oauth], {}).security, expected);
   assert.deepEqual(
-    securityFromArgs(
-      {
-        'kafka-tls': true,
-        'kafka-sasl-mechanism': 'oauthbearer',
-        'kafka-sasl-username': 'crawler-1',
-        'kafka-oauth-scope': 'kafka crawl',
-      },
+    controlSecurity(
+      [
+        '--kafka-tls',
+        '--kafka-sasl-mechanism',
+        'oauthbearer',
+        '--kafka-sasl-username',
+        'crawler-1',
+        '--kafka-oauth-scope',
+        'kafka crawl',
+      ],
       {
         CRAWLSTREAM_KAFKA_SASL_PASSWORD: 's3cret',
         CRAWLSTREAM_KAFKA_OAUTH_TOKEN_URL: 'https://idp.example/token',

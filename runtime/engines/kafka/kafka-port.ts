@@ -76,6 +76,20 @@ export interface GroupConsumerOptions {
 }
 
 /**
+ * Checks bootstrap servers, the one rule for every command: `host:port` each, the host a name or
+ * an IPv4 address (kafkajs splits a seed broker at ':', so an IPv6 literal such as [::1]:9092
+ * cannot be one; give such a broker a host name). Throws CS_INVALID_OPTION naming the entry.
+ */
+export function checkBrokers(brokers: readonly string[]): void {
+  for (const b of brokers)
+    if (!/^[^:\s[\]]+:\d{1,5}$/.test(b))
+      throw new CrawlError(
+        'CS_INVALID_OPTION',
+        `--brokers needs host:port entries (an IPv6 host by name), got ${JSON.stringify(b)}`,
+      );
+}
+
+/**
  * The entry to the Kafka client library (kafkajs 2.2.4), which only this file and its parts
  * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts, kafka-codecs.ts, kafka-oauthbearer.ts) know: swap the client here and
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
@@ -103,10 +117,7 @@ export class KafkaPort {
   ) {
     validateCompression(compression, '--kafka-compression');
     installKafkaCodecs();
-    for (const b of brokers) {
-      if (!/^[^:\s]+:\d+$/.test(b))
-        throw new CrawlError('CS_INVALID_OPTION', `--brokers needs host:port entries, got ${JSON.stringify(b)}`);
-    }
+    checkBrokers(brokers);
     const { ssl, sasl } = resolveKafkaSecurity(security);
     this.kafka = new KafkaClient({
       clientId,

@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseControlArgs } from '../../cli/control.js';
+import { parseCrawlArgs } from '../../cli/options.js';
+import { kafkaEndpoints } from '../../cli/run-options.js';
+import { SETTINGS } from '../../cli/settings.js';
+import { isCrawlError } from '../../core/errors.js';
+import { CRAWL_CONFIG_BOUNDS, validateCrawlConfig, type Bounds } from '../../processors/common/crawl-config.js';
+import { checkBrokers } from '../../runtime/engines/kafka/kafka-port.js';
+
+const refused = (f: () => unknown, message: RegExp): void =>
+  assert.throws(f, (err: unknown) => {
+    assert.ok(isCrawlError(err), `expected a CrawlError, got ${String(err)}`);
+    assert.equal(err.code, 'CS_INVALID_OPTION');
+    assert.match(err.message.split('\n')[0]!, message);
+    return true;
+  });
+
+test('every setting of a CrawlConfig field has that field’s bounds: the flag and the library refuse alike', () => {
+  const bounded = SETTINGS.filter((s) => s.config !== undefined && s.config in CRAWL_CONFIG_BOUNDS);
+  assert.ok(bounded.length >= 40, `${bounded.length} settings with bounds`);
+  for (const s of bounded) {
+    const b: Bounds = CRAWL_CONFIG_BOUNDS[s.config as keyof typeof CRAWL_CONFIG_BOUNDS];
+    const scale = s.scale ?? 1;
+    assert.equal((s.min ?? 0) * scale, b.min, `least --${s.name}`);
+    assert.equal(s.max === undefined ? undefined : s.max * scale, b.max, `most --${s.name}`);
+  }
+  for (const key of Object.keys(CRAWL_CONFIG_BOUNDS))
+    assert.ok(
+      SETTINGS.some((s) => s.config === key),
+      `CrawlConfig.${key} has bounds but no setting`,
+    );
+});
+
+test('--max-segment-repeats, --robots-ttl and --recrawl-shorten: one bound each, below it refused by both', () => {
+  for (const [flag, value, field, fieldValue] of [
+    ['--max-segment-repeats', '1', 'maxSegmentRepeats', 1],
+    ['--robots-ttl', '999', 'robotsTtlMs', 999],
+    ['--recrawl-shorten', '0.005', 'recrawlShorten', 0.005],
+  ] as const) {
+    refused(() => parseCrawlArgs(['--data', 'd', flag, value], {}), new RegExp(`^${flag} must be `));
+    refused(() => validateCrawlConfig({ [field]: fieldValue }), new RegExp(`^${field} must be `));
+  }
+  // the least value is taken by both
+  assert.equal(parseCrawlArgs(['--data', 'd', '--max-segment-repeats', '2'], {}).config.maxSegmentRepeats, 2);
+  assert.equal(validateCrawlConfig({ maxSegmentRepeats: 2 }).maxSegmentRepeats, 2);
+  assert.equal(validateCrawlConfig({ recrawlShorten: 0.01 }).recrawlShorten, 0.01);
+  assert.equal(parseCrawlArgs(['--data', 'd', '--recrawl-shorten', '0.01'], {}).config.recrawlShorten, 0.01);
+});
+
+test('one broker-list rule: the CLI refuses what the Kafka port would, [::1]:9092 included', () => {
+  assert.deepEqual(kafkaEndpoints(' a.test:9092, 10.0.0.1:19092 ', undefined, '').brokers, [
+    'a.test:9092',
+    '10.0.0.1:19092',
+  ]);
+  for (const bad of ['[::1]:9092', '::1:9092', 'a.test', 'a.test:port', 'a test:9092']) {
+    refused(() => kafkaEndpoints(bad, undefined, ''), /^--brokers needs host:port entries/);
+    refused(() => checkBrokers([bad]), /^--brokers needs host:port entries/);
+  }
+});
+
+test('control: --data and --brokers from sources of one rank are refused; otherwise the stronger source wins', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cs-one-schema-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const kafka = ['--brokers', '127.0.0.1:1', '--registry', 'http://127.0.0.1:1'];
+  refused(
+    () => parseControlArgs(['pause', 'example.com', '--data', dir, ...kafka], 0, {}),
+    /--data DIR \(embedded crawl\) or --brokers \(Kafka\), not both/,
+  );
+  refused(
+    () =>
+      parseControlArgs(['pause', 'example.com'], 0, {
+        CRAWLSTREAM_DATA: dir,
+        CRAWLSTREAM_BROKERS: '127.0.0.1:1',
+        CRAWLSTREAM_REGISTRY: 'http://127.0.0.1:1',
+      }),
+    /not both/,
+  );
+  // a pod's CRAWLSTREAM_DATA does not stand in the way of a --brokers flag, nor CRAWLSTREAM_BROKERS of --data
+  const onKafka = parseControlArgs(['pause', 'example.com', ...kafka], 0, { CRAWLSTREAM_DATA: dir });
+  assert.ok('brokers' in onKafka.target && onKafka.target.brokers[0] === '127.0.0.1:1');
+  const embedded = parseControlArgs(['pause', 'example.com', '--data', dir], 0, {
+    CRAWLSTREAM_BROKERS: '127.0.0.1:1',
+    CRAWLSTREAM_KAFKA_TLS: 'true',
+  });
+  assert.deepEqual(embedded.target, { dataDir: dir });
+  // the Kafka flags themselves with --data are still a mistake
+  refused(
+    () => parseControlArgs(['pause', 'example.com', '--data', dir, '--kafka-tls'], 0, {}),
+    /--kafka-tls is for --brokers/,
+  );
+});
