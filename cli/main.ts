@@ -26,6 +26,7 @@ usage:
   crawlstream replay reparse --data DIR                            re-derive page records from archived payloads
   crawlstream config [crawl options] [--markdown]                  effective settings and where each came from
   crawlstream dashboard                                            the Grafana dashboard JSON, from the metric catalogue
+  crawlstream status [SITE] --ops URL [--json]                     a running crawl's tasks, or one site's queue, back-off and robots.txt
 
 run 'crawlstream crawl --help' for crawl options`;
 
@@ -77,6 +78,8 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(args, out);
     case 'replay':
       return runReplay(args, out);
+    case 'status':
+      return (await import('./status.js')).runStatus(args, out);
     case 'dashboard':
       return (await import('./dashboard.js')).runDashboard(args, out);
     case undefined:
