@@ -157,10 +157,10 @@ function engineTable(body: Record<string, unknown>): string[] {
   return lines;
 }
 
-function backoffText(h: HostView, now: number): string {
+function backoffText(h: HostView): string {
   if (h.backoff === null) return '-';
   const b = h.backoff;
-  return b.active ? `until ${iso(b.until).slice(11)} (${when(b.until, now)}): ${b.why}` : `ended: ${b.why}`;
+  return b.active ? `until ${iso(b.until).slice(11)}: ${b.why}` : `ended: ${b.why}`;
 }
 
 function robotsText(h: HostView): string {
@@ -219,7 +219,7 @@ function siteTable(body: Record<string, unknown>): string[] {
           h.phase,
           String(h.queued),
           h.nextEligibleAt === null ? '-' : when(h.nextEligibleAt, now),
-          backoffText(h, now),
+          backoffText(h),
           h.parkedReason ?? '-',
           robotsText(h),
         ]),
