@@ -618,7 +618,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         activeHosts: this.active,
         host: (h) => this.hosts.get(h),
         isParked: (h) => this.parked.has(h),
-        isHeld: (h) => [...this.held.values()].some((set) => set.has(h)),
+        // every host the view asks about is of `site` (held hosts are kept by site)
+        isHeld: (h) => this.held.get(site)?.has(h) === true,
         eligibleAt: (state) => this.eligibleAt(state),
         site: (name) => this.sites.stateOf(name),
         budget: (state) => this.sites.budget(state),

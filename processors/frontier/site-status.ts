@@ -54,7 +54,7 @@ export interface SiteStatusSource {
   readonly now: number;
   readonly robotsTtlMs: number;
   /** The task's hosts holding an active slot (in memory, bounded by the slots and parked hosts). */
-  readonly activeHosts: Iterable<string>;
+  readonly activeHosts: ReadonlySet<string>;
   host(host: string): HostState | undefined;
   isParked(host: string): boolean;
   isHeld(host: string): boolean;
@@ -147,10 +147,10 @@ export interface SiteStatus {
  * The site's hosts this task knows without a scan: its active hosts (an in-memory set), and the
  * site's apex and `www.` hosts read by key (kept when inactive, e.g. a host whose queue ran out).
  */
-function hostsOf(src: SiteStatusSource, site: string): HostState[] {
+function hostsOf(src: SiteStatusSource, site: string, activeNames: ReadonlySet<string>): HostState[] {
   const names = new Set<string>();
   const suffix = `.${site}`;
-  for (const h of src.activeHosts) if (h === site || h.endsWith(suffix)) names.add(h);
+  for (const h of activeNames) if (h === site || h.endsWith(suffix)) names.add(h);
   names.add(site);
   names.add(`www.${site}`);
   const states: HostState[] = [];
@@ -237,9 +237,8 @@ function hostView(src: SiteStatusSource, state: HostState, activeNames: Readonly
  * state and a few keys: cheap enough to answer while the task runs, and bounded (MAX_STATUS_HOSTS).
  */
 export function siteStatus(src: SiteStatusSource, site: string): SiteStatus {
-  const activeNames = new Set<string>();
-  for (const h of src.activeHosts) activeNames.add(h);
-  const all = hostsOf(src, site);
+  const activeNames = src.activeHosts;
+  const all = hostsOf(src, site, activeNames);
   const hosts = all.slice(0, MAX_STATUS_HOSTS).map((s) => hostView(src, s, activeNames));
   const stored = src.site(site);
   const bands = src.frontBands();
