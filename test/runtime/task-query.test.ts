@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { stringSerde } from '../../core/serde.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
+import type { Engine, QueryAnswer } from '../../runtime/engine.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
+import { siteStatusReply } from '../../runtime/status-routes.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
@@ -105,4 +107,27 @@ test('a processor query runs on the task owning the key, through Engine.query an
   const after = engine.query({ processor: 'frontier', query: 'site', key: 'a.test' });
   assert.equal(after.kind, 'unavailable', 'a stopped engine answers nothing');
   assert.equal((await getJson(ops.address, '/status/site/a.test')).status, 503);
+});
+
+test('/status/site answers 421 naming the partition when another instance owns it, 503 while restoring', () => {
+  const stub = (answer: QueryAnswer): Engine => ({ name: 'kafka', query: () => answer }) as unknown as Engine;
+  const notOwned = siteStatusReply(stub({ kind: 'not-owned', partition: 3, partitions: 4, owned: [0, 1] }), 'Ex.COM');
+  assert.equal(notOwned.status, 421);
+  assert.deepEqual(notOwned.body, {
+    engine: 'kafka',
+    site: 'ex.com',
+    owned: false,
+    partition: 3,
+    partitions: 4,
+    ownedHere: [0, 1],
+    error: 'partition 3 of ex.com is not owned by this instance; ask the instance that owns it',
+  });
+  const restoring = siteStatusReply(
+    stub({ kind: 'unavailable', partition: 2, reason: 'task 1_2 is restoring' }),
+    'ex.com',
+  );
+  assert.equal(restoring.status, 503);
+  assert.equal((restoring.body as { error: string }).error, 'task 1_2 is restoring');
+  assert.equal(siteStatusReply(stub({ kind: 'unknown', reason: 'no processor named frontier' }), 'ex.com').status, 404);
+  assert.equal(siteStatusReply(stub({ kind: 'unknown', reason: 'x' }), 'http%3A%2F%2Fex.com').status, 400);
 });
