@@ -161,12 +161,19 @@ function hostsOf(src: SiteStatusSource, site: string, activeNames: ReadonlySet<s
   return states.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
 }
 
-function hostView(src: SiteStatusSource, state: HostState, activeNames: ReadonlySet<string>): HostView {
+function hostView(
+  src: SiteStatusSource,
+  state: HostState,
+  activeNames: ReadonlySet<string>,
+  control: SiteControl | undefined,
+): HostView {
   const now = src.now;
   const queued = state.tailSeq - state.headSeq;
   const active = activeNames.has(state.host);
   const parked = src.isParked(state.host);
-  const held = src.isHeld(state.host);
+  // a paused or blocked site's hosts are held from the moment of the command (dispatch holds or drops them at their turn)
+  const hasWork = queued > 0 || state.robotsHops.length > 0;
+  const held = src.isHeld(state.host) || (hasWork && (control?.paused === true || control?.blocked === true));
   const unavailable = state.robots.filter((r) => r.state === 'UNAVAILABLE').map((r) => r.origin);
   let parkedReason: string | null = null;
   if (parked)
@@ -176,7 +183,11 @@ function hostView(src: SiteStatusSource, state: HostState, activeNames: Readonly
         : unavailable.length > 0
           ? `robots.txt unavailable (${unavailable.join(', ')}): retried at the next eligible time`
           : 'parked';
-  else if (held) parkedReason = 'site paused by an operator';
+  else if (held)
+    parkedReason =
+      control?.blocked === true
+        ? 'site blocked by an operator: its queued URLs are dropped at their turn'
+        : 'site paused by an operator';
   const outcomes = src.outcomes(state.host);
   let backoff: HostView['backoff'] = null;
   if (state.lastBackoffAt > 0) {
@@ -195,7 +206,6 @@ function hostView(src: SiteStatusSource, state: HostState, activeNames: Readonly
       why: `${state.connErrors} connection errors in a row`,
     };
   }
-  const hasWork = queued > 0 || state.robotsHops.length > 0;
   const nextEligibleAt = hasWork && state.lease === null ? src.eligibleAt(state) : null;
   let phase: HostPhase;
   if (state.lease !== null) phase = 'in-flight';
@@ -239,7 +249,8 @@ function hostView(src: SiteStatusSource, state: HostState, activeNames: Readonly
 export function siteStatus(src: SiteStatusSource, site: string): SiteStatus {
   const activeNames = src.activeHosts;
   const all = hostsOf(src, site, activeNames);
-  const hosts = all.slice(0, MAX_STATUS_HOSTS).map((s) => hostView(src, s, activeNames));
+  const control = src.control(site);
+  const hosts = all.slice(0, MAX_STATUS_HOSTS).map((s) => hostView(src, s, activeNames, control));
   const stored = src.site(site);
   const bands = src.frontBands();
   const byBand: Record<string, number> = {};
@@ -269,7 +280,7 @@ export function siteStatus(src: SiteStatusSource, site: string): SiteStatus {
         }
       : null,
     templates: stored ? { tracked: stored.templates.length, demoting, dropping } : null,
-    control: src.control(site) ?? null,
+    control: control ?? null,
     deferred: { partitionTotal: bands.reduce((a, b) => a + b, 0), byBand },
     partitionQueued: src.backQueued,
   };

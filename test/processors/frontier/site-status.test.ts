@@ -108,6 +108,10 @@ test('the frontier site query follows a host through queued, in flight, backed o
     issuedBy: 't',
   });
   assert.equal(siteOf(h, 'a.test').control?.paused, true);
+  assert.ok(
+    siteOf(h, 'a.test').hosts.every((x) => x.phase === 'held' || x.phase === 'in-flight'),
+    'held from the command on',
+  );
   await h.advance(40_000, 500);
   const held = siteOf(h, 'a.test').hosts.filter((x) => x.phase === 'held');
   assert.ok(held.length > 0, JSON.stringify(siteOf(h, 'a.test').hosts));
