@@ -134,7 +134,7 @@ function engineTable(body: Record<string, unknown>): string[] {
   const totals = (body['totals'] ?? {}) as Record<string, unknown>;
   const yes = (v: unknown) => (v === true ? 'yes' : 'no');
   const lines = [
-    `engine ${String(body['engine'])}  state ${String(body['state'])}  live ${yes(body['live'])}  ready ${yes(body['ready'])}  at ${iso(Number(body['now']))}`,
+    `engine ${String(body['engine'])}  instance ${String(body['instance'])}  state ${String(body['state'])}  live ${yes(body['live'])}  ready ${yes(body['ready'])}  at ${iso(Number(body['now']))}`,
     '',
     ...table(
       ['TASK', 'PROCESSORS', 'PARTITION', 'STATE'],

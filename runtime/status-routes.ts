@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { M, type MetricId } from '../core/metric-catalogue.js';
 import type { Engine, QueryAnswer } from './engine.js';
 
@@ -52,7 +53,17 @@ export function engineStatus(engine: Engine, now = Date.now()): StatusReply {
   for (const [name, id] of Object.entries(TOTAL_COUNTERS)) totals[name] = engine.metrics.total(id);
   return {
     status: 200,
-    body: { engine: engine.name, now, state: health.state, live: health.live, ready: health.ready, tasks, totals },
+    body: {
+      engine: engine.name,
+      // a pod's name on Kubernetes: which instance answered, next to the partitions it owns
+      instance: hostname(),
+      now,
+      state: health.state,
+      live: health.live,
+      ready: health.ready,
+      tasks,
+      totals,
+    },
   };
 }
 

@@ -62,7 +62,7 @@ test(
 
       const all = await statusCli(await ops());
       assert.equal(all.code, 0, all.stderr);
-      assert.match(all.stdout, /^engine embedded {2}state running {2}live yes {2}ready yes/);
+      assert.match(all.stdout, /^engine embedded {2}instance \S+ {2}state running {2}live yes {2}ready yes/);
       assert.match(all.stdout, /\n\S+\s+frontier\s+\d+\s+running\n/);
       const json = JSON.parse((await statusCli(await ops(), undefined, ['--json'])).stdout) as {
         totals: { parkedHosts: number; tasksByState: Record<string, number> };

@@ -140,7 +140,7 @@ test(
       }
       const all = await statusCli((await addresses())[0]!);
       assert.equal(all.code, 0, all.stderr);
-      assert.match(all.stdout, /^engine kafka {2}state running/);
+      assert.match(all.stdout, /^engine kafka {2}instance \S+ {2}state running/);
     } finally {
       for (const i of instances) i.child.kill('SIGTERM');
       await Promise.all(instances.map((i) => i.exited));
