@@ -242,6 +242,7 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
     getStateStore: <S extends StateStore>(name: string) => stores.get(name) as S,
     commit: () => {},
     currentTimeMs: () => Date.now(),
+    registerQuery: () => {},
   };
   const parser = new ParserProcessor(defaultCrawlConfig);
   parser.init(context as ProcessorContext<string, never>);

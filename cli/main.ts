@@ -12,6 +12,7 @@ import { REPARSE_USAGE } from './replay-reparse.js';
 import { REPLAY_USAGE, runReplay } from './replay.js';
 import { runRole } from './run.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
+import { runStatus, STATUS_USAGE } from './status.js';
 import { runTopics, TOPICS_USAGE } from './topics.js';
 
 type Out = (line: string) => void;
@@ -114,7 +115,13 @@ const COMMANDS: readonly Command[] = [
     usage: () => DASHBOARD_USAGE,
     run: runDashboard,
   },
-  // status: `crawlstream status [SITE] --ops URL` (cli/status.ts) is one entry here, like those above
+  {
+    name: 'status',
+    synopsis: 'status [SITE] --ops URL [--json]',
+    summary: "a running crawl's tasks, or one site's queue, back-off and robots.txt",
+    usage: () => STATUS_USAGE,
+    run: runStatus,
+  },
   {
     name: 'help',
     synopsis: 'help [COMMAND]',

@@ -18,6 +18,13 @@ export interface Engine {
   readonly done: Promise<void>;
   /** What `/healthz` and `/readyz` report; cheap, safe to call at any time. */
   health(): EngineHealth;
+  /**
+   * Runs a processor's registered query on this instance's task owning `request.key`'s partition,
+   * whichever engine runs it. Synchronous: queries are cheap and bounded by contract.
+   */
+  query(request: QueryRequest): QueryAnswer;
+  /** This instance's tasks and their states; cheap, safe to call at any time. */
+  taskStatus(): TaskStatus[];
   /** Graceful: stops taking input, waits briefly for work in flight, commits, closes. Idempotent. */
   stop(): Promise<void>;
 }
@@ -33,4 +40,42 @@ export interface EngineHealth {
   /** Tasks assigned to this instance, and how many of them are still restoring. */
   readonly tasks: number;
   readonly restoring: number;
+}
+
+/**
+ * A question for one processor's query (`ProcessorContext.registerQuery`), asked of the task that
+ * owns `key`'s partition of that processor's sub-topology (the partitioner of its input topics).
+ */
+export interface QueryRequest {
+  readonly processor: string;
+  readonly query: string;
+  readonly key: string;
+}
+
+/** What `Engine.query` found: the answer, or why there is none here. */
+export type QueryAnswer =
+  | { readonly kind: 'answered'; readonly task: string; readonly partition: number; readonly value: unknown }
+  /** Another instance owns the key's partition (Kafka): ask the one that does. */
+  | {
+      readonly kind: 'not-owned';
+      readonly partition: number;
+      readonly partitions: number;
+      /** The partitions of that sub-topology this instance owns. */
+      readonly owned: readonly number[];
+    }
+  /** The owning task is here but cannot answer yet (restoring, closing) or the engine is not running. */
+  | { readonly kind: 'unavailable'; readonly partition?: number; readonly reason: string }
+  /** No such processor, or it registered no such query. */
+  | { readonly kind: 'unknown'; readonly reason: string };
+
+/** One task of this instance, as `/status` lists it. */
+export interface TaskStatus {
+  /** `subtopology_partition`. */
+  readonly task: string;
+  readonly subtopology: number;
+  readonly partition: number;
+  /** The processors it runs, e.g. `['frontier']`. */
+  readonly processors: readonly string[];
+  /** created | restoring | running | suspended | closed (task-lifecycle.ts). */
+  readonly state: string;
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter } from '../core/prometheus.js';
 import type { Engine } from './engine.js';
+import { engineStatus, siteStatusReply, type StatusReply } from './status-routes.js';
 
 /** Where and what the operations endpoints serve. */
 export interface OpsServerOptions {
@@ -26,7 +27,8 @@ export interface OpsServer {
 /**
  * Serves `/metrics` (Prometheus text, or OpenMetrics when the `Accept` header asks for it),
  * `/healthz` (200 while the event loop answers and the engine has not failed, else 503) and
- * `/readyz` (200 once every assigned task is restored and running, else 503). Answers GET and
+ * `/readyz` (200 once every assigned task is restored and running, else 503), `/status` and
+ * `/status/site/NAME` (JSON: status-routes.ts). Answers GET and
  * HEAD only; a scrape never blocks the engine beyond reading its counters.
  */
 export async function startOpsServer({ engine, port, host, stateDir }: OpsServerOptions): Promise<OpsServer> {
@@ -57,7 +59,19 @@ export async function startOpsServer({ engine, port, host, stateDir }: OpsServer
         .end(`${JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...health })}\n`);
       return;
     }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /healthz or /readyz\n');
+    if (path === '/status' || path?.startsWith('/status/site/')) {
+      let reply: StatusReply;
+      try {
+        reply = path === '/status' ? engineStatus(engine) : siteStatusReply(engine, path.slice(13));
+      } catch (err) {
+        reply = { status: 500, body: { error: String(err) } };
+      }
+      res.writeHead(reply.status, { 'content-type': 'application/json' }).end(`${JSON.stringify(reply.body)}\n`);
+      return;
+    }
+    res
+      .writeHead(404, { 'content-type': 'text/plain' })
+      .end('not found: try /metrics, /healthz, /readyz, /status or /status/site/NAME\n');
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

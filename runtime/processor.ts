@@ -13,6 +13,15 @@ export interface Cancellable {
 export type Punctuator = (now: number) => void | Promise<void>;
 
 /**
+ * Answers one named question about a running task's own state, for operators and programs
+ * (Kafka Streams' Interactive Queries): given a key of the task's partition (e.g. a site), returns
+ * a JSON-serializable view. Runs on the task's event loop between records, so it must be
+ * synchronous, cheap and bounded: no scans of large stores, output capped. Read-only: it must not
+ * change state, forward or commit.
+ */
+export type QueryHandler = (key: string) => unknown;
+
+/**
  * A processor's view of the engine, valid between `init()` and `close()`. Everything forwarded
  * becomes durable together with the input positions and state changes of the same commit, or not
  * at all.
@@ -34,6 +43,12 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   /** Asks the engine to commit soon; the commit itself happens between records. */
   commit(): void;
   currentTimeMs(): number;
+  /**
+   * Offers `handler` as this processor's query `name` (`Engine.query`): the engine runs it for the
+   * task owning a key's partition, whichever engine that is. Throws CS_TOPOLOGY for a name
+   * registered twice by the same processor.
+   */
+  registerQuery(name: string, handler: QueryHandler): void;
 }
 
 /**

@@ -3,7 +3,7 @@ import { CrawlError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { partitionFor } from './partitioner.js';
-import type { Cancellable, Processor, ProcessorContext, Punctuator } from './processor.js';
+import type { Cancellable, Processor, ProcessorContext, Punctuator, QueryHandler } from './processor.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import type { ConsumedRawRecord, RecordHeaders, RecordMetadata, StreamRecord } from './record.js';
 import type { Serde } from '../core/serde.js';
@@ -50,6 +50,8 @@ export class StreamTask {
   private readonly processors = new Map<string, Processor>();
   private readonly contexts = new Map<string, NodeContext>();
   private readonly punctuators: ScheduledPunctuator[] = [];
+  /** Queries processors registered (`processor/name`), for `Engine.query`. */
+  private readonly queries = new Map<string, QueryHandler>();
   /** Children of the source that reads each input topic. */
   private readonly sourceChildren = new Map<string, readonly string[]>();
   /** Where the task is in its life (task-lifecycle.ts); the engine moves it, `init` and `close` too. */
@@ -205,6 +207,25 @@ export class StreamTask {
     return this.clock();
   }
 
+  registerQuery(processor: string, name: string, handler: QueryHandler): void {
+    const id = `${processor}/${name}`;
+    if (this.queries.has(id)) throw new CrawlError('CS_TOPOLOGY', `query ${id} is registered twice`);
+    this.queries.set(id, handler);
+  }
+
+  /**
+   * Runs `processor`'s query `name` for `key` (the key's partition is this task's: the engine
+   * checked). Undefined when no such query is registered; throws CS_INTERNAL unless the task is
+   * running, since a restoring task's stores are not yet whole and a closed one's are closed.
+   */
+  query(processor: string, name: string, key: string): { value: unknown } | undefined {
+    const handler = this.queries.get(`${processor}/${name}`);
+    if (handler === undefined) return undefined;
+    if (this.lifecycle.state !== 'running')
+      throw new CrawlError('CS_INTERNAL', `task ${this.name} is ${this.lifecycle.state}: it answers no queries`);
+    return { value: handler(key) };
+  }
+
   store<S extends StateStore>(processor: ProcessorNode, name: string): S {
     if (!processor.stores.includes(name))
       throw new CrawlError('CS_TOPOLOGY', `processor ${processor.name} is not connected to store ${name}`);
@@ -269,5 +290,9 @@ class NodeContext implements ProcessorContext {
 
   currentTimeMs(): number {
     return this.task.now();
+  }
+
+  registerQuery(name: string, handler: QueryHandler): void {
+    this.task.registerQuery(this.node.name, name, handler);
   }
 }

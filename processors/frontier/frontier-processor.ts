@@ -51,6 +51,8 @@ import { SitePolicy, slowGapMs } from './site-policy.js';
 import { SeenSet } from '../../state/seen-set.js';
 import { RecrawlSchedule, type DueStore, type HistoryStore } from './recrawl-schedule.js';
 import { Revisits } from './revisits.js';
+import { BANDS, type Band } from './front-queues.js';
+import { RecentOutcomes, SITE_QUERY, siteStatus, type SiteStatus } from './site-status.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
 
@@ -90,6 +92,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private readonly held = new Map<string, Set<string>>();
   private readonly robots: RobotsCache;
   private readonly ips: IpLimiter;
+  /** Each recently answered host's last results, for the site status only. */
+  private readonly outcomes = new RecentOutcomes();
   private epoch = 0;
   private startedAt = 0;
   private leaseCounter = 0;
@@ -172,6 +176,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     context.schedule(500, (now) => this.flushed(() => this.expireLeases(now)));
     context.schedule(1_000, (now) => this.flushed(() => this.queueDue(now)));
     context.schedule(1_000, () => this.reportGauges());
+    context.registerQuery(SITE_QUERY, (site) => this.siteStatus(site));
     this.flushed(() => this.refill());
     this.reportGauges();
   }
@@ -472,6 +477,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const lease = state.lease;
     state.lease = null;
     this.leases.delete(result.leaseId);
+    this.outcomes.note(result, now);
     if (this.ips.startWindow(state) !== undefined) {
       // how late a lease arrives depends on the engine and its load: the start window learns it
       const notAfter = lease.expiresAt - this.config.fetchTimeoutMs - EXPIRY_GRACE_MS;
@@ -601,6 +607,30 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
         remoteAddress: null,
       });
     }
+  }
+
+  /** One site's state in this task (site-status.ts): read-only, in-memory sets and point reads only. */
+  private siteStatus(site: string): SiteStatus {
+    return siteStatus(
+      {
+        now: this.ctx.currentTimeMs(),
+        robotsTtlMs: this.config.robotsTtlMs,
+        activeHosts: this.active,
+        host: (h) => this.hosts.get(h),
+        isParked: (h) => this.parked.has(h),
+        // every host the view asks about is of `site` (held hosts are kept by site)
+        isHeld: (h) => this.held.get(site)?.has(h) === true,
+        eligibleAt: (state) => this.eligibleAt(state),
+        site: (name) => this.sites.stateOf(name),
+        budget: (state) => this.sites.budget(state),
+        templateAllowance: { base: this.config.templateAllowance, perInlink: this.config.templateAllowancePerInlink },
+        control: (name) => this.sites.control(name),
+        outcomes: (h) => this.outcomes.of(h),
+        frontBands: () => BANDS.map((_, b) => this.front.sizeOf(b as Band)),
+        backQueued: this.backQueued,
+      },
+      site,
+    );
   }
 
   private reportGauges(): void {

@@ -57,6 +57,11 @@ export class SitePolicy {
     }
   }
 
+  /** The site's state as stored, without creating one (read-only: for the site status). */
+  stateOf(site: string): SiteState | undefined {
+    return this.recent.get(site) ?? (this.known.mightHave(site) ? this.store.get(site) : undefined);
+  }
+
   private state(site: string): SiteState {
     const cached = this.recent.get(site);
     if (cached !== undefined) return cached;

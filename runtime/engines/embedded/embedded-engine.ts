@@ -2,7 +2,8 @@ import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineHealth } from '../../engine.js';
+import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
+import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { CrawlError } from '../../../core/errors.js';
 import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
@@ -54,6 +55,8 @@ export class EmbeddedEngine implements Engine {
   private compactor!: ChangelogCompactor;
   private serdes!: SerdeSet;
   private tasks: OpenTask[] = [];
+  /** The built topology, for routing queries (set by start). */
+  private subtopologies: readonly Subtopology[] = [];
   private outputs = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
   private commitWaiters: (() => void)[] = [];
   private commitTimer: NodeJS.Timeout | undefined;
@@ -81,6 +84,7 @@ export class EmbeddedEngine implements Engine {
     const { dataDir } = this.options;
     mkdirSync(dataDir, { recursive: true });
     const subtopologies = this.topology.build();
+    this.subtopologies = subtopologies;
     this.log = await EmbeddedLog.open(join(dataDir, 'log'));
     this.compactor = new ChangelogCompactor(this.log);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
@@ -366,6 +370,23 @@ export class EmbeddedEngine implements Engine {
       tasks: this.tasks.length,
       restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
     };
+  }
+
+  query(request: QueryRequest): QueryAnswer {
+    if (this.state === 'new') return { kind: 'unavailable', reason: 'the engine has not started' };
+    const target = queryTarget(this.topology, this.subtopologies, request);
+    if ('kind' in target) return target;
+    if (this.state !== 'running')
+      return { kind: 'unavailable', partition: target.partition, reason: `the engine is ${this.state}` };
+    // every partition's task runs in this process
+    const open = this.tasks.find(
+      (t) => t.task.id.subtopology === target.sub.id && t.task.id.partition === target.partition,
+    );
+    return answerQuery(open?.task, target.partition, request);
+  }
+
+  taskStatus(): TaskStatus[] {
+    return this.tasks.map((t) => statusOf(t.task));
   }
 
   private say(line: string): void {

@@ -2,7 +2,8 @@ import { M } from '../../../core/metric-catalogue.js';
 import { silentLogger, type Logger } from '../../../core/logger.js';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineHealth } from '../../engine.js';
+import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
+import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { CrawlError } from '../../../core/errors.js';
 import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../partitioner.js';
@@ -83,6 +84,8 @@ export class KafkaEngine implements Engine {
   private readonly assigned = new Map<number, Set<number>>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private failed = false;
+  /** The built topology, for routing queries (set by start). */
+  private subtopologies: readonly Subtopology[] = [];
 
   constructor(
     private readonly topology: Topology,
@@ -99,6 +102,7 @@ export class KafkaEngine implements Engine {
     if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', 'engine already started');
     mkdirSync(this.options.dataDir, { recursive: true });
     const subtopologies = this.topology.build();
+    this.subtopologies = subtopologies;
     this.port = new KafkaPort(
       this.options.brokers,
       this.topology.applicationId,
@@ -442,6 +446,46 @@ export class KafkaEngine implements Engine {
       tasks,
       restoring,
     };
+  }
+
+  /** Answers for the partitions this member owns; for another partition says which one it is (`not-owned`). */
+  query(request: QueryRequest): QueryAnswer {
+    if (this.state === 'new') return { kind: 'unavailable', reason: 'the engine has not started' };
+    const target = queryTarget(this.topology, this.subtopologies, request);
+    if ('kind' in target) return target;
+    const { sub, partition } = target;
+    const owned = this.assigned.get(sub.id);
+    if (owned === undefined || !owned.has(partition))
+      return {
+        kind: 'not-owned',
+        partition,
+        partitions: sub.partitions,
+        owned: [...(owned ?? [])].sort((a, b) => a - b),
+      };
+    if (this.state !== 'running') return { kind: 'unavailable', partition, reason: `the engine is ${this.state}` };
+    return answerQuery(this.slots.get(`${sub.id}_${partition}`)?.task?.task, partition, request);
+  }
+
+  taskStatus(): TaskStatus[] {
+    const out: TaskStatus[] = [];
+    for (const [sub, partitions] of this.assigned) {
+      const spec = this.subtopologies.find((s) => s.id === sub);
+      for (const p of [...partitions].sort((a, b) => a - b)) {
+        const slot = this.slots.get(`${sub}_${p}`);
+        out.push(
+          slot?.task
+            ? statusOf(slot.task.task)
+            : {
+                task: `${sub}_${p}`,
+                subtopology: sub,
+                partition: p,
+                processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
+                state: slot?.lifecycle.state ?? 'created',
+              },
+        );
+      }
+    }
+    return out.sort((a, b) => a.subtopology - b.subtopology || a.partition - b.partition);
   }
 
   private say(line: string): void {

@@ -163,6 +163,7 @@ export class ParserTasks {
       getStateStore: <S extends StateStore>(name: string) => byName.get(name) as S,
       commit: () => {},
       currentTimeMs: () => Date.now(),
+      registerQuery: () => {},
     };
     task.parser.init(context as ProcessorContext<string, never>);
     this.tasks.push(task);
