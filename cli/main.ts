@@ -50,7 +50,10 @@ const COMMANDS: readonly Command[] = [
     synopsis: 'export page-records --data DIR',
     summary: 'page records as JSON lines',
     usage: () => EXPORT_USAGE,
-    run: runExport,
+    run: async (args, out) => {
+      await runExport(args, out); // resolves to the number of records written
+      return 0;
+    },
   },
   {
     name: 'control',
