@@ -120,7 +120,7 @@ const COMMANDS: readonly Command[] = [
   // status: `crawlstream status [SITE] --ops URL` (cli/status.ts) is one entry here, like those above
   {
     name: 'help',
-    synopsis: 'help [COMMAND]',
+    synopsis: 'help [COMMAND [SUBCOMMAND]]',
     summary: "this text, or a command's usage (as COMMAND --help)",
     usage: () => USAGE,
     run: (args, out) => {
@@ -130,8 +130,8 @@ const COMMANDS: readonly Command[] = [
         return 0;
       }
       const command = COMMANDS.find((c) => c.name === name);
-      if (command === undefined || extra !== undefined) return unknownCommand(name);
-      out(command.usage(undefined));
+      if (command === undefined) return unknownCommand(name);
+      out(command.usage(extra)); // `help replay reparse` is `replay reparse --help`
       return 0;
     },
   },
