@@ -51,7 +51,10 @@ const COMMANDS: readonly Command[] = [
     synopsis: 'export page-records --data DIR',
     summary: 'page records as JSON lines',
     usage: () => EXPORT_USAGE,
-    run: runExport,
+    run: async (args, out) => {
+      await runExport(args, out); // resolves to the number of records written
+      return 0;
+    },
   },
   {
     name: 'control',
@@ -124,7 +127,7 @@ const COMMANDS: readonly Command[] = [
   },
   {
     name: 'help',
-    synopsis: 'help [COMMAND]',
+    synopsis: 'help [COMMAND [SUBCOMMAND]]',
     summary: "this text, or a command's usage (as COMMAND --help)",
     usage: () => USAGE,
     run: (args, out) => {
@@ -134,8 +137,8 @@ const COMMANDS: readonly Command[] = [
         return 0;
       }
       const command = COMMANDS.find((c) => c.name === name);
-      if (command === undefined || extra !== undefined) return unknownCommand(name);
-      out(command.usage(undefined));
+      if (command === undefined) return unknownCommand(name);
+      out(command.usage(extra)); // `help replay reparse` is `replay reparse --help`
       return 0;
     },
   },

@@ -8,7 +8,7 @@ import { Reparser } from '../processors/parser/reparse.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { parseCrawlArgs } from './options.js';
 import { embeddedOutput, kafkaOutput, type OutputRecord, type ReparseOutput } from './reparse-output.js';
-import { kafkaEndpoints } from './run-options.js';
+import { kafkaEndpoints, kafkaSelected } from './run-options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import { kafkaAppIdOf } from './app-id.js';
 import { resolveSettings } from './config-sources.js';
@@ -28,7 +28,9 @@ export const REPARSE_USAGE = commandUsage(
   version are skipped ("N re-derived, M already present"). --emit-links also sends their
   outlinks to 'links' (the frontier then admits them); without it the frontier is untouched.
   Use the crawl's own --config: derivation depends on settings such as the user agent.
-  Exits 1 when a WARC record was corrupt (reported with file and offset, skipped).`,
+  Exits 1 when a WARC record was corrupt (reported with file and offset, skipped). A --brokers
+  or --registry from the environment or a --config file (not a flag) is passed over when DIR
+  holds an embedded crawl (DIR/log).`,
 );
 
 /** What a reparse run is asked to do; `runReparse` builds it from the command line. */
@@ -77,7 +79,7 @@ export async function runReparse(
   const data = str('data');
   if (!data) throw new InvalidOptionError(`--data DIR is required\n${REPARSE_USAGE}`);
   let kafka: ReparseRequest['kafka'];
-  const onKafka = v.has('brokers') || v.has('registry');
+  const onKafka = kafkaSelected(v, ['brokers', 'registry'], data);
   const applicationId = kafkaAppIdOf(v.get('app-id'), onKafka, 'replay reparse');
   if (onKafka) {
     const { brokers, registryUrl } = kafkaEndpoints(str('brokers'), str('registry'), REPARSE_USAGE);

@@ -12,7 +12,7 @@ import type { Topology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { resolveSettings } from './config-sources.js';
-import { kafkaEndpoints } from './run-options.js';
+import { kafkaEndpoints, kafkaSelected } from './run-options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import { runReparse } from './replay-reparse.js';
 import { kafkaAppIdOf } from './app-id.js';
@@ -41,6 +41,8 @@ export const REPLAY_USAGE = commandUsage(
 
   The engine: with --brokers, changelogs are the <app>-<store>-changelog topics on Kafka and DIR
   is the --data of a 'run' instance; without, they are in DIR's embedded log ('crawl --data DIR').
+  A --brokers from the environment or a --config file (not a flag) is passed over when DIR holds
+  an embedded crawl (DIR/log).
   Every subcommand needs the instance on DIR stopped (it refuses while one runs), and
   --partitions N when the crawl used another partition count than the default, and with
   --brokers the --app-id of the 'run' instance.`,
@@ -91,12 +93,12 @@ export function parseReplayArgs(
     throw new InvalidOptionError(`${what} takes no argument ${JSON.stringify(resolved.positionals[0])}`);
   const store = str('store');
   const data = str('data');
-  const brokers = str('brokers');
   const partition = v.get('partition')?.value as number | undefined;
   if (!store) throw new InvalidOptionError(`${what}: --store NAME${sub === 'dump' ? '' : ' (or all)'} is required`);
   if (sub === 'dump' && store === 'all')
     throw new InvalidOptionError(`replay dump: --store takes one store name, not all`);
   if (!data) throw new InvalidOptionError(`${what}: --data DIR is required`);
+  const brokers = kafkaSelected(v, ['brokers'], data) ? str('brokers') : undefined;
   const allPartitions = v.get('all-partitions')?.value === true;
   if (allPartitions && (sub !== 'rebuild' || partition !== undefined))
     throw new InvalidOptionError(

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { checkBrokers } from '../runtime/engines/kafka/kafka-port.js';
 import { resolveSettings } from './config-sources.js';
@@ -73,4 +75,20 @@ export function kafkaEndpoints(
   if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry))
     throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
   return { brokers: list, registryUrl: registry ?? '' };
+}
+
+/**
+ * Whether a command serving both engines (replay, replay reparse) works on Kafka: one of `names`
+ * (--brokers, --registry) given as a flag, or set in the environment or a --config file while
+ * DIR holds no embedded crawl (no DIR/log). So a shell or pod that exports CRAWLSTREAM_BROKERS
+ * for `run` still replays an embedded crawl's dir on the embedded engine.
+ */
+export function kafkaSelected(
+  values: ReadonlyMap<string, { readonly source: string }>,
+  names: readonly string[],
+  dataDir: string,
+): boolean {
+  const given = names.flatMap((n) => values.get(n) ?? []);
+  if (given.some((r) => r.source.startsWith('flag'))) return true;
+  return given.length > 0 && !existsSync(join(dataDir, 'log'));
 }

@@ -15,6 +15,8 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cs-app-id-'));
 const KAFKA = ['--brokers', '127.0.0.1:1', '--registry', 'http://127.0.0.1:1'];
 const RUN = ['--role', 'all', ...KAFKA, '--data', dir];
 const FORM = 'lower-case letters, digits and dashes, starting with a letter';
+/** No CRAWLSTREAM_* of the test run's own (npm test exports CRAWLSTREAM_BROKERS and _REGISTRY for the Kafka tests). */
+const ENV = {};
 
 function isRefusal(message: string) {
   return (err: unknown): boolean => {
@@ -39,7 +41,7 @@ test('run takes --app-id (default crawlstream), also from CRAWLSTREAM_APP_ID, an
 test('topics, inject and control refuse a malformed --app-id before connecting anywhere', async () => {
   const refusal = isRefusal(`--app-id must be ${FORM}, got "a.b" (from flag --app-id)`);
   await assert.rejects(
-    runTopics(['create', '--brokers', '127.0.0.1:1', '--app-id', 'a.b'], () => undefined),
+    runTopics(['create', '--brokers', '127.0.0.1:1', '--app-id', 'a.b'], () => undefined, ENV),
     refusal,
   );
   await assert.rejects(
@@ -47,51 +49,48 @@ test('topics, inject and control refuse a malformed --app-id before connecting a
       ['http://a.test/', ...KAFKA, '--app-id', 'a.b'],
       () => undefined,
       () => undefined,
+      ENV,
     ),
     refusal,
   );
-  assert.throws(() => parseControlArgs(['pause', 'example.com', ...KAFKA, '--app-id', 'a.b']), refusal);
+  assert.throws(() => parseControlArgs(['pause', 'example.com', ...KAFKA, '--app-id', 'a.b'], 0, ENV), refusal);
 });
 
 test('topics list --app-id names the prefixed topics; control --brokers carries the id; control --data refuses it', async () => {
   const lines: string[] = [];
-  await runTopics(['list', '--app-id', 'news'], (l) => lines.push(l));
+  await runTopics(['list', '--app-id', 'news'], (l) => lines.push(l), ENV);
   const names = lines.map((l) => l.split('\t')[0]!);
   assert.ok(names.includes('news.links') && names.includes('news-dead-letters'), names.join(', '));
-  const { target } = parseControlArgs(['pause', 'example.com', ...KAFKA, '--app-id', 'news']);
+  const { target } = parseControlArgs(['pause', 'example.com', ...KAFKA, '--app-id', 'news'], 0, ENV);
   assert.equal('applicationId' in target && target.applicationId, 'news');
   assert.throws(
-    () => parseControlArgs(['pause', 'example.com', '--data', dir, '--app-id', 'news']),
+    () => parseControlArgs(['pause', 'example.com', '--data', dir, '--app-id', 'news'], 0, ENV),
     isRefusal('--app-id is for --brokers (Kafka); an embedded crawl is named by its --data DIR'),
   );
 });
 
 test('replay takes --app-id with --brokers for the changelog names, and refuses it or a malformed one otherwise', async () => {
-  const o = parseReplayArgs('verify', [
-    '--store',
-    'all',
-    '--data',
-    dir,
-    '--brokers',
-    '127.0.0.1:1',
-    '--app-id',
-    'news',
-  ]);
+  const o = parseReplayArgs(
+    'verify',
+    ['--store', 'all', '--data', dir, '--brokers', '127.0.0.1:1', '--app-id', 'news'],
+    ENV,
+  );
   assert.equal(o.topology.changelogTopic('seen'), 'news-seen-changelog');
   assert.throws(
-    () => parseReplayArgs('verify', ['--store', 'all', '--data', dir, '--app-id', 'news']),
+    () => parseReplayArgs('verify', ['--store', 'all', '--data', dir, '--app-id', 'news'], ENV),
     isRefusal('replay verify: --app-id needs --brokers (an embedded crawl is named by its --data DIR)'),
   );
   assert.throws(
-    () => parseReplayArgs('rebuild', ['--store', 'all', '--data', dir, '--brokers', '127.0.0.1:1', '--app-id', 'N']),
+    () =>
+      parseReplayArgs('rebuild', ['--store', 'all', '--data', dir, '--brokers', '127.0.0.1:1', '--app-id', 'N'], ENV),
     isRefusal(`--app-id must be ${FORM}, got "N" (from flag --app-id)`),
   );
   await assert.rejects(
-    runReparse(['--data', dir, '--app-id', 'news'], () => undefined),
+    runReparse(['--data', dir, '--app-id', 'news'], () => undefined, ENV),
     isRefusal('replay reparse: --app-id needs --brokers (an embedded crawl is named by its --data DIR)'),
   );
   await assert.rejects(
-    runReparse(['--data', dir, ...KAFKA, '--app-id', 'x_y'], () => undefined),
+    runReparse(['--data', dir, ...KAFKA, '--app-id', 'x_y'], () => undefined, ENV),
     isRefusal(`--app-id must be ${FORM}, got "x_y" (from flag --app-id)`),
   );
 });

@@ -108,6 +108,8 @@ test('every command and subcommand prints its usage for --help and -h, exit 0, n
   const viaHelp = await cli(['help', 'export']);
   assert.equal(viaHelp.code, 0);
   assert.equal(viaHelp.stdout, runs[lists.findIndex((a) => a[0] === 'export')]!.stdout);
+  const reparse = await cli(['help', 'replay', 'reparse']);
+  assert.equal(reparse.stdout, runs[lists.findIndex((a) => a[1] === 'reparse')]!.stdout);
 });
 
 test("a command's --help lists exactly the options it takes, generated from the settings schema", async () => {

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseControlArgs } from '../../cli/control.js';
 import { parseCrawlArgs } from '../../cli/options.js';
+import { parseReplayArgs } from '../../cli/replay.js';
 import { kafkaEndpoints } from '../../cli/run-options.js';
 import { SETTINGS } from '../../cli/settings.js';
 import { isCrawlError } from '../../core/errors.js';
@@ -92,4 +93,19 @@ test('control: --data and --brokers from sources of one rank are refused; otherw
     () => parseControlArgs(['pause', 'example.com', '--data', dir, '--kafka-tls'], 0, {}),
     /--kafka-tls is for --brokers/,
   );
+});
+
+test('replay: a --brokers flag means Kafka; one from the environment only where DIR holds no embedded crawl', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cs-one-schema-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const embedded = join(dir, 'embedded');
+  const instance = join(dir, 'instance');
+  mkdirSync(join(embedded, 'log'), { recursive: true });
+  mkdirSync(instance);
+  const env = { CRAWLSTREAM_BROKERS: '127.0.0.1:1' };
+  const verify = (data: string, flags: string[] = []) =>
+    parseReplayArgs('verify', ['--store', 'all', '--data', data, ...flags], env).kafka?.brokers;
+  assert.equal(verify(embedded), undefined, "an embedded crawl's dir replays on the embedded engine");
+  assert.deepEqual(verify(instance), ['127.0.0.1:1'], "a run instance's dir replays from Kafka");
+  assert.deepEqual(verify(embedded, ['--brokers', '127.0.0.2:2']), ['127.0.0.2:2'], 'a flag is always taken');
 });

@@ -17,9 +17,12 @@ import { kafkaInfra } from './infra.js';
 
 const run = promisify(execFile);
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const r = await run(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -89,7 +92,9 @@ test('control refuses --data together with --brokers, and --brokers without --re
   const both = await cli(['control', 'block', 'example.com', '--data', tmpdir(), '--brokers', '127.0.0.1:1']);
   assert.notEqual(both.code, 0);
   assert.match(both.stderr, /--data DIR \(embedded crawl\) or --brokers \(Kafka\), not both/);
-  const noRegistry = await cli(['control', 'block', 'example.com', '--brokers', '127.0.0.1:1']);
+  // without the registry npm test exports: every command takes --registry from CRAWLSTREAM_REGISTRY too
+  const { CRAWLSTREAM_REGISTRY: _registry, ...env } = process.env;
+  const noRegistry = await cli(['control', 'block', 'example.com', '--brokers', '127.0.0.1:1'], env);
   assert.notEqual(noRegistry.code, 0);
   assert.match(noRegistry.stderr, /--registry URL is required with --brokers/);
 });
