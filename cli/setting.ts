@@ -52,5 +52,6 @@ export const SETTING_COMMANDS = [
   'inject',
   'replay',
   'reparse',
+  'status',
 ] as const;
 export type SettingCommand = (typeof SETTING_COMMANDS)[number];

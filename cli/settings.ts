@@ -505,6 +505,20 @@ const DEFINED: readonly Setting[] = [
     help: "config: print the README's option table instead",
     commands: ['config'],
   },
+  {
+    name: 'ops',
+    kind: 'string',
+    arg: 'URL',
+    help: 'status: the operations endpoint of a running crawl or run instance (its --metrics-port), e.g. http://127.0.0.1:9464',
+    commands: ['status'],
+    requiredBy: ['status'],
+  },
+  {
+    name: 'json',
+    kind: 'bool',
+    help: "status: print the endpoint's JSON answer instead of tables",
+    commands: ['status'],
+  },
 ];
 
 /** Every setting, in the order `--help` lists them, with the bounds of the config fields they set. */

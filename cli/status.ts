@@ -1,9 +1,13 @@
+import { InvalidOptionError } from '../core/errors.js';
 import type { TaskStatus } from '../runtime/engine.js';
 import type { HostView, OutcomeView, SiteStatus } from '../processors/frontier/site-status.js';
+import { requireSettings, resolveSettings } from './config-sources.js';
+import { commandUsage } from './usage.js';
 
-export const STATUS_USAGE = `usage: crawlstream status [SITE] --ops URL [--json]
-
-  asks a running crawl's operations endpoint (the --metrics-port of 'crawl' or 'run') what it
+export const STATUS_USAGE = commandUsage(
+  'status',
+  ['[SITE] --ops URL [--json]'],
+  `  asks a running crawl's operations endpoint (the --metrics-port of 'crawl' or 'run') what it
   is doing. Without SITE: the engine, its tasks and their states, and totals. With SITE (a
   registered domain, e.g. example.com): per host of the site its phase (in-flight, parked, held,
   backed-off, waiting, ready, idle), queued URLs, next eligible time, back-off, robots.txt per
@@ -12,13 +16,9 @@ export const STATUS_USAGE = `usage: crawlstream status [SITE] --ops URL [--json]
   On Kafka only the instance owning the site's partition knows it: another one says which
   partition that is (exit 3); ask the instance whose /status lists that frontier partition.
 
-options:
-  --ops URL   the operations endpoint, e.g. http://127.0.0.1:9464 (or 127.0.0.1:9464)
-  --json      print the endpoint's JSON answer instead of tables
-  -h, --help  this text
-
-exit status: 0 answered; 1 unreachable or failed; 2 bad usage; 3 site partition not owned there;
-4 the owning task cannot answer yet (restoring)`;
+  exit status: 0 answered; 1 unreachable or failed; 2 bad usage; 3 site partition not owned
+  there; 4 the owning task cannot answer yet (restoring)`,
+);
 
 interface StatusArgs {
   readonly site: string | undefined;
@@ -26,34 +26,21 @@ interface StatusArgs {
   readonly json: boolean;
 }
 
-class UsageError extends Error {}
-
-function parseStatusArgs(args: readonly string[]): StatusArgs | 'help' {
-  let site: string | undefined;
-  let ops: string | undefined;
-  let json = false;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--help' || a === '-h') return 'help';
-    if (a === '--json') json = true;
-    else if (a === '--ops' || a.startsWith('--ops=')) {
-      const v = a === '--ops' ? args[++i] : a.slice(6);
-      if (v === undefined || v === '' || v.startsWith('--'))
-        throw new UsageError('--ops needs a URL, e.g. http://127.0.0.1:9464');
-      ops = v;
-    } else if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`);
-    else if (site === undefined) site = a;
-    else throw new UsageError(`one SITE at most, got ${site} and ${a}`);
-  }
-  if (ops === undefined) throw new UsageError('--ops URL is required (the --metrics-port endpoint of a running crawl)');
+/** The status command's settings (file < env < flags); throws InvalidOptionError on a refusal. */
+function parseStatusArgs(args: readonly string[], env: NodeJS.ProcessEnv): StatusArgs {
+  const resolved = resolveSettings(args, env, STATUS_USAGE, 'status');
+  const [site, extra] = resolved.positionals;
+  if (extra !== undefined) throw new InvalidOptionError(`one SITE at most, got ${site} and ${extra}`);
+  requireSettings(resolved, 'status', STATUS_USAGE);
+  const ops = resolved.values.get('ops')!.value as string;
   const base = /^[a-z]+:\/\//i.test(ops) ? ops : `http://${ops}`;
   try {
     const url = new URL(base);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
   } catch {
-    throw new UsageError(`--ops must be an http(s) URL, got ${JSON.stringify(ops)}`);
+    throw new InvalidOptionError(`--ops must be an http(s) URL, got ${JSON.stringify(ops)}`);
   }
-  return { site, ops: base.replace(/\/+$/, ''), json };
+  return { site, ops: base.replace(/\/+$/, ''), json: resolved.values.get('json')?.value === true };
 }
 
 /**
@@ -64,19 +51,9 @@ export async function runStatus(
   args: readonly string[],
   out: (line: string) => void,
   err: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let parsed: StatusArgs | 'help';
-  try {
-    parsed = parseStatusArgs(args);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    err(`crawlstream status: ${e.message} (see 'crawlstream status --help')`);
-    return 2;
-  }
-  if (parsed === 'help') {
-    out(STATUS_USAGE);
-    return 0;
-  }
+  const parsed = parseStatusArgs(args, env);
   const path = parsed.site === undefined ? '/status' : `/status/site/${encodeURIComponent(parsed.site)}`;
   let status: number;
   let body: Record<string, unknown>;

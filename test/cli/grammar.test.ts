@@ -67,6 +67,7 @@ const COMMANDS = [
   ['replay', 'reparse'],
   ['config'],
   ['dashboard'],
+  ['status'],
   ['help'],
 ] as const;
 
