@@ -28,6 +28,14 @@ export const MEASURED_PEAK_MIB: Readonly<Record<SizedRole, number>> = { frontier
  */
 export const FRONTIER_BYTES_PER_URL = Math.ceil((1_114 * MiB) / 10_000_000);
 
+/**
+ * A task's RocksDB at the binding's defaults (state/rocks.ts sets neither): RocksDB's
+ * write_buffer_size of 64 MiB with max_write_buffer_number 2 (a full memtable and the next), and
+ * @nxtedition/rocksdb's 8 MiB block cache. A stateful task's writes fill both memtables between
+ * flushes; a short crawl writes too little to.
+ */
+export const TASK_ROCKSDB_BYTES = 2 * 64 * MiB + 8 * MiB;
+
 /** One part of a role's memory that its settings bound and a short crawl does not fill. */
 export interface ConfiguredTerm {
   readonly what: string;
@@ -55,6 +63,10 @@ export function configuredTerms(role: SizedRole, config: CrawlConfig, partitions
         what: `queues and states of --seen-expected-urls URLs in each of ${partitions} partitions, ${FRONTIER_BYTES_PER_URL} B a URL`,
         bytes: partitions * config.seenExpectedUrls * FRONTIER_BYTES_PER_URL,
       },
+      {
+        what: `${partitions} task RocksDBs: 2 memtables of 64 MiB and an 8 MiB block cache each`,
+        bytes: partitions * TASK_ROCKSDB_BYTES,
+      },
     ];
   }
   if (role === 'fetcher') {
@@ -74,6 +86,10 @@ export function configuredTerms(role: SizedRole, config: CrawlConfig, partitions
     {
       what: `decoded pages being parsed: ${Math.max(1, config.threads - 1)} parse threads × --max-decoded`,
       bytes: Math.max(1, config.threads - 1) * config.maxDecodedBytes,
+    },
+    {
+      what: `${partitions} task RocksDBs: 2 memtables of 64 MiB and an 8 MiB block cache each`,
+      bytes: partitions * TASK_ROCKSDB_BYTES,
     },
   ];
 }
