@@ -185,7 +185,9 @@ test(
     let crawl: ChildProcess | undefined;
     let promLog = '';
     try {
-      const [metricsPort, promPort] = [await freePort(), await freePort()];
+      const metricsPort = await freePort();
+      let promPort = await freePort();
+      while (promPort === metricsPort) promPort = await freePort();
       const podMonitor = parse(readFileSync(join(DEPLOY, 'monitoring.yaml'), 'utf8')) as Record<string, unknown>;
       const config = {
         global: { scrape_interval: `${SCRAPE_INTERVAL_S}s`, evaluation_interval: `${SCRAPE_INTERVAL_S}s` },
