@@ -4,6 +4,8 @@
  * names. No label ever holds a host, URL or other unbounded value. `Metrics` keeps the values;
  * core/prometheus.ts exports them; deploy/grafana-dashboard.json is built from this list.
  */
+import type { CrawlErrorCode } from './errors.js';
+
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
 export interface MetricDef {
@@ -338,7 +340,7 @@ export const METRICS = {
   consumer_lag: {
     type: 'gauge',
     name: 'crawlstream_consumer_lag_records',
-    help: 'Records not yet consumed, by topic and partition (Kafka engine).',
+    help: 'Records not yet consumed, by topic and partition.',
     labels: ['topic', 'partition'],
     panel: 'runtime',
   },
@@ -348,6 +350,47 @@ export const METRICS = {
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricId = keyof typeof METRICS;
+
+/** Network and body failures a fetch can end in (the fetch-outcome group of `CrawlErrorCode`). */
+const FETCH_FAILURES: readonly CrawlErrorCode[] = [
+  'CS_DNS',
+  'CS_CONNECT',
+  'CS_TLS',
+  'CS_TIMEOUT',
+  'CS_RESET',
+  'CS_TOO_LARGE',
+  'CS_BOMB',
+  'CS_REFUSED_ADDRESS',
+  'CS_BAD_URL',
+];
+
+/**
+ * Label values (joined by `,` as call sites pass them) a labelled counter exports at 0 from the
+ * start, before its first event: a counter without labels always exists, but one with labels had
+ * no series until something incremented it, so a dashboard graph (and an alert on its rate) of a
+ * healthy crawl, with no errors or dead letters yet, showed "no data" instead of 0. Each lists the
+ * values an operator looks for; a value missing here still appears once it happens.
+ */
+export const ZERO_SERIES: { readonly [K in MetricId]?: readonly string[] } = {
+  fetch_errors: FETCH_FAILURES,
+  fetch_outcome_errors: FETCH_FAILURES,
+  parser_errors: ['CS_PARSE'] satisfies CrawlErrorCode[],
+  dead_letters: ['CS_CORRUPT_RECORD', 'CS_SCHEMA', 'CS_INTERNAL'] satisfies CrawlErrorCode[],
+  feed_errors: [
+    'CS_FEED_UNKNOWN',
+    'CS_FEED_MALFORMED',
+    'CS_FEED_TOO_LARGE',
+    'CS_FEED_TOO_MANY_URLS',
+    'CS_FEED_BAD_ENTRY',
+  ] satisfies CrawlErrorCode[],
+  feed_urls: ['SITEMAP', 'SITEMAP_INDEX', 'TEXT_SITEMAP', 'RSS', 'ATOM'],
+  robots_redirects_refused: ['too-many-redirects', 'redirect-loop', 'redirect-bad-url', 'redirect-other-site'],
+  hosts_parked: ['connection-errors'],
+  control_commands: ['BLOCK', 'SLOW', 'PAUSE', 'RESUME'],
+  urls_demoted: ['url-template'],
+  revisits: ['PAGE', 'SITEMAP', 'FEED'],
+  revisit_outcomes: ['changed', 'unchanged', 'not-modified'],
+};
 
 type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 

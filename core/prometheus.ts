@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import { METRICS, type MetricDef, type MetricId } from './metric-catalogue.js';
+import { METRICS, ZERO_SERIES, type MetricDef, type MetricId } from './metric-catalogue.js';
 import type { Metrics } from './metrics.js';
 
 /** One scrape's answer. */
@@ -68,9 +68,14 @@ export class PrometheusExporter {
       get: async () => {
         const values: Sample[] = [];
         if (def.type === 'counter') {
-          for (const [labels, value] of metrics.countersOf(id)) values.push({ value, labels: labelsOf(labels) });
+          const counted = metrics.countersOf(id);
+          for (const [labels, value] of counted) values.push({ value, labels: labelsOf(labels) });
           // a counter without labels exists from the start: 0 until its first increment
           if (values.length === 0 && def.labels.length === 0) values.push({ value: 0, labels: {} });
+          // and so do the catalogue's zero series of a labelled one
+          const seen = new Set(counted.map(([labels]) => labels));
+          for (const labels of ZERO_SERIES[id] ?? [])
+            if (!seen.has(labels)) values.push({ value: 0, labels: labelsOf(labels) });
         } else if (def.type === 'gauge') {
           const sums = metrics.gaugesOf(id);
           if (def.labels.length === 0) values.push({ value: metrics.gauge(id), labels: {} });

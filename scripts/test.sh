@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test [-- FILE.test.js ...]`: builds, lints, finds the Python tools, starts a Kafka broker and a
+# `npm test [-- FILE.test.js ...]`: builds, lints, finds the Python tools and Prometheus, starts a Kafka broker and a
 # registry when the selected tests need them and none is given (CRAWLSTREAM_BROKERS/REGISTRY), runs
 # the tests in two lanes (scripts/run-tests.mjs), and stops whatever it started,
 # also on failure and Ctrl-C.
@@ -15,6 +15,12 @@ if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(find dist/test -na
 
 eval "$(bash scripts/python-tools.sh)"
 export CRAWLSTREAM_PYTHON
+# a real Prometheus for test/deploy/prometheus.test.ts: found on the PATH or installed from Debian's package
+if printf '%s\n' "${files[@]}" | grep -q '/prometheus\.test\.js$'; then
+  prometheus_env="$(bash scripts/prometheus.sh)" # fails the run when none can be had
+  eval "$prometheus_env"
+  export CRAWLSTREAM_PROMETHEUS
+fi
 
 started=0
 stop() { if [ $started = 1 ]; then bash scripts/kafka/stop.sh >&2 || true; fi; }

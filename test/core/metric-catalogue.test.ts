@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { M, METRICS, type MetricDef } from '../../core/metric-catalogue.js';
+import { M, METRICS, ZERO_SERIES, type MetricDef } from '../../core/metric-catalogue.js';
+import { Metrics } from '../../core/metrics.js';
+import { PrometheusExporter } from '../../core/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -45,4 +47,22 @@ test('shipped code names metrics by the catalogue constants, never by string lit
       .flatMap((line, i) => (literal.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
   );
   assert.deepEqual(offenders, []);
+});
+
+test('a labelled counter exports its zero series at 0 before any event, and its counted values once they happen', async () => {
+  for (const [id, values] of Object.entries(ZERO_SERIES)) {
+    const d = METRICS[id as keyof typeof METRICS] as MetricDef;
+    assert.equal(d.type, 'counter', id);
+    assert.ok(d.labels.length > 0, `${id}: a counter without labels exists at 0 anyway`);
+    for (const v of values ?? []) assert.equal(v.split(',').length, d.labels.length, `${id}: ${v}`);
+  }
+  const metrics = new Metrics();
+  metrics.inc(M.fetchErrors, 2, 'CS_DNS');
+  const { body } = await new PrometheusExporter(metrics).scrape(undefined);
+  assert.match(body, /^crawlstream_fetch_errors_total\{code="CS_DNS"\} 2$/m);
+  assert.match(body, /^crawlstream_fetch_errors_total\{code="CS_TIMEOUT"\} 0$/m);
+  assert.match(body, /^crawlstream_dead_letters_total\{code="CS_INTERNAL"\} 0$/m);
+  assert.match(body, /^crawlstream_control_commands_total\{action="BLOCK"\} 0$/m);
+  // one series per label value, never a zero beside a counted one
+  assert.equal(body.match(/^crawlstream_fetch_errors_total\{code="CS_DNS"\}/gm)?.length, 1);
 });

@@ -11,6 +11,14 @@ import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { dashboardJson } from '../../cli/dashboard.js';
 import { METRICS, type MetricId } from '../../core/metric-catalogue.js';
+import {
+  configuredTerms,
+  MEASURED_PEAK_MIB,
+  MiB,
+  quantityBytes,
+  sizing,
+  type SizedRole,
+} from '../../bench/role-memory.js';
 
 // Offline validation of deploy/: no cluster, no network; the manifests are read as data.
 const DEPLOY = fileURLToPath(new URL('../../../deploy/', import.meta.url));
@@ -339,4 +347,41 @@ test('the dashboard has throughput, errors, politeness, lag, commit latency and 
     const text = (panel.targets as Doc[]).map((t) => t.expr).join('\n');
     for (const id of ids) assert.ok(text.includes(METRICS[id].name), `${panel.title} does not show ${id}`);
   }
+});
+
+test("memory requests and limits follow the sizing rule for a pod holding twice its partitions (a failed peer's too)", () => {
+  const partitions = Math.max(
+    ...all.filter((x) => x.doc.kind === 'KafkaTopic').map((x) => x.doc.spec.partitions as number),
+  );
+  const sized = new Set<string>();
+  for (const { file, doc } of workloads) {
+    const container = doc.spec.template.spec.containers[0] as Doc;
+    const cmd = parseRunArgs((container.args as string[]).slice(1).map(expand));
+    assert.notEqual(cmd.role, 'all', `${file}: one role a pod`);
+    const role = cmd.role as SizedRole;
+    sized.add(role);
+    // the parse pool's size must not follow the node's cores (os.availableParallelism ignores the CPU limit)
+    if (role === 'parser') assert.ok(container.args.includes('--threads'), `${file}: --threads`);
+    const held = Math.min(partitions, 2 * Math.ceil(partitions / (doc.spec.replicas as number)));
+    const want = sizing(MEASURED_PEAK_MIB[role] * MiB, configuredTerms(role, cmd.crawl.config, held));
+    const { requests, limits } = container.resources as { requests: Doc; limits: Doc };
+    const request = quantityBytes(requests.memory as string);
+    const limit = quantityBytes(limits.memory as string);
+    assert.ok(MEASURED_PEAK_MIB[role] > 0, `${role}: no measured figure (bench/role-memory.ts)`);
+    assert.ok(request >= want.request, `${file}: memory request ${requests.memory} < ${want.request / MiB}Mi`);
+    assert.ok(limit >= want.limit, `${file}: memory limit ${limits.memory} < ${want.limit / MiB}Mi`);
+    // not far above the rule either: an oversized limit hides a leak and wastes the node
+    assert.ok(
+      limit <= want.limit * 1.5,
+      `${file}: memory limit ${limits.memory} far above the rule's ${want.limit / MiB}Mi`,
+    );
+    assert.ok(request <= limit, `${file}: request above limit`);
+  }
+  assert.deepEqual([...sized].sort(), ['fetcher', 'frontier', 'parser']);
+  // the rule moves with the settings: twice the block cache needs a larger limit than the manifest's
+  const frontier = workloads.find(({ doc }) => doc.spec.template.spec.containers[0].args[2] === 'frontier')!;
+  const args = (frontier.doc.spec.template.spec.containers[0].args as string[]).slice(1).map(expand);
+  const bigger = parseRunArgs([...args, '--seen-block-cache', String(1024 * MiB)]).crawl.config;
+  const limit = quantityBytes(frontier.doc.spec.template.spec.containers[0].resources.limits.memory);
+  assert.ok(sizing(MEASURED_PEAK_MIB.frontier * MiB, configuredTerms('frontier', bigger, partitions)).limit > limit);
 });

@@ -253,6 +253,11 @@ export class EmbeddedEngine implements Engine {
       t.task.commitRequested = false;
     }
     const bases = this.log.commit(appends, positions);
+    // what each group has yet to read, as the Kafka engine reports from its fetches
+    for (const p of positions) {
+      const lag = Math.max(0, this.log.endOffset(p.topic, p.partition) - p.offset);
+      this.metrics.setGauge(M.consumerLag, p.group, lag, `${p.topic},${p.partition}`);
+    }
     for (const a of applied) a.store.applyCommitted(bases.get(`${a.topic}\u0000${a.partition}`)! + a.count);
     this.metrics.inc(M.commits);
     for (const w of waiters) w();
