@@ -1,9 +1,8 @@
 import { M } from '../core/metric-catalogue.js';
-import { readdirSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter } from '../core/prometheus.js';
+import { DiskUsage } from './disk-usage.js';
 import type { Engine } from './engine.js';
 
 /** Where and what the operations endpoints serve. */
@@ -27,14 +26,17 @@ export interface OpsServer {
  * Serves `/metrics` (Prometheus text, or OpenMetrics when the `Accept` header asks for it),
  * `/healthz` (200 while the event loop answers and the engine has not failed, else 503) and
  * `/readyz` (200 once every assigned task is restored and running, else 503). Answers GET and
- * HEAD only; a scrape never blocks the engine beyond reading its counters.
+ * HEAD only. A scrape never blocks the event loop beyond reading counters: the state directory's
+ * size is the last figure a background walk measured (disk-usage.ts), never walked during the scrape.
  */
 export async function startOpsServer({ engine, port, host, stateDir }: OpsServerOptions): Promise<OpsServer> {
+  const disk = stateDir === undefined ? undefined : new DiskUsage(stateDir);
   const exporter = new PrometheusExporter(engine.metrics, () => {
     const health = engine.health();
     engine.metrics.setGauge(M.tasksRunning, 'engine', health.tasks - health.restoring);
     engine.metrics.setGauge(M.tasksRestoring, 'engine', health.restoring);
-    if (stateDir !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', diskBytes(stateDir));
+    const bytes = disk?.bytes();
+    if (bytes !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', bytes);
   });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -68,27 +70,4 @@ export async function startOpsServer({ engine, port, host, stateDir }: OpsServer
     address: `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-/** Bytes of the files under `dir` (0 when it does not exist yet); a state dir holds hundreds of files at most. */
-function diskBytes(dir: string): number {
-  let total = 0;
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) total += diskBytes(path);
-    else if (e.isFile()) {
-      try {
-        total += statSync(path).size;
-      } catch {
-        // deleted between listing and stat (a compaction): not there to count
-      }
-    }
-  }
-  return total;
 }
