@@ -26,7 +26,7 @@ function stateDir(dirs: number, files: number): { dir: string; bytes: number } {
 
 /** An engine that only answers the ops server's questions. */
 function quietEngine(): Engine {
-  const health: EngineHealth = { live: true, ready: true, state: 'running', tasks: 0, restoring: 0 };
+  const health: EngineHealth = { live: true, ready: true, state: 'running', tasks: 0, restoring: 0, progress: 0 };
   return {
     name: 'embedded',
     metrics: new Metrics(),

@@ -45,6 +45,15 @@ export interface GroupConsumerHandlers {
   onRecords(records: ConsumedRawRecord[], heartbeat: () => Promise<void>): Promise<void>;
   /** The fetch position of a partition moved to `next` (also past control records); `end` is its high watermark. */
   onProgress?(topic: string, partition: number, next: number, end: number): void;
+  /**
+   * The consumer crashed while running (kafkajs' CRASH: an error its retries did not absorb) and
+   * has left its group. With `restart` kafkajs joins it again by itself after a back-off (the
+   * error was retriable: brokers gone past the retry budget); `onAssignment` then follows. Without,
+   * it is dead for good (a non-retriable error: a record batch it cannot decode, an authorization
+   * failure) and consumes nothing more. A crash while the consumer starts or joins again is not
+   * reported here: `groupConsumer` and `rejoin` reject with it instead.
+   */
+  onCrash?(error: CrawlError, restart: boolean): void;
 }
 
 export interface GroupConsumer {
@@ -246,6 +255,25 @@ export class KafkaPort {
         onProgress(logicalTopic(p.topic), p.partition, next, next + Number(p.offsetLag));
       });
     }
+    // a crash inside `run()` (the first join, or a rejoin's) is that call's failure, not a report
+    let joining: { crash?: CrawlError } | undefined;
+    consumer.on(consumer.events.CRASH, (e) => {
+      const { error, restart } = e.payload;
+      const crash = kafkaError(`the consumer of group ${options.groupId} crashed`, error);
+      if (joining && !restart) joining.crash = crash;
+      else handlers.onCrash?.(crash, restart);
+    });
+    /** `consumer.run`, which kafkajs resolves even when the consumer crashed for good while joining. */
+    const run = async (): Promise<void> => {
+      const attempt: { crash?: CrawlError } = {};
+      joining = attempt;
+      try {
+        await consumer.run(runConfig);
+      } finally {
+        joining = undefined;
+      }
+      if (attempt.crash) throw attempt.crash;
+    };
     await this.connected(consumer);
     await consumer.subscribe({
       topics: options.topics.map(physicalTopic),
@@ -272,7 +300,13 @@ export class KafkaPort {
         payload.resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
       },
     };
-    await consumer.run(runConfig);
+    try {
+      await run();
+    } catch (err) {
+      this.open.delete(consumer);
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
     return {
       // between a rejoin's stop and run the consumer has no group: nothing to pause or resume (the
       // next assignment decides), so those calls are no-ops then
@@ -285,7 +319,7 @@ export class KafkaPort {
       rejoin: async () => {
         await consumer.stop();
         try {
-          await consumer.run(runConfig);
+          await run();
         } catch (err) {
           throw kafkaError(`group ${options.groupId} could not be joined again`, err);
         }
