@@ -50,8 +50,9 @@ export interface GroupConsumerHandlers {
    * has left its group. With `restart` kafkajs joins it again by itself after a back-off (the
    * error was retriable: brokers gone past the retry budget); `onAssignment` then follows. Without,
    * it is dead for good (a non-retriable error: a record batch it cannot decode, an authorization
-   * failure) and consumes nothing more. A crash while the consumer starts or joins again is not
-   * reported here: `groupConsumer` and `rejoin` reject with it instead.
+   * failure) and consumes nothing more. A crash for good while the consumer first joins is not
+   * reported here: `groupConsumer` rejects with it; one while it joins again is reported, and
+   * `rejoin` rejects with it as well.
    */
   onCrash?(error: CrawlError, restart: boolean): void;
 }
@@ -255,17 +256,17 @@ export class KafkaPort {
         onProgress(logicalTopic(p.topic), p.partition, next, next + Number(p.offsetLag));
       });
     }
-    // a crash inside `run()` (the first join, or a rejoin's) is that call's failure, not a report
-    let joining: { crash?: CrawlError } | undefined;
+    // a crash for good inside `run()` is also that call's failure; only the first join's goes unreported
+    let joining: { crash?: CrawlError; report: boolean } | undefined;
     consumer.on(consumer.events.CRASH, (e) => {
       const { error, restart } = e.payload;
       const crash = kafkaError(`the consumer of group ${options.groupId} crashed`, error);
       if (joining && !restart) joining.crash = crash;
-      else handlers.onCrash?.(crash, restart);
+      if (!joining || restart || joining.report) handlers.onCrash?.(crash, restart);
     });
     /** `consumer.run`, which kafkajs resolves even when the consumer crashed for good while joining. */
-    const run = async (): Promise<void> => {
-      const attempt: { crash?: CrawlError } = {};
+    const run = async (report: boolean): Promise<void> => {
+      const attempt: { crash?: CrawlError; report: boolean } = { report };
       joining = attempt;
       try {
         await consumer.run(runConfig);
@@ -301,7 +302,7 @@ export class KafkaPort {
       },
     };
     try {
-      await run();
+      await run(false);
     } catch (err) {
       this.open.delete(consumer);
       await consumer.disconnect().catch(() => undefined);
@@ -319,7 +320,7 @@ export class KafkaPort {
       rejoin: async () => {
         await consumer.stop();
         try {
-          await run();
+          await run(true);
         } catch (err) {
           throw kafkaError(`group ${options.groupId} could not be joined again`, err);
         }
