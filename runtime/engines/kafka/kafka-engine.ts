@@ -88,8 +88,9 @@ export class KafkaEngine implements Engine {
   private failure: string | undefined;
   /** Per sub-topology id: why its consumer is down, from its crash until kafkajs has joined it again. */
   private readonly crashed = new Map<number, string>();
-  /** Records handed to tasks and tasks opened: with the commit and restore counters, the engine's progress. */
+  /** Records handed to tasks, changelog records restored, tasks opened: with the commit counter, the engine's progress. */
   private fetchedRecords = 0;
+  private restored = 0;
   private opened = 0;
 
   constructor(
@@ -291,7 +292,8 @@ export class KafkaEngine implements Engine {
         logger: this.options.logger ?? silentLogger,
       });
       const started = Date.now();
-      const restored = await restoreTaskState(this.port, state, partition, this.metrics);
+      // counted batch by batch: a restore of many minutes is progress, not a stall
+      const restored = await restoreTaskState(this.port, state, partition, this.metrics, (n) => (this.restored += n));
       if (restored > 0)
         this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     } catch (err) {
@@ -513,12 +515,7 @@ export class KafkaEngine implements Engine {
       tasks,
       restoring,
       ...(reason !== undefined ? { reason } : {}),
-      progress:
-        this.fetchedRecords +
-        this.opened +
-        m.total(M.recordsProcessed) +
-        m.total(M.restoreRecords) +
-        m.counter(M.commits),
+      progress: this.fetchedRecords + this.opened + this.restored + m.total(M.recordsProcessed) + m.counter(M.commits),
       ...(pending !== undefined ? { pending } : {}),
     };
   }
