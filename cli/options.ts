@@ -21,8 +21,8 @@ export interface CrawlCommand {
   readonly config: CrawlConfig;
   /** Level and format of log lines (standard error). */
   readonly log: LoggerOptions;
-  /** Where /metrics, /healthz and /readyz are served; undefined: not served. */
-  readonly ops: { readonly port: number; readonly host: string } | undefined;
+  /** Where /metrics, /healthz and /readyz are served, and `--stall-timeout`; undefined: not served. */
+  readonly ops: { readonly port: number; readonly host: string; readonly stallMs: number } | undefined;
 }
 
 export const CRAWL_USAGE = commandUsage(
@@ -148,6 +148,12 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
   const metricsPort = num('metrics-port');
   if (values.get('metrics-host')?.source !== 'default' && metricsPort === undefined)
     throw new InvalidOptionError('--metrics-host needs --metrics-port');
+  const stallMs = num('stall-timeout')!;
+  // every fetch slot busy with a slow fetch takes no input for up to --fetch-timeout: not a stall
+  if (stallMs <= config.fetchTimeoutMs)
+    throw new InvalidOptionError(
+      `--stall-timeout must be longer than --fetch-timeout (${config.fetchTimeoutMs} ms), got ${stallMs}`,
+    );
   return {
     untilIdle: get('until-idle') === true,
     maxPages: num('max-pages'),
@@ -156,6 +162,6 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
     quiet: get('quiet') === true,
     config,
     log: parseLogOptions(str('log-level'), str('log-format')),
-    ops: metricsPort === undefined ? undefined : { port: metricsPort, host: str('metrics-host')! },
+    ops: metricsPort === undefined ? undefined : { port: metricsPort, host: str('metrics-host')!, stallMs },
   };
 }

@@ -339,6 +339,16 @@ const DEFINED: readonly Setting[] = [
     help: 'address those endpoints bind to',
   },
   {
+    name: 'stall-timeout',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    default: '300000',
+    min: 10_000,
+    max: 86_400_000,
+    help: '/healthz fails once input, records in flight or tasks not yet running wait this long with no progress (URLs waiting out a politeness gap or back-off do not count); longer than --fetch-timeout',
+  },
+  {
     name: 'log-level',
     kind: 'string',
     arg: 'LEVEL',

@@ -40,6 +40,21 @@ export interface EngineHealth {
   /** Tasks assigned to this instance, and how many of them are still restoring. */
   readonly tasks: number;
   readonly restoring: number;
+  /** Why `live` is false (the fatal error, a crashed consumer), for people; absent while live. */
+  readonly reason?: string;
+  /**
+   * A reading that changes whenever the engine moves work forward: a record taken for processing,
+   * a changelog record restored, a transaction committed. Only its changes mean anything: two
+   * equal readings say nothing moved in between.
+   */
+  readonly progress: number;
+  /**
+   * The work the engine could do now and has not done, for people ("12 input records not yet
+   * processed, 3 in flight"); absent when there is none. Work a processor holds on its own clock
+   * (URLs waiting for a host's politeness gap, a Retry-After back-off, a revisit time) is not
+   * pending: it is not due, so waiting on it is not a stall.
+   */
+  readonly pending?: string;
 }
 
 /**

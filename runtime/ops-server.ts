@@ -1,10 +1,10 @@
 import { M } from '../core/metric-catalogue.js';
-import { readdirSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter } from '../core/prometheus.js';
-import type { Engine } from './engine.js';
+import { DiskUsage } from './disk-usage.js';
+import type { Engine, EngineHealth } from './engine.js';
+import { DEFAULT_STALL_MS, StallWatch } from './stall-watch.js';
 import { engineStatus, siteStatusReply, type StatusReply } from './status-routes.js';
 
 /** Where and what the operations endpoints serve. */
@@ -16,6 +16,8 @@ export interface OpsServerOptions {
   readonly host: string;
   /** The engine's local state directory, whose size `crawlstream_state_disk_bytes` reports. */
   readonly stateDir?: string;
+  /** `--stall-timeout`: work pending this long without progress makes `/healthz` fail; default DEFAULT_STALL_MS. */
+  readonly stallMs?: number;
 }
 
 export interface OpsServer {
@@ -26,17 +28,38 @@ export interface OpsServer {
 
 /**
  * Serves `/metrics` (Prometheus text, or OpenMetrics when the `Accept` header asks for it),
- * `/healthz` (200 while the event loop answers and the engine has not failed, else 503) and
- * `/readyz` (200 once every assigned task is restored and running, else 503), `/status` and
- * `/status/site/NAME` (JSON: status-routes.ts). Answers GET and
- * HEAD only; a scrape never blocks the engine beyond reading its counters.
+ * `/healthz`, `/readyz` (200 once every assigned task is restored and running, else 503),
+ * `/status` and `/status/site/NAME` (JSON: status-routes.ts). Answers GET and HEAD only.
+ *
+ * `/healthz` is 200 while the event loop answers, the engine has not failed or lost a consumer
+ * (EngineHealth.live) and it has not stalled: work pending (EngineHealth.pending) without progress
+ * for `stallMs` (stall-watch.ts). Else 503, with `reason` saying which. The body is the engine's
+ * health as JSON, plus `stuckMs`, the time work has been pending without progress.
+ *
+ * A scrape never blocks the event loop beyond reading counters: the state directory's size is
+ * the last figure a background walk measured (disk-usage.ts), never walked during the scrape.
  */
-export async function startOpsServer({ engine, port, host, stateDir }: OpsServerOptions): Promise<OpsServer> {
-  const exporter = new PrometheusExporter(engine.metrics, () => {
+export async function startOpsServer({
+  engine,
+  port,
+  host,
+  stateDir,
+  stallMs = DEFAULT_STALL_MS,
+}: OpsServerOptions): Promise<OpsServer> {
+  const disk = stateDir === undefined ? undefined : new DiskUsage(stateDir);
+  const stalls = new StallWatch(stallMs);
+  let stuckMs = 0;
+  const read = (): EngineHealth => {
     const health = engine.health();
+    stuckMs = stalls.observe(health);
+    return health;
+  };
+  const exporter = new PrometheusExporter(engine.metrics, () => {
+    const health = read();
     engine.metrics.setGauge(M.tasksRunning, 'engine', health.tasks - health.restoring);
     engine.metrics.setGauge(M.tasksRestoring, 'engine', health.restoring);
-    if (stateDir !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', diskBytes(stateDir));
+    const bytes = disk?.bytes();
+    if (bytes !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', bytes);
   });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -52,11 +75,17 @@ export async function startOpsServer({ engine, port, host, stateDir }: OpsServer
       return;
     }
     if (path === '/healthz' || path === '/readyz') {
-      const health = engine.health();
-      const ok = path === '/healthz' ? health.live : health.ready;
+      const health = read();
+      const stalled = health.live && stalls.stalled(stuckMs);
+      const ok = path === '/healthz' ? health.live && !stalled : health.ready;
+      const reason = stalled
+        ? `stalled: no progress for ${Math.round(stuckMs / 1000)} s with work pending (${health.pending}); --stall-timeout is ${Math.round(stallMs / 1000)} s`
+        : health.reason;
       res
         .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
-        .end(`${JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...health })}\n`);
+        .end(
+          `${JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...health, ...(reason !== undefined ? { reason } : {}), stuckMs })}\n`,
+        );
       return;
     }
     if (path === '/status' || path?.startsWith('/status/site/')) {
@@ -77,32 +106,15 @@ export async function startOpsServer({ engine, port, host, stateDir }: OpsServer
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
+  // readings between probes, so a stall is timed from when it began, not from the first probe after it
+  const watch = setInterval(read, Math.min(1_000, Math.max(10, Math.floor(stallMs / 4))));
+  watch.unref();
   const bound = server.address() as AddressInfo;
   return {
     address: `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => {
+      clearInterval(watch);
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
-}
-
-/** Bytes of the files under `dir` (0 when it does not exist yet); a state dir holds hundreds of files at most. */
-function diskBytes(dir: string): number {
-  let total = 0;
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) total += diskBytes(path);
-    else if (e.isFile()) {
-      try {
-        total += statSync(path).size;
-      } catch {
-        // deleted between listing and stat (a compaction): not there to count
-      }
-    }
-  }
-  return total;
 }

@@ -21,6 +21,7 @@ import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { deadLetterOf, deadLetterTopicOf } from '../../dead-letter.js';
+import { describePending } from '../../stall-watch.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -65,6 +66,8 @@ export class EmbeddedEngine implements Engine {
   private commitSoon: NodeJS.Immediate | undefined;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private failed = false;
+  /** The fatal error's message, which `/healthz` gives as its reason. */
+  private failure: string | undefined;
   private readonly deadLetterTopic: string;
 
   constructor(
@@ -343,6 +346,7 @@ export class EmbeddedEngine implements Engine {
     (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
     this.failed = true;
+    this.failure = err instanceof Error ? err.message : String(err);
     for (const t of this.tasks) t.runner.halt();
     // no final commit: whatever was not committed is redone after a restart
     await this.shutdown().catch(() => undefined);
@@ -365,15 +369,40 @@ export class EmbeddedEngine implements Engine {
     this.state = 'stopped';
   }
 
+  /**
+   * Progress is every input position and every record taken for processing; pending is input not
+   * yet taken and records in flight (a processor holding work on its own clock, such as URLs
+   * waiting for a politeness gap, is not pending). Outputs are not counted: a commit within the
+   * commit interval writes them or fails the engine.
+   */
   health(): EngineHealth {
     // stores restore inside start(), before the engine reports running
     const running = this.state === 'running';
+    let progress = this.metrics.total(M.recordsProcessed);
+    let lag = 0;
+    let inFlight = 0;
+    for (const t of this.tasks) {
+      let behind = 0;
+      for (const p of t.runner.positions.values()) {
+        progress += p.offset;
+        behind += Math.max(0, this.log.endOffset(p.topic, p.partition) - p.offset);
+      }
+      if (!running) continue;
+      const busy = t.runner.busy();
+      inFlight += busy;
+      // an 'after' task's position passes a record only once it is done: its records in flight are still behind it
+      lag += Math.max(0, behind - (t.task.commitInputs === 'after' ? busy : 0));
+    }
+    const pending = describePending({ unread: lag, inFlight });
     return {
       live: !this.failed,
       ready: running,
       state: this.failed ? 'failed' : this.state,
       tasks: this.tasks.length,
       restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
+      ...(this.failure !== undefined ? { reason: `failed: ${this.failure}` } : {}),
+      progress,
+      ...(pending !== undefined ? { pending } : {}),
     };
   }
 

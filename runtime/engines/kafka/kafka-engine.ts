@@ -24,6 +24,7 @@ import { openTaskState, restoreTaskState, type LocalTaskState } from './task-sta
 import { claimStateDir } from './cluster-identity.js';
 import { brokerFault, sleep, whileHeartbeating, type TaskSlot } from './task-slot.js';
 import { checkTopics, committedInputs, deadLetterTopic } from './topics.js';
+import { describePending } from '../../stall-watch.js';
 
 export interface KafkaEngineOptions {
   readonly brokers: readonly string[];
@@ -86,6 +87,14 @@ export class KafkaEngine implements Engine {
   private failed = false;
   /** The built topology, for routing queries (set by start). */
   private subtopologies: readonly Subtopology[] = [];
+  /** The fatal error's message, which `/healthz` gives as its reason. */
+  private failure: string | undefined;
+  /** Per sub-topology id: why its consumer is down, from its crash until kafkajs has joined it again. */
+  private readonly crashed = new Map<number, string>();
+  /** Records handed to tasks, changelog records restored, tasks opened: with the commit counter, the engine's progress. */
+  private fetchedRecords = 0;
+  private restored = 0;
+  private opened = 0;
 
   constructor(
     private readonly topology: Topology,
@@ -131,6 +140,24 @@ export class KafkaEngine implements Engine {
       throw err;
     }
     this.state = 'running';
+    try {
+      await this.joinGroups(subtopologies);
+    } catch (err) {
+      // a group that cannot be joined (its consumer crashed for good while joining) fails the
+      // engine: the groups joined before it and their tasks close, and start() rejects with it
+      await this.fail(err);
+      throw err;
+    }
+    this.say(
+      `kafka engine started on ${this.options.brokers.join(',')}: groups ${subtopologies
+        .filter(this.options.runs ?? (() => true))
+        .map((s) => groupIdOf(this.topology, s))
+        .join(', ')}`,
+    );
+  }
+
+  /** Joins the consumer group of each sub-topology this instance runs. */
+  private async joinGroups(subtopologies: readonly Subtopology[]): Promise<void> {
     for (const sub of subtopologies.filter(this.options.runs ?? (() => true))) {
       const holder: { consumer?: GroupConsumer } = {};
       const consumer = await this.port.groupConsumer(
@@ -142,13 +169,19 @@ export class KafkaEngine implements Engine {
           owned: () => [...(this.assigned.get(sub.id) ?? this.localPartitions(sub))],
         },
         {
-          onAssignment: (assigned) => this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer),
+          onAssignment: (assigned) => {
+            // joined again after a crash kafkajs restarted it: consuming once more
+            this.crashed.delete(sub.id);
+            this.assign(sub, new Set(assigned.map((a) => a.partition)), holder.consumer);
+          },
+          onCrash: (err, restart) => this.consumerCrashed(sub, err, restart),
           onRecords: async (records, heartbeat) => {
             const key = `${sub.id}_${records[0]!.partition}`;
             const slot = this.slots.get(key);
             // a task restores before it runs: keep the membership alive meanwhile (kafkajs heartbeats only between batches)
             const task = slot && (await whileHeartbeating(slot.opening, heartbeat));
             if (!task) return;
+            this.fetchedRecords += records.length;
             task.enqueue(records);
             while (task.backlog() > HIGH_WATER && this.state === 'running' && this.slots.get(key)?.task === task) {
               await sleep(100);
@@ -166,12 +199,6 @@ export class KafkaEngine implements Engine {
       holder.consumer = consumer;
       this.consumers.push(consumer);
     }
-    this.say(
-      `kafka engine started on ${this.options.brokers.join(',')}: groups ${subtopologies
-        .filter(this.options.runs ?? (() => true))
-        .map((s) => groupIdOf(this.topology, s))
-        .join(', ')}`,
-    );
   }
 
   /** The partitions of `sub` with a task directory under the data dir (state kept from an earlier run). */
@@ -269,7 +296,8 @@ export class KafkaEngine implements Engine {
         logger: this.options.logger ?? silentLogger,
       });
       const started = Date.now();
-      const restored = await restoreTaskState(this.port, state, partition, this.metrics);
+      // counted batch by batch: a restore of many minutes is progress, not a stall
+      const restored = await restoreTaskState(this.port, state, partition, this.metrics, (n) => (this.restored += n));
       if (restored > 0)
         this.say(`task ${sub.id}_${partition}: restored ${restored} changelog records in ${Date.now() - started} ms`);
     } catch (err) {
@@ -306,6 +334,7 @@ export class KafkaEngine implements Engine {
     task.init();
     kafkaTask.start();
     slot.task = kafkaTask;
+    this.opened++;
     return kafkaTask;
   }
 
@@ -415,11 +444,32 @@ export class KafkaEngine implements Engine {
     this.resolveDone();
   }
 
+  /**
+   * kafkajs' consumer of `sub` crashed (see GroupConsumerHandlers.onCrash). One that kafkajs
+   * restarts (brokers unreachable past the retry budget) makes `/healthz` fail until it has joined
+   * its group again, and the engine keeps its tasks: they are fenced or taken back by the next
+   * assignment, like Kafka Streams replacing a dead StreamThread. One that kafkajs does not restart
+   * fails the engine, like a StreamThread dying under Streams' default SHUTDOWN_CLIENT: this member
+   * would consume nothing more, while its tasks kept running punctuators (a frontier dispatching
+   * fetches) for partitions the group has given to others; exiting lets the orchestrator start a
+   * fresh process, which restores from its checkpoints and joins again.
+   */
+  private consumerCrashed(sub: Subtopology, err: CrawlError, restart: boolean): void {
+    if (this.state !== 'running') return;
+    if (!restart) {
+      void this.fail(err);
+      return;
+    }
+    this.crashed.set(sub.id, err.message);
+    this.say(`${err.message}; kafkajs restarts it`);
+  }
+
   private async fail(err: unknown): Promise<void> {
     if (this.state === 'stopped') return;
     (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
     this.state = 'stopped';
     this.failed = true;
+    this.failure = err instanceof Error ? err.message : String(err);
     const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
     this.slots.clear();
     // no final commit: whatever was not committed is redone by the next owner
@@ -430,6 +480,13 @@ export class KafkaEngine implements Engine {
     this.rejectDone(err);
   }
 
+  /**
+   * Not live once failed or while a consumer is down after a crash. Progress: records fetched into
+   * tasks, records taken for processing, changelog records restored, transactions committed, tasks
+   * opened. Pending: assigned tasks not running, and each running task's unread input, records in
+   * flight and uncommitted work (KafkaTask.pendingWork); what processors hold on their own clock
+   * (a politeness gap) is not.
+   */
   health(): EngineHealth {
     let tasks = 0;
     let restoring = 0;
@@ -439,12 +496,31 @@ export class KafkaEngine implements Engine {
         if (this.slots.get(`${sub}_${p}`)?.lifecycle.state !== 'running') restoring++;
       }
     }
+    const running = this.state === 'running';
+    let unread = 0;
+    let inFlight = 0;
+    let uncommitted = 0;
+    if (running)
+      for (const { task } of this.slots.values()) {
+        if (!task) continue;
+        const work = task.pendingWork();
+        unread += work.unread;
+        inFlight += work.inFlight;
+        if (work.uncommitted) uncommitted++;
+      }
+    const pending = running ? describePending({ unread, inFlight, uncommitted, opening: restoring }) : undefined;
+    const crash = [...this.crashed.values()][0];
+    const reason = this.failure !== undefined ? `failed: ${this.failure}` : crash && `${crash}; kafkajs restarts it`;
+    const m = this.metrics;
     return {
-      live: !this.failed,
-      ready: this.state === 'running' && restoring === 0,
+      live: !this.failed && this.crashed.size === 0,
+      ready: running && restoring === 0,
       state: this.failed ? 'failed' : this.state,
       tasks,
       restoring,
+      ...(reason !== undefined ? { reason } : {}),
+      progress: this.fetchedRecords + this.opened + this.restored + m.total(M.recordsProcessed) + m.counter(M.commits),
+      ...(pending !== undefined ? { pending } : {}),
     };
   }
 

@@ -45,6 +45,16 @@ export interface GroupConsumerHandlers {
   onRecords(records: ConsumedRawRecord[], heartbeat: () => Promise<void>): Promise<void>;
   /** The fetch position of a partition moved to `next` (also past control records); `end` is its high watermark. */
   onProgress?(topic: string, partition: number, next: number, end: number): void;
+  /**
+   * The consumer crashed while running (kafkajs' CRASH: an error its retries did not absorb) and
+   * has left its group. With `restart` kafkajs joins it again by itself after a back-off (the
+   * error was retriable: brokers gone past the retry budget); `onAssignment` then follows. Without,
+   * it is dead for good (a non-retriable error: a record batch it cannot decode, an authorization
+   * failure) and consumes nothing more. A crash for good while the consumer first joins is not
+   * reported here: `groupConsumer` rejects with it; one while it joins again is reported, and
+   * `rejoin` rejects with it as well.
+   */
+  onCrash?(error: CrawlError, restart: boolean): void;
 }
 
 export interface GroupConsumer {
@@ -257,6 +267,25 @@ export class KafkaPort {
         onProgress(logicalTopic(p.topic), p.partition, next, next + Number(p.offsetLag));
       });
     }
+    // a crash for good inside `run()` is also that call's failure; only the first join's goes unreported
+    let joining: { crash?: CrawlError; report: boolean } | undefined;
+    consumer.on(consumer.events.CRASH, (e) => {
+      const { error, restart } = e.payload;
+      const crash = kafkaError(`the consumer of group ${options.groupId} crashed`, error);
+      if (joining && !restart) joining.crash = crash;
+      if (!joining || restart || joining.report) handlers.onCrash?.(crash, restart);
+    });
+    /** `consumer.run`, which kafkajs resolves even when the consumer crashed for good while joining. */
+    const run = async (report: boolean): Promise<void> => {
+      const attempt: { crash?: CrawlError; report: boolean } = { report };
+      joining = attempt;
+      try {
+        await consumer.run(runConfig);
+      } finally {
+        joining = undefined;
+      }
+      if (attempt.crash) throw attempt.crash;
+    };
     await this.connected(consumer);
     await consumer.subscribe({
       topics: options.topics.map(physicalTopic),
@@ -283,7 +312,13 @@ export class KafkaPort {
         payload.resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
       },
     };
-    await consumer.run(runConfig);
+    try {
+      await run(false);
+    } catch (err) {
+      this.open.delete(consumer);
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
     return {
       // between a rejoin's stop and run the consumer has no group: nothing to pause or resume (the
       // next assignment decides), so those calls are no-ops then
@@ -296,7 +331,7 @@ export class KafkaPort {
       rejoin: async () => {
         await consumer.stop();
         try {
-          await consumer.run(runConfig);
+          await run(true);
         } catch (err) {
           throw kafkaError(`group ${options.groupId} could not be joined again`, err);
         }

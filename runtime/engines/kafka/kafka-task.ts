@@ -137,6 +137,21 @@ export class KafkaTask {
     return this.task.isIdle();
   }
 
+  /**
+   * The work this task could do now, for the engine's stall check: records fetched (or known to
+   * be in its partitions) and not yet taken, records in flight, and whether outputs, positions or
+   * store writes wait for a commit (or one is under way). What its processors hold on their own
+   * clock (URLs waiting for a politeness gap) is not counted: it is not due.
+   */
+  pendingWork(): { unread: number; inFlight: number; uncommitted: boolean } {
+    let unread = this.buffer.length;
+    for (const [key, f] of this.fetched)
+      unread += Math.max(0, f.end - Math.max(f.next, this.positions.get(key)?.offset ?? 0));
+    let uncommitted = this.committing || this.outputs.length > 0 || this.dirty.size > 0;
+    for (const { store } of this.changelogged) uncommitted ||= store.pendingCount() > 0;
+    return { unread, inFlight: this.driver.busy(), uncommitted };
+  }
+
   notify(): void {
     const w = this.wake;
     this.wake = undefined;

@@ -104,6 +104,8 @@ export async function restoreTaskState(
   state: LocalTaskState,
   partition: number,
   metrics: Metrics,
+  /** Called with each batch's record count as it is restored: progress while a long restore runs. */
+  onBatch: (records: number) => void = () => undefined,
 ): Promise<number> {
   const { changelogged, ends } = state;
   const byTopic = new Map(changelogged.map((c) => [c.topic, c.store]));
@@ -115,6 +117,7 @@ export async function restoreTaskState(
     (topic, _p, records, next) => {
       const store = byTopic.get(topic)!;
       perStore.set(store.name, (perStore.get(store.name) ?? 0) + records.length);
+      onBatch(records.length);
       store.restore(
         records.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
         next,
