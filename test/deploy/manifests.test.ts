@@ -167,7 +167,7 @@ test('every workload serves /metrics, /healthz and /readyz on a named port, prob
     const [container] = doc.spec.template.spec.containers as Doc[];
     const cmd = parseRunArgs((container!.args as string[]).slice(1).map(expand));
     assert.deepEqual(
-      cmd.crawl.ops,
+      { port: cmd.crawl.ops?.port, host: cmd.crawl.ops?.host },
       { port: 9464, host: '0.0.0.0' },
       `${file}: --metrics-port 9464 --metrics-host 0.0.0.0`,
     );
