@@ -164,6 +164,9 @@ export class SitePolicy {
    */
   retryTemplate(site: string, hostKey: number, templateKey: number, trusted: boolean): TemplateVerdict {
     const state = this.state(site);
+    // a template whose counter was taken over would inherit a count at least as high: it waits
+    // (looking would take over another template's counter and lose what links into it earned)
+    if (!trusted && !state.templates.some((t) => t.key === templateKey)) return 'defer';
     const all = templateCounter(state.templates, hostKey);
     const one = templateCounter(state.templates, templateKey, all);
     const verdict = this.spend(one, all, trusted);
