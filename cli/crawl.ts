@@ -167,6 +167,13 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
       lines.push(`  ${title} {${label}}  ${v}`);
   };
   byLabel(M.urlsDropped, 'dropped');
+  byLabel(M.urlsDeferred, 'deferred');
+  byLabel(M.urlsReleased, 'released');
+  const deferred = m.gauge(M.frontierDeferredUrls);
+  if (deferred > 0)
+    lines.push(
+      `  deferred now       ${deferred} URLs held back by a template or budget (queued when another site links in, a cycle ends or a budget is raised; resume with the same --data)`,
+    );
   byLabel(M.fetchErrors, 'fetch error');
   byLabel(M.backoffs, 'back-offs');
   byLabel(M.deadLetters, 'dead letters');

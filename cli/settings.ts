@@ -195,7 +195,7 @@ const DEFINED: readonly Setting[] = [
     'seed-budget',
     'seedPageBudget',
     0,
-    'base budget of a seeded site instead of --site-budget, for seeds you mean to crawl deeper (0: --site-budget)',
+    'budget per cycle of a seeded site, as --site-budget is of others (0: no cap, a seeded site is crawled to its hop limit)',
   ),
   count('site-budget-per-inlink', 'siteBudgetPerInlink', 100, 'budget a site earns per distinct other site linking in'),
   count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn'),

@@ -115,6 +115,18 @@ export const METRICS = {
     ['reason'],
     'frontier',
   ),
+  urls_deferred: counter(
+    'crawlstream_urls_deferred',
+    'New URLs a heuristic held back (persisted, released when the evidence changes), by reason.',
+    ['reason'],
+    'frontier',
+  ),
+  urls_released: counter(
+    'crawlstream_urls_released',
+    'Deferred URLs queued after all, by the reason they had waited for.',
+    ['reason'],
+    'frontier',
+  ),
   urls_demoted: counter(
     'crawlstream_urls_demoted',
     'New URLs the template rule sent to the lowest front-queue band, by rule.',
@@ -238,6 +250,11 @@ export const METRICS = {
     'frontier',
   ),
   frontier_parked_urls: gauge('crawlstream_frontier_parked_urls', 'URLs queued on parked hosts.', 'frontier'),
+  frontier_deferred_urls: gauge(
+    'crawlstream_frontier_deferred_urls',
+    'Deferred URLs waiting for evidence (a new inlink, a new cycle, their site run out): not pending work.',
+    'frontier',
+  ),
   recrawl_scheduled_urls: gauge(
     'crawlstream_recrawl_scheduled_urls',
     'Fetched URLs with a revisit scheduled (the due index).',

@@ -45,7 +45,10 @@ export interface CrawlConfig {
    * Every distinct other site seen linking in earns it `siteBudgetPerInlink` more.
    */
   readonly sitePageBudget: number;
-  /** The base budget of a seeded site instead of sitePageBudget (an operator's explicit allowance); 0: sitePageBudget. */
+  /**
+   * The base budget of a seeded site instead of sitePageBudget (an operator's cap); 0, the
+   * default: no cap, a seeded site is crawled to its hop limit.
+   */
   readonly seedPageBudget: number;
   /** Budget added per distinct other site seen linking in. */
   readonly siteBudgetPerInlink: number;

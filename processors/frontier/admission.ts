@@ -6,6 +6,7 @@ import type { CrawlConfig } from '../common/crawl-config.js';
 import { bandOf, LOWEST_BAND, type Band } from './front-queues.js';
 import { packedFingerprints } from '../common/fingerprint.js';
 import { safeSite } from './host-state.js';
+import type { DeferredSet, DeferredUrl } from './deferred-set.js';
 import type { SitePolicy, TemplateVerdict } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import { urlShape, type UrlShape } from './url-shape.js';
@@ -15,14 +16,20 @@ import { templateKey, templateKeyOf } from './url-templates.js';
 export interface AdmittedLinks {
   readonly entries: FrontEntry[];
   readonly bands: Band[];
+  /** How many new links were deferred, and the host of the last (undefined: none). */
+  readonly deferred: number;
+  readonly deferredHost: string | undefined;
 }
 
 /**
  * Which links of a batch enter the frontier, in layers: trap rules and the hop limit first (each
- * URL parsed once), then the seen-set (one batched check: the Bloom answers "new" alone, every
- * "maybe seen" is confirmed in the store), then the URL-template rule for new URLs of generated
- * shapes (demote or drop), then the site's earned budget. A URL is admitted at most once, ever.
- * Returns the admitted links in batch order; counts the others in `urls_dropped{reason}` and
+ * URL parsed once; certain junk, refused for good), then the seen-set (one batched check: the
+ * Bloom answers "new" alone, every "maybe seen" is confirmed in the store), then the URL-template
+ * rule for new URLs of generated shapes (demote or defer), then the site's earned budget (admit
+ * or defer). A URL is admitted or deferred at most once, ever: "seen" is either. Deferred URLs
+ * wait in `deferred` (deferred-set.ts) and a batch that may have earned its site more (a new
+ * linking site, a link into a template) marks the site for another look. Returns the admitted
+ * links in batch order; counts the others in `urls_dropped{reason}`, `urls_deferred{reason}` and
  * `urls_seen`.
  */
 export function admitLinks(
@@ -31,11 +38,13 @@ export function admitLinks(
   config: CrawlConfig,
   seenSet: SeenSet,
   sites: SitePolicy,
+  deferred: DeferredSet,
   metrics: Metrics,
 ): AdmittedLinks {
   const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
-  sites.noteInlink(batch.site, fromSite);
-  const maxHops = sites.maxHops(batch.site);
+  const site = batch.site;
+  if (sites.noteInlink(site, fromSite)) deferred.mark(site, { budget: true });
+  const maxHops = sites.maxHops(site);
   const links = batch.links;
   const kept: number[] = [];
   const shapes: UrlShape[] = [];
@@ -58,32 +67,61 @@ export function admitLinks(
   for (const f of fresh) if (f) freshCount++;
   if (kept.length > freshCount) metrics.inc(M.urlsSeen, kept.length - freshCount);
   // a batch holds one target site's links (LinkBatch contract): one budget decision for all
-  const site = batch.site;
-  const verdicts = templateVerdicts(kept, shapes, fresh, site, fromSite === site, sites);
+  const internal = fromSite === site;
+  const templates = templateVerdicts(kept, shapes, fresh, site, internal, sites);
+  // links into a template from elsewhere may have raised an allowance that deferred URLs wait on
+  if (!internal && templates.verdicts.size > 0) deferred.mark(site, { template: true });
+  // the yield of a templated page: how many new templated URLs of its own site it names
+  if (internal && deferred.waiting(site, 'url-template') > 0 && batch.sourceUrl !== null) {
+    const source = urlShape(batch.sourceUrl);
+    if (source !== undefined && templateKeyOf(source.host, source) !== undefined)
+      deferred.noteYield(site, templates.verdict.length);
+  }
   let templated = 0;
   let demoted = 0;
-  for (const v of verdicts.values()) {
-    if (v === 'drop') templated++;
-    else if (v === 'demote') demoted++;
+  for (const v of templates.verdicts.values()) {
+    if (templates.verdict[v] === 'defer') templated++;
+    else if (templates.verdict[v] === 'demote') demoted++;
   }
-  if (templated > 0) metrics.inc(M.urlsDropped, templated, 'url-template');
-  // demoted URLs may still be cut by the budget below; this counts the rule's decisions
+  // demoted URLs may still be deferred by the budget below; this counts the rule's decisions
   if (demoted > 0) metrics.inc(M.urlsDemoted, demoted, 'url-template');
   const candidates = freshCount - templated;
   const { admitted, refused } = sites.admitMany(site, candidates);
-  if (candidates > admitted) metrics.inc(M.urlsDropped, candidates - admitted, refused);
   if (admitted > 0) metrics.inc(M.urlsAdmitted, admitted);
+  // a budget is a guess (it grows with inlinks and cycles): what it refuses waits; a block or a
+  // site of copies is refused for good
+  const deferBudget = refused === 'site-budget';
+  if (candidates > admitted && !deferBudget) metrics.inc(M.urlsDropped, candidates - admitted, refused);
   const entries: FrontEntry[] = [];
   const bands: Band[] = [];
+  let waiting: DeferredUrl[] | undefined;
+  let deferredHost: string | undefined;
   // a batch's links mostly share a host: entries of one host share its strings, so the lookups
   // downstream hash each once and compare them by reference
   let host = '';
   let origin = '';
-  for (let k = 0; k < kept.length && entries.length < admitted; k++) {
+  for (let k = 0; k < kept.length; k++) {
     if (!fresh[k]) continue;
-    const verdict = verdicts.get(k);
-    if (verdict === 'drop') continue;
+    const at = templates.verdicts.get(k);
+    const verdict = at === undefined ? undefined : templates.verdict[at];
     const link = links[kept[k]!]!;
+    const kind = link.kind === 'SITEMAP' || link.kind === 'FEED' ? link.kind : 'PAGE';
+    if (verdict === 'defer' || entries.length >= admitted) {
+      if (verdict !== 'defer' && !deferBudget) continue;
+      waiting ??= [];
+      deferredHost = shapes[k]!.host;
+      waiting.push({
+        url: link.url,
+        depth: link.depth,
+        redirectHops: link.redirectHops,
+        kind,
+        discoveredAt: timestamp,
+        reason: verdict === 'defer' ? 'url-template' : 'site-budget',
+        hostKey: verdict === 'defer' ? templates.keys[2 * at!]! : 0,
+        templateKey: verdict === 'defer' ? templates.keys[2 * at! + 1]! : 0,
+      });
+      continue;
+    }
     const shape = shapes[k]!;
     if (shape.host !== host || shape.origin !== origin) {
       host = shape.host;
@@ -97,19 +135,34 @@ export function admitLinks(
       depth: link.depth,
       redirectHops: link.redirectHops,
       discoveredAt: timestamp,
-      kind: link.kind === 'SITEMAP' || link.kind === 'FEED' ? link.kind : 'PAGE',
+      kind,
       visit: 0,
     });
     bands.push(verdict === 'demote' ? LOWEST_BAND : bandOf(link.url, shape, link.depth));
   }
-  return { entries, bands };
+  if (waiting !== undefined) {
+    if (templated > 0) metrics.inc(M.urlsDeferred, templated, 'url-template');
+    if (waiting.length > templated) metrics.inc(M.urlsDeferred, waiting.length - templated, 'site-budget');
+    deferred.defer(site, waiting, waiting.length > templated ? sites.cycleEndsAt(site) : 0);
+  }
+  return { entries, bands, deferred: waiting?.length ?? 0, deferredHost };
 }
+
+/** The template rule's verdicts on a batch: by index into `kept`, the index of its verdict and keys. */
+interface TemplateVerdicts {
+  readonly verdicts: Map<number, number>;
+  /** Per verdict, the keys of its host's counter and of its template's, back to back. */
+  readonly keys: readonly number[];
+  readonly verdict: readonly TemplateVerdict[];
+}
+
+const NO_TEMPLATES: TemplateVerdicts = { verdicts: new Map(), keys: [], verdict: [] };
 
 /**
  * The template rule's verdicts on the new links of a batch whose path or query has a generated
- * part, by index into `kept`; links of hand-named shapes are not counted and have no verdict.
- * A batch from another site (or of seeds) counts its links already seen too: a link into a
- * template earns it allowance whether or not the URL is new.
+ * part; links of hand-named shapes are not counted and have no verdict. A batch from another
+ * site (or of seeds) counts its links already seen too: a link into a template earns it
+ * allowance whether or not the URL is new.
  */
 function templateVerdicts(
   kept: readonly number[],
@@ -118,8 +171,7 @@ function templateVerdicts(
   site: string,
   internal: boolean,
   sites: SitePolicy,
-): Map<number, TemplateVerdict> {
-  const out = new Map<number, TemplateVerdict>();
+): TemplateVerdicts {
   const keys: number[] = [];
   const at: number[] = [];
   let host = '';
@@ -136,10 +188,11 @@ function templateVerdicts(
     keys.push(hostKey, key);
     at.push(k);
   }
-  if (at.length === 0) return out;
-  const verdicts = sites.noteTemplates(site, keys, internal);
-  for (let i = 0; i < at.length; i++) out.set(at[i]!, verdicts[i]!);
-  return out;
+  if (at.length === 0) return NO_TEMPLATES;
+  const verdict = sites.noteTemplates(site, keys, internal);
+  const verdicts = new Map<number, number>();
+  for (let i = 0; i < at.length; i++) verdicts.set(at[i]!, i);
+  return { verdicts, keys, verdict };
 }
 
 /**

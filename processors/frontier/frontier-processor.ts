@@ -17,10 +17,13 @@ import { TOPICS } from '../common/topics.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
 import { admitLinks } from './admission.js';
+import { DeferredSet } from './deferred-set.js';
+import { releaseDeferred } from './deferred-release.js';
 import { BackQueues } from './back-queues.js';
 import { newHost, numberBytes, readNumber } from './host-state.js';
 import { FrontQueues, LOWEST_BAND, REVISIT_BAND } from './front-queues.js';
 import {
+  DEFERRED_STORE,
   DUE_STORE,
   FRONT_STORE,
   HISTORY_STORE,
@@ -30,6 +33,7 @@ import {
   QUEUE_STORE,
   SEEN_STORE,
   SITES_STORE,
+  type DeferredStore,
   type FrontStore,
   type HostStore,
   type MetaStore,
@@ -63,6 +67,8 @@ const DISPATCH_BATCH = 2_000;
 const DUE_BATCH = 1_000;
 /** Revisits waiting in the front queues beyond which no more are taken from the due index. */
 const DUE_BACKLOG = 10 * DUE_BATCH;
+/** How often sites whose budget-deferred URLs wait for a new cycle are looked at. */
+const DEFERRED_CYCLE_CHECK_MS = 10_000;
 
 /**
  * The polite frontier of one site partition (Mercator): admitted URLs wait in priority-band front
@@ -81,6 +87,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private front!: FrontQueues;
   private sites!: SitePolicy;
   private seenSet!: SeenSet;
+  private deferred!: DeferredSet;
   private revisits!: Revisits;
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
@@ -158,6 +165,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.sites = new SitePolicy(context.getStateStore<SiteStore>(SITES_STORE), this.config, () =>
       this.ctx.currentTimeMs(),
     );
+    this.deferred = new DeferredSet(context.getStateStore<DeferredStore>(DEFERRED_STORE));
+    // options may have changed since the last run (an operator raised a budget or an allowance)
+    for (const [site] of this.deferred.sites())
+      this.deferred.mark(site, { budget: true, template: true, exhausted: this.sites.seeded(site) });
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
     this.meta.put('epoch', numberBytes(this.epoch));
     this.startedAt = context.currentTimeMs();
@@ -177,6 +188,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     context.schedule(1_000, (now) => this.flushed(() => this.queueDue(now)));
     context.schedule(1_000, () => this.reportGauges());
     context.registerQuery(SITE_QUERY, (site) => this.siteStatus(site));
+    context.schedule(DEFERRED_CYCLE_CHECK_MS, (now) => this.flushed(() => this.newCycles(now)));
     this.flushed(() => this.refill());
     this.reportGauges();
   }
@@ -209,6 +221,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private flushed(work: () => void): void {
     try {
       work();
+      this.releaseDeferred();
     } finally {
       this.lastAppended = undefined;
       this.back.flush();
@@ -223,7 +236,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /**
    * Idle when nothing is in flight or in the front queues and every queued URL waits on a parked
-   * host or a paused site (those resume later; they are not lost).
+   * host or a paused site (those resume later; they are not lost). Deferred URLs are not pending
+   * work: whatever evidence could release them is released in the call that noted it, so those
+   * still waiting wait for evidence that is not coming in this run (an inlink, a new cycle).
    */
   isIdle(): boolean {
     if (this.leases.size > 0 || this.front.size > 0) return false;
@@ -244,7 +259,15 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /** Admitted links of an active host go straight to its back queue; others wait for a slot by priority. */
   private admit(batch: LinkBatch, timestamp: number): void {
-    const { entries, bands } = admitLinks(batch, timestamp, this.config, this.seenSet, this.sites, this.ctx.metrics);
+    const { entries, bands, deferred, deferredHost } = admitLinks(
+      batch,
+      timestamp,
+      this.config,
+      this.seenSet,
+      this.sites,
+      this.deferred,
+      this.ctx.metrics,
+    );
     // a sitemap or feed: its new URLs first, and known ones it says changed are due now
     if (batch.fromFeed === true) {
       bands.fill(0);
@@ -263,6 +286,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (active && bands[i] !== LOWEST_BAND) this.appendBack(entry);
       else this.front.push(bands[i]!, entry);
     }
+    // a seeded site's URLs held back while their host has nothing queued are its next work
+    if (deferred > 0 && !this.active.has(deferredHost!)) this.noteExhausted(batch.site);
     this.refill();
   }
 
@@ -276,6 +301,30 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const due = this.revisits.due(now, DUE_BATCH);
     for (const e of due) this.front.push(e.kind === 'PAGE' ? REVISIT_BAND : 0, e);
     if (due.length > 0) this.refill();
+  }
+
+  /** Queues the deferred URLs that the evidence noted in this call releases. */
+  private releaseDeferred(): void {
+    for (const [site, evidence] of this.deferred.takePending()) {
+      const released = releaseDeferred(site, evidence, this.deferred, this.sites, this.ctx.metrics);
+      for (const { entry, band } of released) {
+        if (band !== LOWEST_BAND && this.active.has(entry.host)) this.appendBack(entry);
+        else this.front.push(band, entry);
+      }
+      if (released.length > 0) this.refill();
+    }
+  }
+
+  /** Sites whose budget-deferred URLs waited for a new cycle that has begun are looked at again. */
+  private newCycles(now: number): void {
+    for (const [site, retryAt] of this.deferred.sites())
+      if (retryAt > 0 && retryAt <= now) this.deferred.mark(site, { budget: true });
+  }
+
+  /** A host of `site` has nothing queued: on a seeded site, its template-deferred URLs may go. */
+  private noteExhausted(site: string): void {
+    if (this.deferred.waiting(site, 'url-template') > 0 && this.sites.seeded(site))
+      this.deferred.mark(site, { exhausted: true });
   }
 
   /** Moves URLs from the front queues to back queues while active slots are free. */
@@ -556,6 +605,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.parked.delete(state.host);
     this.held.get(state.site)?.delete(state.host);
     this.ips.forget(state.host);
+    this.noteExhausted(state.site);
     this.refill();
   }
 
@@ -643,6 +693,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     g(M.frontierHostsWaiting, this.heap.size);
     g(M.frontierParkedHosts, this.parked.size);
     g(M.frontierParkedUrls, this.waitingQueued());
+    g(M.frontierDeferredUrls, this.deferred.size);
     g(M.recrawlScheduledUrls, this.revisits.scheduled);
     this.seenSet.reportMetrics(this.ctx.metrics, owner);
   }

@@ -18,6 +18,7 @@ export const FRONT_STORE = 'frontier-front';
 export const HISTORY_STORE = 'frontier-history';
 export const DUE_STORE = 'frontier-due';
 export const ROBOTS_STORE = 'frontier-robots';
+export const DEFERRED_STORE = 'frontier-deferred';
 
 function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
   const type = loadSchema(name).type;
@@ -31,6 +32,8 @@ export type SeenStore = KeyValueStore<Buffer, Buffer>;
 export type MetaStore = KeyValueStore<string, Buffer>;
 export type SiteStore = KeyValueStore<string, SiteState>;
 export type FrontStore = KeyValueStore<FrontKey, QueueChunk>;
+/** URLs a heuristic held back, by site (deferred-set.ts). */
+export type { DeferredStore } from './deferred-set.js';
 /** robots.txt bodies by origin (`scheme://host[:port]`), written only when one is fetched. */
 export type RobotsStore = KeyValueStore<string, string>;
 
@@ -50,5 +53,7 @@ export function frontierStores(): StoreBuilder[] {
     keyValueStore(DUE_STORE, bufferSerde, bufferSerde),
     // the last robots.txt body of each origin: out of the host state, which is rewritten after every fetch
     keyValueStore(ROBOTS_STORE, stringSerde, stringSerde),
+    // URLs a heuristic held back: site \0 group seq → DeferredUrl encoding; \x01 site → the site's counts (deferred-set.ts)
+    keyValueStore(DEFERRED_STORE, stringSerde, bufferSerde),
   ];
 }

@@ -1,15 +1,18 @@
 import { GenerationCache } from '../../state/generation-cache.js';
 import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import type { ControlCommand, SiteControl, SiteState } from '../../schemas/types.js';
+import type { ControlCommand, SiteControl, SiteState, TemplateCount } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { templateCounter } from './url-templates.js';
 import { GAP_SAFETY_MS } from './politeness.js';
 
 export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
 
-/** What the template rule says of one new URL: queue it, queue it in the lowest band, or drop it. */
-export type TemplateVerdict = 'admit' | 'demote' | 'drop';
+/**
+ * What the template rule says of one new URL: queue it, queue it in the lowest band, or hold it
+ * back (deferred-set.ts) until its template's allowance grows.
+ */
+export type TemplateVerdict = 'admit' | 'demote' | 'defer';
 
 /**
  * The gap an operator's `slow` sets between the end of one fetch to a host of the site and the
@@ -31,10 +34,11 @@ function siteStateBytes(site: string, s: SiteState): number {
 
 /**
  * Per-site budgets, inlinks, URL-template counters, the duplicate cut and operator controls, in
- * store `frontier-sites`. A site earns its budget from outside links: per cycle it may admit
- * sitePageBudget URLs (seedPageBudget when seeded) + siteBudgetPerInlink × distinct other sites
- * linking in (capped at siteBudgetMax); links from itself earn nothing. Once its recent pages are
- * mostly duplicates the budget freezes where it is.
+ * store `frontier-sites`. A site earns its budget from outside links: per cycle (--recrawl-max,
+ * counted from the site's first admission) it may admit sitePageBudget URLs + siteBudgetPerInlink
+ * × distinct other sites linking in (capped at siteBudgetMax); links from itself earn nothing. A
+ * seeded site is trusted: no cap unless seedPageBudget is set (then that is its base). Once its
+ * recent pages are mostly duplicates the budget freezes where it is.
  */
 export class SitePolicy {
   /** Controls in force, cached: consulted on every dispatch. */
@@ -99,8 +103,21 @@ export class SitePolicy {
 
   budget(state: SiteState): number {
     const c = this.config;
-    const base = state.seeded && c.seedPageBudget > 0 ? c.seedPageBudget : c.sitePageBudget;
+    if (state.seeded && c.seedPageBudget === 0) return Infinity;
+    const base = state.seeded ? c.seedPageBudget : c.sitePageBudget;
     return Math.min(c.siteBudgetMax, base + c.siteBudgetPerInlink * state.linkingSites.length);
+  }
+
+  /** Whether a seed named the site: its URLs are trusted to the hop limit. */
+  seeded(site: string): boolean {
+    return this.state(site).seeded;
+  }
+
+  /** When the site's current budget cycle ends (its budget-deferred URLs are looked at again then). */
+  cycleEndsAt(site: string): number {
+    const state = this.state(site);
+    this.rollCycle(state);
+    return state.cycleStartedAt + this.config.recrawlMaxMs;
   }
 
   /** Distinct other sites seen linking into `site` (up to the tracked maximum). */
@@ -123,11 +140,11 @@ export class SitePolicy {
    * host's counter and of its template's (url-templates.ts), back to back. URLs found on the
    * site's own pages (`internal`) spend their template's allowance; links from another site or a
    * seed earn the template (and the host's templated URLs together) more, and are always admitted.
-   * Past half of an allowance URLs go to the lowest band; past all of it they are dropped.
+   * Past half of an allowance URLs go to the lowest band; past all of it they are deferred, and
+   * a deferred URL spends nothing until it is released (`retryTemplate`).
    */
   noteTemplates(site: string, keys: readonly number[], internal: boolean): TemplateVerdict[] {
     const state = this.state(site);
-    const c = this.config;
     const verdicts: TemplateVerdict[] = [];
     for (let i = 0; i < keys.length; i += 2) {
       const all = templateCounter(state.templates, keys[i]!);
@@ -138,30 +155,59 @@ export class SitePolicy {
         verdicts.push('admit');
         continue;
       }
-      one.internal++;
-      all.internal++;
-      const oneAllowance = c.templateAllowance + c.templateAllowancePerInlink * one.external;
-      const allAllowance = 3 * c.templateAllowance + c.templateAllowancePerInlink * all.external;
-      if (one.internal > oneAllowance || all.internal > allAllowance) verdicts.push('drop');
-      else if (2 * one.internal > oneAllowance || 2 * all.internal > allAllowance) verdicts.push('demote');
-      else verdicts.push('admit');
+      verdicts.push(this.spend(one, all, false));
     }
     if (keys.length > 0) this.put(site, state);
     return verdicts;
   }
 
-  /** Notes that `fromSite` links into `site` (a seed when fromSite is null). */
-  noteInlink(site: string, fromSite: string | null): void {
-    if (fromSite === site) return;
+  /**
+   * Decides a deferred URL of template `templateKey` (host counter `hostKey`) again, as
+   * `noteTemplates` would a new one found on the site's own pages now; `trusted` (a seeded site
+   * whose other URLs ran out) admits it whatever its allowance. Spends the allowance unless
+   * the verdict is `defer` again.
+   */
+  retryTemplate(site: string, hostKey: number, templateKey: number, trusted: boolean): TemplateVerdict {
+    const state = this.state(site);
+    // a template whose counter was taken over would inherit a count at least as high: it waits
+    // (looking would take over another template's counter and lose what links into it earned)
+    if (!trusted && !state.templates.some((t) => t.key === templateKey)) return 'defer';
+    const all = templateCounter(state.templates, hostKey);
+    const one = templateCounter(state.templates, templateKey, all);
+    const verdict = this.spend(one, all, trusted);
+    if (verdict !== 'defer') this.put(site, state);
+    return verdict;
+  }
+
+  /** The verdict on one more URL of `one` (and its host's `all`), counted unless deferred. */
+  private spend(one: TemplateCount, all: TemplateCount, trusted: boolean): TemplateVerdict {
+    const c = this.config;
+    const oneAllowance = c.templateAllowance + c.templateAllowancePerInlink * one.external;
+    const allAllowance = 3 * c.templateAllowance + c.templateAllowancePerInlink * all.external;
+    const over = one.internal >= oneAllowance || all.internal >= allAllowance;
+    if (over && !trusted) return 'defer';
+    one.internal++;
+    all.internal++;
+    return over || 2 * one.internal > oneAllowance || 2 * all.internal > allAllowance ? 'demote' : 'admit';
+  }
+
+  /**
+   * Notes that `fromSite` links into `site` (a seed when fromSite is null); true when that is
+   * news (a new linking site, or the first seed), which raises the site's budget.
+   */
+  noteInlink(site: string, fromSite: string | null): boolean {
+    if (fromSite === site) return false;
     const state = this.state(site);
     if (fromSite === null) {
-      if (state.seeded) return;
+      if (state.seeded) return false;
       state.seeded = true;
     } else {
-      if (state.linkingSites.length >= SitePolicy.MAX_LINKING_TRACKED || state.linkingSites.includes(fromSite)) return;
+      if (state.linkingSites.length >= SitePolicy.MAX_LINKING_TRACKED || state.linkingSites.includes(fromSite))
+        return false;
       state.linkingSites.push(fromSite);
     }
     this.put(site, state);
+    return true;
   }
 
   /** Decides one new URL of `site`; counts it against the budget when admitted. */

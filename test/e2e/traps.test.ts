@@ -27,9 +27,14 @@ test(
         .exited;
       assert.equal(run.code, 0, run.stderr);
       t.diagnostic(run.stdout.trim());
-      // each layer cut something here, and the end-of-run summary says how much, by reason
-      for (const reason of ['too-many-hops', 'url-template', 'site-budget'])
-        assert.match(run.stdout, new RegExp(`dropped \\{${reason}\\}\\s+[1-9]`), `no ${reason} cuts reported`);
+      // each layer cut something here, and the end-of-run summary says how much, by reason: the
+      // hop limit refuses for good, the template rule and the budget only defer
+      assert.match(run.stdout, /dropped \{too-many-hops\}\s+[1-9]/, 'no too-many-hops cuts reported');
+      for (const reason of ['url-template', 'site-budget'])
+        assert.match(run.stdout, new RegExp(`deferred \\{${reason}\\}\\s+[1-9]`), `no ${reason} deferrals reported`);
+      for (const reason of ['url-template', 'site-budget'])
+        assert.doesNotMatch(run.stdout, new RegExp(`dropped \\{${reason}\\}`), `${reason} still drops`);
+      assert.match(run.stdout, /deferred now\s+[1-9]/, 'the URLs still deferred at the end are not reported');
       const log = web.requests();
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));

@@ -4,6 +4,8 @@ import { Metrics } from '../../../core/metrics.js';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { admitLinks } from '../../../processors/frontier/admission.js';
 import { SitePolicy } from '../../../processors/frontier/site-policy.js';
+import { DeferredSet } from '../../../processors/frontier/deferred-set.js';
+import { memoryKv } from './memory-kv.js';
 import { packedFingerprints } from '../../../processors/common/fingerprint.js';
 import type { KeyValueStore } from '../../../state/state-store.js';
 import { SeenSet } from '../../../state/seen-set.js';
@@ -33,7 +35,9 @@ function setup() {
   seen.init();
   const metrics = new Metrics();
   const sites = new SitePolicy(siteStore(), config);
-  const admit = (batch: LinkBatch) => admitLinks(batch, 1, config, seen, sites, metrics).entries.map((e) => e.url);
+  const deferred = new DeferredSet(memoryKv<Buffer>('frontier-deferred'));
+  const admit = (batch: LinkBatch) =>
+    admitLinks(batch, 1, config, seen, sites, deferred, metrics).entries.map((e) => e.url);
   return { admit, metrics };
 }
 

@@ -4,6 +4,8 @@ import { Metrics } from '../../../core/metrics.js';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import { admitLinks } from '../../../processors/frontier/admission.js';
 import { SitePolicy } from '../../../processors/frontier/site-policy.js';
+import { DeferredSet } from '../../../processors/frontier/deferred-set.js';
+import { memoryKv } from './memory-kv.js';
 import type { KeyValueStore } from '../../../state/state-store.js';
 import { SeenSet } from '../../../state/seen-set.js';
 import type { LinkBatch, SiteState } from '../../../schemas/types.js';
@@ -31,8 +33,9 @@ function setup(partial: Partial<CrawlConfig> = {}) {
   seen.init();
   const metrics = new Metrics();
   const sites = new SitePolicy(siteStore(), config);
-  const admit = (batch: LinkBatch) => admitLinks(batch, 1, config, seen, sites, metrics);
-  return { config, admit, metrics, sites };
+  const deferred = new DeferredSet(memoryKv<Buffer>('frontier-deferred'));
+  const admit = (batch: LinkBatch) => admitLinks(batch, 1, config, seen, sites, deferred, metrics);
+  return { config, admit, metrics, sites, deferred };
 }
 
 const batch = (site: string, from: string | null, urls: string[], depth = 1): LinkBatch => ({
@@ -52,15 +55,18 @@ function admitted(admit: ReturnType<typeof setup>['admit'], site: string, from: 
   return admit(batch(site, from, urls)).entries.length;
 }
 
-test('a site linked by nobody but a seed or itself gets the small base budget: hundreds, not thousands', () => {
-  const { config, admit } = setup();
+test('a site linked by nobody but itself gets the small base budget: hundreds, not thousands; the rest wait', () => {
+  const { config, admit, metrics, deferred } = setup();
   assert.ok(config.sitePageBudget >= 100 && config.sitePageBudget < 1_000);
-  assert.equal(admitted(admit, 'alone.test', null, 2_000, 'p'), config.sitePageBudget);
+  assert.equal(admitted(admit, 'alone.test', 'https://www.alone.test/', 1_000, 'p'), config.sitePageBudget);
   assert.equal(
-    admitted(admit, 'alone.test', 'https://www.alone.test/', 2_000, 'q'),
+    admitted(admit, 'alone.test', 'https://www.alone.test/', 1_000, 'q'),
     0,
     'links from itself earned budget',
   );
+  assert.equal(metrics.counter('urls_deferred', 'site-budget'), 2_000 - config.sitePageBudget);
+  assert.equal(metrics.counter('urls_dropped', 'site-budget'), 0, 'a budget refusal was a drop');
+  assert.equal(deferred.waiting('alone.test', 'site-budget'), 2_000 - config.sitePageBudget);
 });
 
 test('every distinct linking site raises the budget by the per-inlink amount; the same site twice counts once', () => {
@@ -70,12 +76,13 @@ test('every distinct linking site raises the budget by the per-inlink amount; th
   assert.equal(admitted(admit, 'x.test', 'https://b.test/', 100, 'c'), config.siteBudgetPerInlink);
 });
 
-test('a seed can be given its own allowance; without one it follows the site budget', () => {
+test('a seeded site has no budget cap unless --seed-budget sets one', () => {
   const { admit } = setup({ sitePageBudget: 10, seedPageBudget: 40, siteBudgetPerInlink: 0 });
   assert.equal(admitted(admit, 'seeded.test', null, 100, 's'), 40);
   assert.equal(admitted(admit, 'unseeded.test', 'https://a.test/', 100, 'u'), 10);
   const plain = setup({ sitePageBudget: 30, siteBudgetPerInlink: 0 });
-  assert.equal(admitted(plain.admit, 'seeded.test', null, 100, 's'), 30);
+  assert.equal(admitted(plain.admit, 'seeded.test', null, 1_000, 's'), 1_000);
+  assert.equal(admitted(plain.admit, 'seeded.test', 'https://www.seeded.test/', 1_000, 't'), 1_000);
 });
 
 test('links more hops from a seed than the limit are dropped, by reason; many linking sites allow more hops', () => {
@@ -92,7 +99,7 @@ test('links more hops from a seed than the limit are dropped, by reason; many li
   assert.equal(sites.maxHops('d.test'), 2 * config.maxHops, 'the deeper allowance is capped');
 });
 
-test('a host emitting new URLs of one template on its own pages: first queued, then demoted, then dropped', () => {
+test('a host emitting new URLs of one template on its own pages: first queued, then demoted, then deferred', () => {
   const { config, admit, metrics } = setup({ templateAllowance: 10, templateAllowancePerInlink: 10 });
   const bands: number[] = [];
   let kept = 0;
@@ -111,7 +118,8 @@ test('a host emitting new URLs of one template on its own pages: first queued, t
     bands.slice(5).every((b) => b === 3),
     'the second half was not demoted to the lowest band',
   );
-  assert.equal(metrics.counter('urls_dropped', 'url-template'), 40 - config.templateAllowance);
+  assert.equal(metrics.counter('urls_deferred', 'url-template'), 40 - config.templateAllowance);
+  assert.equal(metrics.counter('urls_dropped', 'url-template'), 0);
   assert.equal(metrics.counter('urls_demoted', 'url-template'), config.templateAllowance / 2);
 });
 
@@ -145,7 +153,7 @@ test('all templated URLs of one host together get three template allowances', ()
     kept += admit(batch('portal.test', 'https://portal.test/', urls)).entries.length;
   }
   assert.equal(kept, 3 * config.templateAllowance);
-  assert.equal(metrics.counter('urls_dropped', 'url-template'), 100 - 3 * config.templateAllowance);
+  assert.equal(metrics.counter('urls_deferred', 'url-template'), 100 - 3 * config.templateAllowance);
 });
 
 test('a link from another site earns its template allowance even when the URL it names was already seen', () => {
