@@ -405,6 +405,8 @@ export const ZERO_SERIES: { readonly [K in MetricId]?: readonly string[] } = {
   hosts_parked: ['connection-errors'],
   control_commands: ['BLOCK', 'SLOW', 'PAUSE', 'RESUME'],
   urls_demoted: ['url-template'],
+  urls_deferred: ['url-template', 'site-budget'],
+  urls_released: ['url-template', 'site-budget'],
   revisits: ['PAGE', 'SITEMAP', 'FEED'],
   revisit_outcomes: ['changed', 'unchanged', 'not-modified'],
 };
