@@ -14,8 +14,13 @@ export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
 /** RFC 9309 §2.5: crawlers must parse at least 500 KiB of a robots.txt; we keep exactly that. */
 const ROBOTS_MAX_BYTES = 500 * 1024;
-/** Lease ids a fetcher task remembers to drop a lease record written twice; a copy follows its original closely. */
-const RECENT_LEASES = 100_000;
+/**
+ * Lease ids a fetcher task remembers to drop a lease record written twice; a copy follows its
+ * original closely (a producer's retry of the same batch), well within a poll batch or two.
+ */
+const RECENT_LEASES = 10_000;
+/** What one remembered lease id holds besides its characters (string header, the set's slot). */
+const LEASE_ID_OVERHEAD = 64;
 
 /**
  * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
@@ -37,6 +42,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private newestEpoch = 0;
   /** Ids of the last RECENT_LEASES leases taken, oldest first. */
   private readonly recentLeases = new Set<string>();
+  private recentLeaseBytes = 0;
+  private resolver!: CachingDnsResolver;
   /** Leases waiting for their notBefore; `close` ends every wait at once (their task is gone). */
   private readonly waits = new LeaseWaits();
 
@@ -44,10 +51,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
-    const resolver = new CachingDnsResolver({
+    const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
-    });
+    }));
     const guard = new AddressGuard(this.config.allowIps.map(parseCidr));
     this.client = new HttpClient({
       userAgent: this.config.userAgent,
@@ -67,7 +74,15 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // one lease is one request, so the copy is dropped without an answer (the first one answers)
     if (this.recentLeases.has(req.leaseId)) return;
     this.recentLeases.add(req.leaseId);
-    if (this.recentLeases.size > RECENT_LEASES) this.recentLeases.delete(this.recentLeases.values().next().value!);
+    this.recentLeaseBytes += LEASE_ID_OVERHEAD + 2 * req.leaseId.length;
+    if (this.recentLeases.size > RECENT_LEASES) {
+      const oldest = this.recentLeases.values().next().value!;
+      this.recentLeases.delete(oldest);
+      this.recentLeaseBytes -= LEASE_ID_OVERHEAD + 2 * oldest.length;
+    }
+    const owner = String(this.ctx.taskId.partition);
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
     if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)

@@ -91,3 +91,18 @@ test('reads of a cached topic equal the log on disk through appends of every siz
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the tail cache's bytes are those of the records it holds, over every partition", () => {
+  const cache = new TailCache(100);
+  cache.enable('a', 0);
+  cache.enable('b', 0);
+  assert.equal(cache.bytes, 0);
+  cache.appended('a', 0, [0, 1].map(record), [30, 30]);
+  cache.appended('b', 0, [0].map(record), [50]);
+  assert.equal(cache.bytes, 110);
+  cache.appended('a', 2, [2, 3].map(record), [30, 30]);
+  assert.equal(cache.bytes, 90 + 50, 'a keeps three records of 30 within its 100');
+  cache.dropBelow('a', 3);
+  cache.forget('b', 1);
+  assert.equal(cache.bytes, 30);
+});

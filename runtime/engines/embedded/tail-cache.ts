@@ -20,6 +20,13 @@ export class TailCache {
 
   constructor(private readonly maxBytes = 2 * 2 ** 20) {}
 
+  /** Encoded bytes of the records held, over every partition. */
+  get bytes(): number {
+    let sum = 0;
+    for (const t of this.tails.values()) sum += t.bytes;
+    return sum;
+  }
+
   /** Caches the appends of `tp` from offset `end` (its current end) on. Idempotent. */
   enable(tp: string, end: number): void {
     if (!this.tails.has(tp)) this.tails.set(tp, { start: end, head: 0, records: [], sizes: [], bytes: 0 });
