@@ -106,3 +106,32 @@ test("the tail cache's bytes are those of the records it holds, over every parti
   cache.forget('b', 1);
   assert.equal(cache.bytes, 30);
 });
+
+test('records the tail cache holds keep only their own bytes alive, not the 8 KiB pool slabs they were written beside', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    for (let c = 0; c < 20; c++) {
+      const records = Array.from({ length: 5 }, (_, i) => ({
+        key: Buffer.from(`k${c}-${i}`),
+        value: Buffer.from(`small value ${c}-${i}`),
+        timestamp: c,
+      }));
+      log.commit([{ topic: 't', partition: 0, records }], []);
+    }
+    const cached = log.read('t', 0, 0, 100);
+    assert.equal(cached.length, 100);
+    // each commit's records share one buffer of their own encoded bytes (~50 bytes a record)
+    const buffers = new Set(cached.map((r) => r.key.buffer));
+    assert.equal(buffers.size, 20, 'one buffer per commit');
+    for (const r of cached) {
+      assert.equal(r.value!.buffer, r.key.buffer);
+      assert.ok(r.key.buffer.byteLength < 5 * 100, `a cached record keeps ${r.key.buffer.byteLength} bytes alive`);
+    }
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -185,12 +185,23 @@ export class EmbeddedLog {
     return bases;
   }
 
-  /** Hands a committed append to the tail cache, decoded from the very bytes written. */
+  /**
+   * Hands a committed append to the tail cache, decoded from a copy of the bytes written, all in
+   * one buffer of their own: a small record's bytes are a slice of an 8 KiB pool slab shared with
+   * whatever else was allocated beside it, and the cache would pin the whole slab for as long as
+   * it holds the record (a heap snapshot found ~23 MiB of slabs behind ~2.4 MiB of cached records).
+   */
   private cacheAppend(tp: string, first: number, a: Append, written: readonly RocksWrite[]): void {
     const records: ConsumedRawRecord[] = [];
     const sizes: number[] = [];
+    let total = 0;
+    for (const w of written) total += w.value!.length;
+    const slab = Buffer.allocUnsafeSlow(total);
+    let at = 0;
     for (let i = 0; i < written.length; i++) {
-      const encoded = written[i]!.value!;
+      const length = written[i]!.value!.copy(slab, at);
+      const encoded = slab.subarray(at, at + length);
+      at += length;
       const offset = first + i;
       records.push({
         ...decodeRecord(encoded, a.topic, a.partition, offset),
