@@ -135,3 +135,33 @@ test('records the tail cache holds keep only their own bytes alive, not the 8 Ki
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the tail cache counts a small record's objects, not only its bytes, against its budget", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    // 20,000 records of ~30 encoded bytes: 0.6 MB of bytes, but each is also a decoded object
+    for (let c = 0; c < 200; c++)
+      log.commit(
+        [
+          {
+            topic: 't',
+            partition: 0,
+            records: Array.from({ length: 100 }, (_, i) => ({
+              key: Buffer.from(`k${i}`),
+              value: Buffer.from('v'),
+              timestamp: c,
+            })),
+          },
+        ],
+        [],
+      );
+    const held = log.memory().tail;
+    assert.ok(held > 1.9 * 2 ** 20 && held <= 2 * 2 ** 20, `the tail cache counts ${held} bytes`);
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

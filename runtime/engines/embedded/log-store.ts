@@ -28,6 +28,13 @@ export interface Position {
   readonly offset: number;
 }
 
+/**
+ * What a decoded record in the tail cache holds besides its encoded bytes: the record object, its
+ * key and value views and parsed headers (a heap snapshot shows ~400 bytes), counted against the
+ * cache's budget so that many small records cost what they take.
+ */
+const TAIL_RECORD_OVERHEAD = 400;
+
 /** The log database's memory bounds. */
 const LOG_MEMORY: RocksMemoryBounds = {
   ...DEFAULT_ROCKS_MEMORY,
@@ -209,7 +216,7 @@ export class EmbeddedLog {
         partition: a.partition,
         offset,
       });
-      sizes.push(encoded.length);
+      sizes.push(encoded.length + TAIL_RECORD_OVERHEAD);
     }
     this.tail.appended(tp, first, records, sizes);
   }
