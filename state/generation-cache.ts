@@ -12,6 +12,7 @@ export class GenerationCache<V> {
   private young = new Map<string, V>();
   private old = new Map<string, V>();
   private youngBytes = 0;
+  private oldBytes = 0;
 
   constructor(
     readonly maxBytes: number,
@@ -51,14 +52,23 @@ export class GenerationCache<V> {
     return this.young.size + this.old.size;
   }
 
+  /** Bytes held as counted when set (at most `maxBytes`; entries since deleted still count until their generation is dropped). */
+  get bytes(): number {
+    return this.youngBytes + this.oldBytes;
+  }
+
   private add(key: string, value: V): void {
     if (this.maxBytes === 0) return;
-    this.young.set(key, value);
-    this.youngBytes += this.sizeOf(key, value);
-    if (this.youngBytes > this.maxBytes / 2) {
+    const bytes = this.sizeOf(key, value);
+    // the young generation turns old before it would pass half the budget, so both together
+    // stay within it (unless one value alone is over half)
+    if (this.youngBytes + bytes > this.maxBytes / 2 && this.young.size > 0) {
       this.old = this.young;
+      this.oldBytes = this.youngBytes;
       this.young = new Map();
       this.youngBytes = 0;
     }
+    this.young.set(key, value);
+    this.youngBytes += bytes;
   }
 }

@@ -28,7 +28,19 @@ export interface RocksPort {
   deleteRange(gte: Buffer, lt: Buffer): void;
   /** A RocksDB property such as `rocksdb.cur-size-all-mem-tables`; undefined when unknown. */
   property(name: string): string | undefined;
+  /** What RocksDB holds in memory now, by its own accounting (bytes). */
+  memory(): RocksMemory;
   close(): Promise<void>;
+}
+
+/** RocksDB's own memory figures for one database, in bytes. */
+export interface RocksMemory {
+  /** Active and immutable memtables not yet flushed, and flushed ones still pinned. */
+  readonly memtables: number;
+  /** Blocks in the block cache (entries in use included). */
+  readonly blockCache: number;
+  /** Index and filter blocks of open SST files held outside the block cache. */
+  readonly tableReaders: number;
 }
 
 type Binding = RocksLevel & {
@@ -51,9 +63,35 @@ const RAW = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
  */
 const OPTIONS = { ...RAW, walCompression: false, compression: false } as const;
 
-export async function openRocks(path: string): Promise<RocksPort> {
+/**
+ * What one RocksDB may hold in memory. Writes collect in memtables of a quarter of
+ * `memtableBytes`; two full ones are flushed together, so a database holds up to about 0.75 ×
+ * `memtableBytes` of them and 1.5 × at most (while a flush is behind). RocksDB's defaults (64 MiB
+ * memtables, two of them) let each of a process's databases grow for hours toward 128 MiB at a
+ * slow write rate, which a continuous crawl cannot tell from a leak. The block cache holds
+ * uncompressed SST blocks, `blockCacheBytes` at most.
+ */
+export interface RocksMemoryBounds {
+  readonly memtableBytes: number;
+  readonly blockCacheBytes: number;
+}
+
+/** The bounds of a task's database and of the embedded log's unless told otherwise. */
+export const DEFAULT_ROCKS_MEMORY: RocksMemoryBounds = { memtableBytes: 16 * 2 ** 20, blockCacheBytes: 8 * 2 ** 20 };
+
+export async function openRocks(path: string, memory: RocksMemoryBounds = DEFAULT_ROCKS_MEMORY): Promise<RocksPort> {
+  for (const [name, v] of Object.entries(memory))
+    if (!Number.isSafeInteger(v) || v < 2 ** 20 || v >= 2 ** 32)
+      throw new CrawlError('CS_INTERNAL', `RocksDB ${name} must be whole bytes from 1 MiB to 4 GiB, got ${v}`);
   mkdirSync(path, { recursive: true });
-  const db = new RocksLevel(path, OPTIONS) as Binding;
+  // the binding sizes memtables from a budget only with a compaction preset; 'universal' is the
+  // one that leaves SST compression as set above ('level' would ZSTD-compress levels 2 and up)
+  const db = new RocksLevel(path, {
+    ...OPTIONS,
+    compaction: 'universal',
+    memtableMemoryBudget: memory.memtableBytes,
+    cacheSize: memory.blockCacheBytes,
+  }) as Binding;
   try {
     await db.open();
   } catch (err) {
@@ -166,6 +204,15 @@ class NxteditionRocks implements RocksPort {
     } catch {
       return undefined;
     }
+  }
+
+  memory(): RocksMemory {
+    const n = (name: string) => Number(this.property(name) ?? 0) || 0;
+    return {
+      memtables: n('rocksdb.size-all-mem-tables'),
+      blockCache: n('rocksdb.block-cache-usage'),
+      tableReaders: n('rocksdb.estimate-table-readers-mem'),
+    };
   }
 
   async close(): Promise<void> {

@@ -214,6 +214,8 @@ export class SeenSet {
     metrics.setGauge(M.seenSetUnmerged, owner, s.exact.unmerged);
     metrics.setGauge(M.seenSetRuns, owner, s.exact.runs);
     metrics.setGauge(M.seenSetSweeps, owner, s.exact.sweeps);
+    metrics.setGauge(M.cacheBytes, owner, s.exact.blockCacheBytes, 'seen-blocks');
+    metrics.setGauge(M.cacheBytes, owner, s.bloomBytes, 'seen-bloom');
   }
 
   /** The current filter's sizing and the count it was sized for (for tests and benches). */

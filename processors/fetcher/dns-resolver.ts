@@ -95,6 +95,7 @@ export class CachingDnsResolver {
   private readonly fallbackToOs: boolean;
   private readonly cache = new Map<string, CacheEntry>();
   private readonly inFlight = new Map<string, Promise<string[]>>();
+  private held = 0;
 
   constructor(o: DnsResolverOptions) {
     this.now = o.now ?? Date.now;
@@ -199,14 +200,30 @@ export class CachingDnsResolver {
     throw reason;
   }
 
+  /** About what the cached answers hold, in bytes (at most maxEntries of them). */
+  get cacheBytes(): number {
+    return this.held;
+  }
+
   private remember(name: string, entry: CacheEntry): void {
     if (this.maxEntries === 0 || entry.expiresAt <= this.now()) return;
-    this.cache.delete(name);
-    while (this.cache.size >= this.maxEntries) {
-      this.cache.delete(this.cache.keys().next().value!);
-    }
+    this.forget(name);
+    while (this.cache.size >= this.maxEntries) this.forget(this.cache.keys().next().value!);
     this.cache.set(name, entry);
+    this.held += entryBytes(name, entry);
   }
+
+  private forget(name: string): void {
+    const old = this.cache.get(name);
+    if (old === undefined) return;
+    this.cache.delete(name);
+    this.held -= entryBytes(name, old);
+  }
+}
+
+/** About what one cached answer holds: its name (UTF-16), the entry, and each address string. */
+function entryBytes(name: string, entry: CacheEntry): number {
+  return 96 + 2 * name.length + 48 * (entry.addresses?.length ?? 1);
 }
 
 function normalizeName(raw: string): string {

@@ -6,7 +6,6 @@ import type { CrawlConfig } from '../common/crawl-config.js';
 import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
 import { sha1Digest } from '../common/payload.js';
@@ -15,8 +14,13 @@ export const FETCH_RESULTS_SINK = 'fetch-results-sink';
 export const FETCHED_SINK = 'fetched-sink';
 /** RFC 9309 §2.5: crawlers must parse at least 500 KiB of a robots.txt; we keep exactly that. */
 const ROBOTS_MAX_BYTES = 500 * 1024;
-/** Lease ids a fetcher task remembers to drop a lease record written twice; a copy follows its original closely. */
-const RECENT_LEASES = 100_000;
+/**
+ * Lease ids a fetcher task remembers to drop a lease record written twice; a copy follows its
+ * original closely (a producer's retry of the same batch), well within a poll batch or two.
+ */
+const RECENT_LEASES = 10_000;
+/** What one remembered lease id holds besides its characters (string header, the set's slot). */
+const LEASE_ID_OVERHEAD = 64;
 
 /**
  * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
@@ -38,17 +42,19 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private newestEpoch = 0;
   /** Ids of the last RECENT_LEASES leases taken, oldest first. */
   private readonly recentLeases = new Set<string>();
-  /** Aborted by `close`: leases still waiting for their notBefore give up (their task is gone). */
-  private readonly closing = new AbortController();
+  private recentLeaseBytes = 0;
+  private resolver!: CachingDnsResolver;
+  /** Leases waiting for their notBefore; `close` ends every wait at once (their task is gone). */
+  private readonly waits = new LeaseWaits();
 
   constructor(private readonly config: CrawlConfig) {}
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
-    const resolver = new CachingDnsResolver({
+    const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
-    });
+    }));
     const guard = new AddressGuard(this.config.allowIps.map(parseCidr));
     this.client = new HttpClient({
       userAgent: this.config.userAgent,
@@ -68,19 +74,23 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // one lease is one request, so the copy is dropped without an answer (the first one answers)
     if (this.recentLeases.has(req.leaseId)) return;
     this.recentLeases.add(req.leaseId);
-    if (this.recentLeases.size > RECENT_LEASES) this.recentLeases.delete(this.recentLeases.values().next().value!);
+    this.recentLeaseBytes += LEASE_ID_OVERHEAD + 2 * req.leaseId.length;
+    if (this.recentLeases.size > RECENT_LEASES) {
+      const oldest = this.recentLeases.values().next().value!;
+      this.recentLeases.delete(oldest);
+      this.recentLeaseBytes -= LEASE_ID_OVERHEAD + 2 * oldest.length;
+    }
+    const owner = String(this.ctx.taskId.partition);
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
     if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early)
-    try {
-      for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
-        await sleep(early, undefined, { signal: this.closing.signal });
-    } catch {
-      // closed while waiting: the task's last commit is done, so a result could never be committed;
-      // no request is sent, and the frontier's lease expiry issues the URL again
-      return;
-    }
-    if (this.closing.signal.aborted) return;
+    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
+      if (!(await this.waits.wait(early))) break;
+    // closed while waiting (or before): the task's last commit is done, so a result could never be
+    // committed; no request is sent, and the frontier's lease expiry issues the URL again
+    if (this.waits.closed) return;
     const now = Date.now();
     if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
       this.ctx.metrics.inc(now > req.notAfter ? M.leasesDroppedLate : M.leasesDroppedStale);
@@ -207,10 +217,50 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     }
   }
 
+  /** Leases waiting for their notBefore now (each lease waits at most once at a time). */
+  get waitingLeases(): number {
+    return this.waits.size;
+  }
+
   /** Leases still waiting for their time give up at once (no request, no result); fetches under way end first. */
   async close(): Promise<void> {
-    this.closing.abort();
+    this.waits.close();
     await this.client?.close();
+  }
+}
+
+/**
+ * Timed waits that one `close` ends together. Every lease of a task may be waiting at once (a
+ * host's next slot is seconds away), so a wait is a timer and an entry in a set that is gone when
+ * the wait ends: an abortable sleep on one shared AbortSignal would add an 'abort' listener per
+ * waiting lease, and past ten Node warns of a listener leak (MaxListenersExceededWarning).
+ */
+class LeaseWaits {
+  private readonly pending = new Set<() => void>();
+  closed = false;
+
+  /** Resolves true after `ms`, false as soon as `close` is called (at once when it was). */
+  wait(ms: number): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const end = (elapsed: boolean) => {
+        clearTimeout(timer);
+        this.pending.delete(cancel);
+        resolve(elapsed);
+      };
+      const cancel = () => end(false);
+      const timer = setTimeout(end, ms, true);
+      this.pending.add(cancel);
+    });
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const cancel of [...this.pending]) cancel();
   }
 }
 

@@ -696,5 +696,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     g(M.frontierDeferredUrls, this.deferred.size);
     g(M.recrawlScheduledUrls, this.revisits.scheduled);
     this.seenSet.reportMetrics(this.ctx.metrics, owner);
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.robots.bytes, 'robots-parsed');
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.sites.cacheBytes, 'site-states');
   }
 }

@@ -55,6 +55,9 @@ export interface RobotsBodies {
   put(origin: string, body: string): void;
 }
 
+/** What a parsed robots.txt holds, about: its body (UTF-16) and the rules parsed from it, about as much again. */
+const robotsBytes = (origin: string, body: string): number => 256 + 2 * origin.length + 4 * body.length;
+
 /**
  * Parsed robots.txt per origin, rebuilt lazily from the body. Bounded; evicts everything when
  * full. With a body store attached, `remember` keeps each origin's body there and `allows` reads
@@ -65,11 +68,19 @@ export interface RobotsBodies {
 export class RobotsCache {
   private readonly parsed = new Map<string, { body: string; robot: Robot }>();
   private bodies: RobotsBodies | undefined;
+  private held = 0;
 
   constructor(
     private readonly userAgent: string,
     private readonly maxEntries = 10_000,
+    /** A bound in bytes too: a robots.txt may be 500 KiB, so 10,000 of them could fill a machine. */
+    private readonly maxBytes = 16 * 2 ** 20,
   ) {}
+
+  /** About what the parsed entries hold (robotsBytes each). */
+  get bytes(): number {
+    return this.held;
+  }
 
   /** Keeps bodies in `store` from now on. */
   attach(store: RobotsBodies): void {
@@ -95,9 +106,15 @@ export class RobotsCache {
   private robot(origin: string, body: string): Robot {
     const hit = this.parsed.get(origin);
     if (hit && hit.body === body) return hit.robot;
-    if (this.parsed.size >= this.maxEntries) this.parsed.clear();
+    const bytes = robotsBytes(origin, body);
+    if (hit) this.held -= robotsBytes(origin, hit.body);
+    if (this.parsed.size >= this.maxEntries || this.held + bytes > this.maxBytes) {
+      this.parsed.clear();
+      this.held = 0;
+    }
     const robot = robotsParser(`${origin}/robots.txt`, body);
     this.parsed.set(origin, { body, robot });
+    this.held += bytes;
     return robot;
   }
 

@@ -49,6 +49,11 @@ export class SitePolicy {
   private readonly recent = new GenerationCache<SiteState>(SITE_CACHE_BYTES, siteStateBytes);
   private static readonly MAX_LINKING_TRACKED = 1_000;
 
+  /** Bytes of site states cached (bounded by SITE_CACHE_BYTES). */
+  get cacheBytes(): number {
+    return this.recent.bytes;
+  }
+
   /** `now`: the clock budget cycles are measured by (the task's stream time). */
   constructor(
     private readonly store: KeyValueStore<string, SiteState>,

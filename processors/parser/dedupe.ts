@@ -98,6 +98,11 @@ export class SiteDuplicates {
     this.index = new NearDupIndex(simhashes);
   }
 
+  /** Bytes of SimHashes held in RAM (bounded: see NearDupIndex). */
+  get cacheBytes(): number {
+    return this.index.cacheBytes;
+  }
+
   /** The original of the closest page of `site` within NEAR_DUP_BITS of `simhash`, other than `url` itself. */
   nearCopy(site: string, simhash: Buffer, url: string): { original: string; distance: number } | undefined {
     const match = this.index.find(site, simhash);

@@ -102,6 +102,11 @@ export class NearDupIndex {
     private readonly cacheMax = CACHE_MAX,
   ) {}
 
+  /** About what the RAM copy holds: 16 bytes a SimHash (two doubles) and ~150 a site (at most CACHE_MAX SimHashes). */
+  get cacheBytes(): number {
+    return 16 * this.cached + 150 * this.sites.size;
+  }
+
   /** The closest SimHash indexed for `site` within NEAR_DUP_BITS bits (the first found on ties), or undefined. */
   find(site: string, simhash: Buffer): NearDupMatch | undefined {
     const hashes = this.hashesOf(site);

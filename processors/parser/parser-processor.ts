@@ -65,6 +65,7 @@ export class ParserProcessor implements Processor<
   private ctx!: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>;
   private archiver!: PageArchiver;
   private recorder!: PageRecorder;
+  private duplicates!: SiteDuplicates;
   private pool: ParsePool | undefined;
   private robotsToken = '';
   /** Settles when the last record handed in has taken effect; undefined when none is pending. */
@@ -87,9 +88,10 @@ export class ParserProcessor implements Processor<
       context.metrics,
       forwardParsed,
     );
+    this.duplicates = new SiteDuplicates(context.getStateStore(SIMHASH_STORE), context.getStateStore(ORIGINALS_STORE));
     this.recorder = new PageRecorder(
       context.getStateStore<KeyValueStore<Buffer, Buffer>>(RECORDED_STORE),
-      new SiteDuplicates(context.getStateStore(SIMHASH_STORE), context.getStateStore(ORIGINALS_STORE)),
+      this.duplicates,
       context.metrics,
       {
         pageRecord: (value, timestamp) => context.forward({ key: value.site, value, timestamp }, PAGE_RECORDS_SINK),
@@ -116,9 +118,11 @@ export class ParserProcessor implements Processor<
         return this.inOrder(analysis, (a) => this.archiver.archive(page, record.timestamp, a));
       }
       case TOPICS.parsedPages:
-        return this.inOrder(undefined, () =>
-          this.recorder.record(record.key, record.value as ParsedPage, record.timestamp),
-        );
+        return this.inOrder(undefined, () => {
+          this.recorder.record(record.key, record.value as ParsedPage, record.timestamp);
+          const owner = String(this.ctx.taskId.partition);
+          this.ctx.metrics.setGauge(M.cacheBytes, owner, this.duplicates.cacheBytes, 'near-dup-simhashes');
+        });
       default:
         throw new CrawlError('CS_TOPOLOGY', `the parser does not read topic ${topic}`);
     }

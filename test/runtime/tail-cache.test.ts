@@ -91,3 +91,77 @@ test('reads of a cached topic equal the log on disk through appends of every siz
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the tail cache's bytes are those of the records it holds, over every partition", () => {
+  const cache = new TailCache(100);
+  cache.enable('a', 0);
+  cache.enable('b', 0);
+  assert.equal(cache.bytes, 0);
+  cache.appended('a', 0, [0, 1].map(record), [30, 30]);
+  cache.appended('b', 0, [0].map(record), [50]);
+  assert.equal(cache.bytes, 110);
+  cache.appended('a', 2, [2, 3].map(record), [30, 30]);
+  assert.equal(cache.bytes, 90 + 50, 'a keeps three records of 30 within its 100');
+  cache.dropBelow('a', 3);
+  cache.forget('b', 1);
+  assert.equal(cache.bytes, 30);
+});
+
+test('records the tail cache holds keep only their own bytes alive, not the 8 KiB pool slabs they were written beside', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    for (let c = 0; c < 20; c++) {
+      const records = Array.from({ length: 5 }, (_, i) => ({
+        key: Buffer.from(`k${c}-${i}`),
+        value: Buffer.from(`small value ${c}-${i}`),
+        timestamp: c,
+      }));
+      log.commit([{ topic: 't', partition: 0, records }], []);
+    }
+    const cached = log.read('t', 0, 0, 100);
+    assert.equal(cached.length, 100);
+    // each commit's records share one buffer of their own encoded bytes (~50 bytes a record)
+    const buffers = new Set(cached.map((r) => r.key.buffer));
+    assert.equal(buffers.size, 20, 'one buffer per commit');
+    for (const r of cached) {
+      assert.equal(r.value!.buffer, r.key.buffer);
+      assert.ok(r.key.buffer.byteLength < 5 * 100, `a cached record keeps ${r.key.buffer.byteLength} bytes alive`);
+    }
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the tail cache counts a small record's objects, not only its bytes, against its budget", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    // 20,000 records of ~30 encoded bytes: 0.6 MB of bytes, but each is also a decoded object
+    for (let c = 0; c < 200; c++)
+      log.commit(
+        [
+          {
+            topic: 't',
+            partition: 0,
+            records: Array.from({ length: 100 }, (_, i) => ({
+              key: Buffer.from(`k${i}`),
+              value: Buffer.from('v'),
+              timestamp: c,
+            })),
+          },
+        ],
+        [],
+      );
+    const held = log.memory().tail;
+    assert.ok(held > 1.9 * 2 ** 20 && held <= 2 * 2 ** 20, `the tail cache counts ${held} bytes`);
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -15,6 +15,7 @@ test('a generation cache keeps what is used, within its byte budget, and drops t
     assert.equal(cache.get('k0'), 0, `the hot key was dropped at ${i}`);
   }
   assert.ok(cache.size <= 100, `${cache.size} entries held against a budget of 100`);
+  assert.ok(cache.bytes <= 1_000 && cache.bytes >= 500, `${cache.bytes} bytes counted against a budget of 1,000`);
   assert.equal(cache.get('k199'), 199);
   assert.equal(cache.get('k60'), undefined, 'an old unused entry stayed');
   cache.delete('k0');

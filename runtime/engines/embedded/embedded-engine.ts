@@ -12,7 +12,7 @@ import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { recoverTaskDir } from '../../replay/swap.js';
-import type { RocksPort } from '../../../state/rocks.js';
+import type { RocksMemory, RocksPort } from '../../../state/rocks.js';
 import { openTaskStores } from '../../task-stores.js';
 import type { ChangeloggedStore } from '../../../state/state-store.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
@@ -113,7 +113,11 @@ export class EmbeddedEngine implements Engine {
     const interval = this.options.commitIntervalMs ?? 100;
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
-    this.retentionTimer = setInterval(() => this.retention(), 5_000);
+    this.reportMemory();
+    this.retentionTimer = setInterval(() => {
+      this.retention();
+      this.reportMemory();
+    }, 5_000);
     this.say(
       `embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`,
     );
@@ -309,6 +313,19 @@ export class EmbeddedEngine implements Engine {
     } catch (err) {
       this.say(`retention failed (will retry): ${(err as Error).message}`);
     }
+  }
+
+  /** Publishes what RocksDB and the log's tail cache hold, as crawlstream_cache_bytes{cache}. */
+  private reportMemory(): void {
+    const report = (owner: string, m: RocksMemory) => {
+      this.metrics.setGauge(M.cacheBytes, owner, m.memtables, 'rocksdb-memtables');
+      this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
+      this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
+    };
+    for (const t of this.tasks) report(`${t.task.id.subtopology}_${t.task.id.partition}`, t.db.memory());
+    const log = this.log.memory();
+    report('log', log);
+    this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
   }
 
   private deadLetter(record: ConsumedRawRecord, error: unknown): void {

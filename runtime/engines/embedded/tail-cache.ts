@@ -12,13 +12,20 @@ interface Tail {
 /**
  * The latest appends of the partitions live consumers tail, decoded once, so a consumer that
  * keeps up reads them from memory instead of opening a RocksDB iterator per poll. Holds at most
- * `maxBytes` of encoded records per partition, dropping the oldest first. Records handed out
+ * `maxBytes` of records per partition (as sized by the caller), dropping the oldest first. Records handed out
  * are shared between readers: callers must not change them. Single-threaded, like the log.
  */
 export class TailCache {
   private readonly tails = new Map<string, Tail>();
 
   constructor(private readonly maxBytes = 2 * 2 ** 20) {}
+
+  /** Bytes of the records held (as sized when appended), over every partition. */
+  get bytes(): number {
+    let sum = 0;
+    for (const t of this.tails.values()) sum += t.bytes;
+    return sum;
+  }
 
   /** Caches the appends of `tp` from offset `end` (its current end) on. Idempotent. */
   enable(tp: string, end: number): void {
@@ -30,7 +37,7 @@ export class TailCache {
     return this.tails.has(tp);
   }
 
-  /** Records a committed append of `records` at offsets `first`, `first + 1`, … with their encoded sizes. */
+  /** Records a committed append of `records` at offsets `first`, `first + 1`, … with their sizes in memory. */
   appended(tp: string, first: number, records: readonly ConsumedRawRecord[], sizes: readonly number[]): void {
     const t = this.tails.get(tp);
     if (t === undefined) return;

@@ -186,6 +186,22 @@ describe('CachingDnsResolver', () => {
     assert.equal(dns.count('short.test', 'A'), 2, 'the answer was kept past maxTtlMs');
   });
 
+  test("the cache's bytes count its answers, failures included, within maxEntries", async () => {
+    const resolver = viaLoopbackDns({ maxEntries: 2 });
+    assert.equal(resolver.cacheBytes, 0);
+    await resolver.resolve('cached.test');
+    const one = resolver.cacheBytes;
+    assert.ok(one > 0);
+    await resolver.resolve('short.test');
+    await dnsFailure(resolver.resolve('absent.test'));
+    const two = resolver.cacheBytes;
+    assert.ok(two > one, 'a second entry counts');
+    // a third name (as long as the oldest) evicts the oldest: two entries held, never three
+    await dnsFailure(resolver.resolve('noone.test'));
+    assert.equal(resolver.cacheBytes, two);
+    assert.ok(two < 3 * one, `${two} bytes for two entries of about ${one}`);
+  });
+
   test('an answer with TTL 0 is not cached', async () => {
     const resolver = viaLoopbackDns();
     await resolver.resolve('zero.test');

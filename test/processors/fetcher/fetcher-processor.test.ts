@@ -212,22 +212,8 @@ test(
     });
     try {
       const forwarded: unknown[] = [];
-      const context = {
-        applicationId: 'test',
-        taskId: { subtopology: 1, partition: 0 },
-        metrics: new Metrics(),
-        log: silentLogger,
-        recordMetadata: undefined,
-        forward: (r: unknown) => void forwarded.push(r),
-        schedule: () => ({ cancel() {} }),
-        getStateStore: () => {
-          throw new Error('the fetcher has no store');
-        },
-        commit: () => {},
-        currentTimeMs: () => Date.now(),
-      } as unknown as ProcessorContext<string, never>;
       const fetcher = new FetcherProcessor(loopbackConfig());
-      fetcher.init(context);
+      fetcher.init(fetcherContext(forwarded));
       const waiting = lease(`http://later.test:${server.port}/page`, {
         notBefore: Date.now() + 60_000,
         notAfter: Date.now() + 120_000,
@@ -249,3 +235,74 @@ test(
     }
   },
 );
+
+test(
+  'many leases of one fetcher task waiting for their notBefore at once leave no listener-leak warning, and every wait is gone when it ends',
+  { timeout: 30_000 },
+  async () => {
+    // a host's next slot is often seconds away, so a task's leases wait together: on a 4,000-host
+    // crawl and in a continuous crawl, an abortable sleep per lease on one shared closing signal
+    // put more than ten 'abort' listeners on it (MaxListenersExceededWarning)
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => void warnings.push(w);
+    process.on('warning', onWarning);
+    const hits: string[] = [];
+    const server = await startHttp((req, res) => {
+      hits.push(`${req.headers.host?.split(':')[0]}${req.url}`);
+      res.end('ok');
+    });
+    try {
+      const forwarded: unknown[] = [];
+      const fetcher = new FetcherProcessor(loopbackConfig());
+      fetcher.init(fetcherContext(forwarded));
+      const soon = Array.from({ length: 40 }, (_, i) =>
+        lease(`http://w${i}.test:${server.port}/page`, { notBefore: Date.now() + 300, notAfter: Date.now() + 60_000 }),
+      );
+      const running = soon.map((l) => fetcher.process({ key: l.site, value: l, timestamp: Date.now() }));
+      assert.equal(fetcher.waitingLeases, 40);
+      await Promise.all(running);
+      assert.equal(hits.length, 40, 'every lease was fetched once its time came');
+      assert.equal(fetcher.waitingLeases, 0, 'a wait that ended is forgotten');
+
+      const later = Array.from({ length: 40 }, (_, i) =>
+        lease(`http://l${i}.test:${server.port}/page`, {
+          notBefore: Date.now() + 60_000,
+          notAfter: Date.now() + 120_000,
+        }),
+      );
+      const waiting = later.map((l) => fetcher.process({ key: l.site, value: l, timestamp: Date.now() }));
+      assert.equal(fetcher.waitingLeases, 40);
+      await fetcher.close();
+      await Promise.all(waiting);
+      assert.equal(fetcher.waitingLeases, 0, 'close ended every wait');
+      assert.equal(hits.length, 40, 'no lease still waiting at the close was fetched');
+      // a warning is emitted on the next tick
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(
+        warnings.map((w) => `${w.name}: ${w.message}`),
+        [],
+      );
+    } finally {
+      process.off('warning', onWarning);
+      await server.close();
+    }
+  },
+);
+
+/** A fetcher's context outside an engine: what it forwards is pushed onto `forwarded`. */
+function fetcherContext(forwarded: unknown[]): ProcessorContext<string, never> {
+  return {
+    applicationId: 'test',
+    taskId: { subtopology: 1, partition: 0 },
+    metrics: new Metrics(),
+    log: silentLogger,
+    recordMetadata: undefined,
+    forward: (r: unknown) => void forwarded.push(r),
+    schedule: () => ({ cancel() {} }),
+    getStateStore: () => {
+      throw new Error('the fetcher has no store');
+    },
+    commit: () => {},
+    currentTimeMs: () => Date.now(),
+  } as unknown as ProcessorContext<string, never>;
+}

@@ -110,3 +110,17 @@ test('RobotsCache re-parses when the stored body of an origin changes, and survi
     assert.equal(cache.isAllowed(o, 'User-agent: *\nDisallow: /', `${o}/x`), false);
   assert.equal(cache.isAllowed(ORIGIN, 'User-agent: *\nDisallow: /b', `${ORIGIN}/b`), false);
 });
+
+test('RobotsCache holds parsed robots.txt within a byte bound as well as a count, and answers the same once past it', () => {
+  // a robots.txt may be 500 KiB: ten thousand of them, the count bound alone, could fill a machine
+  const maxBytes = 4 * 2 ** 20;
+  const cache = new RobotsCache('crawlstream/0.1 (+https://crawlstream.invalid/bot)', 10_000, maxBytes);
+  const body = `User-agent: *\nDisallow: /private/\n${'# padding\n'.repeat(40_000)}`;
+  for (let i = 0; i < 40; i++) {
+    const origin = `http://h${i}.test`;
+    assert.equal(cache.isAllowed(origin, body, `${origin}/private/x`), false);
+    assert.equal(cache.isAllowed(origin, body, `${origin}/public`), true);
+    assert.ok(cache.bytes <= maxBytes, `${cache.bytes} bytes held after ${i + 1} origins`);
+  }
+  assert.ok(cache.bytes > 0);
+});

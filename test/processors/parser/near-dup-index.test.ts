@@ -131,6 +131,8 @@ test('a site dropped from RAM to make room is reloaded from the store, pending w
       bySite.set(`s${site}.test`, hashes);
       for (const [i, h] of hashes.entries()) index.add(`s${site}.test`, h, `http://s${site}.test/${i}`);
       index.find(`s${site}.test`, hashes[0]!); // loads it, dropping older sites
+      // what RAM holds stays within 50 SimHashes (and the sites holding them)
+      assert.ok(index.cacheBytes > 0 && index.cacheBytes <= 50 * 16 + 3 * 150, `${index.cacheBytes} bytes in RAM`);
     }
     for (const [site, hashes] of bySite)
       for (const [i, h] of hashes.entries())
