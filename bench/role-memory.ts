@@ -1,6 +1,7 @@
 import type { CrawlConfig } from '../processors/common/crawl-config.js';
 import { PARSER_LOOKAHEAD } from '../processors/parser/parser-processor.js';
 import { bloomSizing } from '../state/bloom-filter.js';
+import { DEFAULT_ROCKS_MEMORY } from '../state/rocks.js';
 
 // The memory sizing rule of deploy/{frontier,parser,fetcher}.yaml (deploy/README.md, Sizing), shared
 // by bench/role-rss.ts, which measures, and test/deploy/manifests.test.ts, which checks that the
@@ -29,12 +30,12 @@ export const MEASURED_PEAK_MIB: Readonly<Record<SizedRole, number>> = { frontier
 export const FRONTIER_BYTES_PER_URL = Math.ceil((1_114 * MiB) / 10_000_000);
 
 /**
- * A task's RocksDB at the binding's defaults (state/rocks.ts sets neither): RocksDB's
- * write_buffer_size of 64 MiB with max_write_buffer_number 2 (a full memtable and the next), and
- * @nxtedition/rocksdb's 8 MiB block cache. A stateful task's writes fill both memtables between
- * flushes; a short crawl writes too little to.
+ * A task's RocksDB at its bounds (state/rocks.ts, DEFAULT_ROCKS_MEMORY): memtables of a quarter of
+ * the memtable budget, up to six of them while flushes are behind (1.5 × the budget), and the
+ * block cache. Until those bounds were set (issue #38) this was RocksDB's default of two 64 MiB
+ * memtables and the binding's 8 MiB cache, 136 MiB a task, which the manifests' limits still allow.
  */
-export const TASK_ROCKSDB_BYTES = 2 * 64 * MiB + 8 * MiB;
+export const TASK_ROCKSDB_BYTES = 1.5 * DEFAULT_ROCKS_MEMORY.memtableBytes + DEFAULT_ROCKS_MEMORY.blockCacheBytes;
 
 /** One part of a role's memory that its settings bound and a short crawl does not fill. */
 export interface ConfiguredTerm {
@@ -64,7 +65,7 @@ export function configuredTerms(role: SizedRole, config: CrawlConfig, partitions
         bytes: partitions * config.seenExpectedUrls * FRONTIER_BYTES_PER_URL,
       },
       {
-        what: `${partitions} task RocksDBs: 2 memtables of 64 MiB and an 8 MiB block cache each`,
+        what: `${partitions} task RocksDBs: memtables up to 1.5 × their budget and a block cache each`,
         bytes: partitions * TASK_ROCKSDB_BYTES,
       },
     ];
@@ -88,7 +89,7 @@ export function configuredTerms(role: SizedRole, config: CrawlConfig, partitions
       bytes: Math.max(1, config.threads - 1) * config.maxDecodedBytes,
     },
     {
-      what: `${partitions} task RocksDBs: 2 memtables of 64 MiB and an 8 MiB block cache each`,
+      what: `${partitions} task RocksDBs: memtables up to 1.5 × their budget and a block cache each`,
       bytes: partitions * TASK_ROCKSDB_BYTES,
     },
   ];
