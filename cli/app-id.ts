@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
-import { APPLICATION_ID } from '../topology/crawl-topology.js';
+import { APPLICATION_ID } from '../topology/application-id.js';
 
 /** What `--app-id` must be, as refusals say it. */
 export const APP_ID_FORM = 'lower-case letters, digits and dashes, starting with a letter';

@@ -1,19 +1,5 @@
 #!/usr/bin/env node
 import { isCrawlError } from '../core/errors.js';
-import { CONFIG_USAGE, runConfig } from './config.js';
-import { CONTROL_USAGE, runControl } from './control.js';
-import { runCrawl } from './crawl.js';
-import { DASHBOARD_USAGE, runDashboard } from './dashboard.js';
-import { DEMO_USAGE, runDemo } from './demo.js';
-import { EXPORT_USAGE, runExport } from './export.js';
-import { INJECT_USAGE, runInject } from './inject.js';
-import { CRAWL_USAGE, parseCrawlArgs } from './options.js';
-import { REPARSE_USAGE } from './replay-reparse.js';
-import { REPLAY_USAGE, runReplay } from './replay.js';
-import { runRole } from './run.js';
-import { parseRunArgs, RUN_USAGE } from './run-options.js';
-import { runStatus, STATUS_USAGE } from './status.js';
-import { runTopics, TOPICS_USAGE } from './topics.js';
 
 type Out = (line: string) => void;
 
@@ -29,8 +15,12 @@ interface Command {
   readonly summary: string;
   /** Further lines of the top-level usage (a command's subcommands), as [synopsis, summary]. */
   readonly more?: readonly (readonly [string, string])[];
-  /** Its `--help`; `sub` is the first argument, for subcommands with a usage of their own. */
-  readonly usage: (sub: string | undefined) => string;
+  /**
+   * Its `--help`; `sub` is the first argument, for subcommands with a usage of their own. A
+   * command's module is loaded only when that command runs or is asked for its usage: the crawl
+   * topology alone takes ~0.3 s of CPU to load, which `--help` of `status` should not pay.
+   */
+  readonly usage: (sub: string | undefined) => Promise<string>;
   /** Runs it on the arguments after its name; resolves to the exit code. */
   readonly run: (args: string[], out: Out) => Promise<number> | number;
 }
@@ -43,16 +33,19 @@ const COMMANDS: readonly Command[] = [
     name: 'crawl',
     synopsis: 'crawl [URL...] [--seeds FILE] --data DIR [options]',
     summary: 'crawl on the embedded engine',
-    usage: () => CRAWL_USAGE,
-    run: async (args, out) => (await runCrawl(parseCrawlArgs(args), out)).exitCode,
+    usage: async () => (await import('./options.js')).CRAWL_USAGE,
+    run: async (args, out) => {
+      const [{ runCrawl }, { parseCrawlArgs }] = await Promise.all([import('./crawl.js'), import('./options.js')]);
+      return (await runCrawl(parseCrawlArgs(args), out)).exitCode;
+    },
   },
   {
     name: 'export',
     synopsis: 'export page-records --data DIR',
     summary: 'page records as JSON lines',
-    usage: () => EXPORT_USAGE,
+    usage: async () => (await import('./export.js')).EXPORT_USAGE,
     run: async (args, out) => {
-      await runExport(args, out); // resolves to the number of records written
+      await (await import('./export.js')).runExport(args, out); // resolves to the number of records written
       return 0;
     },
   },
@@ -60,37 +53,40 @@ const COMMANDS: readonly Command[] = [
     name: 'control',
     synopsis: 'control block|slow|pause|resume SITE --data DIR',
     summary: 'operator control of one site (or --brokers B --registry URL)',
-    usage: () => CONTROL_USAGE,
-    run: runControl,
+    usage: async () => (await import('./control.js')).CONTROL_USAGE,
+    run: async (args, out) => (await import('./control.js')).runControl(args, out),
   },
   {
     name: 'demo',
     synopsis: 'demo [--data DIR]',
     summary: 'crawl the bundled test web, judge politeness',
-    usage: () => DEMO_USAGE,
-    run: runDemo,
+    usage: async () => (await import('./demo.js')).DEMO_USAGE,
+    run: async (args, out) => (await import('./demo.js')).runDemo(args, out),
   },
   {
     name: 'topics',
     synopsis: 'topics create --brokers B [--partitions N]',
     summary: 'create every Kafka topic (compacted changelogs)',
     more: [['topics list|manifest [--partitions N]', 'the topics create makes, as lines or Strimzi resources']],
-    usage: () => TOPICS_USAGE,
-    run: runTopics,
+    usage: async () => (await import('./topics.js')).TOPICS_USAGE,
+    run: async (args, out) => (await import('./topics.js')).runTopics(args, out),
   },
   {
     name: 'run',
     synopsis: 'run --role R --brokers B --registry URL --data DIR',
     summary: 'one instance of a role on Kafka (frontier|fetcher|parser|all)',
-    usage: () => RUN_USAGE,
-    run: (args, out) => runRole(parseRunArgs(args), out, err),
+    usage: async () => (await import('./run-options.js')).RUN_USAGE,
+    run: async (args, out) => {
+      const [{ runRole }, { parseRunArgs }] = await Promise.all([import('./run.js'), import('./run-options.js')]);
+      return runRole(parseRunArgs(args), out, err);
+    },
   },
   {
     name: 'inject',
     synopsis: 'inject --seeds FILE --brokers B --registry URL',
     summary: 'seed URLs into the links topic',
-    usage: () => INJECT_USAGE,
-    run: (args, out) => runInject(args, out, err),
+    usage: async () => (await import('./inject.js')).INJECT_USAGE,
+    run: async (args, out) => (await import('./inject.js')).runInject(args, out, err),
   },
   {
     name: 'replay',
@@ -101,36 +97,39 @@ const COMMANDS: readonly Command[] = [
       ['replay dump --store NAME --data DIR', "print a store's entries, for byte-for-byte comparison"],
       ['replay reparse --data DIR', 're-derive page records from archived payloads'],
     ],
-    usage: (sub) => (sub === 'reparse' ? REPARSE_USAGE : REPLAY_USAGE),
-    run: runReplay,
+    usage: async (sub) =>
+      sub === 'reparse'
+        ? (await import('./replay-reparse.js')).REPARSE_USAGE
+        : (await import('./replay.js')).REPLAY_USAGE,
+    run: async (args, out) => (await import('./replay.js')).runReplay(args, out),
   },
   {
     name: 'config',
     synopsis: 'config [--config FILE] [options] [--markdown]',
     summary: 'effective settings and where each came from',
-    usage: () => CONFIG_USAGE,
-    run: runConfig,
+    usage: async () => (await import('./config.js')).CONFIG_USAGE,
+    run: async (args, out) => (await import('./config.js')).runConfig(args, out),
   },
   {
     name: 'dashboard',
     synopsis: 'dashboard',
     summary: 'the Grafana dashboard JSON, from the metric catalogue',
-    usage: () => DASHBOARD_USAGE,
-    run: runDashboard,
+    usage: async () => (await import('./dashboard.js')).DASHBOARD_USAGE,
+    run: async (args, out) => (await import('./dashboard.js')).runDashboard(args, out),
   },
   {
     name: 'status',
     synopsis: 'status [SITE] --ops URL [--json]',
     summary: "a running crawl's tasks, or one site's queue, back-off and robots.txt",
-    usage: () => STATUS_USAGE,
-    run: runStatus,
+    usage: async () => (await import('./status.js')).STATUS_USAGE,
+    run: async (args, out) => (await import('./status.js')).runStatus(args, out),
   },
   {
     name: 'help',
     synopsis: 'help [COMMAND [SUBCOMMAND]]',
     summary: "this text, or a command's usage (as COMMAND --help)",
-    usage: () => USAGE,
-    run: (args, out) => {
+    usage: () => Promise.resolve(USAGE),
+    run: async (args, out) => {
       const [name, extra] = args;
       if (name === undefined) {
         out(USAGE);
@@ -138,7 +137,7 @@ const COMMANDS: readonly Command[] = [
       }
       const command = COMMANDS.find((c) => c.name === name);
       if (command === undefined) return unknownCommand(name);
-      out(command.usage(extra)); // `help replay reparse` is `replay reparse --help`
+      out(await command.usage(extra)); // `help replay reparse` is `replay reparse --help`
       return 0;
     },
   },
@@ -179,7 +178,7 @@ async function main(argv: string[]): Promise<number> {
   const command = COMMANDS.find((c) => c.name === name);
   if (command === undefined) return unknownCommand(name);
   if (asksForHelp(args)) {
-    out(command.usage(args[0]));
+    out(await command.usage(args[0]));
     return 0;
   }
   try {
@@ -187,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (!isCrawlError(e) || e.code !== 'CS_INVALID_OPTION') throw e;
     // one line naming what was refused (the message's own usage, if any, is left out), then the usage
-    err(`crawlstream ${name}: ${e.message.split('\n')[0]} [${e.code}]\n\n${command.usage(args[0])}`);
+    err(`crawlstream ${name}: ${e.message.split('\n')[0]} [${e.code}]\n\n${await command.usage(args[0])}`);
     return 2;
   }
 }

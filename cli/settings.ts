@@ -1,6 +1,6 @@
 import { CRAWL_CONFIG_BOUNDS, type Bounds, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
-import { APPLICATION_ID } from '../topology/crawl-topology.js';
+import { APPLICATION_ID } from '../topology/application-id.js';
 import { APP_ID_FORM } from './app-id.js';
 import { SETTING_COMMANDS, type Setting, type SettingCommand } from './setting.js';
 import { KAFKA_COMMANDS, REGISTRY_COMMANDS, SECURITY_SETTINGS } from './settings-security.js';

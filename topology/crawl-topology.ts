@@ -24,7 +24,9 @@ import {
 import { MAX_URL_LENGTH } from '../processors/common/normalize.js';
 import { FEED_LINK_BYTES } from '../processors/parser/feed-reader.js';
 
-export const APPLICATION_ID = 'crawlstream';
+import { APPLICATION_ID } from './application-id.js';
+
+export { APPLICATION_ID };
 
 export { TOPICS };
 
