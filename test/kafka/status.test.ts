@@ -13,7 +13,7 @@ import {
 } from '../e2e/status-web.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
-import { LOOPBACK_WEB_ARGS, runArgs } from './page-records.js';
+import { injectArgs, LOOPBACK_WEB_ARGS, runArgs } from './page-records.js';
 
 const APP = 'status';
 const PARTITIONS = 4;
@@ -59,15 +59,7 @@ test(
       const seeds = writeSeeds(dir, statusSeeds(web));
       const injected = await sh(process.execPath, [
         CLI,
-        'inject',
-        '--seeds',
-        seeds,
-        '--brokers',
-        brokers,
-        '--registry',
-        registry,
-        '--app-id',
-        APP,
+        ...injectArgs(seeds, brokers, registry, APP),
         '--partitions',
         String(PARTITIONS),
       ]);
