@@ -3,7 +3,7 @@ import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { EmbeddedChangelogSource } from '../runtime/engines/embedded/embedded-changelog-source.js';
 import { KafkaChangelogSource } from '../runtime/engines/kafka/kafka-changelog-source.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
-import type { ChangelogSource } from '../runtime/replay/changelog-source.js';
+import type { ChangelogSource } from '../runtime/changelog-source.js';
 import { dumpStore } from '../runtime/replay/dump.js';
 import { rebuildStores, type StoreRebuild } from '../runtime/replay/rebuild.js';
 import { planStores, planTasks, type PartitionChoice } from '../runtime/replay/store-plan.js';

@@ -1,9 +1,6 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { CrawlError } from '../../core/errors.js';
 import type { Topology } from '../topology.js';
-import { openChangelogged, openTaskRocks, planStores, planTasks, type PartitionChoice } from './store-plan.js';
-import { LIVE_DIR } from './swap.js';
+import { openChangelogged, planStores, planTasks, type PartitionChoice } from './store-plan.js';
 
 /**
  * Writes every committed entry of store `store`'s local copies in `dataDir` through `out`: per
@@ -22,16 +19,15 @@ export async function dumpStore(
   const tasks = planTasks(dataDir, planStores(topology, [store]), partitions);
   let dumped = 0;
   for (const task of tasks) {
-    const path = join(task.dir, LIVE_DIR);
-    if (!existsSync(path)) {
+    if (!task.dir.hasLive()) {
       if (typeof partitions === 'object')
         throw new CrawlError(
           'CS_STORE',
-          `no local copy of ${store} partition ${task.partition}: ${path} does not exist`,
+          `no local copy of ${store} partition ${task.partition}: ${task.dir.live} does not exist`,
         );
       continue;
     }
-    const db = await openTaskRocks(path, dataDir);
+    const db = await task.dir.openLive();
     try {
       const copy = openChangelogged(task.chosen[0]!, db, task);
       out(`# store ${store} partition ${task.partition}`);

@@ -1,22 +1,13 @@
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { CrawlError } from '../../core/errors.js';
 import { checkpointKeyOf, storeKeyRange } from '../../state/rocks-store.js';
 import { type RocksPort, type RocksWrite } from '../../state/rocks.js';
-import type { ChangeloggedStore } from '../../state/state-store.js';
 import type { StoreBuilder } from '../../state/store-builder.js';
 import type { Topology } from '../topology.js';
-import { rangeKey, type ChangelogRecord, type ChangelogSource, type ReplayRange } from './changelog-source.js';
+import { rangeKey, type ChangelogSource } from '../changelog-source.js';
+import { restoreStores, type RestoreTarget } from '../task-state.js';
 import { Progress } from './progress.js';
-import {
-  openChangelogged,
-  openTaskRocks,
-  planStores,
-  planTasks,
-  type PartitionChoice,
-  type TaskPlan,
-} from './store-plan.js';
-import { LIVE_DIR, rebuildPath, recoverTaskDir, swapIn } from './swap.js';
+import { openChangelogged, planStores, planTasks, type PartitionChoice, type TaskPlan } from './store-plan.js';
 
 /** What a rebuild did to one store partition. */
 export interface StoreRebuild {
@@ -64,10 +55,7 @@ export async function rebuildStores(
 ): Promise<StoreRebuild[]> {
   const { out } = options;
   const tasks = planTasks(dataDir, planStores(topology, options.stores), options.partitions);
-  for (const task of tasks) {
-    const live = join(task.dir, LIVE_DIR);
-    if (existsSync(live)) await (await openTaskRocks(live, dataDir)).close();
-  }
+  for (const task of tasks) if (task.dir.hasLive()) await (await task.dir.openLive()).close();
   // the ends are captured once, before any task is written: the final check is against them
   const ends = new Map<string, number>();
   const byTopic = new Map<string, number[]>();
@@ -83,39 +71,38 @@ export async function rebuildStores(
   }
   const progress = new Progress('rebuilding', total, out, options.now);
   const results: StoreRebuild[] = [];
-  for (const task of tasks) results.push(...(await rebuildTask(source, topology, task, dataDir, ends, progress, out)));
+  for (const task of tasks) results.push(...(await rebuildTask(source, topology, task, ends, progress, out)));
   return results;
 }
 
 /** The chosen stores, or every changelogged store when the task has no live copy to copy the others from. */
 function storesToRebuild(task: TaskPlan): readonly StoreBuilder[] {
-  return existsSync(join(task.dir, LIVE_DIR)) ? task.chosen : task.changelogged;
+  return task.dir.hasLive() ? task.chosen : task.changelogged;
 }
 
 async function rebuildTask(
   source: ChangelogSource,
   topology: Topology,
   task: TaskPlan,
-  dataDir: string,
   ends: ReadonlyMap<string, number>,
   progress: Progress,
   out: (line: string) => void,
 ): Promise<StoreRebuild[]> {
-  const name = `task ${task.sub.id}_${task.partition}`;
-  for (const line of recoverTaskDir(task.dir)) out(`${name}: ${line}`);
-  const livePath = join(task.dir, LIVE_DIR);
+  const name = `task ${task.dir.name}`;
+  for (const line of task.dir.recover()) out(`${name}: ${line}`);
+  const livePath = task.dir.live;
   const builders = storesToRebuild(task);
   if (builders !== task.chosen && builders.length > task.chosen.length)
     out(
       `${name}: no live copy at ${livePath}: rebuilding every store of it (${builders.map((b) => b.name).join(', ')})`,
     );
-  const path = rebuildPath(task.dir);
-  const fresh = await openTaskRocks(path, dataDir);
+  const path = task.dir.rebuildPath();
+  const fresh = await task.dir.open(path);
   let live: RocksPort | undefined;
   const results: StoreRebuild[] = [];
   try {
-    if (builders === task.chosen && existsSync(livePath)) {
-      live = await openTaskRocks(livePath, dataDir);
+    if (builders === task.chosen && task.dir.hasLive()) {
+      live = await task.dir.openLive();
       for (const other of task.changelogged.filter((b) => !builders.includes(b)))
         results.push({
           store: other.name,
@@ -124,39 +111,29 @@ async function rebuildTask(
           ...copyStore(live, fresh, other.name),
         });
     }
-    const stores = new Map<string, { store: ChangeloggedStore; records: number; last: number }>();
-    const ranges: ReplayRange[] = [];
-    for (const builder of builders) {
+    // fresh stores (checkpoint 0): the restore reads each changelog from its start
+    const targets: RestoreTarget[] = builders.map((builder) => {
       const topic = topology.changelogTopic(builder.name);
-      stores.set(topic, { store: openChangelogged(builder, fresh, task), records: 0, last: -1 });
-      ranges.push({ topic, partition: task.partition, from: 0, to: ends.get(rangeKey(topic, task.partition))! });
-    }
-    const checkpoints = await source.read(ranges, (topic, _p, records) => {
-      const s = stores.get(topic)!;
-      s.last = records[records.length - 1]!.offset;
-      s.records += records.length;
-      s.store.restore(records as ChangelogRecord[], s.last + 1);
-      progress.add(records.length);
+      return { store: openChangelogged(builder, fresh, task), topic, to: ends.get(rangeKey(topic, task.partition))! };
     });
-    for (const range of ranges) {
-      const s = stores.get(range.topic)!;
-      const checkpoint = checkpoints.get(rangeKey(range.topic, range.partition))!;
+    const restored = await restoreStores(source, task.partition, targets, { onBatch: (n) => progress.add(n) });
+    for (const [i, s] of restored.entries()) {
+      const { to, store } = targets[i]!;
       // the final check: every record read lies below the end captured at the start, and no more
       // records than offsets were read (fewer: offsets without a record, see docs/REPLAY.md)
-      if (s.last >= range.to || s.records > range.to || checkpoint > range.to)
+      if (s.last >= to || s.records > to || s.checkpoint > to)
         throw new CrawlError(
           'CS_INTERNAL',
-          `${s.store.name} partition ${task.partition}: read ${s.records} records up to offset ${s.last}, past the end offset ${range.to} captured at the start`,
+          `${s.store} partition ${task.partition}: read ${s.records} records up to offset ${s.last}, past the end offset ${to} captured at the start`,
         );
-      s.store.restore([], checkpoint);
-      s.store.close();
+      store.close();
       results.push({
-        store: s.store.name,
+        store: s.store,
         partition: task.partition,
         how: 'changelog',
         records: s.records,
-        end: range.to,
-        checkpoint,
+        end: to,
+        checkpoint: s.checkpoint,
       });
     }
   } catch (err) {
@@ -169,7 +146,7 @@ async function rebuildTask(
   // fsyncs the WAL (with everything above in it) before the swap makes the new copy the live one
   fresh.write([{ key: DURABLE_KEY, value: Buffer.alloc(0) }], { sync: true });
   await fresh.close();
-  swapIn(task.dir, path);
+  task.dir.swapIn(path);
   return results;
 }
 

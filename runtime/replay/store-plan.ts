@@ -1,10 +1,9 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
-import { openRocks, type RocksPort } from '../../state/rocks.js';
+import type { RocksPort } from '../../state/rocks.js';
 import { isChangelogged, type StoreBuilder } from '../../state/store-builder.js';
 import type { ChangeloggedStore } from '../../state/state-store.js';
 import type { Subtopology, Topology } from '../topology.js';
+import { TaskDirectory, type TaskDir } from '../task-directory.js';
 
 /** The stores a replay works on in one sub-topology, and every changelogged store of it. */
 export interface SubPlan {
@@ -13,10 +12,10 @@ export interface SubPlan {
   readonly changelogged: readonly StoreBuilder[];
 }
 
-/** One task (sub-topology × partition) of a replay, with its directory `<data>/state/<sub>_<p>`. */
+/** One task (sub-topology × partition) of a replay, with its directory. */
 export interface TaskPlan extends SubPlan {
   readonly partition: number;
-  readonly dir: string;
+  readonly dir: TaskDir;
 }
 
 /** Which partitions: all of the sub-topology, or only those with a local task directory. */
@@ -44,58 +43,28 @@ export function planStores(topology: Topology, stores: readonly string[]): SubPl
   return plans;
 }
 
-/** The task directory of one task of `dataDir`. */
-export function taskDir(dataDir: string, sub: Subtopology, partition: number): string {
-  return join(dataDir, 'state', `${sub.id}_${partition}`);
-}
-
 /**
  * The tasks of `plans` a replay visits. Refuses a partition outside a chosen sub-topology's range
  * (before any work is done).
  */
 export function planTasks(dataDir: string, plans: readonly SubPlan[], choice: PartitionChoice): TaskPlan[] {
   const tasks: TaskPlan[] = [];
+  const directory = new TaskDirectory(dataDir);
   for (const plan of plans) {
     const { sub } = plan;
     if (typeof choice === 'object' && (choice.partition < 0 || choice.partition >= sub.partitions))
       throw new InvalidOptionError(
         `--partition must be 0..${sub.partitions - 1} (the stores' partitions), got ${choice.partition}`,
       );
+    const local = choice === 'local' ? directory.localPartitions(sub.id) : undefined;
     for (let p = 0; p < sub.partitions; p++) {
       if (typeof choice === 'object' && p !== choice.partition) continue;
-      const dir = taskDir(dataDir, sub, p);
-      if (choice === 'local' && !existsSync(dir)) continue;
+      const dir = directory.task({ subtopology: sub.id, partition: p });
+      if (local && !local.includes(p)) continue;
       tasks.push({ ...plan, partition: p, dir });
     }
   }
   return tasks;
-}
-
-/**
- * Opens a task's RocksDB, turning RocksDB's lock failure into the reason: one process owns a
- * data directory, so a locked store means an instance is running on it.
- */
-export async function openTaskRocks(path: string, dataDir: string): Promise<RocksPort> {
-  try {
-    return await openRocks(path);
-  } catch (err) {
-    throw lockedOr(err, path, dataDir);
-  }
-}
-
-/** `err` as a CS_STORE error naming the running instance when it is RocksDB's lock failure. */
-export function lockedOr(err: unknown, path: string, dataDir: string): CrawlError {
-  const message = (err as Error).message ?? String(err);
-  // the binding says "Database is not open"; the reason is a few causes down
-  const reasons: string[] = [];
-  for (let e: unknown = err; e instanceof Error && reasons.length < 5; e = e.cause) reasons.push(e.message);
-  if (/While lock file|\/LOCK\b/.test(reasons.join('\n')))
-    return new CrawlError(
-      'CS_STORE',
-      `${path} is locked by another process: an instance (crawl, run or replay) is running on --data ${dataDir}; stop it first`,
-      { cause: err },
-    );
-  return err instanceof CrawlError ? err : new CrawlError('CS_STORE', message, { cause: err });
 }
 
 /** The store `builder` declares, on `db`, as the changelogged store a replay needs. */
@@ -103,7 +72,7 @@ export function openChangelogged(builder: StoreBuilder, db: RocksPort, task: Tas
   const store = builder.build({
     taskId: { subtopology: task.sub.id, partition: task.partition },
     db,
-    dir: join(task.dir, builder.name),
+    dir: task.dir.storeDir(builder.name),
   });
   if (!isChangelogged(store))
     throw new CrawlError('CS_TOPOLOGY', `store ${builder.name} declares a changelog but is not a changelogged store`);

@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Topology } from '../topology.js';
-import type { ChangelogSource } from './changelog-source.js';
-import { openChangelogged, openTaskRocks, planStores, planTasks, type TaskPlan } from './store-plan.js';
+import type { ChangelogSource } from '../changelog-source.js';
+import { openChangelogged, planStores, planTasks, type TaskPlan } from './store-plan.js';
 
 /** The verdict on one local copy of one store partition. */
 export interface ReplayReport {
@@ -44,19 +42,14 @@ export async function verifyStores(
     dataDir,
     planStores(topology, stores),
     partition === undefined ? 'local' : { partition },
-  ).filter((t) => existsSync(join(t.dir, 'rocksdb')));
+  ).filter((t) => t.dir.hasLive());
   const reports: ReplayReport[] = [];
-  for (const task of tasks) reports.push(...(await verifyTask(source, topology, task, dataDir)));
+  for (const task of tasks) reports.push(...(await verifyTask(source, topology, task)));
   return reports;
 }
 
-async function verifyTask(
-  source: ChangelogSource,
-  topology: Topology,
-  task: TaskPlan,
-  dataDir: string,
-): Promise<ReplayReport[]> {
-  const db = await openTaskRocks(join(task.dir, 'rocksdb'), dataDir);
+async function verifyTask(source: ChangelogSource, topology: Topology, task: TaskPlan): Promise<ReplayReport[]> {
+  const db = await task.dir.openLive();
   try {
     const local = task.chosen.map((builder) => ({
       name: builder.name,

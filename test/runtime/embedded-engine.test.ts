@@ -197,7 +197,7 @@ test('a store equals a replay of its changelog, and is rebuilt from it when its 
     fs.rmSync(path.join(dir, 'state'), { recursive: true, force: true });
     const lines = await run(dir, []);
     assert.ok(
-      lines.some((l) => /restored \d+ changelog records into word-counts/.test(l)),
+      lines.some((l) => /task 0_\d+: restored \d+ changelog records in \d+ ms \(word-counts \d+\)/.test(l)),
       lines.join('\n'),
     );
     assert.deepEqual(await storeEntries(dir), before);

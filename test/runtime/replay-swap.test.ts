@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCrawlError } from '../../core/errors.js';
-import { rebuildPath, recoverTaskDir, swapIn } from '../../runtime/replay/swap.js';
+import { rebuildPath, recoverTaskDir, swapIn } from '../../runtime/task-directory.js';
 
 /** A task dir holding `copies`: directory name → the content of its one file. */
 function taskDir(copies: Record<string, string>): string {

@@ -1,13 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CrawlError } from '../../../core/errors.js';
-import {
-  rangeKey,
-  type ChangelogRecord,
-  type ChangelogSource,
-  type ReplayRange,
-} from '../../replay/changelog-source.js';
-import { lockedOr } from '../../replay/store-plan.js';
+import { rangeKey, type ChangelogRecord, type ChangelogSource, type ReplayRange } from '../../changelog-source.js';
+import { lockedOr } from '../../task-directory.js';
 import { CORRUPT_HEADER, EmbeddedLog } from './log-store.js';
 
 const BATCH = 10_000;
@@ -23,8 +18,15 @@ export class EmbeddedChangelogSource implements ChangelogSource {
   private constructor(
     private readonly log: EmbeddedLog,
     dir: string,
+    /** Whether `close` closes the log (a replay's), or leaves it to its owner (the running engine's). */
+    private readonly owned: boolean,
   ) {
     this.description = `the embedded log at ${dir}`;
+  }
+
+  /** Reads the engine's own open log, for its tasks' restores; `close` leaves the log open. */
+  static over(log: EmbeddedLog, dir: string): EmbeddedChangelogSource {
+    return new EmbeddedChangelogSource(log, dir, false);
   }
 
   /** Opens `<dataDir>/log`; refuses a data directory without one, or one an instance is running on. */
@@ -36,7 +38,7 @@ export class EmbeddedChangelogSource implements ChangelogSource {
         `no embedded log at ${dir}: --data is not the data directory of an embedded crawl (for Kafka, pass --brokers)`,
       );
     try {
-      return new EmbeddedChangelogSource(await EmbeddedLog.open(dir), dir);
+      return new EmbeddedChangelogSource(await EmbeddedLog.open(dir), dir, true);
     } catch (err) {
       throw lockedOr(err, dir, dataDir);
     }
@@ -84,6 +86,6 @@ export class EmbeddedChangelogSource implements ChangelogSource {
   }
 
   async close(): Promise<void> {
-    await this.log.close();
+    if (this.owned) await this.log.close();
   }
 }

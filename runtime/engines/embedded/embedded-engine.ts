@@ -1,26 +1,36 @@
 import { M } from '../../../core/metric-catalogue.js';
-import { silentLogger, type Logger } from '../../../core/logger.js';
+import type { Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
-import { CrawlError } from '../../../core/errors.js';
-import { Metrics } from '../../../core/metrics.js';
-import { partitionFor } from '../../partitioner.js';
-import type { ConsumedRawRecord, RawRecord, RecordHeaders, StreamRecord } from '../../record.js';
+import { taskIdString } from '../../../core/ids.js';
+import type { RawRecord, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
-import { recoverTaskDir } from '../../replay/swap.js';
-import type { RocksMemory, RocksPort } from '../../../state/rocks.js';
-import { openTaskStores } from '../../task-stores.js';
-import type { ChangeloggedStore } from '../../../state/state-store.js';
+import type { RocksMemory } from '../../../state/rocks.js';
+import { TaskDirectory } from '../../task-directory.js';
+import {
+  applyCommitted,
+  closeTaskState,
+  hasPendingWrites,
+  openTaskState,
+  prepareCommit,
+  restoreTaskState,
+  type LocalTaskState,
+  type PreparedCommit,
+} from '../../task-state.js';
+import { EngineBase } from '../../engine-base.js';
+import { OutputCollector, serializeFor, type OutputRecord } from '../../output-collector.js';
+import { rangeKey } from '../../changelog-source.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
 import { ChangelogCompactor } from './changelog-compactor.js';
+import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
-import { deadLetterOf, deadLetterTopicOf } from '../../dead-letter.js';
+import { deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 
 export interface EmbeddedEngineOptions {
@@ -37,8 +47,7 @@ export interface EmbeddedEngineOptions {
 interface OpenTask {
   task: StreamTask;
   runner: TaskRunner;
-  db: RocksPort;
-  changelogged: { store: ChangeloggedStore; topic: string }[];
+  state: LocalTaskState;
 }
 
 /**
@@ -46,44 +55,35 @@ interface OpenTask {
  * makes all tasks' outputs, changelog records and input positions durable in one atomic write;
  * store contents follow from the changelog, so a crash at any point resumes from the last commit.
  */
-export class EmbeddedEngine implements Engine {
+export class EmbeddedEngine extends EngineBase implements Engine {
   readonly name = 'embedded' as const;
-  readonly metrics = new Metrics();
-  readonly done: Promise<void>;
-  private resolveDone!: () => void;
-  private rejectDone!: (err: unknown) => void;
   private log!: EmbeddedLog;
   private compactor!: ChangelogCompactor;
   private serdes!: SerdeSet;
   private tasks: OpenTask[] = [];
   /** The built topology, for routing queries (set by start). */
   private subtopologies: readonly Subtopology[] = [];
-  private outputs = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
+  private readonly outputs: OutputCollector;
   private commitWaiters: (() => void)[] = [];
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private commitSoon: NodeJS.Immediate | undefined;
-  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
-  private failed = false;
-  /** The fatal error's message, which `/healthz` gives as its reason. */
-  private failure: string | undefined;
   private readonly deadLetterTopic: string;
+  private readonly directory: TaskDirectory;
 
   constructor(
     private readonly topology: Topology,
     private readonly options: EmbeddedEngineOptions,
   ) {
+    super(options.logger);
     this.deadLetterTopic = deadLetterTopicOf(topology.applicationId);
-    this.done = new Promise((resolve, reject) => {
-      this.resolveDone = resolve;
-      this.rejectDone = reject;
-    });
-    this.done.catch(() => undefined);
+    this.directory = new TaskDirectory(options.dataDir);
+    this.outputs = new OutputCollector(this.deadLetterTopic, this.metrics, (l) => this.say(l));
   }
 
   async start(): Promise<void> {
-    if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', 'engine already started');
+    this.startOnce();
     const { dataDir } = this.options;
     mkdirSync(dataDir, { recursive: true });
     const subtopologies = this.topology.build();
@@ -125,23 +125,27 @@ export class EmbeddedEngine implements Engine {
 
   private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
     const id = { subtopology: sub.id, partition };
-    const taskDir = join(this.options.dataDir, 'state', `${id.subtopology}_${partition}`);
-    // a `replay rebuild` that stopped mid-swap may have left the live copy as rocksdb.old-<pid>
-    for (const line of recoverTaskDir(taskDir)) this.say(`task ${sub.id}_${partition}: ${line}`);
-    const lifecycle = new TaskLifecycle(`${id.subtopology}_${id.partition}`);
+    const dir = this.directory.task(id);
+    const lifecycle = new TaskLifecycle(dir.name);
     lifecycle.to('restoring');
-    const { db, stores, changelogged } = await openTaskStores(id, sub, this.topology, taskDir);
-    for (const { store, topic } of changelogged) this.restore(store, topic, partition);
+    const source = EmbeddedChangelogSource.over(this.log, join(this.options.dataDir, 'log'));
+    const state = await openTaskState({ id, sub, topology: this.topology, dir, source, logger: this.logger });
+    try {
+      await restoreTaskState(state, source, { metrics: this.metrics, say: (l) => this.say(l) });
+    } catch (err) {
+      await closeTaskState(state);
+      throw err;
+    }
     const task = new StreamTask(
       id,
       sub,
       this.topology,
-      { send: (t, p, k, v, ts, h) => this.collect(t, p, k, v, ts, h) },
-      stores,
+      { send: (t, p, k, v, ts, h) => this.outputs.collect(t, p, k, v, ts, h) },
+      state.stores,
       this.serdes,
       this.metrics,
       Date.now,
-      (this.options.logger ?? silentLogger).child({ task: `${id.subtopology}_${id.partition}` }),
+      this.taskLogger(id),
       lifecycle,
     );
     const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
@@ -149,62 +153,16 @@ export class EmbeddedEngine implements Engine {
       log: this.log,
       nextCommit: () => this.nextCommit(),
       requestCommit: () => this.requestCommit(),
-      deadLetter: (r, e) => this.deadLetter(r, e),
+      deadLetter: (r, e) => this.outputs.deadLetter(r, e),
       fatal: (e) => void this.fail(e),
     };
-    return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), db, changelogged };
-  }
-
-  /** Replays the changelog tail past the store's checkpoint, so local state equals the changelog. */
-  private restore(store: ChangeloggedStore, topic: string, partition: number): void {
-    let offset = store.checkpoint();
-    const end = this.log.endOffset(topic, partition);
-    const started = process.hrtime.bigint();
-    let restored = 0;
-    while (offset < end) {
-      const batch = this.log.read(topic, partition, offset, 10_000);
-      if (batch.length === 0) break;
-      offset = batch[batch.length - 1]!.offset + 1;
-      store.restore(
-        batch.map((r) => ({ key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) })),
-        offset,
-      );
-      restored += batch.length;
-    }
-    this.metrics.inc(M.restoreRecords, restored, store.name);
-    this.metrics.inc(M.restoreSeconds, Number(process.hrtime.bigint() - started) / 1e9, store.name);
-    if (restored > 0) this.say(`restored ${restored} changelog records into ${store.name} of partition ${partition}`);
-  }
-
-  private collect(
-    topic: string,
-    partition: number,
-    key: Buffer,
-    value: Buffer | null,
-    timestamp: number,
-    headers?: RecordHeaders,
-  ): void {
-    const k = `${topic}\u0000${partition}`;
-    let entry = this.outputs.get(k);
-    if (!entry) this.outputs.set(k, (entry = { topic, partition, records: [] }));
-    entry.records.push(headers ? { key, value, timestamp, headers } : { key, value, timestamp });
+    return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), state };
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
-    if (this.state !== 'running')
-      throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
-    const spec = this.topology.topic(topic);
-    for (const r of records) {
-      const key = this.serdes.key(topic).serialize(r.key);
-      this.collect(
-        topic,
-        partitionFor(key, spec.partitions),
-        key,
-        this.serdes.value(topic).serialize(r.value),
-        r.timestamp,
-        r.headers,
-      );
-    }
+    this.checkProduce(topic);
+    for (const r of serializeFor(this.topology, this.serdes, topic, records))
+      this.outputs.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
     this.requestCommit();
     await this.nextCommit();
   }
@@ -240,32 +198,24 @@ export class EmbeddedEngine implements Engine {
   private commit(): void {
     const waiters = this.commitWaiters;
     this.commitWaiters = [];
-    for (const t of this.tasks) for (const s of t.task.stores.values()) s.flush();
-    const appends: Append[] = [...this.outputs.values()];
-    this.outputs = new Map();
+    const out: OutputRecord[] = this.outputs.drain();
     const positions: Position[] = [];
-    const applied: { store: ChangeloggedStore; topic: string; partition: number; count: number }[] = [];
+    const prepared: PreparedCommit[] = [];
+    const now = Date.now();
     for (const t of this.tasks) {
-      for (const { store, topic } of t.changelogged) {
-        const changes = store.pendingChanges();
-        if (changes.length === 0) continue;
-        appends.push({
-          topic,
-          partition: t.task.id.partition,
-          records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: Date.now() })),
-        });
-        applied.push({ store, topic, partition: t.task.id.partition, count: changes.length });
-      }
+      const commit = prepareCommit(t.state, t.task.id.partition, now);
+      for (const r of commit.records) out.push(r);
+      prepared.push(commit);
       for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
       t.task.commitRequested = false;
     }
-    const bases = this.log.commit(appends, positions);
+    const bases = this.log.commit(appendsOf(out), positions);
     // what each group has yet to read, as the Kafka engine reports from its fetches
     for (const p of positions) {
       const lag = Math.max(0, this.log.endOffset(p.topic, p.partition) - p.offset);
       this.metrics.setGauge(M.consumerLag, p.group, lag, `${p.topic},${p.partition}`);
     }
-    for (const a of applied) a.store.applyCommitted(bases.get(`${a.topic}\u0000${a.partition}`)! + a.count);
+    for (const commit of prepared) applyCommitted(commit, bases);
     this.metrics.inc(M.commits);
     for (const w of waiters) w();
   }
@@ -306,7 +256,12 @@ export class EmbeddedEngine implements Engine {
       }
       const compacted = this.compactor.compactDue(
         this.tasks.flatMap((t) =>
-          t.changelogged.map(({ store, topic }) => ({ store, topic, partition: t.task.id.partition, db: t.db })),
+          t.state.changelogged.map(({ store, topic }) => ({
+            store,
+            topic,
+            partition: t.task.id.partition,
+            db: t.state.db,
+          })),
         ),
       );
       if (compacted > 0) this.metrics.inc(M.changelogRecordsCompacted, compacted);
@@ -322,52 +277,35 @@ export class EmbeddedEngine implements Engine {
       this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
       this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
     };
-    for (const t of this.tasks) report(`${t.task.id.subtopology}_${t.task.id.partition}`, t.db.memory());
+    for (const t of this.tasks) report(taskIdString(t.task.id), t.state.db.memory());
     const log = this.log.memory();
     report('log', log);
     this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
   }
 
-  private deadLetter(record: ConsumedRawRecord, error: unknown): void {
-    const d = deadLetterOf(record, error, this.metrics, (l) => this.say(l));
-    this.collect(this.deadLetterTopic, 0, d.key, d.value, d.timestamp, d.headers);
-  }
-
   isIdle(): boolean {
     if (this.state !== 'running') return false;
     if (this.outputs.size > 0) return false;
-    for (const t of this.tasks) {
-      if (!t.runner.caughtUp() || !t.task.isIdle()) return false;
-      for (const { store } of t.changelogged) if (store.pendingCount() > 0) return false;
-    }
+    for (const t of this.tasks) if (!t.runner.caughtUp() || !t.task.isIdle() || hasPendingWrites(t.state)) return false;
     return true;
   }
 
   async stop(graceMs = 5_000): Promise<void> {
-    if (this.state === 'stopped' || this.state === 'stopping') return this.done.catch(() => undefined);
-    if (this.state === 'new') {
-      this.state = 'stopped';
-      this.resolveDone();
-      return;
-    }
-    this.state = 'stopping';
+    const nothing = this.beginStop();
+    if (nothing) return nothing;
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
     for (const t of this.tasks) t.task.suspend();
     this.commitOrDie();
     await this.shutdown();
-    this.resolveDone();
+    this.endStop();
   }
 
   private async fail(err: unknown): Promise<void> {
-    if (this.state === 'stopped') return;
-    (this.options.logger ?? silentLogger).error(`fatal: ${(err as Error).stack ?? String(err)}`);
-    this.state = 'stopped';
-    this.failed = true;
-    this.failure = err instanceof Error ? err.message : String(err);
+    if (!this.beginFail(err)) return;
     for (const t of this.tasks) t.runner.halt();
     // no final commit: whatever was not committed is redone after a restart
     await this.shutdown().catch(() => undefined);
-    this.rejectDone(err);
+    this.endFail(err);
   }
 
   private async shutdown(): Promise<void> {
@@ -377,11 +315,7 @@ export class EmbeddedEngine implements Engine {
     if (this.commitSoon) clearImmediate(this.commitSoon);
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
-    for (const t of this.tasks) {
-      await t.task.close();
-      for (const s of t.task.stores.values()) s.close();
-      await t.db.close();
-    }
+    for (const t of this.tasks) await closeTaskState(t.state, t.task);
     await this.log?.close();
     this.state = 'stopped';
   }
@@ -439,8 +373,20 @@ export class EmbeddedEngine implements Engine {
   taskStatus(): TaskStatus[] {
     return this.tasks.map((t) => statusOf(t.task));
   }
+}
 
-  private say(line: string): void {
-    (this.options.logger ?? silentLogger).info(line);
+/** The outputs and changelog records of a commit, grouped by topic partition (order kept) as the log appends them. */
+function appendsOf(records: readonly OutputRecord[]): Append[] {
+  const byPartition = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
+  for (const r of records) {
+    const k = rangeKey(r.topic, r.partition);
+    let entry = byPartition.get(k);
+    if (!entry) byPartition.set(k, (entry = { topic: r.topic, partition: r.partition, records: [] }));
+    entry.records.push(
+      r.headers
+        ? { key: r.key, value: r.value, timestamp: r.timestamp, headers: r.headers }
+        : { key: r.key, value: r.value, timestamp: r.timestamp },
+    );
   }
+  return [...byPartition.values()];
 }

@@ -1,6 +1,7 @@
 import type { ConsumedRawRecord } from '../../record.js';
 import { RecordDriver } from '../../record-driver.js';
 import type { StreamTask } from '../../task.js';
+import { graceWait } from '../../engine-base.js';
 import type { EmbeddedLog } from './log-store.js';
 
 /** What a runner needs from its engine. */
@@ -69,8 +70,7 @@ export class TaskRunner {
     this.running = false;
     this.notify();
     await this.loop;
-    const deadline = Date.now() + graceMs;
-    while (this.busy() > 0 && Date.now() < deadline) await sleep(20);
+    await graceWait(() => this.busy(), graceMs);
   }
 
   caughtUp(): boolean {
@@ -127,8 +127,4 @@ export class TaskRunner {
     const p = this.positions.get(`${r.topic}\u0000${r.partition}`)!;
     p.offset = r.offset + 1;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -1,6 +1,7 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CrawlError } from '../../../core/errors.js';
+import { TaskDirectory } from '../../task-directory.js';
 
 /** The file in a data dir that names the cluster its task state was built from. */
 export const CLUSTER_ID_FILE = 'cluster-id';
@@ -24,7 +25,7 @@ export function claimStateDir(dataDir: string, clusterId: string): StateDirClaim
   try {
     const previous = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
     if (previous === clusterId) return { kind: 'same' };
-    if (previous !== '') rmSync(join(dataDir, 'state'), { recursive: true, force: true });
+    if (previous !== '') new TaskDirectory(dataDir).wipeAll();
     writeFileSync(`${file}.tmp`, `${clusterId}\n`);
     renameSync(`${file}.tmp`, file);
     return previous !== '' ? { kind: 'wiped', previous } : { kind: 'new' };

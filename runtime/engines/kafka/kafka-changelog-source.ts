@@ -1,12 +1,7 @@
 import { CrawlError } from '../../../core/errors.js';
-import {
-  rangeKey,
-  type ChangelogRecord,
-  type ChangelogSource,
-  type ReplayRange,
-} from '../../replay/changelog-source.js';
+import { rangeKey, type ChangelogRecord, type ChangelogSource, type ReplayRange } from '../../changelog-source.js';
 import { readChangelogs } from './changelog-reader.js';
-import type { KafkaPort } from './kafka-port.js';
+import type { KafkaAdmin, KafkaPort } from './kafka-port.js';
 
 /**
  * Changelogs on Kafka: `<app>-<store>-changelog` topics, read committed. End offsets are last
@@ -16,14 +11,21 @@ import type { KafkaPort } from './kafka-port.js';
 export class KafkaChangelogSource implements ChangelogSource {
   readonly description: string;
 
-  constructor(private readonly port: KafkaPort) {
+  constructor(
+    private readonly port: KafkaPort,
+    /** The engine's admin client, used and left open; a replay's source opens one per call. */
+    private readonly shared?: KafkaAdmin,
+    /** Whether `close` closes the port (a replay's), or leaves it to its owner (the running engine's). */
+    private readonly ownsPort = true,
+  ) {
     this.description = `Kafka (${port.clientId})`;
   }
 
   async endOffsets(topic: string, partitions: number): Promise<number[]> {
-    const admin = await this.port.admin();
+    const admin = this.shared ?? (await this.port.admin());
     try {
-      const ends = await admin.endOffsets(topic);
+      // the admin client speaks cluster names, the topology logical ones (`--app-id` prefixes them)
+      const ends = await admin.endOffsets(this.port.naming.physicalTopic(topic));
       if (ends.size !== partitions)
         throw new CrawlError(
           'CS_TOPOLOGY',
@@ -31,7 +33,7 @@ export class KafkaChangelogSource implements ChangelogSource {
         );
       return Array.from({ length: partitions }, (_, p) => ends.get(p) ?? 0);
     } finally {
-      await admin.close();
+      if (admin !== this.shared) await admin.close();
     }
   }
 
@@ -40,22 +42,27 @@ export class KafkaChangelogSource implements ChangelogSource {
     onRecords: (topic: string, partition: number, records: readonly ChangelogRecord[]) => void,
   ): Promise<Map<string, number>> {
     const checkpoints = new Map(ranges.map((r) => [rangeKey(r.topic, r.partition), r.from]));
-    await readChangelogs(this.port, ranges, (topic, partition, records, next) => {
-      onRecords(
-        topic,
-        partition,
-        records.map((r) => ({
-          key: Buffer.from(r.key),
-          value: r.value === null ? null : Buffer.from(r.value),
-          offset: r.offset,
-        })),
-      );
-      checkpoints.set(rangeKey(topic, partition), next);
-    });
+    // each range ends at an end offset read before (`endOffsets`): no need to ask the brokers again
+    await readChangelogs(
+      this.port,
+      ranges.map((r) => ({ ...r, end: r.to })),
+      (topic, partition, records, next) => {
+        onRecords(
+          topic,
+          partition,
+          records.map((r) => ({
+            key: Buffer.from(r.key),
+            value: r.value === null ? null : Buffer.from(r.value),
+            offset: r.offset,
+          })),
+        );
+        checkpoints.set(rangeKey(topic, partition), next);
+      },
+    );
     return checkpoints;
   }
 
   async close(): Promise<void> {
-    await this.port.close();
+    if (this.ownsPort) await this.port.close();
   }
 }

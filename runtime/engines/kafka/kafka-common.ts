@@ -59,6 +59,16 @@ export function kafkaError(message: string, err: unknown): CrawlError {
   return new CrawlError(fenced ? 'CS_FENCED' : 'CS_KAFKA', text, { cause: err });
 }
 
+/**
+ * The stable code of a broker fault, or undefined for any other error: CS_FENCED or CS_KAFKA as
+ * this door reports them, or a kafkajs error that reached a caller unwrapped (a connection
+ * refused, retries spent), CS_KAFKA. The one place outside kafkajs' own files that knows its error names.
+ */
+export function kafkaFaultCode(err: unknown): 'CS_KAFKA' | 'CS_FENCED' | undefined {
+  if (err instanceof CrawlError) return err.code === 'CS_KAFKA' || err.code === 'CS_FENCED' ? err.code : undefined;
+  return /^KafkaJS/.test((err as Error | undefined)?.name ?? '') ? 'CS_KAFKA' : undefined;
+}
+
 /** The most bytes of keys, values and headers one produce request of a commit carries (one larger record goes alone). */
 export const SEND_CHUNK_BYTES = 512 * 1024;
 

@@ -1,13 +1,21 @@
 import { M } from '../../../core/metric-catalogue.js';
 import { isCrawlError, CrawlError } from '../../../core/errors.js';
 import type { Metrics } from '../../../core/metrics.js';
-import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
+import type { ConsumedRawRecord } from '../../record.js';
 import { RecordDriver } from '../../record-driver.js';
-import { deadLetterOf } from '../../dead-letter.js';
 import type { StreamTask } from '../../task.js';
-import type { RocksPort } from '../../../state/rocks.js';
-import type { ChangeloggedStore } from '../../../state/state-store.js';
-import type { OutRecord, TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
+import { rangeKey } from '../../changelog-source.js';
+import { graceWait } from '../../engine-base.js';
+import { OutputCollector, type OutputRecord } from '../../output-collector.js';
+import {
+  applyCommitted,
+  closeTaskState,
+  discardPending,
+  hasPendingWrites,
+  prepareCommit,
+  type TaskStores,
+} from '../../task-state.js';
+import type { TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
 
 export interface KafkaTaskHost {
   readonly groupId: string;
@@ -37,7 +45,8 @@ export class KafkaTask {
   /** Fetch progress per input partition: next offset fetched and the partition's end. */
   private readonly fetched = new Map<string, { next: number; end: number }>();
   private readonly dirty = new Set<string>();
-  private outputs: OutRecord[] = [];
+  /** The StreamTask's RecordCollector: outputs and dead letters for the next commit. */
+  readonly outputs: OutputCollector;
   private running = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -49,33 +58,20 @@ export class KafkaTask {
   constructor(
     readonly task: StreamTask,
     private readonly producer: TransactionalProducer,
-    private readonly db: RocksPort,
-    readonly changelogged: readonly { store: ChangeloggedStore; topic: string }[],
+    /** The task's open state; the task owns it from here and closes it in `close`. */
+    private readonly state: TaskStores,
     private readonly host: KafkaTaskHost,
   ) {
+    this.outputs = new OutputCollector(host.deadLetterTopic, host.metrics, (l) => host.log(l));
     this.driver = new RecordDriver(task, {
       advance: (r) => this.advance(r),
-      deadLetter: (r, err) => this.deadLetter(r, err),
+      deadLetter: (r, err) => this.outputs.deadLetter(r, err),
       fatal: (err) => host.fatal(err),
     });
   }
 
   get name(): string {
     return this.task.name;
-  }
-
-  /** Collects a sink's output for the next commit (the StreamTask's RecordCollector). */
-  collect(
-    topic: string,
-    partition: number,
-    key: Buffer,
-    value: Buffer | null,
-    timestamp: number,
-    headers?: RecordHeaders,
-  ): void {
-    this.outputs.push(
-      headers ? { topic, partition, key, value, timestamp, headers } : { topic, partition, key, value, timestamp },
-    );
   }
 
   start(): void {
@@ -131,8 +127,8 @@ export class KafkaTask {
   }
 
   isIdle(): boolean {
-    if (this.buffer.length > 0 || this.busy() > 0 || this.outputs.length > 0 || this.dirty.size > 0) return false;
-    for (const { store } of this.changelogged) if (store.pendingCount() > 0) return false;
+    if (this.buffer.length > 0 || this.busy() > 0 || this.outputs.size > 0 || this.dirty.size > 0) return false;
+    if (hasPendingWrites(this.state)) return false;
     for (const [key, f] of this.fetched) if ((this.positions.get(key)?.offset ?? 0) < f.end) return false;
     return this.task.isIdle();
   }
@@ -147,8 +143,7 @@ export class KafkaTask {
     let unread = this.buffer.length;
     for (const [key, f] of this.fetched)
       unread += Math.max(0, f.end - Math.max(f.next, this.positions.get(key)?.offset ?? 0));
-    let uncommitted = this.committing || this.outputs.length > 0 || this.dirty.size > 0;
-    for (const { store } of this.changelogged) uncommitted ||= store.pendingCount() > 0;
+    const uncommitted = this.committing || this.outputs.size > 0 || this.dirty.size > 0 || hasPendingWrites(this.state);
     return { unread, inFlight: this.driver.busy(), uncommitted };
   }
 
@@ -220,11 +215,6 @@ export class KafkaTask {
     this.dirty.add(key);
   }
 
-  private deadLetter(r: ConsumedRawRecord, error: Error): void {
-    const d = deadLetterOf(r, error, this.host.metrics, (l) => this.host.log(l));
-    this.collect(this.host.deadLetterTopic, 0, d.key, d.value, d.timestamp, d.headers);
-  }
-
   /**
    * One transaction: outputs, changelog records and advanced input offsets. Waits for running
    * punctuators first (stateful tasks: their store writes belong to this commit). On failure the
@@ -235,19 +225,11 @@ export class KafkaTask {
     if (this.committing) return;
     this.committing = true;
     try {
-      if (this.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
-      for (const s of this.task.stores.values()) s.flush();
-      const records = this.outputs;
-      this.outputs = [];
-      const applied: { store: ChangeloggedStore; topic: string; count: number }[] = [];
+      if (this.state.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
       const now = Date.now();
-      for (const { store, topic } of this.changelogged) {
-        const changes = store.pendingChanges();
-        if (changes.length === 0) continue;
-        for (const c of changes)
-          records.push({ topic, partition: this.task.id.partition, key: c.key, value: c.value, timestamp: now });
-        applied.push({ store, topic, count: changes.length });
-      }
+      const records: OutputRecord[] = this.outputs.drain();
+      const prepared = prepareCommit(this.state, this.task.id.partition, now);
+      for (const r of prepared.records) records.push(r);
       const offsets = [...this.dirty].map((k) => this.positions.get(k)!);
       this.dirty.clear();
       this.task.commitRequested = false;
@@ -259,12 +241,12 @@ export class KafkaTask {
         bases = await this.producer.commit(records, this.host.groupId, offsets);
       } catch (err) {
         this.host.metrics.inc(M.commitsAborted);
-        for (const { store } of this.changelogged) store.discardPending();
+        discardPending(this.state);
         this.running = false;
         this.host.lost(this, isCrawlError(err) ? err : new CrawlError('CS_KAFKA', String(err), { cause: err }));
         return;
       }
-      for (const a of applied) a.store.applyCommitted(bases.get(tp(a.topic, this.task.id.partition))! + a.count);
+      applyCommitted(prepared, bases);
       this.host.metrics.inc(M.commits);
       this.host.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
     } finally {
@@ -284,19 +266,16 @@ export class KafkaTask {
     this.notify();
     await this.loop;
     this.task.suspend();
-    const deadline = Date.now() + graceMs;
-    while (commit && this.driver.busy() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    if (commit) await this.commit().catch(() => undefined);
-    else for (const { store } of this.changelogged) store.discardPending();
-    await this.task.close();
-    for (const s of this.task.stores.values()) s.close();
-    await this.db.close();
+    if (commit) {
+      await graceWait(() => this.driver.busy(), graceMs);
+      await this.commit().catch(() => undefined);
+    } else discardPending(this.state);
+    await closeTaskState(this.state, this.task);
     await this.producer.close().catch(() => undefined);
   }
 
   private closed = false;
 }
 
-export function tp(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
+/** The key of a topic partition in this engine's maps (the runtime's `rangeKey`). */
+export const tp = rangeKey;

@@ -1,0 +1,316 @@
+import type { Logger } from '../../../core/logger.js';
+import type { Metrics } from '../../../core/metrics.js';
+import { taskIdString } from '../../../core/ids.js';
+import type { ChangelogSource } from '../../changelog-source.js';
+import type { TaskStatus } from '../../engine.js';
+import { TaskDirectory } from '../../task-directory.js';
+import { TaskLifecycle } from '../../task-lifecycle.js';
+import { closeTaskState, openTaskState, restoreTaskState, type LocalTaskState } from '../../task-state.js';
+import { StreamTask } from '../../task.js';
+import type { SerdeSet } from '../../serdes.js';
+import type { Subtopology, Topology } from '../../topology.js';
+import type { GroupConsumer, TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
+import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
+import { RejoinSchedule } from './rejoin-schedule.js';
+import { brokerFault, TaskSlot } from './task-slot.js';
+
+/** What the task manager needs of the cluster: the Kafka engine's port, or a scripted one in tests. */
+export interface TaskPort {
+  /** A producer with the task's transactional id: creating it fences every earlier owner. */
+  transactionalProducer(transactionalId: string): Promise<TransactionalProducer>;
+  /** The input offsets committed for the task's group (read after the fence: see topics.ts `committedInputs`). */
+  committedInputs(sub: Subtopology, partition: number): Promise<TopicPartitionOffset[]>;
+  /** The changelogs: ends read at each opening, and the restore. */
+  readonly changelogs: ChangelogSource;
+}
+
+export interface TaskManagerOptions {
+  readonly topology: Topology;
+  readonly dataDir: string;
+  readonly commitIntervalMs: number;
+  readonly deadLetterTopic: string;
+  readonly serdes: SerdeSet;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly port: TaskPort;
+  /** The consumer group of a sub-topology. */
+  groupIdOf(sub: Subtopology): string;
+  /** The transactional id of a task. */
+  transactionalIdOf(sub: Subtopology, partition: number): string;
+  /** The member's consumer of `sub`'s group, once it has joined. */
+  consumerOf(sub: Subtopology): GroupConsumer | undefined;
+  /** The engine's state: tasks open and commit only while it runs. */
+  engineState(): 'new' | 'running' | 'stopping' | 'stopped';
+  /** A fault no retry fixes: the engine stops. */
+  fail(err: unknown): void;
+  /** Called with each batch of changelog records restored: progress while a long restore runs. */
+  onRestored(records: number): void;
+}
+
+/**
+ * The tasks of this member, like Kafka Streams' TaskManager: one slot per assigned partition,
+ * opened (fence → committed offsets → open state → restore → run) when assigned, closed when
+ * revoked; a task lost to a failed commit or a broker fault pauses its partition and makes the
+ * member join its group again.
+ */
+export class TaskManager {
+  /** The task of each `sub_partition` this member owns: opening, running or being closed. */
+  private readonly slots = new Map<string, TaskSlot>();
+  /** The partitions of each sub-topology in this member's latest assignment. */
+  readonly assigned = new Map<number, Set<number>>();
+  /** Per sub-topology id: when its group joins again after a lost task. */
+  private readonly rejoins = new Map<number, RejoinSchedule>();
+  private readonly directory: TaskDirectory;
+  /** Tasks opened: with the commit counter, part of the engine's progress. */
+  opened = 0;
+
+  constructor(private readonly o: TaskManagerOptions) {
+    this.directory = new TaskDirectory(o.dataDir);
+  }
+
+  /** The slot of a partition's task, if this member owns it. */
+  slot(sub: number, partition: number): TaskSlot | undefined {
+    return this.slots.get(taskIdString({ subtopology: sub, partition }));
+  }
+
+  /** What this member holds of `sub`, or after a restart the partitions it has local state for: it gets them back. */
+  owned(sub: Subtopology): number[] {
+    return [...(this.assigned.get(sub.id) ?? this.directory.localPartitions(sub.id))];
+  }
+
+  /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
+  assign(sub: Subtopology, partitions: Set<number>): void {
+    if (this.o.engineState() !== 'running') return;
+    this.assigned.set(sub.id, partitions);
+    for (const [key, slot] of this.slots) {
+      if (slot.sub !== sub.id || partitions.has(slot.partition)) continue;
+      // revoked: the slot goes at once (a task that is still opening sees it and closes unused)
+      this.slots.delete(key);
+      void slot.opening
+        .then((t) => t?.close(true))
+        .catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
+    }
+    const consumer = this.o.consumerOf(sub);
+    for (const p of partitions) {
+      const key = taskIdString({ subtopology: sub.id, partition: p });
+      if (!this.slots.has(key)) {
+        // in the map before it opens: an opening task checks it still owns the slot at every step
+        const slot = new TaskSlot(sub.id, p, new TaskLifecycle(key));
+        this.slots.set(key, slot);
+        slot.open(this.openTask(sub, p, slot).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
+      }
+      if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
+    }
+  }
+
+  private openFailed(sub: Subtopology, p: number, slot: TaskSlot, err: unknown): undefined {
+    slot.lifecycle.tryTo('closed');
+    const state = this.o.engineState();
+    // an opening cut short by stop() (its producer or admin closed underneath) is no failure
+    if (state === 'stopping') return undefined;
+    if (state !== 'running' || !brokerFault(err)) {
+      this.o.fail(err);
+      return undefined;
+    }
+    // a broker fault while the task opened (a broker restarting refuses connections, a
+    // coordinator moves): the member stays, and as after a lost task the partition pauses
+    // (records fetched meanwhile were dropped) and the member joins its group again
+    this.say(`task ${slot.name} could not open: ${(err as Error).message}; the member joins its group again`);
+    this.drop(sub, p, slot);
+    return undefined;
+  }
+
+  /** Removes the slot, pauses the partition and makes the member join its group again. */
+  private drop(sub: Subtopology, partition: number, slot: TaskSlot): void {
+    if (this.slots.get(slot.name) === slot) this.slots.delete(slot.name);
+    const consumer = this.o.consumerOf(sub);
+    for (const topic of sub.sourceTopics) consumer?.pause(topic, partition);
+    this.scheduleRejoin(sub);
+  }
+
+  /**
+   * Opens a task of an assigned partition; undefined when the partition was revoked meanwhile (a
+   * later rebalance gave it to another member: this one must neither fence that owner nor commit).
+   */
+  private async openTask(sub: Subtopology, partition: number, slot: TaskSlot): Promise<KafkaTask | undefined> {
+    const id = { subtopology: sub.id, partition };
+    const { port } = this.o;
+    // revoked (its slot removed) or revoked and assigned again (a new slot): this opening is over
+    const stillAssigned = (): boolean => this.slots.get(slot.name) === slot;
+    const { lifecycle } = slot;
+    if (!stillAssigned()) {
+      lifecycle.to('closed');
+      return undefined;
+    }
+    // fence first: after this no earlier owner can commit, so the changelog ends read below are final
+    const producer = await port.transactionalProducer(this.o.transactionalIdOf(sub, partition));
+    if (!stillAssigned()) {
+      lifecycle.to('closed');
+      await producer.close().catch(() => undefined);
+      return undefined;
+    }
+    lifecycle.to('restoring');
+    // a failure below (a broker fault) leaves nothing open: the task is opened anew after a rejoin
+    let state: LocalTaskState | undefined;
+    let committed: TopicPartitionOffset[];
+    try {
+      // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
+      committed = await port.committedInputs(sub, partition);
+      const dir = this.directory.task(id);
+      state = await openTaskState({
+        id,
+        sub,
+        topology: this.o.topology,
+        dir,
+        source: port.changelogs,
+        logger: this.o.logger,
+      });
+      // counted batch by batch: a restore of many minutes is progress, not a stall
+      await restoreTaskState(state, port.changelogs, {
+        metrics: this.o.metrics,
+        onBatch: (n) => this.o.onRestored(n),
+        say: (l) => this.say(l),
+      });
+    } catch (err) {
+      if (state) await closeTaskState(state);
+      await producer.close().catch(() => undefined);
+      throw err;
+    }
+    let kafkaTask!: KafkaTask;
+    const task = new StreamTask(
+      id,
+      sub,
+      this.o.topology,
+      { send: (t, p, k, v, ts, h) => kafkaTask.outputs.collect(t, p, k, v, ts, h) },
+      state.stores,
+      this.o.serdes,
+      this.o.metrics,
+      Date.now,
+      this.o.logger.child({ task: slot.name }),
+      lifecycle,
+    );
+    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub));
+    kafkaTask.startAt(committed);
+    if (this.o.engineState() !== 'running') {
+      // stopping (SIGTERM during a restore): nothing ran, so nothing to commit; the next owner restores
+      await kafkaTask.close(false);
+      return undefined;
+    }
+    if (!stillAssigned()) {
+      this.say(`task ${slot.name} was revoked while it opened; closed unused`);
+      await kafkaTask.close(false);
+      return undefined;
+    }
+    task.init();
+    kafkaTask.start();
+    slot.task = kafkaTask;
+    this.opened++;
+    return kafkaTask;
+  }
+
+  private taskHost(sub: Subtopology): KafkaTaskHost {
+    return {
+      groupId: this.o.groupIdOf(sub),
+      commitIntervalMs: this.o.commitIntervalMs,
+      deadLetterTopic: this.o.deadLetterTopic,
+      metrics: this.o.metrics,
+      log: (l) => this.say(l),
+      lost: (task, err) => {
+        const key = task.name;
+        const slot = this.slots.get(key);
+        // a task already revoked by a rebalance: its last commit may fail in any way (its successor,
+        // perhaps on this very instance, fences it mid-transaction); the successor redoes the work
+        if (slot?.task !== task) {
+          this.say(`revoked task ${key} could not commit (${err.code}); its successor redoes the work`);
+          void task.close(false);
+          return;
+        }
+        // a live task lost its commit: fenced (another member took the partition, or will) or a broker
+        // fault. Its fetch position is past uncommitted records, so the member joins its group again:
+        // every partition is assigned anew and read again from its committed offset (Kafka Streams
+        // does the same on a migrated task); until then the partition is paused
+        this.say(`task ${key} lost (${err.code}): ${err.message}; the member joins its group again`);
+        this.drop(sub, task.task.id.partition, slot);
+        void task.close(false);
+      },
+      fatal: (err) => this.o.fail(err),
+    };
+  }
+
+  /** Joins the sub-topology's group again after a back-off (rejoin-schedule.ts); a member that cannot for five minutes stops. */
+  private scheduleRejoin(sub: Subtopology): void {
+    let schedule = this.rejoins.get(sub.id);
+    if (!schedule) {
+      const group = this.o.groupIdOf(sub);
+      schedule = new RejoinSchedule({
+        rejoin: () => this.o.consumerOf(sub)?.rejoin() ?? Promise.resolve(),
+        running: () => this.o.engineState() === 'running',
+        retrying: (err) => this.say(`group ${group}: ${(err as Error).message}; trying again`),
+        giveUp: (err) => this.o.fail(err),
+      });
+      this.rejoins.set(sub.id, schedule);
+    }
+    schedule.request();
+  }
+
+  /** The running tasks (a slot still opening has none). */
+  *running(): Iterable<KafkaTask> {
+    for (const { task } of this.slots.values()) if (task) yield task;
+  }
+
+  /** True when every slot has a running task with nothing left to do. */
+  idle(): boolean {
+    for (const { task } of this.slots.values()) if (!task || !task.isIdle()) return false;
+    return true;
+  }
+
+  /**
+   * Closes every task: with `commit`, each commits once more after up to `graceMs` of work in
+   * flight (call it while still a group member, so no one fences that commit); without, nothing
+   * is committed and the next owner redoes it. A task still opening stops there.
+   */
+  async closeAll(commit: boolean, graceMs?: number): Promise<void> {
+    const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
+    this.slots.clear();
+    await Promise.allSettled(tasks.map((t) => t?.close(commit, graceMs)));
+  }
+
+  /** Assigned tasks, and how many of them are not running yet. */
+  counts(): { tasks: number; restoring: number } {
+    let tasks = 0;
+    let restoring = 0;
+    for (const [sub, partitions] of this.assigned)
+      for (const p of partitions) {
+        tasks++;
+        if (this.slot(sub, p)?.lifecycle.state !== 'running') restoring++;
+      }
+    return { tasks, restoring };
+  }
+
+  /** Every assigned task as `/status` lists it, by sub-topology and partition. */
+  status(subtopologies: readonly Subtopology[], statusOf: (task: StreamTask) => TaskStatus): TaskStatus[] {
+    const out: TaskStatus[] = [];
+    for (const [sub, partitions] of this.assigned) {
+      const spec = subtopologies.find((s) => s.id === sub);
+      for (const p of [...partitions].sort((a, b) => a - b)) {
+        const slot = this.slot(sub, p);
+        out.push(
+          slot?.task
+            ? statusOf(slot.task.task)
+            : {
+                task: taskIdString({ subtopology: sub, partition: p }),
+                subtopology: sub,
+                partition: p,
+                processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
+                state: slot?.lifecycle.state ?? 'created',
+              },
+        );
+      }
+    }
+    return out.sort((a, b) => a.subtopology - b.subtopology || a.partition - b.partition);
+  }
+
+  private say(line: string): void {
+    this.o.logger.info(line);
+  }
+}

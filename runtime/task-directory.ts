@@ -1,0 +1,223 @@
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CrawlError } from '../core/errors.js';
+import { taskIdString, type TaskId } from '../core/ids.js';
+import { openRocks, type RocksPort } from '../state/rocks.js';
+
+/** The live RocksDB of a task, inside its task directory. */
+const LIVE_DIR = 'rocksdb';
+/** The folder of a data directory that holds one directory per task. */
+const STATE_DIR = 'state';
+const TASK_NAME = /^(\d+)_(\d+)$/;
+
+/**
+ * The task directories of one data directory: `<data>/state/<sub>_<p>`, each holding the task's
+ * RocksDB (`rocksdb`) and one directory per store that keeps files beside it (a WARC store).
+ * The only place that knows task names, the layout, RocksDB's lock and the recovery of a rebuild
+ * cut short; the engines, replay and the operations server ask it.
+ */
+export class TaskDirectory {
+  constructor(
+    /** The data directory (`--data`). */
+    readonly dataDir: string,
+  ) {}
+
+  /** `<data>/state`: every task's directory (its disk usage is reported as a whole). */
+  get root(): string {
+    return join(this.dataDir, STATE_DIR);
+  }
+
+  /** The directory of task `id` (neither created nor checked). */
+  task(id: TaskId): TaskDir {
+    return new TaskDir(join(this.root, taskIdString(id)), taskIdString(id), this.dataDir);
+  }
+
+  /** The partitions of sub-topology `subtopology` with a task directory (state kept from an earlier run); [] when none. */
+  localPartitions(subtopology: number): number[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.root);
+    } catch {
+      return [];
+    }
+    return names
+      .map((name) => TASK_NAME.exec(name))
+      .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) === subtopology)
+      .map((m) => Number(m[2]));
+  }
+
+  /** Removes every task's local state (a data dir bound to another cluster); idempotent. */
+  wipeAll(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** One task's directory. Owns nothing open: each method opens and hands over, or works on the disk. */
+export class TaskDir {
+  constructor(
+    readonly path: string,
+    /** `<sub>_<p>`, as logs and metrics name the task. */
+    readonly name: string,
+    private readonly dataDir: string,
+  ) {}
+
+  /** The live RocksDB's path. */
+  get live(): string {
+    return join(this.path, LIVE_DIR);
+  }
+
+  /** Whether the task has a live RocksDB on disk. */
+  hasLive(): boolean {
+    return existsSync(this.live);
+  }
+
+  /** The directory of store `store`'s own files. */
+  storeDir(store: string): string {
+    return join(this.path, store);
+  }
+
+  /**
+   * Opens the live RocksDB (created when missing); the caller owns and closes it. Throws CS_STORE
+   * naming the running instance when another process holds it.
+   */
+  openLive(): Promise<RocksPort> {
+    return this.open(this.live);
+  }
+
+  /** Opens the RocksDB at `path` (the live copy or a rebuild's), with `openLive`'s lock error. */
+  async open(path: string): Promise<RocksPort> {
+    try {
+      return await openRocks(path);
+    } catch (err) {
+      throw lockedOr(err, path, this.dataDir);
+    }
+  }
+
+  /** Removes the live RocksDB (a copy ahead of its changelogs): the task restores from nothing. Close it first. */
+  wipeLive(): void {
+    rmSync(this.live, { recursive: true, force: true });
+  }
+
+  /** Recovers from a rebuild that did not finish (`recoverTaskDir`); one sentence per thing done. */
+  recover(): string[] {
+    return recoverTaskDir(this.path);
+  }
+
+  /** A fresh, empty path for this process's rebuild (`rebuildPath`). */
+  rebuildPath(): string {
+    return rebuildPath(this.path);
+  }
+
+  /** Makes the complete, closed RocksDB at `rebuilt` the live copy (`swapIn`). */
+  swapIn(rebuilt: string): void {
+    swapIn(this.path, rebuilt);
+  }
+}
+
+/** `err` as a CS_STORE error naming the running instance when it is RocksDB's lock failure. */
+export function lockedOr(err: unknown, path: string, dataDir: string): CrawlError {
+  const message = (err as Error).message ?? String(err);
+  // the binding says "Database is not open"; the reason is a few causes down
+  const reasons: string[] = [];
+  for (let e: unknown = err; e instanceof Error && reasons.length < 5; e = e.cause) reasons.push(e.message);
+  const why = reasons.join('\n');
+  if (/hold by current process/.test(why))
+    return new CrawlError(
+      'CS_STORE',
+      `${path} is still held by this process: the task's previous copy has not closed yet`,
+      { cause: err },
+    );
+  if (/While lock file|\/LOCK\b/.test(why))
+    return new CrawlError(
+      'CS_STORE',
+      `${path} is locked by another process: an instance (crawl, run or replay) is running on --data ${dataDir}; stop it first`,
+      { cause: err },
+    );
+  return err instanceof CrawlError ? err : new CrawlError('CS_STORE', message, { cause: err });
+}
+const REBUILD_PREFIX = 'rocksdb.rebuild-';
+const OLD_PREFIX = 'rocksdb.old-';
+
+/** Whether process `pid` exists (EPERM: it exists, owned by someone else). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Brings a task directory back to one live RocksDB after a rebuild that did not finish, and
+ * returns what it did (one sentence each). The swap (`swapIn`) is two renames, so a crash leaves
+ * one of three states, each recovered here:
+ * - before the swap: a `rocksdb.rebuild-<pid>` beside the untouched live copy — removed;
+ * - between the renames: no `rocksdb`, a `rocksdb.old-<pid>` (the previous live copy) and a
+ *   complete `rocksdb.rebuild-<pid>` — the old copy is renamed back and the rebuild removed (the
+ *   rebuild is redone rather than trusted: nothing records that it was complete);
+ * - after the renames: a new `rocksdb` and a `rocksdb.old-<pid>` not yet removed — removed.
+ * Refuses (CS_STORE) when a `rocksdb.rebuild-<pid>` belongs to a process still running: another
+ * rebuild is writing it. `isAlive` is for tests.
+ */
+export function recoverTaskDir(dir: string, isAlive: (pid: number) => boolean = alive): string[] {
+  if (!existsSync(dir)) return [];
+  const done: string[] = [];
+  const names = readdirSync(dir);
+  for (const name of names.filter((n) => n.startsWith(REBUILD_PREFIX))) {
+    const pid = Number(name.slice(REBUILD_PREFIX.length));
+    if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid))
+      throw new CrawlError(
+        'CS_STORE',
+        `${join(dir, name)} belongs to process ${pid}, which is running: another rebuild is writing it (if none is, remove that directory)`,
+      );
+    rmSync(join(dir, name), { recursive: true, force: true });
+    done.push(`removed ${name}, left by a rebuild that did not finish`);
+  }
+  const olds = names
+    .filter((n) => n.startsWith(OLD_PREFIX))
+    .sort((a, b) => statSync(join(dir, b)).mtimeMs - statSync(join(dir, a)).mtimeMs);
+  if (olds.length > 0 && !existsSync(join(dir, LIVE_DIR))) {
+    const newest = olds.shift()!;
+    renameSync(join(dir, newest), join(dir, LIVE_DIR));
+    syncDir(dir);
+    done.push(`restored ${LIVE_DIR} from ${newest}: a rebuild stopped between its two renames`);
+  }
+  for (const name of olds) {
+    rmSync(join(dir, name), { recursive: true, force: true });
+    done.push(`removed ${name}, the copy a finished rebuild replaced`);
+  }
+  return done;
+}
+
+/** A fresh, empty path for this process's rebuild of the task in `dir` (removed first if present). */
+export function rebuildPath(dir: string): string {
+  const path = join(dir, `${REBUILD_PREFIX}${process.pid}`);
+  rmSync(path, { recursive: true, force: true });
+  return path;
+}
+
+/**
+ * Makes the complete, closed RocksDB at `rebuilt` the task's live copy: renames the live copy
+ * (when there is one) to `rocksdb.old-<pid>`, `rebuilt` to `rocksdb`, then removes the old copy.
+ * Each rename is atomic; a crash between them is undone by `recoverTaskDir`.
+ */
+export function swapIn(dir: string, rebuilt: string): void {
+  const live = join(dir, LIVE_DIR);
+  const old = join(dir, `${OLD_PREFIX}${process.pid}`);
+  const hadLive = existsSync(live);
+  if (hadLive) renameSync(live, old);
+  renameSync(rebuilt, live);
+  syncDir(dir);
+  if (hadLive) rmSync(old, { recursive: true, force: true });
+}
+
+/** Makes the renames in `dir` durable. */
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
