@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
-import { transactionalIdOf } from '../../runtime/engines/kafka/kafka-engine.js';
+import { transactionalIdOf } from '../../runtime/engines/kafka/topics.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import { buildSerdes } from '../../runtime/serdes.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';

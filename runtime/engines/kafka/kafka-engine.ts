@@ -17,7 +17,7 @@ import type { ClusterSecurity } from './kafka-security.js';
 import type { KafkaCompression } from './kafka-codecs.js';
 import { KafkaChangelogSource } from './kafka-changelog-source.js';
 import { claimStateDir } from './cluster-identity.js';
-import { checkTopics, committedInputs } from './topics.js';
+import { checkTopics, committedInputs, groupIdOf, transactionalIdOf } from './topics.js';
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
 
@@ -38,19 +38,6 @@ export interface KafkaEngineOptions {
   readonly security?: ClusterSecurity;
   /** The codec of every batch the engine produces; default lz4 (kafka-codecs.ts). */
   readonly compression?: KafkaCompression;
-}
-
-/** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
-export function groupIdOf(topology: Topology, sub: Subtopology): string {
-  return `${topology.applicationId}-${sub.nodes
-    .filter((n) => n.kind === 'processor')
-    .map((n) => n.name)
-    .join('+')}`;
-}
-
-/** The transactional id of a task: `<app>-<subtopology>_<partition>`; a new owner fences the old one. */
-export function transactionalIdOf(topology: Topology, subtopology: number, partition: number): string {
-  return `${topology.applicationId}-${subtopology}_${partition}`;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { taskIdString } from '../../../core/ids.js';
 import { CrawlError } from '../../../core/errors.js';
 import { deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
@@ -27,9 +28,6 @@ export interface TopicOptions {
   readonly keptRetentionMs?: number;
 }
 
-/** The dead-letter topic of an application: undecodable records and processor failures, with their codes. */
-export const deadLetterTopic = deadLetterTopicOf;
-
 /**
  * Every topic a topology needs on Kafka, under its cluster names (`topology.physicalTopic`),
  * nothing left to auto-creation: its declared topics
@@ -57,7 +55,7 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
         });
     }
   }
-  defs.push({ name: deadLetterTopic(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
+  defs.push({ name: deadLetterTopicOf(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
   return defs.map((d) => ({
     ...d,
     ...(options.replicationFactor !== undefined ? { replicationFactor: options.replicationFactor } : {}),
@@ -113,4 +111,17 @@ export async function checkTopics(admin: KafkaAdmin, topology: Topology, brokers
         .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
         .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
     );
+}
+
+/** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
+export function groupIdOf(topology: Topology, sub: Subtopology): string {
+  return `${topology.applicationId}-${sub.nodes
+    .filter((n) => n.kind === 'processor')
+    .map((n) => n.name)
+    .join('+')}`;
+}
+
+/** The transactional id of a task: `<app>-<subtopology>_<partition>`; a new owner fences the old one. */
+export function transactionalIdOf(topology: Topology, subtopology: number, partition: number): string {
+  return `${topology.applicationId}-${taskIdString({ subtopology, partition })}`;
 }
