@@ -80,6 +80,13 @@ module.exports = {
       from: { path: '^runtime/[^/]+\\.ts$' },
       to: { path: '^runtime/engines/' },
     },
+    {
+      name: 'live-path-without-replay',
+      comment: 'the engines and the task code never import the replay tool (what both need is in runtime/)',
+      severity: 'error',
+      from: { path: '^runtime/(engines/.*|[^/]+\\.ts)$' },
+      to: { path: '^runtime/replay/' },
+    },
     ...Object.entries(DOORS).map(([pkg, door]) => ({
       name: `one-door-${pkg.replace(/[@/]/g, '-')}`,
       comment: `${pkg} is imported only by ${door}`,
