@@ -2,6 +2,7 @@ import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
+import type { EngineHealth } from './engine.js';
 
 /** An engine's life: started once, stopped once (by `stop` or a fatal error). */
 export type EngineState = 'new' | 'running' | 'stopping' | 'stopped';
@@ -79,6 +80,31 @@ export abstract class EngineBase {
   protected checkProduce(topic: string): void {
     if (this.state !== 'running')
       throw new CrawlError('CS_INTERNAL', `cannot produce to ${topic}: the engine is ${this.state}`);
+  }
+
+  /**
+   * `/healthz`'s answer from the engine's own readings: not live once failed (the failure is the
+   * reason) or while `down` says why part of it is not running (a crashed consumer).
+   */
+  protected healthOf(h: {
+    readonly ready: boolean;
+    readonly tasks: number;
+    readonly restoring: number;
+    readonly progress: number;
+    readonly pending?: string | undefined;
+    readonly down?: string | undefined;
+  }): EngineHealth {
+    const reason = this.failure !== undefined ? `failed: ${this.failure}` : h.down;
+    return {
+      live: !this.failed && h.down === undefined,
+      ready: h.ready,
+      state: this.failed ? 'failed' : this.state,
+      tasks: h.tasks,
+      restoring: h.restoring,
+      ...(reason !== undefined ? { reason } : {}),
+      progress: h.progress,
+      ...(h.pending !== undefined ? { pending: h.pending } : {}),
+    };
   }
 
   /** The logger a task's processors get: the engine's, bound to the task's name. */

@@ -344,17 +344,13 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       // an 'after' task's position passes a record only once it is done: its records in flight are still behind it
       lag += Math.max(0, behind - (t.task.commitInputs === 'after' ? busy : 0));
     }
-    const pending = describePending({ unread: lag, inFlight });
-    return {
-      live: !this.failed,
+    return this.healthOf({
       ready: running,
-      state: this.failed ? 'failed' : this.state,
       tasks: this.tasks.length,
       restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
-      ...(this.failure !== undefined ? { reason: `failed: ${this.failure}` } : {}),
       progress,
-      ...(pending !== undefined ? { pending } : {}),
-    };
+      pending: describePending({ unread: lag, inFlight }),
+    });
   }
 
   query(request: QueryRequest): QueryAnswer {

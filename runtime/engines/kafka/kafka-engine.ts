@@ -251,21 +251,21 @@ export class KafkaEngine extends EngineBase implements Engine {
         inFlight += work.inFlight;
         if (work.uncommitted) uncommitted++;
       }
-    const pending = running ? describePending({ unread, inFlight, uncommitted, opening: restoring }) : undefined;
     const crash = [...this.crashed.values()][0];
-    const reason = this.failure !== undefined ? `failed: ${this.failure}` : crash && `${crash}; kafkajs restarts it`;
     const m = this.metrics;
-    const opened = this.tasks?.opened ?? 0;
-    return {
-      live: !this.failed && this.crashed.size === 0,
+    return this.healthOf({
       ready: running && restoring === 0,
-      state: this.failed ? 'failed' : this.state,
       tasks,
       restoring,
-      ...(reason !== undefined ? { reason } : {}),
-      progress: this.fetchedRecords + opened + this.restored + m.total(M.recordsProcessed) + m.counter(M.commits),
-      ...(pending !== undefined ? { pending } : {}),
-    };
+      progress:
+        this.fetchedRecords +
+        (this.tasks?.opened ?? 0) +
+        this.restored +
+        m.total(M.recordsProcessed) +
+        m.counter(M.commits),
+      pending: running ? describePending({ unread, inFlight, uncommitted, opening: restoring }) : undefined,
+      down: crash === undefined ? undefined : `${crash}; kafkajs restarts it`,
+    });
   }
 
   /** Answers for the partitions this member owns; for another partition says which one it is (`not-owned`). */
