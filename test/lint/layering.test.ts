@@ -83,3 +83,21 @@ test('the layering check fails when a library is imported outside its one door',
   assert.notEqual(r.status, 0, r.output);
   assert.match(r.output, /one-door--?kafkajs/);
 });
+
+test('the layering check fails when an engine or the engine-neutral runtime imports the replay tool', () => {
+  const r = cruise({
+    'runtime/replay/swap.ts': 'export const recover = 1;\n',
+    'runtime/engines/embedded/engine.ts':
+      "import { recover } from '../../replay/swap.js';\nexport const engine = recover;\n",
+    'runtime/task-state.ts': "import { recover } from './replay/swap.js';\nexport const state = recover;\n",
+  });
+  assert.notEqual(r.status, 0, r.output);
+  assert.match(r.output, /live-path-without-replay: runtime\/engines\/embedded\/engine\.ts/);
+  assert.match(r.output, /live-path-without-replay: runtime\/task-state\.ts/);
+  // replay importing the runtime's core is the intended direction
+  const ok = cruise({
+    'runtime/task-state.ts': 'export const state = 1;\n',
+    'runtime/replay/rebuild.ts': "import { state } from '../task-state.js';\nexport const rebuild = state;\n",
+  });
+  assert.equal(ok.status, 0, ok.output);
+});
