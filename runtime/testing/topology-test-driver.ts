@@ -39,6 +39,8 @@ export interface TopologyTestDriverOptions {
   readonly dir?: string;
   readonly registry?: SchemaRegistry;
   readonly metrics?: Metrics;
+  /** Called with each record a sink writes, as it is written (after it is captured). */
+  readonly onOutput?: (topic: string, record: OutputRecord) => void;
 }
 
 /**
@@ -67,9 +69,12 @@ export class TopologyTestDriver {
     private readonly partition: number,
     private readonly serdes: SerdeSet,
     private readonly state: TaskStores,
+    /** The directory of the task's state (`<dir>/rocksdb`). */
+    readonly directory: string,
     private readonly ownDir: string | undefined,
     metrics: Metrics,
     startTime: number,
+    private readonly onOutput: TopologyTestDriverOptions['onOutput'],
   ) {
     this.metrics = metrics;
     this.time = startTime;
@@ -102,9 +107,11 @@ export class TopologyTestDriver {
       partition,
       serdes,
       state,
+      dir,
       ownDir,
       options.metrics ?? new Metrics(),
       startTime,
+      options.onOutput,
     );
     driver.taskNow = driver.newTask();
     driver.taskNow.init();
@@ -243,14 +250,17 @@ export class TopologyTestDriver {
       this.sub,
       this.topology,
       {
-        send: (topic, partition, key, value, timestamp, headers) =>
-          this.outputOf(topic).push({
+        send: (topic, partition, key, value, timestamp, headers) => {
+          const record: OutputRecord = {
             key: this.serdes.key(topic).deserialize(key),
             value: value === null ? null : this.serdes.value(topic).deserialize(value),
             partition,
             timestamp,
             ...(headers ? { headers } : {}),
-          }),
+          };
+          this.outputOf(topic).push(record);
+          this.onOutput?.(topic, record);
+        },
       },
       this.state.stores,
       this.serdes,
