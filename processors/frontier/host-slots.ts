@@ -7,6 +7,19 @@ export interface LeaseSlot {
   readonly expiresAt: number;
 }
 
+/** One active host's place: its live heap time, its lease, the paused site it is held for. */
+interface Slot {
+  at: number | undefined;
+  leaseId: string | undefined;
+  heldSite: string | undefined;
+}
+
+/** The hosts holding an active slot, read-only. */
+export interface ActiveHosts extends Iterable<string> {
+  readonly size: number;
+  has(host: string): boolean;
+}
+
 /**
  * Which state each host of one frontier task is in, and the only place that changes it (the
  * queue states of Heritrix's WorkQueueFrontier). A host holding an active slot is in exactly one
@@ -34,25 +47,24 @@ export interface LeaseSlot {
  * caller keeps each host's `HostState` and decides, from it, which transition applies.
  */
 export class HostSlots {
-  private readonly active = new Set<string>();
+  /** Every active host's slot: the map's keys are `active`. */
+  private readonly slots = new Map<string, Slot>();
   private readonly parked = new Set<string>();
-  /** Held hosts by site, and each held host's site. */
+  /** Held hosts by site. */
   private readonly heldBySite = new Map<string, Set<string>>();
-  private readonly heldSite = new Map<string, string>();
-  /** Each scheduled host's live heap time; heap entries at another time are stale. */
-  private readonly scheduled = new Map<string, number>();
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, LeaseSlot>();
-  private readonly leaseOf = new Map<string, string>();
+  private scheduledN = 0;
   private queued = 0;
+  private readonly activeView: ActiveHosts = viewOf(this.slots);
 
   /** Hosts holding an active slot (queued URLs, a robots.txt hop or a lease). Read-only view. */
-  get activeHosts(): ReadonlySet<string> {
-    return this.active;
+  get activeHosts(): ActiveHosts {
+    return this.activeView;
   }
 
   get activeCount(): number {
-    return this.active.size;
+    return this.slots.size;
   }
 
   get parkedCount(): number {
@@ -61,7 +73,7 @@ export class HostSlots {
 
   /** Hosts waiting in the heap for their time. */
   get scheduledCount(): number {
-    return this.scheduled.size;
+    return this.scheduledN;
   }
 
   get leaseCount(): number {
@@ -75,11 +87,11 @@ export class HostSlots {
 
   /** Slots free for hosts from the front queues: parked hosts give theirs up while parked. */
   freeSlots(limit: number): number {
-    return limit - (this.active.size - this.parked.size);
+    return limit - (this.slots.size - this.parked.size);
   }
 
   isActive(host: string): boolean {
-    return this.active.has(host);
+    return this.slots.has(host);
   }
 
   isParked(host: string): boolean {
@@ -88,27 +100,27 @@ export class HostSlots {
 
   /** Whether `host` is held for its paused site `site`. */
   isHeld(host: string, site: string): boolean {
-    return this.heldBySite.get(site)?.has(host) === true;
+    return this.slots.get(host)?.heldSite === site;
   }
 
   isLeased(host: string): boolean {
-    return this.leaseOf.has(host);
+    return this.slots.get(host)?.leaseId !== undefined;
   }
 
   isScheduled(host: string): boolean {
-    return this.scheduled.has(host);
+    return this.slots.get(host)?.at !== undefined;
   }
 
   /** Parked hosts, and held hosts that are not parked: each once. */
   *waitingHosts(): IterableIterator<string> {
     yield* this.parked;
-    for (const host of this.heldSite.keys()) if (!this.parked.has(host)) yield host;
+    for (const hosts of this.heldBySite.values()) for (const host of hosts) if (!this.parked.has(host)) yield host;
   }
 
   /** Takes an active slot for `host`; true when it had none. Idempotent. */
   activate(host: string): boolean {
-    if (this.active.has(host)) return false;
-    this.active.add(host);
+    if (this.slots.has(host)) return false;
+    this.slots.set(host, { at: undefined, leaseId: undefined, heldSite: undefined });
     return true;
   }
 
@@ -117,16 +129,18 @@ export class HostSlots {
    * result or expiry must come first). Idempotent for an inactive host.
    */
   deactivate(host: string): void {
-    if (this.leaseOf.has(host)) this.illegal('deactivate', host, 'it holds a lease');
-    this.active.delete(host);
+    const slot = this.slots.get(host);
+    if (!slot) return;
+    if (slot.leaseId !== undefined) this.illegal('deactivate', host, 'it holds a lease');
+    if (slot.at !== undefined) this.scheduledN--;
+    this.unhold(host, slot);
+    this.slots.delete(host);
     this.parked.delete(host);
-    this.scheduled.delete(host);
-    this.unhold(host);
   }
 
   /** Parks an active host (idempotent). Throws for a host without a slot. */
   park(host: string): void {
-    if (!this.active.has(host)) this.illegal('park', host, 'it holds no active slot');
+    if (!this.slots.has(host)) this.illegal('park', host, 'it holds no active slot');
     this.parked.add(host);
   }
 
@@ -141,10 +155,11 @@ export class HostSlots {
    * false then. Throws for a host without a slot or leased.
    */
   schedule(host: string, at: number): boolean {
-    if (!this.active.has(host)) this.illegal('schedule', host, 'it holds no active slot');
-    if (this.leaseOf.has(host)) this.illegal('schedule', host, 'it holds a lease');
-    if (this.heldSite.has(host)) return false;
-    this.put(host, at);
+    const slot = this.slots.get(host);
+    if (!slot) return this.illegal('schedule', host, 'it holds no active slot');
+    if (slot.leaseId !== undefined) this.illegal('schedule', host, 'it holds a lease');
+    if (slot.heldSite !== undefined) return false;
+    this.put(host, slot, at);
     return true;
   }
 
@@ -155,8 +170,9 @@ export class HostSlots {
   wake(hosts: Iterable<string>, at: number): number {
     let n = 0;
     for (const host of hosts) {
-      if (!this.active.has(host) || this.leaseOf.has(host) || this.heldSite.has(host)) continue;
-      this.put(host, at);
+      const slot = this.slots.get(host);
+      if (!slot || slot.leaseId !== undefined || slot.heldSite !== undefined) continue;
+      this.put(host, slot, at);
       n++;
     }
     return n;
@@ -173,53 +189,60 @@ export class HostSlots {
    * the host is then idle until the caller leases, holds, schedules or deactivates it.
    */
   popDue(horizon: number): { host: string; at: number } | undefined {
-    this.dropStale();
+    const slot = this.dropStale();
     const top = this.heap.peekTime();
     if (top === undefined || top > horizon) return undefined;
     const item = this.heap.pop()!;
-    this.scheduled.delete(item.host);
+    slot!.at = undefined;
+    this.scheduledN--;
     return item;
   }
 
   /** Holds an idle active host of paused `site` until `resume(site)`. Idempotent. */
   hold(host: string, site: string): void {
-    if (!this.active.has(host)) this.illegal('hold', host, 'it holds no active slot');
-    if (this.leaseOf.has(host)) this.illegal('hold', host, 'it holds a lease');
-    if (this.scheduled.has(host)) this.illegal('hold', host, 'it is scheduled');
-    const was = this.heldSite.get(host);
-    if (was !== undefined && was !== site) this.illegal('hold', host, `it is held for site ${was}`);
+    const slot = this.slots.get(host);
+    if (!slot) return this.illegal('hold', host, 'it holds no active slot');
+    if (slot.leaseId !== undefined) this.illegal('hold', host, 'it holds a lease');
+    if (slot.at !== undefined) this.illegal('hold', host, 'it is scheduled');
+    if (slot.heldSite !== undefined && slot.heldSite !== site)
+      this.illegal('hold', host, `it is held for site ${slot.heldSite}`);
     let set = this.heldBySite.get(site);
     if (!set) this.heldBySite.set(site, (set = new Set()));
     set.add(host);
-    this.heldSite.set(host, site);
+    slot.heldSite = site;
   }
 
   /** Schedules every host held for `site` at `at` (the control decides their fate); returns them. */
   resume(site: string, at: number): string[] {
     const hosts = [...(this.heldBySite.get(site) ?? [])];
-    for (const host of hosts) this.unhold(host);
-    for (const host of hosts) this.put(host, at);
+    this.heldBySite.delete(site);
+    for (const host of hosts) {
+      const slot = this.slots.get(host)!;
+      slot.heldSite = undefined;
+      this.put(host, slot, at);
+    }
     return hosts;
   }
 
   /** Gives an idle active host the lease `leaseId`. Throws for a scheduled, held or leased host, or a known id. */
   lease(host: string, leaseId: string, expiresAt: number): void {
-    if (!this.active.has(host)) this.illegal('lease', host, 'it holds no active slot');
-    if (this.leaseOf.has(host)) this.illegal('lease', host, `it holds lease ${this.leaseOf.get(host)}`);
-    if (this.scheduled.has(host)) this.illegal('lease', host, 'it is scheduled');
-    if (this.heldSite.has(host)) this.illegal('lease', host, 'it is held');
+    const slot = this.slots.get(host);
+    if (!slot) return this.illegal('lease', host, 'it holds no active slot');
+    if (slot.leaseId !== undefined) this.illegal('lease', host, `it holds lease ${slot.leaseId}`);
+    if (slot.at !== undefined) this.illegal('lease', host, 'it is scheduled');
+    if (slot.heldSite !== undefined) this.illegal('lease', host, 'it is held');
     if (this.leases.has(leaseId)) this.illegal('lease', host, `lease id ${leaseId} is in use`);
     this.leases.set(leaseId, { host, expiresAt });
-    this.leaseOf.set(host, leaseId);
+    slot.leaseId = leaseId;
   }
 
   /** Ends lease `leaseId` (its result or expiry came); returns its host, undefined for an unknown id. */
   release(leaseId: string): string | undefined {
-    const slot = this.leases.get(leaseId);
-    if (!slot) return undefined;
+    const lease = this.leases.get(leaseId);
+    if (!lease) return undefined;
     this.leases.delete(leaseId);
-    this.leaseOf.delete(slot.host);
-    return slot.host;
+    this.slots.get(lease.host)!.leaseId = undefined;
+    return lease.host;
   }
 
   /** Leases whose expiry is at or before `now`, as [leaseId, slot]; a snapshot, safe to release while iterating. */
@@ -241,27 +264,30 @@ export class HostSlots {
     this.queued -= n;
   }
 
-  private put(host: string, at: number): void {
-    const was = this.scheduled.get(host);
-    if (was !== undefined && was <= at) return;
-    this.scheduled.set(host, at);
+  private put(host: string, slot: Slot, at: number): void {
+    if (slot.at !== undefined) {
+      if (slot.at <= at) return;
+    } else this.scheduledN++;
+    slot.at = at;
     this.heap.push(host, at);
   }
 
-  private unhold(host: string): void {
-    const site = this.heldSite.get(host);
+  private unhold(host: string, slot: Slot): void {
+    const site = slot.heldSite;
     if (site === undefined) return;
-    this.heldSite.delete(host);
+    slot.heldSite = undefined;
     const set = this.heldBySite.get(site)!;
     set.delete(host);
     if (set.size === 0) this.heldBySite.delete(site);
   }
 
-  /** Pops heap entries that are no longer their host's live schedule. */
-  private dropStale(): void {
+  /** Pops heap entries that are no longer their host's live schedule; returns the top entry's slot. */
+  private dropStale(): Slot | undefined {
     for (;;) {
       const top = this.heap.peek();
-      if (top === undefined || this.scheduled.get(top.host) === top.at) return;
+      if (top === undefined) return undefined;
+      const slot = this.slots.get(top.host);
+      if (slot !== undefined && slot.at === top.at) return slot;
       this.heap.pop();
     }
   }
@@ -269,4 +295,14 @@ export class HostSlots {
   private illegal(transition: string, host: string, why: string): never {
     throw new CrawlError('CS_INTERNAL', `frontier host slots: ${transition}(${host}) refused: ${why}`);
   }
+}
+
+function viewOf(slots: ReadonlyMap<string, Slot>): ActiveHosts {
+  return {
+    has: (host) => slots.has(host),
+    get size() {
+      return slots.size;
+    },
+    [Symbol.iterator]: () => slots.keys(),
+  };
 }
