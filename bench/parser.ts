@@ -1,28 +1,20 @@
-import { silentLogger } from '../core/logger.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { decodeBody } from '../processors/common/decode.js';
 import { defaultCrawlConfig } from '../processors/common/crawl-config.js';
-import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from '../processors/parser/dedupe.js';
 import { decodeHtml, sniffCharset } from '../processors/parser/charset.js';
 import { extractLinks } from '../processors/parser/extract-links.js';
 import { fingerprint64 } from '../processors/common/fingerprint.js';
-import { PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
 import { simhash64 } from '../processors/parser/simhash.js';
 import { sha1Digest } from '../processors/common/payload.js';
-import { WARC_STORE, WarcStore } from '../processors/parser/warc-store.js';
 import { WarcWriter } from '../processors/parser/warc-writer.js';
-import { Metrics } from '../core/metrics.js';
-import type { ProcessorContext } from '../runtime/processor.js';
-import { loadSchema } from '../schemas/index.js';
 import type { FetchedPage, ParsedPage } from '../schemas/types.js';
-import { openRocks } from '../state/rocks.js';
-import { RocksKeyValueStore } from '../state/rocks-store.js';
-import { type StateStore } from '../state/state-store.js';
-import { bufferSerde, stringSerde } from '../core/serde.js';
 import { TOPICS } from '../processors/common/topics.js';
+import { NO_ADDRESSES } from '../processors/frontier/host-addresses.js';
+import { TopologyTestDriver } from '../runtime/testing/topology-test-driver.js';
+import { crawlTopology } from '../topology/crawl-topology.js';
 import { figure, machineLine } from './machine.js';
 
 // The parser's per-page work on a synthetic article page: decode, extract links and text
@@ -207,45 +199,24 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
 }
 
 /**
- * The parser task as the engine runs it: `fetched` record in, archive + parse, the parsed page
- * through Avro to the site-keyed half, near-duplicate lookups and page record. Stores are RocksDB
- * with writes pending until a commit every 100 pages, as the embedded engine does.
+ * The parser task as the engine runs it, on the topology test driver: `fetched` record in (Avro),
+ * archive + parse, the parsed page through Avro to the site-keyed half, near-duplicate lookups and
+ * page record. Stores are the parser's own, on RocksDB, with writes pending until a commit every
+ * 100 pages, as the embedded engine does. The driver's own part (encoding the input, decoding the
+ * outputs: the fetcher's and the consumers' work in a crawl) is in the figure.
  */
 async function parserTask(dir: string, size: number, gzip: boolean): Promise<void> {
-  const db = await openRocks(join(dir, `db-${size}-${gzip}`));
-  const kv = [
-    new RocksKeyValueStore(RECORDED_STORE, db, bufferSerde, bufferSerde),
-    new RocksKeyValueStore(DIGESTS_STORE, db, stringSerde, digestEntrySerde),
-    new RocksKeyValueStore(SIMHASH_STORE, db, bufferSerde, bufferSerde),
-    new RocksKeyValueStore(ORIGINALS_STORE, db, stringSerde, stringSerde),
-  ];
-  const stores = new Map<string, StateStore>(kv.map((s) => [s.name, s]));
-  const writer = new WarcWriter({ dir: join(dir, `warc-task-${size}-${gzip}`), partition: 0 });
-  writer.open();
-  stores.set(WARC_STORE, new WarcStore(writer));
-  const parsedType = loadSchema('ParsedPage').type;
   const inbox: { key: string; value: ParsedPage }[] = [];
-  let topic: string = TOPICS.fetched;
-  const context: ProcessorContext<string, unknown> = {
-    applicationId: 'bench',
-    taskId: { subtopology: 2, partition: 0 },
-    metrics: new Metrics(),
-    log: silentLogger,
-    get recordMetadata() {
-      return { topic, partition: 0, offset: 0 };
+  const warcDir = join(dir, `warc-task-${size}-${gzip}`);
+  const driver = await TopologyTestDriver.open({
+    topology: crawlTopology({ config: defaultCrawlConfig, partitions: 1, warcDir, addressLookup: NO_ADDRESSES }),
+    sourceTopic: TOPICS.fetched,
+    dir: join(dir, `db-${size}-${gzip}`),
+    startTime: Date.now(),
+    onOutput: (topic, r) => {
+      if (topic === TOPICS.parsedPages) inbox.push({ key: r.key, value: r.value as ParsedPage });
     },
-    forward: (r, child) => {
-      if (child === PARSED_PAGES_SINK)
-        inbox.push({ key: r.key as string, value: parsedType.fromBuffer(parsedType.toBuffer(r.value)) as ParsedPage });
-    },
-    schedule: () => ({ cancel() {} }),
-    getStateStore: <S extends StateStore>(name: string) => stores.get(name) as S,
-    commit: () => {},
-    currentTimeMs: () => Date.now(),
-    registerQuery: () => {},
-  };
-  const parser = new ParserProcessor(defaultCrawlConfig);
-  parser.init(context as ProcessorContext<string, never>);
+  });
   const { html, headers } = bodies(size, gzip);
   // every page a distinct payload, as on a real crawl (a copy would skip parsing): the 8 pages,
   // each with a comment of its own, encoded beforehand
@@ -253,7 +224,6 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
     const unique = Buffer.concat([html[i % html.length]!, Buffer.from(`<!-- ${i} -->`)]);
     return gzip ? gzipSync(unique) : unique;
   });
-  let offset = 0;
   const { cpu, spread } = cpuPerRound((i) => {
     const url = `https://www.example.com/news/${i}.html`;
     const distinct = payloads[i]!;
@@ -280,23 +250,17 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
       kind: 'PAGE',
       payloadDigest: sha1Digest(distinct),
     };
-    topic = TOPICS.fetched;
-    parser.process({ key: fetched.payloadDigest!, value: fetched, timestamp: Date.now() });
-    topic = TOPICS.parsedPages;
-    for (const r of inbox.splice(0)) parser.process({ key: r.key, value: r.value, timestamp: Date.now() });
-    if (i % 100 === 99) {
-      offset++;
-      for (const s of kv) s.applyCommitted(offset);
-      writer.flush();
-    }
+    driver.now = Date.now();
+    void driver.pipeInput(TOPICS.fetched, fetched.payloadDigest!, fetched);
+    for (const r of inbox.splice(0)) void driver.pipeInput(TOPICS.parsedPages, r.key, r.value);
+    if (i % 100 === 99) driver.commit();
   });
   figure(
-    `${(size / 1024).toFixed(0)} KB page, parser task (both halves, RocksDB, Avro between)${gzip ? ', gzip-encoded' : ''}: CPU per page (slowest/fastest block ${spread.toFixed(2)})`,
+    `${(size / 1024).toFixed(0)} KB page, parser task on the test driver (both halves, RocksDB, Avro in, between and out)${gzip ? ', gzip-encoded' : ''}: CPU per page (slowest/fastest block ${spread.toFixed(2)})`,
     cpu,
     'ms',
   );
-  writer.close();
-  await db.close();
+  await driver.close();
 }
 
 console.log(machineLine());

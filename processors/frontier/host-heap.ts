@@ -21,6 +21,11 @@ export class HostHeap {
     }
   }
 
+  /** The earliest entry, left in the heap; undefined when empty. */
+  peek(): { readonly at: number; readonly host: string } | undefined {
+    return this.items[0];
+  }
+
   /** Earliest time in the heap, or undefined when empty. */
   peekTime(): number | undefined {
     return this.items[0]?.at;

@@ -3,6 +3,7 @@ import type { Metrics } from '../../core/metrics.js';
 import type { FetchResult, HostState, RobotsHop } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { newHost } from './host-state.js';
+import type { HostSlots } from './host-slots.js';
 import type { HostTable } from './host-table.js';
 import { applyRobotsOutcome, isUnanswered } from './outcomes.js';
 import type { RobotsCache } from './politeness.js';
@@ -14,8 +15,8 @@ export interface RobotsResultsHost {
   readonly config: CrawlConfig;
   readonly robots: RobotsCache;
   metrics(): Pick<Metrics, 'inc'>;
-  /** Hosts held until a robots.txt retry or a connection-error park ends. */
-  readonly parked: Set<string>;
+  /** The frontier's host states: this parks and unparks hosts, and changes no other membership. */
+  readonly slots: HostSlots;
   /** Takes `state` into an active slot and schedules it unless it holds a lease (the caller puts it). */
   activate(state: HostState): void;
   /** Schedules `state` (already put) when it has something to fetch, else frees its slot. */
@@ -67,8 +68,10 @@ export class RobotsResults {
     const { verdict, refused } = applyRobotsOutcome(state, result, now, this.f.config, this.f.robots, hop);
     this.f.metrics().inc(M.robotsResults, 1, verdict);
     if (refused !== undefined) this.f.metrics().inc(M.robotsRedirectsRefused, 1, refused);
-    if (verdict === 'UNAVAILABLE') this.f.parked.add(state.host);
-    else if (state.parkedUntil === 0) this.f.parked.delete(state.host);
+    // a host without a slot has nothing queued to hold back (a waiting host whose queue was dropped)
+    if (verdict === 'UNAVAILABLE') {
+      if (this.f.slots.isActive(state.host)) this.f.slots.park(state.host);
+    } else if (state.parkedUntil === 0) this.f.slots.unpark(state.host);
     const next = verdict === 'REDIRECT' ? state.robotsHops[state.robotsHops.length - 1] : undefined;
     const host = next && hostOfUrl(next.url);
     if (next === undefined || host === undefined || host === state.host) return;

@@ -1,5 +1,6 @@
 import type { FetchResult, HostState, SiteControl, SiteState } from '../../schemas/types.js';
 import { BANDS } from './front-queues.js';
+import type { ActiveHosts } from './host-slots.js';
 
 /** The frontier's query (`Engine.query`, processor `frontier`): one site's state in this task, by registered domain. */
 export const SITE_QUERY = 'site';
@@ -54,7 +55,7 @@ export interface SiteStatusSource {
   readonly now: number;
   readonly robotsTtlMs: number;
   /** The task's hosts holding an active slot (in memory, bounded by the slots and parked hosts). */
-  readonly activeHosts: ReadonlySet<string>;
+  readonly activeHosts: ActiveHosts;
   host(host: string): HostState | undefined;
   isParked(host: string): boolean;
   isHeld(host: string): boolean;
@@ -147,7 +148,7 @@ export interface SiteStatus {
  * The site's hosts this task knows without a scan: its active hosts (an in-memory set), and the
  * site's apex and `www.` hosts read by key (kept when inactive, e.g. a host whose queue ran out).
  */
-function hostsOf(src: SiteStatusSource, site: string, activeNames: ReadonlySet<string>): HostState[] {
+function hostsOf(src: SiteStatusSource, site: string, activeNames: ActiveHosts): HostState[] {
   const names = new Set<string>();
   const suffix = `.${site}`;
   for (const h of activeNames) if (h === site || h.endsWith(suffix)) names.add(h);
@@ -164,7 +165,7 @@ function hostsOf(src: SiteStatusSource, site: string, activeNames: ReadonlySet<s
 function hostView(
   src: SiteStatusSource,
   state: HostState,
-  activeNames: ReadonlySet<string>,
+  activeNames: ActiveHosts,
   control: SiteControl | undefined,
 ): HostView {
   const now = src.now;

@@ -4,11 +4,13 @@ import { after, describe, test } from 'node:test';
 import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
 import { FetcherProcessor } from '../../../processors/fetcher/fetcher-processor.js';
-import { silentLogger } from '../../../core/logger.js';
-import { Metrics } from '../../../core/metrics.js';
-import type { ProcessorContext } from '../../../runtime/processor.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CrawlConfig } from '../../../processors/common/crawl-config.js';
+import { TopologyTestDriver } from '../../../runtime/testing/topology-test-driver.js';
+import type { FetchedPage, FetchResult } from '../../../schemas/types.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
-import { byType, failedFetchRecords, lease, loopbackConfig, runLeases } from './pipeline.js';
+import { byType, failedFetchRecords, fetchPipeline, lease, loopbackConfig, runLeases, TOPIC } from './pipeline.js';
 
 const servers: LoopbackServer[] = [];
 const track = <T extends LoopbackServer>(s: T): T => (servers.push(s), s);
@@ -211,22 +213,22 @@ test(
       res.end('ok');
     });
     try {
-      const forwarded: unknown[] = [];
-      const fetcher = new FetcherProcessor(loopbackConfig());
-      fetcher.init(fetcherContext(forwarded));
+      const { driver } = await fetcherDriver(loopbackConfig());
       const waiting = lease(`http://later.test:${server.port}/page`, {
         notBefore: Date.now() + 60_000,
         notAfter: Date.now() + 120_000,
       });
       const due = lease(`http://now.test:${server.port}/page`);
-      const processing = fetcher.process({ key: waiting.site, value: waiting, timestamp: Date.now() });
-      await fetcher.process({ key: due.site, value: due, timestamp: Date.now() });
+      const processing = driver.pipeInput(TOPIC.requests, waiting.site, waiting);
+      await driver.pipeInput(TOPIC.requests, due.site, due);
       assert.equal(hits.length, 1, 'the due lease is fetched');
-      await fetcher.close();
+      await driver.close();
       await processing;
       assert.deepEqual(hits, ['/page'], 'the waiting lease sent a request');
+      const forwarded = [...driver.output<FetchResult>(TOPIC.results), ...driver.output<FetchedPage>(TOPIC.fetched)];
+      assert.equal(forwarded.length, 2, 'the due lease was answered with its result and its page');
       assert.equal(
-        forwarded.filter((r) => (r as { value: { leaseId?: string } }).value.leaseId === waiting.leaseId).length,
+        forwarded.filter((r) => r.value!.leaseId === waiting.leaseId).length,
         0,
         'the waiting lease was answered',
       );
@@ -252,13 +254,11 @@ test(
       res.end('ok');
     });
     try {
-      const forwarded: unknown[] = [];
-      const fetcher = new FetcherProcessor(loopbackConfig());
-      fetcher.init(fetcherContext(forwarded));
+      const { driver, fetcher } = await fetcherDriver(loopbackConfig());
       const soon = Array.from({ length: 40 }, (_, i) =>
         lease(`http://w${i}.test:${server.port}/page`, { notBefore: Date.now() + 300, notAfter: Date.now() + 60_000 }),
       );
-      const running = soon.map((l) => fetcher.process({ key: l.site, value: l, timestamp: Date.now() }));
+      const running = soon.map((l) => driver.pipeInput(TOPIC.requests, l.site, l));
       assert.equal(fetcher.waitingLeases, 40);
       await Promise.all(running);
       assert.equal(hits.length, 40, 'every lease was fetched once its time came');
@@ -270,9 +270,9 @@ test(
           notAfter: Date.now() + 120_000,
         }),
       );
-      const waiting = later.map((l) => fetcher.process({ key: l.site, value: l, timestamp: Date.now() }));
+      const waiting = later.map((l) => driver.pipeInput(TOPIC.requests, l.site, l));
       assert.equal(fetcher.waitingLeases, 40);
-      await fetcher.close();
+      await driver.close();
       await Promise.all(waiting);
       assert.equal(fetcher.waitingLeases, 0, 'close ended every wait');
       assert.equal(hits.length, 40, 'no lease still waiting at the close was fetched');
@@ -289,20 +289,14 @@ test(
   },
 );
 
-/** A fetcher's context outside an engine: what it forwards is pushed onto `forwarded`. */
-function fetcherContext(forwarded: unknown[]): ProcessorContext<string, never> {
-  return {
-    applicationId: 'test',
-    taskId: { subtopology: 1, partition: 0 },
-    metrics: new Metrics(),
-    log: silentLogger,
-    recordMetadata: undefined,
-    forward: (r: unknown) => void forwarded.push(r),
-    schedule: () => ({ cancel() {} }),
-    getStateStore: () => {
-      throw new Error('the fetcher has no store');
-    },
-    commit: () => {},
-    currentTimeMs: () => Date.now(),
-  } as unknown as ProcessorContext<string, never>;
+/**
+ * A fetcher task on the topology test driver (the real StreamTask; its clock, which the fetcher
+ * does not read, set to now), with the fetcher itself to look into. The caller closes the driver.
+ */
+async function fetcherDriver(config: CrawlConfig): Promise<{ driver: TopologyTestDriver; fetcher: FetcherProcessor }> {
+  const fetcher = new FetcherProcessor(config);
+  // the parser's WARC directory is never written: only the fetcher's sub-topology runs
+  const topology = fetchPipeline(config, join(tmpdir(), 'crawlstream-no-warc'), () => fetcher);
+  const driver = await TopologyTestDriver.open({ topology, sourceTopic: TOPIC.requests, startTime: Date.now() });
+  return { driver, fetcher };
 }

@@ -70,7 +70,7 @@ export interface PipelineRun {
   engine: Engine;
 }
 
-const TOPIC = {
+export const TOPIC = {
   requests: 'fetch-requests',
   results: 'fetch-results',
   fetched: 'fetched',
@@ -83,7 +83,11 @@ const TOPIC = {
  * The fetcher and parser stages of the crawl topology (`topology/crawl-topology.ts`), the parser
  * wired by the same `addParser`, on the embedded engine. Tests hand it leases and read what came out.
  */
-export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
+export function fetchPipeline(
+  config: CrawlConfig,
+  warcDir: string,
+  fetcher: () => FetcherProcessor = () => new FetcherProcessor(config),
+): Topology {
   const t = new Topology('fetchtest');
   for (const [name, schema] of [
     [TOPIC.requests, 'FetchRequest'],
@@ -102,7 +106,7 @@ export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
     });
   }
   t.addSource('requests', TOPIC.requests);
-  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], {
+  t.addProcessor('fetcher', fetcher, ['requests'], {
     concurrency: config.fetchConcurrency,
     commitInputs: 'before',
   });

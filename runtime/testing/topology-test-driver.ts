@@ -1,0 +1,271 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CrawlError } from '../../core/errors.js';
+import { Metrics } from '../../core/metrics.js';
+import type { SchemaRegistry } from '../../schemas/index.js';
+import { MemoryRegistry } from '../../schemas/memory-registry.js';
+import type { StateStore } from '../../state/state-store.js';
+import type { ConsumedRawRecord, RecordHeaders } from '../record.js';
+import { buildSerdes, type SerdeSet } from '../serdes.js';
+import { StreamTask } from '../task.js';
+import { closeTaskStores, openTaskStores, type TaskStores } from '../task-stores.js';
+import type { Subtopology, Topology } from '../topology.js';
+
+/** A record a sink wrote, decoded with its topic's serdes. */
+export interface OutputRecord<V = unknown> {
+  readonly key: string;
+  readonly value: V | null;
+  readonly partition: number;
+  readonly timestamp: number;
+  readonly headers?: RecordHeaders;
+}
+
+/** A changelog record a commit wrote for a store, raw. */
+export interface ChangelogRecord {
+  readonly key: Buffer;
+  readonly value: Buffer | null;
+}
+
+export interface TopologyTestDriverOptions {
+  readonly topology: Topology;
+  /** The sub-topology to run: the one reading this topic (default: the first sub-topology). */
+  readonly sourceTopic?: string;
+  /** The task's partition (default 0). */
+  readonly partition?: number;
+  /** The clock's first reading, epoch ms (default 1_000_000). */
+  readonly startTime?: number;
+  /** Where the task's RocksDB lives; default a new temporary directory, removed by `close()`. */
+  readonly dir?: string;
+  readonly registry?: SchemaRegistry;
+  readonly metrics?: Metrics;
+  /** Called with each record a sink writes, as it is written (after it is captured). */
+  readonly onOutput?: (topic: string, record: OutputRecord) => void;
+}
+
+/**
+ * Runs one task of a topology as an engine would, for tests and benches (Kafka Streams'
+ * TopologyTestDriver): the real `StreamTask` on the real stores (RocksDB, opened through
+ * `openTaskStores` as both engines open them), records piped in serialized with the topology's
+ * serdes, a clock that moves only when told (punctuators fire as it passes them), and every
+ * sink's output captured per topic, decoded. `commit()` plays an engine's commit (store changes
+ * to their changelogs, outputs and input positions, all at once); `crash()` a crash between
+ * commits. Single-threaded: one call at a time. The caller owns the driver and must `close()` it.
+ */
+export class TopologyTestDriver {
+  readonly metrics: Metrics;
+  private time: number;
+  private taskNow!: StreamTask;
+  private readonly outputs = new Map<string, OutputRecord[]>();
+  private readonly committedCounts = new Map<string, number>();
+  private readonly changelogs = new Map<string, ChangelogRecord[]>();
+  private readonly offsets = new Map<string, number>();
+  private uncommitted: ConsumedRawRecord[] = [];
+  private closed = false;
+
+  private constructor(
+    private readonly topology: Topology,
+    private readonly sub: Subtopology,
+    private readonly partition: number,
+    private readonly serdes: SerdeSet,
+    private readonly state: TaskStores,
+    /** The directory of the task's state (`<dir>/rocksdb`). */
+    readonly directory: string,
+    private readonly ownDir: string | undefined,
+    metrics: Metrics,
+    startTime: number,
+    private readonly onOutput: TopologyTestDriverOptions['onOutput'],
+  ) {
+    this.metrics = metrics;
+    this.time = startTime;
+  }
+
+  /** Builds the topology, opens the task's stores and inits its processors. */
+  static async open(options: TopologyTestDriverOptions): Promise<TopologyTestDriver> {
+    const { topology, sourceTopic, partition = 0, startTime = 1_000_000 } = options;
+    if (!Number.isInteger(partition) || partition < 0)
+      throw new CrawlError(
+        'CS_INVALID_OPTION',
+        `topology test driver: partition must be an integer ≥ 0, got ${partition}`,
+      );
+    const subs = topology.build();
+    const sub = sourceTopic === undefined ? subs[0] : subs.find((s) => s.sourceTopics.includes(sourceTopic));
+    if (!sub)
+      throw new CrawlError(
+        'CS_INVALID_OPTION',
+        `topology test driver: no sub-topology reads ${sourceTopic ?? 'any topic'} (sources: ${subs.map((s) => s.sourceTopics.join(',')).join(' | ')})`,
+      );
+    if (partition >= sub.partitions)
+      throw new CrawlError('CS_INVALID_OPTION', `topology test driver: partition ${partition} of ${sub.partitions}`);
+    const serdes = await buildSerdes(topology, options.registry ?? new MemoryRegistry());
+    const ownDir = options.dir === undefined ? mkdtempSync(join(tmpdir(), 'crawlstream-driver-')) : undefined;
+    const dir = options.dir ?? ownDir!;
+    const state = await openTaskStores({ subtopology: sub.id, partition }, sub, topology, dir);
+    const driver = new TopologyTestDriver(
+      topology,
+      sub,
+      partition,
+      serdes,
+      state,
+      dir,
+      ownDir,
+      options.metrics ?? new Metrics(),
+      startTime,
+      options.onOutput,
+    );
+    driver.taskNow = driver.newTask();
+    driver.taskNow.init();
+    return driver;
+  }
+
+  /** The running task (replaced by `crash()`). */
+  get task(): StreamTask {
+    return this.taskNow;
+  }
+
+  /** The clock every processor reads (`context.currentTimeMs()`). */
+  get now(): number {
+    return this.time;
+  }
+
+  /** Sets the clock without firing punctuators (e.g. to start a scenario at a given time). */
+  set now(t: number) {
+    this.time = t;
+  }
+
+  /** A store of the task, for a test to look into (committed and pending writes alike). */
+  store<S extends StateStore>(name: string): S {
+    const store = this.state.stores.get(name);
+    if (!store) throw new CrawlError('CS_TOPOLOGY', `store ${name} is not a store of task ${this.taskNow.name}`);
+    return store as S;
+  }
+
+  /**
+   * Serializes `value` as the topic's producer would and hands it to the task at the current
+   * time (or `timestamp`): returns what `StreamTask.process` returns (a promise for an
+   * asynchronous processor, to be awaited before the next call).
+   */
+  pipeInput(topic: string, key: string, value: unknown, timestamp = this.time): void | Promise<void> {
+    const offset = this.offsets.get(topic) ?? 0;
+    this.offsets.set(topic, offset + 1);
+    const raw: ConsumedRawRecord = {
+      topic,
+      partition: this.partition,
+      offset,
+      timestamp,
+      key: this.serdes.key(topic).serialize(key),
+      value: this.serdes.value(topic).serialize(value),
+    };
+    this.uncommitted.push(raw);
+    return this.taskNow.process(raw);
+  }
+
+  /**
+   * Moves the clock `ms` forward in steps of `step`, running the punctuators due at each step and
+   * awaiting those that return a promise.
+   */
+  async advanceWallClockTime(ms: number, step = 100): Promise<void> {
+    if (!(step > 0))
+      throw new CrawlError('CS_INVALID_OPTION', `topology test driver: step must be positive, got ${step}`);
+    for (let t = 0; t < ms; t += step) {
+      this.time += step;
+      await Promise.all(this.taskNow.punctuate(this.time));
+    }
+  }
+
+  /** Every record the task wrote to `topic` since it opened, oldest first (a live array: do not change it). */
+  output<V = unknown>(topic: string): readonly OutputRecord<V>[] {
+    return this.outputOf(topic) as OutputRecord<V>[];
+  }
+
+  /** The records of `topic` whose commit has happened: the only ones a consumer could see. */
+  committedOutput<V = unknown>(topic: string): readonly OutputRecord<V>[] {
+    return this.outputOf(topic).slice(0, this.committedCounts.get(topic) ?? 0) as OutputRecord<V>[];
+  }
+
+  /** The changelog records commits wrote for `store`, oldest first. */
+  changelog(store: string): readonly ChangelogRecord[] {
+    return this.changelogs.get(this.topology.changelogTopic(store)) ?? [];
+  }
+
+  /**
+   * Commits as an engine does: each changelogged store's pending writes become its changelog's
+   * next records and are applied locally at the offset after them; outputs and input positions
+   * commit with them.
+   */
+  commit(): void {
+    for (const store of this.state.stores.values()) store.flush();
+    for (const { store, topic } of this.state.changelogged) {
+      const changes = store.pendingChanges();
+      if (changes.length === 0) continue;
+      let log = this.changelogs.get(topic);
+      if (!log) this.changelogs.set(topic, (log = []));
+      for (const change of changes) log.push(change);
+      store.applyCommitted(log.length);
+    }
+    for (const [topic, records] of this.outputs) this.committedCounts.set(topic, records.length);
+    this.uncommitted = [];
+    this.taskNow.commitRequested = false;
+  }
+
+  /**
+   * A crash between commits and a restart: uncommitted store writes and outputs are lost, a new
+   * task opens the same stores, and the input consumed since the last commit is processed again.
+   */
+  async crash(): Promise<void> {
+    for (const { store } of this.state.changelogged) store.discardPending();
+    for (const [topic, records] of this.outputs) records.length = this.committedCounts.get(topic) ?? 0;
+    await this.taskNow.close();
+    this.taskNow = this.newTask();
+    this.taskNow.init();
+    const replay = this.uncommitted;
+    this.uncommitted = [];
+    for (const raw of replay) {
+      this.uncommitted.push(raw);
+      await this.taskNow.process(raw);
+    }
+  }
+
+  /** Closes the task and its stores, and removes the directory the driver made. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.taskNow.close();
+    } finally {
+      await closeTaskStores(this.state);
+      if (this.ownDir !== undefined) rmSync(this.ownDir, { recursive: true, force: true });
+    }
+  }
+
+  private outputOf(topic: string): OutputRecord[] {
+    let records = this.outputs.get(topic);
+    if (!records) this.outputs.set(topic, (records = []));
+    return records;
+  }
+
+  private newTask(): StreamTask {
+    return new StreamTask(
+      { subtopology: this.sub.id, partition: this.partition },
+      this.sub,
+      this.topology,
+      {
+        send: (topic, partition, key, value, timestamp, headers) => {
+          const record: OutputRecord = {
+            key: this.serdes.key(topic).deserialize(key),
+            value: value === null ? null : this.serdes.value(topic).deserialize(value),
+            partition,
+            timestamp,
+            ...(headers ? { headers } : {}),
+          };
+          this.outputOf(topic).push(record);
+          this.onOutput?.(topic, record);
+        },
+      },
+      this.state.stores,
+      this.serdes,
+      this.metrics,
+      () => this.time,
+    );
+  }
+}
