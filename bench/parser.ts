@@ -9,7 +9,12 @@ import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from 
 import { decodeHtml, sniffCharset } from '../processors/parser/charset.js';
 import { extractLinks } from '../processors/parser/extract-links.js';
 import { fingerprint64 } from '../processors/common/fingerprint.js';
-import { PARSED_PAGES_SINK, ParserProcessor, RECORDED_STORE } from '../processors/parser/parser-processor.js';
+import {
+  PAGE_CONTENT_SINK,
+  PARSED_PAGES_SINK,
+  ParserProcessor,
+  RECORDED_STORE,
+} from '../processors/parser/parser-processor.js';
 import { simhash64 } from '../processors/parser/simhash.js';
 import { sha1Digest } from '../processors/common/payload.js';
 import { WARC_STORE, WarcStore } from '../processors/parser/warc-store.js';
@@ -30,8 +35,10 @@ import { figure, machineLine } from './machine.js';
 // write request + response to a WARC file (gzip per record at the writer's default level 1; a
 // gzip-encoded payload is stored in the member as received). CPU time = user + system of this
 // process. Then the parser task itself (ParserProcessor, both halves) on RocksDB stores, with the
-// Avro round trip of the parsed page between them.
+// Avro round trip of the parsed page between them, and the page-content record encoded.
 const ROUNDS = 300;
+// what the crawl asks of extraction: the main text for page-content, as analysisRequest does
+const CONTENT = { mainTextChars: defaultCrawlConfig.contentTextMaxBytes };
 const BLOCKS = 5;
 
 let state = 0x9e3779b9;
@@ -139,7 +146,7 @@ function run(label: string, size: number, writer: WarcWriter, gzip: boolean, pri
     const url = `https://www.example.com/news/${i}.html`;
     const body = payloads[i % payloads.length]!;
     const decoded = decodeBody(body, gzip ? 'gzip' : undefined, 50 * 1024 * 1024);
-    const extracted = extractLinks(decodeHtml(decoded.body, sniffCharset(decoded.body, 'text/html')), url);
+    const extracted = extractLinks(decodeHtml(decoded.body, sniffCharset(decoded.body, 'text/html')), url, CONTENT);
     for (const l of extracted.links) fingerprint64(l.url);
     fingerprint64(url);
     links += extracted.links.length;
@@ -171,7 +178,7 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
   const encoded = gzipSync(body);
   const url = 'https://www.example.com/news/7.html';
   const html = body.toString('utf8');
-  const extracted = extractLinks(html, url);
+  const extracted = extractLinks(html, url, CONTENT);
   const digest = sha1Digest(body);
   const step = (name: string, fn: () => void) =>
     figure(`  ${(size / 1024).toFixed(0)} KB step: ${name}`, cpuPerRound(fn).cpu, 'ms');
@@ -187,8 +194,11 @@ function breakdown(size: number, writer: WarcWriter, level6: WarcWriter): void {
     });
   step('gunzip the gzip-encoded body', () => decodeBody(encoded, 'gzip', 50 * 1024 * 1024));
   step('sniff the charset (meta prescan) and decode', () => decodeHtml(body, sniffCharset(body, 'text/html')));
-  step('extract links + text + normalize (htmlparser2)', () => extractLinks(html, url));
-  step('extract, stock htmlparser2 Tokenizer (before)', () => extractLinks(html, url, { stockTokenizer: true }));
+  step('extract links + text + main text + anchors + normalize (htmlparser2)', () => extractLinks(html, url, CONTENT));
+  step('extract, no main text (before page-content)', () => extractLinks(html, url));
+  step('extract, stock htmlparser2 Tokenizer (before)', () =>
+    extractLinks(html, url, { ...CONTENT, stockTokenizer: true }),
+  );
   step('fingerprint every link', () => extracted.links.forEach((l) => fingerprint64(l.url)));
   step('SimHash of the text', () => simhash64(extracted.text));
   step('SHA-1 payload digest', () => sha1Digest(body));
@@ -224,6 +234,7 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
   writer.open();
   stores.set(WARC_STORE, new WarcStore(writer));
   const parsedType = loadSchema('ParsedPage').type;
+  const contentType = loadSchema('PageContent').type;
   const inbox: { key: string; value: ParsedPage }[] = [];
   let topic: string = TOPICS.fetched;
   const context: ProcessorContext<string, unknown> = {
@@ -237,6 +248,8 @@ async function parserTask(dir: string, size: number, gzip: boolean): Promise<voi
     forward: (r, child) => {
       if (child === PARSED_PAGES_SINK)
         inbox.push({ key: r.key as string, value: parsedType.fromBuffer(parsedType.toBuffer(r.value)) as ParsedPage });
+      // the page's content is encoded as the engine would send it to page-content
+      else if (child === PAGE_CONTENT_SINK) contentType.toBuffer(r.value);
     },
     schedule: () => ({ cancel() {} }),
     getStateStore: <S extends StateStore>(name: string) => stores.get(name) as S,

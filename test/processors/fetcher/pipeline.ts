@@ -76,6 +76,7 @@ const TOPIC = {
   fetched: 'fetched',
   parsed: 'parsed-pages',
   pages: 'page-records',
+  content: 'page-content',
   links: 'links',
 };
 
@@ -91,6 +92,7 @@ export function fetchPipeline(config: CrawlConfig, warcDir: string): Topology {
     [TOPIC.fetched, 'FetchedPage'],
     [TOPIC.parsed, 'ParsedPage'],
     [TOPIC.pages, 'PageRecord'],
+    [TOPIC.content, 'PageContent'],
     [TOPIC.links, 'LinkBatch'],
   ] as const) {
     t.addTopic({

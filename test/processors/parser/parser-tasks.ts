@@ -6,6 +6,7 @@ import { DIGESTS_STORE, ORIGINALS_STORE, SIMHASH_STORE, digestEntrySerde } from 
 import { isDedupable } from '../../../processors/common/payload.js';
 import {
   LINKS_SINK,
+  PAGE_CONTENT_SINK,
   PAGE_RECORDS_SINK,
   PARSED_PAGES_SINK,
   ParserProcessor,
@@ -18,7 +19,7 @@ import { Metrics } from '../../../core/metrics.js';
 import { partitionFor } from '../../../runtime/partitioner.js';
 import type { ProcessorContext } from '../../../runtime/processor.js';
 import { loadSchema } from '../../../schemas/index.js';
-import type { FetchedPage, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import type { FetchedPage, LinkBatch, PageContent, PageRecord } from '../../../schemas/types.js';
 import { openRocks, type RocksPort } from '../../../state/rocks.js';
 import { RocksKeyValueStore } from '../../../state/rocks-store.js';
 import { type StateStore } from '../../../state/state-store.js';
@@ -40,6 +41,8 @@ interface Task {
  */
 export class ParserTasks {
   readonly records: PageRecord[] = [];
+  /** What went to `page-content`, in order. */
+  readonly contents: PageContent[] = [];
   readonly links: LinkBatch[] = [];
   readonly metrics = new Metrics();
   private readonly tasks: Task[] = [];
@@ -155,6 +158,7 @@ export class ParserTasks {
       forward: (r, child) => {
         if (child === PAGE_RECORDS_SINK) this.records.push(r.value as PageRecord);
         else if (child === LINKS_SINK) this.links.push(r.value as LinkBatch);
+        else if (child === PAGE_CONTENT_SINK) this.contents.push(r.value as PageContent);
         else if (child === PARSED_PAGES_SINK)
           this.queue.push({ topic: TOPICS.parsedPages, key: r.key as string, value: r.value });
         else throw new Error(`unknown child ${child}`);
