@@ -122,11 +122,15 @@ export class PageRecorder {
       },
       timestamp,
     );
-    if (page.content && this.sinks.pageContent)
+    if (page.content && this.sinks.pageContent) {
+      if (page.content.textTruncated) m.inc(M.pageContentCut, 1, 'text');
+      if (page.content.outlinksTruncated) m.inc(M.pageContentCut, 1, 'outlinks');
+      if (page.content.headersTruncated) m.inc(M.pageContentCut, 1, 'headers');
       this.sinks.pageContent(
         contentOf(page.content, duplicateOf, page.payloadRole === 'COPY' || near !== undefined),
         timestamp,
       );
+    }
     const fromFeed = page.kind === 'SITEMAP' || page.kind === 'FEED';
     for (const batch of groupBySite(outlinks, page.url, timestamp, fromFeed)) this.sinks.links(batch, timestamp);
     m.inc(M.pageRecords, 1, page.payloadRole === 'COPY' ? 'exact' : near !== undefined ? 'near' : 'original');

@@ -8,6 +8,7 @@ import { extractLinks, MAX_ANCHOR_CHARS } from '../../../processors/parser/extra
 import { analyzeHtml } from '../../../processors/parser/html-analysis.js';
 import { cutUtf8, pageContent, pageContentMaxBytes } from '../../../processors/parser/page-content.js';
 import { frame } from '../../../core/serde.js';
+import { M } from '../../../core/metric-catalogue.js';
 import { loadSchema } from '../../../schemas/index.js';
 import type { FetchedPage, PageContent } from '../../../schemas/types.js';
 import { prose } from '../../../synthetic-web/sites.js';
@@ -200,6 +201,25 @@ test('the parser publishes one page-content record per parsed HTML page: followe
         [record.site, record.fetchTime, record.visit, record.status],
       );
     }
+  } finally {
+    await tasks.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a text cut at --content-text-max is flagged on the record and counted by crawlstream_page_content_cut', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-content-cut-'));
+  const tasks = await ParserTasks.open(dir, 1, { ...defaultCrawlConfig, contentTextMaxBytes: 100 });
+  try {
+    tasks.fetched(fetchedPageFor('http://a.test/long.html', { body: Buffer.from(`<p>${prose('long', 500)}</p>`) }));
+    tasks.fetched(fetchedPageFor('http://a.test/short.html', { body: Buffer.from('<p>short</p>') }));
+    tasks.drain();
+    const long = tasks.contents.find((c) => c.url.endsWith('/long.html'))!;
+    assert.equal(long.textTruncated, true);
+    assert.ok(Buffer.byteLength(long.text) <= 100 && prose('long', 500).startsWith(long.text));
+    assert.equal(tasks.contents.find((c) => c.url.endsWith('/short.html'))!.textTruncated, false);
+    assert.equal(tasks.metrics.counter(M.pageContentCut, 'text'), 1);
+    assert.equal(tasks.metrics.counter(M.pageContentCut, 'outlinks'), 0);
   } finally {
     await tasks.close();
     fs.rmSync(dir, { recursive: true, force: true });
