@@ -4,13 +4,13 @@ import { readTopic } from '../runtime/engines/embedded/topic-reader.js';
 import { requireSettings, resolveSettings } from './config-sources.js';
 import { commandUsage } from './usage.js';
 
-const EXPORTABLE = new Set(['page-records', 'links', 'fetch-results']);
+const EXPORTABLE = new Set(['page-records', 'page-content', 'links', 'fetch-results']);
 
 export const EXPORT_USAGE = commandUsage(
   'export',
   [`${[...EXPORTABLE].join('|')} --data DIR`],
   `  prints a topic of an embedded crawl's data dir, one JSON object a line (bytes as hex strings);
-  page-records are the crawl's output`,
+  page-records are the crawl's output, page-content what its HTML pages say`,
 );
 
 /** Prints a topic of an embedded data dir as JSON lines; bytes are written as hex strings. */

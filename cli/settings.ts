@@ -257,6 +257,12 @@ const DEFINED: readonly Setting[] = [
     1024 * 1024 * 1024,
     'a WARC file is closed and a new one started at about this size',
   ),
+  bytes(
+    'content-text-max',
+    'contentTextMaxBytes',
+    256 * 1024,
+    "a page's main text on page-content is cut at this many bytes (flagged textTruncated); 0: no text",
+  ),
   {
     name: 'recrawl-min',
     kind: 'int',

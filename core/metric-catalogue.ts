@@ -152,6 +152,12 @@ export const METRICS = {
     'parser',
   ),
   links_extracted: counter('crawlstream_links_extracted', 'Outlinks extracted from pages.', [], 'parser'),
+  page_content_cut: counter(
+    'crawlstream_page_content_cut',
+    'page-content records with a part cut: text at --content-text-max, outlinks or headers to fit the topic; by part.',
+    ['part'],
+    'parser',
+  ),
   parser_pages_offloaded: counter(
     'crawlstream_parser_pages_offloaded',
     'HTML pages sent to the parse worker threads (--threads above 1, pages of 8 KiB or more).',
@@ -400,6 +406,7 @@ export const ZERO_SERIES: { readonly [K in MetricId]?: readonly string[] } = {
   fetch_errors: FETCH_FAILURES,
   fetch_outcome_errors: FETCH_FAILURES,
   parser_errors: ['CS_PARSE'] satisfies CrawlErrorCode[],
+  page_content_cut: ['text', 'outlinks', 'headers'],
   dead_letters: ['CS_CORRUPT_RECORD', 'CS_SCHEMA', 'CS_INTERNAL'] satisfies CrawlErrorCode[],
   feed_errors: [
     'CS_FEED_UNKNOWN',

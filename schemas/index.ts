@@ -11,6 +11,7 @@ export const SCHEMA_FILES = {
   FetchedPage: 'fetched-page.avsc',
   ParsedPage: 'parsed-page.avsc',
   PageRecord: 'page-record.avsc',
+  PageContent: 'page-content.avsc',
   ControlCommand: 'control-command.avsc',
   HostState: 'host-state.avsc',
   QueueEntry: 'queue-entry.avsc',

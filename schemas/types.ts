@@ -143,6 +143,43 @@ export interface ParsedPage {
   previousFetchTime: number | null;
   etag: string | null;
   lastModified: string | null;
+  /** An HTML page's content for `page-content`; null when the body was not parsed as HTML. Added later, default null. */
+  content?: PageContent | null;
+}
+
+/** One outlink of a page as `page-content` carries it; see schemas/page-content.avsc. */
+export interface ContentLink {
+  url: string;
+  anchor: string | null;
+  rel: string | null;
+  /** LinkKind: a, area, frame, iframe, refresh, canonical. */
+  kind: string;
+  /** Sent to the frontier as a link to crawl (not nofollow, not canonical, not a duplicate's). */
+  followed: boolean;
+}
+
+export interface ContentHeader {
+  name: string;
+  value: string;
+}
+
+/** What an HTML page says, for consumers (topic `page-content`, keyed by site); see schemas/page-content.avsc. */
+export interface PageContent {
+  url: string;
+  site: string;
+  fetchTime: number;
+  visit: number;
+  status: number;
+  title: string | null;
+  description: string | null;
+  /** Main text, at most `contentTextMaxBytes` bytes of UTF-8. */
+  text: string;
+  textTruncated: boolean;
+  outlinks: ContentLink[];
+  outlinksTruncated: boolean;
+  headers: ContentHeader[];
+  headersTruncated: boolean;
+  duplicateOf: string | null;
 }
 
 export interface PageRecord {

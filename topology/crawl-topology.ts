@@ -15,6 +15,7 @@ import {
 } from '../processors/frontier/frontier-stores.js';
 import {
   LINKS_SINK,
+  PAGE_CONTENT_SINK,
   PAGE_RECORDS_SINK,
   PARSED_PAGES_SINK,
   ParserProcessor,
@@ -23,6 +24,7 @@ import {
 } from '../processors/parser/parser-processor.js';
 import { MAX_URL_LENGTH } from '../processors/common/normalize.js';
 import { FEED_LINK_BYTES } from '../processors/parser/feed-reader.js';
+import { pageContentMaxBytes } from '../processors/parser/page-content.js';
 
 import { APPLICATION_ID } from './application-id.js';
 
@@ -89,6 +91,8 @@ export function crawlTopology({
   topic(TOPICS.fetched, 'FetchedPage', { maxMessageBytes: config.maxBodyBytes + 1024 * 1024 });
   topic(TOPICS.parsedPages, 'ParsedPage', { maxMessageBytes: parsedPageMaxBytes(config) });
   topic(TOPICS.pageRecords, 'PageRecord', { keep: true });
+  // content has a topic of its own: the frontier reads page-records back and needs none of it
+  topic(TOPICS.pageContent, 'PageContent', { maxMessageBytes: pageContentMaxBytes(config) });
   topic(TOPICS.control, 'ControlCommand', { keep: true });
 
   t.addSource('links-source', TOPICS.links);
@@ -121,7 +125,7 @@ export function crawlTopology({
 
 /**
  * The parser's sources, processor, sinks and stores, on topics `fetched`, `parsed-pages`,
- * `page-records` and `links` already declared in `t` (with equal partition counts for the first two).
+ * `page-records`, `page-content` and `links` already declared in `t` (with equal partition counts for the first two).
  */
 export function addParser(t: Topology, config: CrawlConfig, warcDir: string): void {
   t.addSource('fetched-source', TOPICS.fetched);
@@ -131,16 +135,22 @@ export function addParser(t: Topology, config: CrawlConfig, warcDir: string): vo
   });
   t.addSink(PARSED_PAGES_SINK, TOPICS.parsedPages, 'parser');
   t.addSink(PAGE_RECORDS_SINK, TOPICS.pageRecords, 'parser');
+  t.addSink(PAGE_CONTENT_SINK, TOPICS.pageContent, 'parser');
   t.addSink(LINKS_SINK, TOPICS.links, 'parser');
   for (const store of parserStores(config, warcDir)) t.addStateStore(store, 'parser');
 }
 
 /**
  * Largest `parsed-pages` value: up to maxOutlinksPerPage links of up to MAX_URL_LENGTH (or a
- * sitemap's URLs, up to FEED_LINK_BYTES of them), plus the page's own fields.
+ * sitemap's URLs, up to FEED_LINK_BYTES of them), plus the page's content (a `page-content`
+ * record) and its own fields.
  */
 export function parsedPageMaxBytes(config: CrawlConfig): number {
-  return Math.max(config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16), FEED_LINK_BYTES) + 1024 * 1024;
+  return (
+    Math.max(config.maxOutlinksPerPage * (MAX_URL_LENGTH + 16), FEED_LINK_BYTES) +
+    pageContentMaxBytes(config) +
+    1024 * 1024
+  );
 }
 
 /** Seeds are sent in batches of at most this many links (one site each), like a page's outlinks. */

@@ -99,6 +99,8 @@ export interface CrawlConfig {
    */
   readonly threads: number;
   readonly warcMaxFileBytes: number;
+  /** Cap on a page's main text on `page-content`, in bytes of UTF-8; 0 sends titles, links and headers without text. */
+  readonly contentTextMaxBytes: number;
   /**
    * Adaptive recrawl: a fetched URL is due again after its interval, kept within
    * [recrawlMinMs, recrawlMaxMs]; the first interval is recrawlInitialMs (0: the geometric mean of
@@ -166,6 +168,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   fetchConcurrency: 64,
   threads: 1,
   warcMaxFileBytes: 1024 * 1024 * 1024,
+  contentTextMaxBytes: 256 * 1024,
   recrawlMinMs: 3_600_000,
   recrawlMaxMs: 30 * 24 * 3_600_000,
   recrawlInitialMs: 0,
@@ -235,6 +238,8 @@ export const CRAWL_CONFIG_BOUNDS = {
   seenExpectedUrls: whole(1),
   seenBlockCacheBytes: whole(0),
   warcMaxFileBytes: whole(1024 * 1024),
+  // the topic's max.message.bytes grows with it; 64 MiB keeps a record within what brokers accept
+  contentTextMaxBytes: whole(0, 64 * 1024 * 1024),
   recrawlMinMs: whole(1_000),
   recrawlMaxMs: whole(1_000),
   recrawlInitialMs: whole(0),

@@ -9,5 +9,6 @@ export const TOPICS = {
   fetched: 'fetched',
   parsedPages: 'parsed-pages',
   pageRecords: 'page-records',
+  pageContent: 'page-content',
   control: 'control',
 } as const;

@@ -1,7 +1,7 @@
 import type { CrawlErrorCode } from '../../core/errors.js';
 import { M } from '../../core/metric-catalogue.js';
 import type { Metrics } from '../../core/metrics.js';
-import type { FetchedPage, Link, ParsedPage, PayloadRole } from '../../schemas/types.js';
+import type { FetchedPage, Link, PageContent, ParsedPage, PayloadRole } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { isFinalOutcome } from '../common/outcome.js';
 import { isDedupable, sha1Digest } from '../common/payload.js';
@@ -12,6 +12,7 @@ import { normalizeUrl, siteOf } from '../common/normalize.js';
 import { pageChanged } from '../common/change.js';
 import type { FeedReader } from './feed-reader.js';
 import type { WarcLocation } from './warc-writer.js';
+import { pageContent } from './page-content.js';
 
 /** What the parser derives from one archived fetch, besides the fetch itself. */
 export interface DeriveInput {
@@ -95,8 +96,15 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
   let charset = first?.charset;
   let lang = first?.lang;
   let metaNoindex = first?.metaNoindex ?? false;
+  let content: PageContent | null = null;
   if (first !== undefined || notModified) {
-    // an alias of a payload already parsed, or a 304: nothing to extract, its links are not followed again
+    // an alias of a payload already parsed, or a 304: nothing to extract, its links are not followed again;
+    // a copy's body (when it came with it, not from a revisit record) is still read for its content,
+    // whose relative links resolve against its own URL
+    if (!notModified && input.contentLength === undefined && wantsHtmlAnalysis(page, contentType)) {
+      const analysis = input.analysis ?? analyzeHtml(analysisRequest(page, contentType, ctx));
+      if (!analysis.errorCode) content = pageContent(page, analysis, () => false, config);
+    }
   } else if (page.kind === 'SITEMAP' || page.kind === 'FEED') {
     if (page.status >= 200 && page.status < 300 && page.errorCode !== 'CS_BOMB') {
       const read = feeds.read(page, contentType);
@@ -114,7 +122,9 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
       charset = analysis.encoding;
       lang = analysis.lang;
       metaNoindex = analysis.noindex;
-      if (!analysis.nofollow && !headerRobots.nofollow) {
+      const pageNofollow = analysis.nofollow || headerRobots.nofollow;
+      content = pageContent(page, analysis, (l) => !pageNofollow && !l.nofollow && l.kind !== 'canonical', config);
+      if (!pageNofollow) {
         for (const l of analysis.links)
           if (!l.nofollow && l.kind !== 'canonical')
             outlinks.push({ url: l.url, depth: page.depth + 1, redirectHops: 0 });
@@ -188,6 +198,7 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
     previousFetchTime: page.previousFetchTime ?? null,
     etag: header(page, 'etag'),
     lastModified: header(page, 'last-modified'),
+    content,
   };
   // a copy is decided at the site of its payload's first record, where that record's verdict lives
   const key = first !== undefined ? (first.site ?? siteOf(first.url)) : page.site;
@@ -250,5 +261,6 @@ export function analysisRequest(
     maxDecodedBytes: ctx.config.maxDecodedBytes,
     maxLinks: ctx.config.maxOutlinksPerPage,
     robotsToken: ctx.robotsToken,
+    mainTextChars: ctx.config.contentTextMaxBytes,
   };
 }

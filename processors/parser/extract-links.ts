@@ -14,6 +14,13 @@ export interface ExtractedLink {
   nofollow: boolean;
   /** Where the URL was first found. */
   kind: LinkKind;
+  /**
+   * The text a reader clicks: the first non-empty anchor text of an `<a>` to this URL (an image's
+   * `alt` counts; an `<area>`'s is its `alt`), whitespace-collapsed, at most MAX_ANCHOR_CHARS; absent when none.
+   */
+  anchor?: string;
+  /** The `rel` attribute of the URL's first `<a>`/`<area>`, trimmed, at most MAX_REL_CHARS; absent when none. */
+  rel?: string;
 }
 
 export interface ExtractResult {
@@ -41,6 +48,16 @@ export interface ExtractResult {
   title?: string;
   /** Visible text, whitespace-collapsed, at most `MAX_TEXT_CHARS` characters. */
   text: string;
+  /** The first `<meta name=description content>`, whitespace-collapsed, at most 1,000 characters. */
+  description?: string;
+  /**
+   * The page's main text, whitespace-collapsed: the text of its `<main>`/`<article>` elements (or
+   * role=main) when it has any, else its visible text without nav, header, footer and aside
+   * (and their ARIA roles). At most `mainTextChars` characters; absent unless that option is set.
+   */
+  mainText?: string;
+  /** `mainText` was cut at `mainTextChars`. */
+  mainTextTruncated?: boolean;
   /** URLs that failed normalization (bad, unsupported scheme, too long). */
   dropped: number;
 }
@@ -57,11 +74,19 @@ export interface ExtractOptions {
   encoding?: string;
   /** Our robots user-agent token (`crawlstream`): `<meta name=TOKEN>` counts like `<meta name=robots>`. */
   robotsToken?: string;
+  /** Collect `mainText`, up to this many characters; not collected when absent or 0. */
+  mainTextChars?: number;
 }
 
 /** Cap on `ExtractResult.text`, in UTF-16 code units (~200 KB of mostly ASCII text). */
 export const MAX_TEXT_CHARS = 200_000;
 const MAX_TITLE_CHARS = 1_000;
+/** Cap on `ExtractResult.description`. */
+export const MAX_DESCRIPTION_CHARS = 1_000;
+/** Cap on `ExtractedLink.anchor`. */
+export const MAX_ANCHOR_CHARS = 256;
+/** Cap on `ExtractedLink.rel`. */
+export const MAX_REL_CHARS = 128;
 const DEFAULT_MAX_LINKS = 1_000;
 /** Cap on `ExtractResult.feeds`: a page announces a handful (posts, comments, per category). */
 export const MAX_FEEDS = 20;
@@ -107,10 +132,18 @@ const INLINE = new Set([
   'wbr',
 ]);
 
+// page furniture a boilerplate-reduced text leaves out, by element and by ARIA role
+const BOILERPLATE = new Set(['nav', 'header', 'footer', 'aside']);
+const BOILERPLATE_ROLES = new Set(['navigation', 'banner', 'contentinfo', 'complementary', 'search']);
+// the page's own content, when it marks it
+const MAIN = new Set(['main', 'article']);
+
 interface Candidate {
   href: string;
   kind: LinkKind;
   nofollow: boolean;
+  rel: string | undefined;
+  anchor: string | undefined;
 }
 
 /**
@@ -142,21 +175,75 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   let invisibleDepth = 0;
   let svgDepth = 0;
 
-  const addCandidate = (href: string | undefined, kind: LinkKind, nofollow: boolean): void => {
-    if (href === undefined || candidates.length >= maxCandidates) return;
-    candidates.push({ href, kind, nofollow });
+  // main text: text outside boilerplate, and text inside main/article; the latter wins when there is any
+  const mainTextChars = options?.mainTextChars ?? 0;
+  const reduced = mainTextChars > 0 ? new TextCollector(mainTextChars) : undefined;
+  const marked = mainTextChars > 0 ? new TextCollector(mainTextChars) : undefined;
+  // the element depth at which each open boilerplate or main region began, innermost last, and
+  // whether it is boilerplate: its element's close ends it
+  const regionDepths: number[] = [];
+  const regionIsBoilerplate: boolean[] = [];
+  let elementDepth = 0;
+  let boilerplateDepth = 0;
+  let mainDepth = 0;
+  let description: string | undefined;
+  // the `<a>` whose anchor text is being read, and that text so far
+  let anchorOf: Candidate | undefined;
+  let anchorBuffer = '';
+
+  const addCandidate = (
+    href: string | undefined,
+    kind: LinkKind,
+    nofollow: boolean,
+    rel?: string,
+    anchor?: string,
+  ): Candidate | undefined => {
+    if (href === undefined || candidates.length >= maxCandidates) return undefined;
+    const c: Candidate = { href, kind, nofollow, rel, anchor };
+    candidates.push(c);
+    return c;
+  };
+  const endAnchor = (): void => {
+    if (anchorOf === undefined) return;
+    const anchor = collapse(anchorBuffer).slice(0, MAX_ANCHOR_CHARS);
+    if (anchor !== '') anchorOf.anchor = anchor;
+    anchorOf = undefined;
+    anchorBuffer = '';
   };
 
   const parser = new Parser(
     {
       onopentag(name, attrs) {
+        elementDepth++;
         if (INVISIBLE.has(name)) invisibleDepth++;
-        else if (!INLINE.has(name)) text.boundary();
+        else if (!INLINE.has(name)) {
+          text.boundary();
+          if (reduced !== undefined) {
+            reduced.boundary();
+            marked!.boundary();
+            const role = attrs.role;
+            if (BOILERPLATE.has(name) || (role !== undefined && BOILERPLATE_ROLES.has(role.trim().toLowerCase()))) {
+              regionDepths.push(elementDepth);
+              regionIsBoilerplate.push(true);
+              boilerplateDepth++;
+            } else if (MAIN.has(name) || (role !== undefined && role.trim().toLowerCase() === 'main')) {
+              regionDepths.push(elementDepth);
+              regionIsBoilerplate.push(false);
+              mainDepth++;
+            }
+          }
+        }
         if (name === 'svg') svgDepth++;
         switch (name) {
           case 'a':
+            endAnchor();
+            anchorOf = addCandidate(attrs.href, name, hasToken(attrs.rel, 'nofollow'), attrs.rel);
+            break;
           case 'area':
-            addCandidate(attrs.href, name, hasToken(attrs.rel, 'nofollow'));
+            addCandidate(attrs.href, name, hasToken(attrs.rel, 'nofollow'), attrs.rel, attrs.alt);
+            break;
+          case 'img':
+            if (anchorOf !== undefined && attrs.alt !== undefined) anchorBuffer += ` ${attrs.alt} `;
             break;
           case 'frame':
           case 'iframe':
@@ -190,8 +277,22 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
         }
       },
       onclosetag(name) {
+        const depth = elementDepth;
+        elementDepth = Math.max(0, elementDepth - 1);
         if (INVISIBLE.has(name)) invisibleDepth = Math.max(0, invisibleDepth - 1);
-        else if (!INLINE.has(name)) text.boundary();
+        else if (!INLINE.has(name)) {
+          text.boundary();
+          if (reduced !== undefined) {
+            reduced.boundary();
+            marked!.boundary();
+            if (regionDepths.length > 0 && regionDepths[regionDepths.length - 1] === depth) {
+              regionDepths.pop();
+              if (regionIsBoilerplate.pop()) boilerplateDepth--;
+              else mainDepth--;
+            }
+          }
+        }
+        if (name === 'a') endAnchor();
         if (name === 'svg') svgDepth = Math.max(0, svgDepth - 1);
         if (name === 'title' && titleBuffer !== undefined) {
           title = collapse(titleBuffer).slice(0, MAX_TITLE_CHARS);
@@ -203,6 +304,11 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
           if (titleBuffer.length < MAX_TITLE_CHARS * 4) titleBuffer += data;
         } else if (invisibleDepth === 0) {
           text.add(data);
+          if (anchorOf !== undefined && anchorBuffer.length < MAX_ANCHOR_CHARS * 4) anchorBuffer += data;
+          if (reduced !== undefined && boilerplateDepth === 0) {
+            reduced.add(data);
+            if (mainDepth > 0) marked!.add(data);
+          }
         }
       },
     },
@@ -218,7 +324,9 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
     const content = attrs.content;
     if (content === undefined) return;
     const name = attrs.name?.trim().toLowerCase();
-    if (name === 'robots' || (name !== undefined && name === robotsToken)) {
+    if (name === 'description') {
+      if (description === undefined) description = collapse(content).slice(0, MAX_DESCRIPTION_CHARS);
+    } else if (name === 'robots' || (name !== undefined && name === robotsToken)) {
       const directives = robotsContent(content);
       result.noindex ||= directives.noindex;
       result.nofollow ||= directives.nofollow;
@@ -246,7 +354,13 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   const seen = new Map<string, ExtractedLink>();
   // pages repeat hrefs (navigation, "read more"); each distinct one is normalized once
   const normalized = new Map<string, string | null>();
-  const admit = (href: string, kind: LinkKind, nofollow: boolean): string | undefined => {
+  const admit = (
+    href: string,
+    kind: LinkKind,
+    nofollow: boolean,
+    rel?: string,
+    anchor?: string,
+  ): string | undefined => {
     let url = normalized.get(href);
     if (url === undefined) {
       url = normalizeHref(encoding === undefined ? href : encodeHrefQuery(href, encoding), resolveBase);
@@ -260,8 +374,12 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
     const existing = seen.get(url);
     if (existing !== undefined) {
       existing.nofollow &&= nofollow;
+      if (existing.anchor === undefined && anchor !== undefined) existing.anchor = anchor;
     } else if (seen.size < maxLinks) {
       const link: ExtractedLink = { url, nofollow, kind };
+      if (anchor !== undefined) link.anchor = anchor;
+      const r = rel?.trim();
+      if (r) link.rel = r.slice(0, MAX_REL_CHARS);
       seen.set(url, link);
       result.links.push(link);
     }
@@ -270,7 +388,7 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
 
   if (refreshHref !== undefined) result.refresh = admit(refreshHref, 'refresh', false);
   if (canonicalHref !== undefined) result.canonical = admit(canonicalHref, 'canonical', false);
-  for (const c of candidates) admit(c.href, c.kind, c.nofollow);
+  for (const c of candidates) admit(c.href, c.kind, c.nofollow, c.rel, c.anchor);
   const feeds = new Set<string>();
   for (const href of feedHrefs) {
     const url = normalizeHref(encoding === undefined ? href : encodeHrefQuery(href, encoding), resolveBase);
@@ -283,6 +401,13 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   if (title !== undefined) result.title = title;
   else if (titleBuffer !== undefined) result.title = collapse(titleBuffer).slice(0, MAX_TITLE_CHARS);
   result.text = text.finish();
+  if (description) result.description = description;
+  if (reduced !== undefined) {
+    const main = marked!.finish();
+    const chosen = main !== '' ? marked! : reduced;
+    result.mainText = main !== '' ? main : reduced.finish();
+    result.mainTextTruncated = chosen.truncated;
+  }
   return result;
 }
 
@@ -354,6 +479,8 @@ class TextCollector {
   private parts: string[] = [];
   private rawLength = 0;
   private full = false;
+  /** `finish()` cut the text at the cap (or text past it was ignored). */
+  truncated = false;
 
   constructor(private readonly cap: number) {}
 
@@ -393,7 +520,9 @@ class TextCollector {
     const text = (first === 0 && last === parts.length - 1 ? parts : parts.slice(first, last + 1))
       .join('')
       .replace(NOT_A_LONE_SPACE, ' ');
-    return text.length > this.cap ? text.slice(0, this.cap).trimEnd() : text;
+    if (text.length <= this.cap) return text;
+    this.truncated = true;
+    return text.slice(0, this.cap).trimEnd();
   }
 
   private compact(): void {

@@ -21,6 +21,11 @@ export interface HtmlAnalysis {
   nofollow: boolean;
   links: ExtractedLink[];
   feeds: string[];
+  /** For `page-content` (see ExtractResult): title, meta description, main text and whether it was cut. */
+  title?: string;
+  description?: string;
+  mainText?: string;
+  mainTextTruncated?: boolean;
 }
 
 /** One body to analyse, with the settings that change the answer. */
@@ -32,6 +37,8 @@ export interface AnalysisRequest {
   maxDecodedBytes: number;
   maxLinks: number;
   robotsToken: string;
+  /** Main text collected, in characters (ExtractOptions.mainTextChars); 0: none. */
+  mainTextChars: number;
 }
 
 /**
@@ -47,6 +54,7 @@ export function analyzeHtml(req: AnalysisRequest): HtmlAnalysis {
     maxLinks: req.maxLinks,
     encoding: sniffed.encoding,
     robotsToken: req.robotsToken,
+    mainTextChars: req.mainTextChars,
   });
   const simhash = simhash64(extracted.text);
   return {
@@ -59,6 +67,11 @@ export function analyzeHtml(req: AnalysisRequest): HtmlAnalysis {
     nofollow: extracted.nofollow,
     links: extracted.links,
     feeds: extracted.feeds ?? [],
+    ...(extracted.title !== undefined ? { title: extracted.title } : {}),
+    ...(extracted.description !== undefined ? { description: extracted.description } : {}),
+    ...(extracted.mainText !== undefined
+      ? { mainText: extracted.mainText, mainTextTruncated: extracted.mainTextTruncated ?? false }
+      : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import { M } from '../../core/metric-catalogue.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import type { Link, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
+import type { Link, LinkBatch, PageContent, PageRecord, ParsedPage } from '../../schemas/types.js';
 import type { SiteDuplicates } from './dedupe.js';
 import { fingerprintHex, packedFingerprints } from '../common/fingerprint.js';
 import { siteOf } from '../common/normalize.js';
@@ -11,6 +11,8 @@ import { PARSER_VERSION } from './parser-version.js';
 export interface RecorderSinks {
   pageRecord(record: PageRecord, timestamp: number): void;
   links(batch: LinkBatch, timestamp: number): void;
+  /** An HTML page's content, published with its page record; absent: not published (a reparse). */
+  pageContent?(content: PageContent, timestamp: number): void;
   /** A resolved exact copy, back to `parsed-pages` keyed by its own site. */
   parsedPage(key: string, page: ParsedPage, timestamp: number): void;
 }
@@ -120,10 +122,29 @@ export class PageRecorder {
       },
       timestamp,
     );
+    if (page.content && this.sinks.pageContent) {
+      if (page.content.textTruncated) m.inc(M.pageContentCut, 1, 'text');
+      if (page.content.outlinksTruncated) m.inc(M.pageContentCut, 1, 'outlinks');
+      if (page.content.headersTruncated) m.inc(M.pageContentCut, 1, 'headers');
+      this.sinks.pageContent(
+        contentOf(page.content, duplicateOf, page.payloadRole === 'COPY' || near !== undefined),
+        timestamp,
+      );
+    }
     const fromFeed = page.kind === 'SITEMAP' || page.kind === 'FEED';
     for (const batch of groupBySite(outlinks, page.url, timestamp, fromFeed)) this.sinks.links(batch, timestamp);
     m.inc(M.pageRecords, 1, page.payloadRole === 'COPY' ? 'exact' : near !== undefined ? 'near' : 'original');
   }
+}
+
+/** A page's content as published: a copy names its original and follows none of its links. */
+function contentOf(content: PageContent, duplicateOf: string | null, copy: boolean): PageContent {
+  if (!copy) return content;
+  return {
+    ...content,
+    duplicateOf,
+    outlinks: content.outlinks.map((l) => (l.followed ? { ...l, followed: false } : l)),
+  };
 }
 
 /** Links per batch at most: a sitemap's 50,000 URLs go in many batches, each within the topic's record size. */

@@ -5,7 +5,7 @@ import { M } from '../../core/metric-catalogue.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { bufferSerde } from '../../core/serde.js';
-import type { FetchedPage, LinkBatch, PageRecord, ParsedPage } from '../../schemas/types.js';
+import type { FetchedPage, LinkBatch, PageContent, PageRecord, ParsedPage } from '../../schemas/types.js';
 import { TOPICS } from '../common/topics.js';
 import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, PayloadIndex, SIMHASH_STORE, SiteDuplicates, dedupeStores } from './dedupe.js';
@@ -20,6 +20,7 @@ import { WARC_STORE, warcStore, type WarcStore } from './warc-store.js';
 export const RECORDED_STORE = 'parser-recorded';
 export const PAGE_RECORDS_SINK = 'page-records-sink';
 export const LINKS_SINK = 'links-sink';
+export const PAGE_CONTENT_SINK = 'page-content-sink';
 export const PARSED_PAGES_SINK = 'parsed-pages-sink';
 /** Records of one parser task in flight at once when pages are analysed on worker threads. */
 export const PARSER_LOOKAHEAD = 16;
@@ -28,6 +29,9 @@ export const PARSER_LOOKAHEAD = 16;
  * answer back costs about what parsing a page of a few KiB does (~0.05 ms).
  */
 export const OFFLOAD_MIN_BYTES = 8 * 1024;
+
+/** What the parser sends: page records, their content, links, and parsed pages to its own site-keyed half. */
+export type ParserOutput = PageRecord | PageContent | LinkBatch | ParsedPage;
 
 /** Every store of the parser: WARC output, exact and near duplicate detection, URLs recorded. */
 export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder[] {
@@ -56,13 +60,8 @@ export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder
  * thread, one record after the other in the order the records came, so a record's effects are
  * never committed before an earlier record's.
  */
-export class ParserProcessor implements Processor<
-  string,
-  FetchedPage | ParsedPage,
-  string,
-  PageRecord | LinkBatch | ParsedPage
-> {
-  private ctx!: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>;
+export class ParserProcessor implements Processor<string, FetchedPage | ParsedPage, string, ParserOutput> {
+  private ctx!: ProcessorContext<string, ParserOutput>;
   private archiver!: PageArchiver;
   private recorder!: PageRecorder;
   private duplicates!: SiteDuplicates;
@@ -74,7 +73,7 @@ export class ParserProcessor implements Processor<
 
   constructor(private readonly config: CrawlConfig) {}
 
-  init(context: ProcessorContext<string, PageRecord | LinkBatch | ParsedPage>): void {
+  init(context: ProcessorContext<string, ParserOutput>): void {
     this.ctx = context;
     if (this.config.threads > 1) this.pool = ParsePool.acquire(this.config.threads - 1);
     this.robotsToken = productToken(this.config.userAgent);
@@ -96,6 +95,7 @@ export class ParserProcessor implements Processor<
       {
         pageRecord: (value, timestamp) => context.forward({ key: value.site, value, timestamp }, PAGE_RECORDS_SINK),
         links: (value, timestamp) => context.forward({ key: value.site, value, timestamp }, LINKS_SINK),
+        pageContent: (value, timestamp) => context.forward({ key: value.site, value, timestamp }, PAGE_CONTENT_SINK),
         parsedPage: forwardParsed,
       },
     );

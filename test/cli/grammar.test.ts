@@ -158,7 +158,10 @@ test('a bad value, a missing value, a missing required option or an unknown subc
     [['crawl', 'https://example.com/'], /--data DIR is required/],
     [['export', 'page-records', '--data'], /--data <value>' argument missing/],
     [['export', 'page-records'], /--data DIR is required/],
-    [['export', 'pages', '--data', dir], /export needs one of page-records, links, fetch-results, got "pages"/],
+    [
+      ['export', 'pages', '--data', dir],
+      /export needs one of page-records, page-content, links, fetch-results, got "pages"/,
+    ],
     [['control', 'slow', 'example.com', '--data', dir, '--min-gap', 'soon'], /--min-gap must be a whole number/],
     [['control', 'shout', 'example.com', '--data', dir], /control needs one of block, slow, pause, resume/],
     [['demo', '--quiet=yes'], /--quiet' does not take an argument/],

@@ -76,6 +76,7 @@ export const TOPIC = {
   fetched: 'fetched',
   parsed: 'parsed-pages',
   pages: 'page-records',
+  content: 'page-content',
   links: 'links',
 };
 
@@ -95,6 +96,7 @@ export function fetchPipeline(
     [TOPIC.fetched, 'FetchedPage'],
     [TOPIC.parsed, 'ParsedPage'],
     [TOPIC.pages, 'PageRecord'],
+    [TOPIC.content, 'PageContent'],
     [TOPIC.links, 'LinkBatch'],
   ] as const) {
     t.addTopic({

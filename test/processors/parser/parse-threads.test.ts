@@ -143,6 +143,7 @@ function request(body: Buffer): AnalysisRequest {
     contentType: 'text/html',
     url: 'http://a.test/',
     maxDecodedBytes: 10 * 2 ** 20,
+    mainTextChars: 256 * 1024,
     maxLinks: 1_000,
     robotsToken: 'crawlstream',
   };

@@ -6,7 +6,7 @@ import { isDedupable, sha1Digest } from '../../../processors/common/payload.js';
 import { TOPICS } from '../../../processors/common/topics.js';
 import { partitionFor } from '../../../runtime/partitioner.js';
 import { TopologyTestDriver } from '../../../runtime/testing/topology-test-driver.js';
-import type { FetchedPage, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import type { FetchedPage, LinkBatch, PageContent, PageRecord } from '../../../schemas/types.js';
 import { crawlTopology } from '../../../topology/crawl-topology.js';
 
 /**
@@ -19,6 +19,8 @@ import { crawlTopology } from '../../../topology/crawl-topology.js';
  */
 export class ParserTasks {
   readonly records: PageRecord[] = [];
+  /** What went to `page-content`, in order. */
+  readonly contents: PageContent[] = [];
   readonly links: LinkBatch[] = [];
   readonly metrics = new Metrics();
   private readonly drivers: TopologyTestDriver[] = [];
@@ -46,6 +48,7 @@ export class ParserTasks {
           onOutput: (topic, r) => {
             if (topic === TOPICS.pageRecords) tasks.records.push(r.value as PageRecord);
             else if (topic === TOPICS.links) tasks.links.push(r.value as LinkBatch);
+            else if (topic === TOPICS.pageContent) tasks.contents.push(r.value as PageContent);
             else if (topic === TOPICS.parsedPages) tasks.queue.push({ topic, key: r.key, value: r.value });
             else throw new Error(`the parser wrote to ${topic}`);
           },
