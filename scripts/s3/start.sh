@@ -41,7 +41,7 @@ for _ in $(seq 1 600); do
 done
 curl -s -o /dev/null -m 1 "$S3_ENDPOINT/" || { echo "timed out waiting for the S3 gateway on $S3_ENDPOINT; logs in $S3_RUN_DIR" >&2; exit 1; }
 echo "SeaweedFS S3 ready on $S3_ENDPOINT after $(( ($(date +%s%N) - started) / 1000000 )) ms" >&2
-echo "CRAWLSTREAM_S3_ENDPOINT=$S3_ENDPOINT"
+echo "CRAWLSTREAM_S3_SERVER=$S3_ENDPOINT"
 echo "CRAWLSTREAM_S3_RUN=$S3_RUN_DIR"
 echo "AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY"
 echo "AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY"

@@ -51,10 +51,16 @@ test(
           await sleep(1_000);
           records = await pageRecordsOf(brokers, registry, topic);
         }
-        // the last file closes once quiet for a few seconds, then goes up
+        // the last file closes once quiet for a few seconds, goes up, and then leaves the disk
         const wanted = () => new Set(records.map((r) => `${PREFIX}/${r.warcFile}`));
+        const warcDir = join(data, 'warc');
+        const localFiles = () =>
+          existsSync(warcDir) ? readdirSync(warcDir).filter((n) => n.endsWith('.warc.gz')) : [];
         let keys = await listKeys(bucket, PREFIX, endpoint);
-        while (Date.now() < until && [...wanted()].some((k) => !keys.includes(k))) {
+        while (
+          Date.now() < until &&
+          ([...wanted()].some((k) => !keys.includes(k)) || records.some((r) => localFiles().includes(r.warcFile!)))
+        ) {
           await sleep(1_000);
           keys = await listKeys(bucket, PREFIX, endpoint);
         }
@@ -64,8 +70,7 @@ test(
         assert.deepEqual(records.map((r) => new URL(r.url).pathname).sort(), ['/', '/a.html', '/b.html']);
         for (const r of records) assert.equal(r.warcUri, `s3://${bucket}/${PREFIX}/${r.warcFile}`);
         for (const key of wanted()) assert.ok(keys.includes(key), `${key} is not in the bucket: ${keys.join(', ')}`);
-        const warcDir = join(data, 'warc');
-        const local = existsSync(warcDir) ? readdirSync(warcDir).filter((n) => n.endsWith('.warc.gz')) : [];
+        const local = localFiles();
         for (const r of records) assert.ok(!local.includes(r.warcFile!), `${r.warcFile} is still on local disk`);
         const report = readBack(records, bucket, PREFIX, endpoint);
         t.diagnostic(`${keys.length} objects, ${report.records} WARC records`);

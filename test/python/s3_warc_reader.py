@@ -8,7 +8,7 @@ and reads every WARC object whole. Prints one JSON object:
   objects:  {key: size} of every object under the prefix
   recordIds: WARC-Record-IDs seen more than once across all WARC objects (a file stored twice)
   records:  WARC records read in all objects
-Endpoint and credentials come from the environment (CRAWLSTREAM_S3_ENDPOINT, AWS_*).
+Endpoint and credentials come from the environment (CRAWLSTREAM_S3_SERVER, AWS_*).
 """
 import io
 import json
@@ -26,7 +26,7 @@ def main():
     bucket, prefix = sys.argv[1], sys.argv[2]
     s3 = boto3.client(
         's3',
-        endpoint_url=os.environ['CRAWLSTREAM_S3_ENDPOINT'],
+        endpoint_url=os.environ['CRAWLSTREAM_S3_SERVER'],
         region_name=os.environ.get('AWS_REGION', 'us-east-1'),
         config=Config(s3={'addressing_style': 'path'}),
     )

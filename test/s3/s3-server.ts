@@ -9,14 +9,14 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const READER = fileURLToPath(new URL('../../../test/python/s3_warc_reader.py', import.meta.url));
 
 /**
- * The S3 server `npm test` started (scripts/s3/start.sh exports CRAWLSTREAM_S3_ENDPOINT and the
+ * The S3 server `npm test` started (scripts/s3/start.sh exports CRAWLSTREAM_S3_SERVER and the
  * credentials). A --warc-store test fails without one: a test that skips proves nothing.
  */
 export function s3Endpoint(): string {
-  const endpoint = process.env['CRAWLSTREAM_S3_ENDPOINT'];
+  const endpoint = process.env['CRAWLSTREAM_S3_SERVER'];
   assert.ok(
     endpoint,
-    'CRAWLSTREAM_S3_ENDPOINT is not set: run the --warc-store tests with npm test (scripts/test.sh starts SeaweedFS)',
+    'CRAWLSTREAM_S3_SERVER is not set: run the --warc-store tests with npm test (scripts/test.sh starts SeaweedFS)',
   );
   return endpoint;
 }
@@ -80,7 +80,7 @@ export function readBack(
   const r = spawnSync(python(), [READER, bucket, prefix], {
     input: records.map((x) => JSON.stringify(x)).join('\n'),
     encoding: 'utf8',
-    env: { ...process.env, CRAWLSTREAM_S3_ENDPOINT: endpoint },
+    env: { ...process.env, CRAWLSTREAM_S3_SERVER: endpoint },
     maxBuffer: 64 * 1024 * 1024,
     timeout: 120_000,
   });
