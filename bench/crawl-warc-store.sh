@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${ROUNDS:-2}"
 export CRAWL_BENCH_SITES="${CRAWL_BENCH_SITES:-600}" CRAWL_BENCH_PAGE_KB="${CRAWL_BENCH_PAGE_KB:-16}"
-trap 'bash scripts/s3/stop.sh || true' EXIT
+trap 'bash scripts/s3/stop.sh || true; rm -rf "${out:-}"' EXIT
 eval "$(bash scripts/s3/start.sh)"
 export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 python3 - "$CRAWLSTREAM_S3_SERVER" <<'PY'
@@ -17,12 +17,16 @@ from botocore.config import Config
 boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', config=Config(s3={'addressing_style': 'path'})).create_bucket(Bucket='bench')
 PY
 common="--warc-max-file 1048576"
-pps() { grep '^pages/s:' | awk '{print $2}' | tr -d ,; }
+out="$(mktemp -d)"
+pps() { grep '^pages/s:' "$1" | awk '{print $2}' | tr -d ,; }
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round: upload off"
-  off="$(CRAWL_BENCH_ARGS="$common" node dist/bench/crawl.js | tee /dev/stderr | pps)"
+  CRAWL_BENCH_ARGS="$common" node dist/bench/crawl.js 2>/dev/null | tee "$out/off-$round"
+  off="$(pps "$out/off-$round")"
   echo "== round $round: upload on"
-  on="$(CRAWL_BENCH_ARGS="$common --warc-store s3://bench/round-$round --s3-endpoint $CRAWLSTREAM_S3_SERVER --s3-path-style" node dist/bench/crawl.js | tee /dev/stderr | pps)"
+  CRAWL_BENCH_ARGS="$common --warc-store s3://bench/round-$round --s3-endpoint $CRAWLSTREAM_S3_SERVER --s3-path-style" \
+    node dist/bench/crawl.js 2>/dev/null | tee "$out/on-$round"
+  on="$(pps "$out/on-$round")"
   echo "round $round: pages/s off $off, on $on, on/off $(python3 -c "print(f'{$on/$off:.3f}')")"
 done
 python3 - "$CRAWLSTREAM_S3_SERVER" <<'PY'
