@@ -78,12 +78,9 @@ export class WarcShipping {
     if (quiet !== undefined && quiet >= QUIET_CLOSE_MS) this.warc.writer.closeFile();
     const uploaded = this.uploader.takeUploaded();
     for (const file of uploaded) this.record(file, now);
-    if (uploaded.length > 0) {
-      // a local copy may go before the ledger commits: the store holds it, verified, and an
-      // entry lost to a crash only means a file that is no longer there is not looked for
-      this.context.commit();
-      for (const file of uploaded) this.uploader.removeLocal(file);
-    }
+    // a local copy may go before the ledger's next commit: the store holds it, verified, and an
+    // entry lost to a crash only means a file that is no longer there is not looked for
+    for (const file of uploaded) this.uploader.removeLocal(file);
     this.context.metrics.setGauge(M.warcUploadPending, taskIdString(this.context.taskId), this.uploader.pending);
   }
 

@@ -50,6 +50,7 @@ test(
       const seeds = writeSeeds(dir, web.seedUrls());
       const random = seededRandom(SEED);
       const kills: string[] = [];
+      let leftOpen = 0;
       for (let i = 0; i < KILLS; i++) {
         const before = web.requests().length;
         const target = before + 3 + Math.floor(random() * 10);
@@ -63,7 +64,10 @@ test(
         const r = await exited;
         assert.ok(r.signal === 'SIGKILL' || r.code === 0, `run ${i} ended with ${r.code}/${r.signal}: ${r.stderr}`);
         kills.push(`${web.requests().length - before}${r.signal === 'SIGKILL' ? '' : ' (finished)'}`);
+        leftOpen += localWarcFiles(data).filter((n) => n.endsWith('.warc.gz.open')).length;
       }
+      // the crash-recovery path is exercised: files left open are cut, renamed and uploaded by the next run
+      assert.ok(leftOpen >= 1, 'no kill left a WARC file open');
       t.diagnostic(
         `requests per killed run: ${kills.join(', ')}; local files before the last run: ${localWarcFiles(data).length}`,
       );
