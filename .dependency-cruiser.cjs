@@ -28,6 +28,8 @@ const DOORS = {
   '@kafkajs/confluent-schema-registry': '^runtime/engines/kafka/confluent-registry\\.ts$',
   undici: '^processors/fetcher/http-client\\.ts$',
   'prom-client': '^core/prometheus\\.ts$',
+  '@aws-sdk/client-s3': '^processors/parser/object-store\\.ts$',
+  '@aws-sdk/lib-storage': '^processors/parser/object-store\\.ts$',
 };
 
 module.exports = {

@@ -52,6 +52,7 @@ function page(i: number, fetchTime: number): PageRecord {
     lastModified: 'Tue, 01 Dec 2026 10:00:00 GMT',
     parserVersion: 1,
     reparsed: false,
+    warcUri: null,
   };
 }
 

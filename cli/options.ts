@@ -7,6 +7,7 @@ import { SETTINGS } from './settings.js';
 import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
 import { availableParallelism } from 'node:os';
 import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
+import { parseWarcStoreUrl, type WarcStoreTarget } from '../processors/common/warc-store-target.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
 import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
 
@@ -31,6 +32,24 @@ export const CRAWL_USAGE = commandUsage(
   `  crawls on the embedded engine from the seeds (URL arguments, then --seeds) until stopped
   (SIGINT/SIGTERM), --until-idle, --max-pages or --duration`,
 );
+
+/** `--warc-store` and the S3 settings that go with it; null without it (they are then refused). */
+function warcStoreOf(values: ResolvedSettings['values']): WarcStoreTarget | null {
+  const get = (name: string): SettingValue | undefined => values.get(name)?.value;
+  const url = get('warc-store') as string | undefined;
+  if (url === undefined) {
+    for (const name of ['s3-endpoint', 's3-region', 's3-path-style', 'warc-keep-local'])
+      if (values.get(name) !== undefined && values.get(name)!.source !== 'default')
+        throw new InvalidOptionError(`--${name} needs --warc-store`);
+    return null;
+  }
+  return parseWarcStoreUrl(url, {
+    endpoint: (get('s3-endpoint') as string | undefined) ?? null,
+    region: get('s3-region') as string,
+    pathStyle: get('s3-path-style') === true,
+    keepLocal: get('warc-keep-local') === true,
+  });
+}
 
 /** The PEM text of `--ca-file`, checked to hold at least one certificate that parses. */
 function readCaFile(file: string): string {
@@ -143,6 +162,7 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
     systemDns: get('no-system-dns') !== true,
     sitemaps: get('no-sitemaps') !== true,
     extraCaPem: caFile === undefined ? null : readCaFile(caFile),
+    warcStore: warcStoreOf(values),
   });
   const duration = num('duration');
   const metricsPort = num('metrics-port');

@@ -264,6 +264,31 @@ const DEFINED: readonly Setting[] = [
     "a page's main text on page-content is cut at this many bytes (flagged textTruncated); 0: no text",
   ),
   {
+    name: 'warc-store',
+    kind: 'string',
+    arg: 'URL',
+    help: 's3://BUCKET/PREFIX: upload each closed WARC file and its index to PREFIX/NAME, verified, then delete it locally (credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials)',
+  },
+  {
+    name: 's3-endpoint',
+    kind: 'string',
+    arg: 'URL',
+    help: "the S3 API's URL for --warc-store (default: AWS's for --s3-region), e.g. http://127.0.0.1:8333",
+  },
+  { name: 's3-region', kind: 'string', arg: 'NAME', default: 'us-east-1', help: "--warc-store's region" },
+  {
+    name: 's3-path-style',
+    kind: 'bool',
+    default: 'false',
+    help: '--warc-store: address objects as ENDPOINT/BUCKET/KEY (most S3-compatible stores) rather than BUCKET.ENDPOINT/KEY',
+  },
+  {
+    name: 'warc-keep-local',
+    kind: 'bool',
+    default: 'false',
+    help: '--warc-store: keep each WARC file in the data dir after it is uploaded',
+  },
+  {
     name: 'recrawl-min',
     kind: 'int',
     unit: 's',

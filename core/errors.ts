@@ -53,6 +53,8 @@ export type CrawlErrorCode =
   | 'CS_SCHEMA'
   | 'CS_STORE'
   | 'CS_DISK_FULL'
+  // the WARC object store (--warc-store) refused, failed or could not be reached
+  | 'CS_OBJECT_STORE'
   // Kafka engine: a newer producer owns this task's transactional id / any other client failure
   | 'CS_FENCED'
   | 'CS_KAFKA'

@@ -165,6 +165,22 @@ export const METRICS = {
     'parser',
   ),
   warc_archived: counter('crawlstream_warc_records', 'Fetches archived to WARC, by kind.', ['kind'], 'parser'),
+  warc_uploads: counter(
+    'crawlstream_warc_uploads',
+    'Attempts to upload a closed WARC file (and its index) to --warc-store, by outcome (uploaded, failed).',
+    ['outcome'],
+    'parser',
+  ),
+  warc_upload_pending: gauge(
+    'crawlstream_warc_upload_pending_files',
+    'Closed WARC files on local disk waiting to be uploaded to --warc-store (and recorded).',
+    'parser',
+  ),
+  warc_store_unreachable: gauge(
+    'crawlstream_warc_store_unreachable',
+    'Parser tasks whose last WARC upload failed (store down or refusing); their files wait on disk.',
+    'parser',
+  ),
   parser_errors: counter(
     'crawlstream_parser_errors',
     'Pages the parser could not decode, by error code.',

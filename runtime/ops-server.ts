@@ -34,7 +34,9 @@ export interface OpsServer {
  * `/healthz` is 200 while the event loop answers, the engine has not failed or lost a consumer
  * (EngineHealth.live) and it has not stalled: work pending (EngineHealth.pending) without progress
  * for `stallMs` (stall-watch.ts). Else 503, with `reason` saying which. The body is the engine's
- * health as JSON, plus `stuckMs`, the time work has been pending without progress.
+ * health as JSON, plus `stuckMs`, the time work has been pending without progress, and
+ * `warnings`: conditions that need an operator but lose nothing (healthWarnings), which do not
+ * make the probe fail.
  *
  * A scrape never blocks the event loop beyond reading counters: the state directory's size is
  * the last figure a background walk measured (disk-usage.ts), never walked during the scrape.
@@ -78,13 +80,14 @@ export async function startOpsServer({
       const health = read();
       const stalled = health.live && stalls.stalled(stuckMs);
       const ok = path === '/healthz' ? health.live && !stalled : health.ready;
+      const warnings = healthWarnings(engine);
       const reason = stalled
         ? `stalled: no progress for ${Math.round(stuckMs / 1000)} s with work pending (${health.pending}); --stall-timeout is ${Math.round(stallMs / 1000)} s`
         : health.reason;
       res
         .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
         .end(
-          `${JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...health, ...(reason !== undefined ? { reason } : {}), stuckMs })}\n`,
+          `${JSON.stringify({ status: ok ? 'ok' : 'unavailable', ...health, ...(reason !== undefined ? { reason } : {}), ...(warnings.length > 0 ? { warnings } : {}), stuckMs })}\n`,
         );
       return;
     }
@@ -117,4 +120,18 @@ export async function startOpsServer({
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * What `/healthz` warns of without failing: a WARC object store (--warc-store) that the last
+ * upload of some parser task could not reach; its files wait on local disk.
+ */
+export function healthWarnings(engine: Pick<Engine, 'metrics'>): string[] {
+  const warnings: string[] = [];
+  const unreachable = engine.metrics.gauge(M.warcStoreUnreachable);
+  if (unreachable > 0)
+    warnings.push(
+      `warc store unreachable from ${unreachable} parser task(s): ${engine.metrics.gauge(M.warcUploadPending)} closed WARC file(s) wait on local disk`,
+    );
+  return warnings;
 }

@@ -219,6 +219,8 @@ export interface PageRecord {
   parserVersion: number;
   /** Written by `replay reparse` from the archived WARC record, not by the live crawl. Added later, default false. */
   reparsed: boolean;
+  /** `s3://BUCKET/PREFIX/<warcFile>` when WARC files are uploaded (--warc-store); null when they stay local. Added later, default null. */
+  warcUri: string | null;
 }
 
 export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';

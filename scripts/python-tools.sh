@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQS="$ROOT/test/python/requirements.txt"
 VENV="$ROOT/.cache/venv"
-has_tools() { "$1" -c 'import warcio.cli, confluent_kafka, fastavro, prometheus_client' >/dev/null 2>&1; }
+has_tools() { "$1" -c 'import warcio.cli, confluent_kafka, fastavro, prometheus_client, boto3' >/dev/null 2>&1; }
 
 if has_tools python3; then echo "CRAWLSTREAM_PYTHON=$(command -v python3)"; exit 0; fi
 # the venv is brought up to date when the requirements change (pip installs only what is missing)

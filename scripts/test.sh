@@ -23,7 +23,11 @@ if printf '%s\n' "${files[@]}" | grep -q '/prometheus\.test\.js$'; then
 fi
 
 started=0
-stop() { if [ $started = 1 ]; then bash scripts/kafka/stop.sh >&2 || true; fi; }
+s3_started=0
+stop() {
+  if [ $started = 1 ]; then bash scripts/kafka/stop.sh >&2 || true; fi
+  if [ $s3_started = 1 ]; then bash scripts/s3/stop.sh >&2 || true; fi
+}
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -37,6 +41,16 @@ if printf '%s\n' "${files[@]}" | grep -q '/kafka/' && [ -z "${CRAWLSTREAM_BROKER
   eval "$kafka_env"
   export CRAWLSTREAM_BROKERS CRAWLSTREAM_REGISTRY
   export CRAWLSTREAM_SECURE_BROKERS CRAWLSTREAM_SECURE_CA CRAWLSTREAM_SECURE_USERNAME CRAWLSTREAM_SECURE_PASSWORD CRAWLSTREAM_SECURE_OAUTH_KEY
+fi
+
+# a SeaweedFS S3 server for the tests of --warc-store (files named *warc-store*), unless one is given
+# (CRAWLSTREAM_S3_SERVER: not CRAWLSTREAM_S3_ENDPOINT, which every crawl would read as --s3-endpoint);
+# `weed` is built from its Go module on first use and cached (scripts/s3/fetch.sh)
+if printf '%s\n' "${files[@]}" | grep -q 'warc-store[^/]*\.test\.js$' && [ -z "${CRAWLSTREAM_S3_SERVER:-}" ]; then
+  s3_started=1
+  s3_env="$(bash scripts/s3/start.sh)" || { echo 'could not start SeaweedFS (scripts/s3/start.sh; needs Go to build it once)' >&2; exit 1; }
+  eval "$s3_env"
+  export CRAWLSTREAM_S3_SERVER CRAWLSTREAM_S3_RUN AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
 fi
 
 # Two lanes (scripts/run-tests.mjs): the Kafka tests (one shared broker, the default topics) one at a

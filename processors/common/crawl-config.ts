@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../../core/errors.js';
+import type { WarcStoreTarget } from './warc-store-target.js';
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -117,6 +118,8 @@ export interface CrawlConfig {
   readonly recrawlShare: number;
   /** Whether robots.txt `Sitemap:` lines (and feed links in pages) are followed. */
   readonly sitemaps: boolean;
+  /** `--warc-store`: where closed WARC files are uploaded; null: they stay in the data dir. */
+  readonly warcStore: WarcStoreTarget | null;
 }
 
 export const DEFAULT_USER_AGENT = 'crawlstream/0.1 (+https://crawlstream.invalid/bot)';
@@ -177,6 +180,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   feedMaxIntervalMs: 24 * 3_600_000,
   recrawlShare: 0.5,
   sitemaps: true,
+  warcStore: null,
 };
 
 /** The range a numeric field of CrawlConfig may take. */

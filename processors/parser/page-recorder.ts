@@ -48,6 +48,8 @@ export class PageRecorder {
     private readonly metrics: Metrics,
     private readonly sinks: RecorderSinks,
     private readonly stamp: RecordStamp = LIVE_STAMP,
+    /** The object URI of a WARC file name (--warc-store), or null while files stay local. */
+    private readonly warcUriOf: (file: string) => string | null = () => null,
   ) {}
 
   /** Handles one parsed page; `key` is the record's key, i.e. the site of the partition it was sent to. */
@@ -119,6 +121,7 @@ export class PageRecorder {
         lastModified: page.lastModified ?? null,
         parserVersion: this.stamp.parserVersion,
         reparsed: this.stamp.reparsed,
+        warcUri: page.warcFile === null ? null : this.warcUriOf(page.warcFile),
       },
       timestamp,
     );

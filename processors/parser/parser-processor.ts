@@ -15,6 +15,8 @@ import type { HtmlAnalysis } from './html-analysis.js';
 import { ParsePool } from './parse-pool.js';
 import { PageRecorder } from './page-recorder.js';
 import { WARC_STORE, warcStore, type WarcStore } from './warc-store.js';
+import { WarcShipping, uploadsStore } from './warc-shipping.js';
+import { objectUri } from '../common/warc-store-target.js';
 
 /** Fingerprints of the URLs whose page record is published. Changelogged; site-keyed. */
 export const RECORDED_STORE = 'parser-recorded';
@@ -33,11 +35,12 @@ export const OFFLOAD_MIN_BYTES = 8 * 1024;
 /** What the parser sends: page records, their content, links, and parsed pages to its own site-keyed half. */
 export type ParserOutput = PageRecord | PageContent | LinkBatch | ParsedPage;
 
-/** Every store of the parser: WARC output, exact and near duplicate detection, URLs recorded. */
+/** Every store of the parser: WARC output and its upload ledger, exact and near duplicate detection, URLs recorded. */
 export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder[] {
   return [
     keyValueStore(RECORDED_STORE, bufferSerde, bufferSerde),
     warcStore(warcDir, config.warcMaxFileBytes),
+    uploadsStore(),
     ...dedupeStores(),
   ];
 }
@@ -66,6 +69,7 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   private recorder!: PageRecorder;
   private duplicates!: SiteDuplicates;
   private pool: ParsePool | undefined;
+  private shipping: WarcShipping | undefined;
   private robotsToken = '';
   /** Settles when the last record handed in has taken effect; undefined when none is pending. */
   private tail: Promise<void> | undefined;
@@ -78,6 +82,8 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
     if (this.config.threads > 1) this.pool = ParsePool.acquire(this.config.threads - 1);
     this.robotsToken = productToken(this.config.userAgent);
     const warc = context.getStateStore<WarcStore>(WARC_STORE);
+    const target = this.config.warcStore;
+    if (target !== null) this.shipping = new WarcShipping(context, warc, target);
     const forwardParsed = (key: string, page: ParsedPage, timestamp: number) =>
       context.forward({ key, value: page, timestamp }, PARSED_PAGES_SINK);
     this.archiver = new PageArchiver(
@@ -98,6 +104,8 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
         pageContent: (value, timestamp) => context.forward({ key: value.site, value, timestamp }, PAGE_CONTENT_SINK),
         parsedPage: forwardParsed,
       },
+      undefined,
+      (file) => (target === null ? null : objectUri(target, file)),
     );
   }
 
@@ -131,6 +139,13 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   close(): void {
     this.pool?.release();
     this.pool = undefined;
+    this.shipping?.close();
+    this.shipping = undefined;
+  }
+
+  /** With --warc-store: idle once no WARC file is open and every closed one is uploaded. */
+  isIdle(): boolean {
+    return this.shipping?.isIdle() ?? true;
   }
 
   /**

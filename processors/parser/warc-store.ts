@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { StateStore } from '../../state/state-store.js';
 import type { StoreBuilder } from '../../state/store-builder.js';
 import { WarcWriter } from './warc-writer.js';
+import { parseWarcFileName } from './warc-files.js';
 
 export const WARC_STORE = 'warc';
 
@@ -11,7 +12,15 @@ export const WARC_STORE = 'warc';
  */
 export class WarcStore implements StateStore {
   readonly name = WARC_STORE;
+  /** Told each file's final name when the writer closes it (the WARC uploader sets it). */
+  onFileClosed: ((name: string) => void) | undefined;
   constructor(readonly writer: WarcWriter) {}
+
+  /** Whether `name` (in the writer's dir) is a closed WARC file of this store's writer. */
+  ownsClosedFile(name: string): boolean {
+    const parsed = parseWarcFileName(name, this.writer.prefix, this.writer.partition);
+    return parsed !== undefined && !parsed.open;
+  }
 
   flush(): void {
     this.writer.flush();
@@ -31,7 +40,9 @@ export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number)
     name: WARC_STORE,
     changelog: false,
     build: (context) => {
+      let store: WarcStore | undefined;
       const writer = new WarcWriter({
+        onFileClosed: (name) => store?.onFileClosed?.(name),
         dir: join(dir),
         partition: context.taskId.partition,
         maxFileBytes,
@@ -39,7 +50,7 @@ export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number)
         ...(gzipLevel !== undefined ? { gzipLevel } : {}),
       });
       writer.open();
-      return new WarcStore(writer);
+      return (store = new WarcStore(writer));
     },
   };
 }

@@ -54,6 +54,12 @@ export interface WarcWriterOptions {
    * the gzip member as they are, at any level.
    */
   gzipLevel?: number;
+  /**
+   * Called with a file's final name once it is closed (renamed, fsynced): after rotation,
+   * `closeFile()` and `close()`. Files recovered by `open()` are not announced; a caller that
+   * wants them lists the directory after `open()`. Must not throw or call back into the writer.
+   */
+  onFileClosed?: (name: string) => void;
 }
 
 export interface RequestResponseArgs {
@@ -114,13 +120,17 @@ const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
  * between two writers of the same (dir, prefix, partition).
  */
 export class WarcWriter {
-  private readonly dir: string;
-  private readonly prefix: string;
-  private readonly partition: number;
+  /** Where the files are written, their name prefix and partition, as given. */
+  readonly dir: string;
+  readonly prefix: string;
+  readonly partition: number;
   private readonly maxFileBytes: number;
   private readonly software: string;
   private readonly operator: string | undefined;
   private readonly gzipLevel: number;
+  private readonly onFileClosed: ((name: string) => void) | undefined;
+  /** Wall-clock time of the last record appended (or of the open file's creation). */
+  private lastAppendAt = 0;
   private state: 'new' | 'open' | 'closed' = 'new';
   private nextSeq = 0;
   private lastStamp = 0;
@@ -157,6 +167,7 @@ export class WarcWriter {
       throw new InvalidOptionError(`WARC gzipLevel must be an integer in 1..9, got ${gzipLevel}`);
     }
     this.gzipLevel = gzipLevel;
+    this.onFileClosed = o.onFileClosed;
   }
 
   /**
@@ -304,6 +315,19 @@ export class WarcWriter {
     file.synced = file.size;
   }
 
+  /**
+   * Milliseconds since the open file last got a record, at `now`; undefined when no file is open.
+   * An uploader closes a quiet file (`closeFile()`) so the last records of an idle crawl leave.
+   */
+  openFileQuietMs(now: number): number | undefined {
+    return this.current === undefined ? undefined : now - this.lastAppendAt;
+  }
+
+  /** Closes the open file, if any (as rotation does); the next record starts a new one. */
+  closeFile(): void {
+    if (this.state === 'open') this.finishFile();
+  }
+
   /** Flushes and renames the current file to its final name. Idempotent. */
   close(): void {
     if (this.state === 'closed') return;
@@ -330,6 +354,7 @@ export class WarcWriter {
     }
     const locations: WarcLocation[] = [];
     const start = file.size;
+    this.lastAppendAt = Date.now();
     try {
       for (const [i, member] of members.entries()) {
         locations.push({ file: file.name, offset: file.size, length: member.length, recordId: recordIds[i]! });
@@ -382,6 +407,7 @@ export class WarcWriter {
     // the new directory entry must survive a crash for flushed records in it to be found
     fsyncDir(this.dir);
     this.current = { fd, name, size: member.length, synced: 0, bodyStart: member.length, warcinfoId };
+    this.lastAppendAt = Date.now();
     return this.current;
   }
 
@@ -393,6 +419,7 @@ export class WarcWriter {
     closeSync(file.fd);
     renameSync(join(this.dir, file.name + OPEN_SUFFIX), join(this.dir, file.name));
     fsyncDir(this.dir);
+    this.onFileClosed?.(file.name);
   }
 
   /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */

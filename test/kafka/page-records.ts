@@ -34,6 +34,12 @@ export interface ReadPageRecord {
   /** When the page was fetched (ms since the epoch), and its visit number: they tell two records of one URL apart. */
   fetchTime: number;
   visit: number | null;
+  /** The WARC file's object with --warc-store (null without it, or in records older than the field), and the record's length. */
+  warcUri: string | null;
+  warcLength: number | null;
+  errorCode: string | null;
+  duplicateOf: string | null;
+  notModified: boolean;
 }
 
 /**

@@ -58,7 +58,10 @@ while len(done) < len(partitions) and empty_polls < 10:
                       'url': record['url'], 'status': record['status'],
                       'warcFile': record.get('warcFile'), 'warcOffset': record.get('warcOffset'),
                       'parserVersion': record.get('parserVersion', 0), 'reparsed': record.get('reparsed', False),
-                      'fetchTime': millis(record.get('fetchTime')), 'visit': record.get('visit')}))
+                      'fetchTime': millis(record.get('fetchTime')), 'visit': record.get('visit'),
+                      'warcUri': record.get('warcUri'), 'warcLength': record.get('warcLength'),
+                      'errorCode': record.get('errorCode'), 'duplicateOf': record.get('duplicateOf'),
+                      'notModified': record.get('notModified', False)}))
     if msg.offset() + 1 >= ends[msg.partition()] - 1:
         done.add(msg.partition())
 consumer.close()

@@ -44,6 +44,7 @@ function page(overrides: Partial<PageRecord> = {}): PageRecord {
     lastModified: 'Tue, 14 Nov 2023 22:13:20 GMT',
     parserVersion: 1,
     reparsed: false,
+    warcUri: null,
     ...overrides,
   };
 }

@@ -39,6 +39,7 @@ function pageRecord(site: string, i: number, duplicate: boolean): PageRecord {
     lastModified: null,
     parserVersion: 1,
     reparsed: false,
+    warcUri: null,
   };
 }
 

@@ -47,6 +47,7 @@ function record(r: FetchRequest, fetchTime: number, over: Partial<PageRecord>): 
     lastModified: null,
     parserVersion: 1,
     reparsed: false,
+    warcUri: null,
     ...over,
   };
 }
