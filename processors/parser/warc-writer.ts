@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
 import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
+import { indexClosedFile, indexMissing } from './cdxj-index.js';
 import {
   DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
@@ -54,6 +55,11 @@ export interface WarcWriterOptions {
    * the gzip member as they are, at any level.
    */
   gzipLevel?: number;
+  /**
+   * Write each file's CDXJ index (`<base>.cdxj`, pywb's format) beside it when the file closes,
+   * before it takes its final name, so a final-named WARC always has its index. Default false.
+   */
+  cdxj?: boolean;
 }
 
 export interface RequestResponseArgs {
@@ -121,6 +127,7 @@ export class WarcWriter {
   private readonly software: string;
   private readonly operator: string | undefined;
   private readonly gzipLevel: number;
+  private readonly cdxj: boolean;
   private state: 'new' | 'open' | 'closed' = 'new';
   private nextSeq = 0;
   private lastStamp = 0;
@@ -157,6 +164,7 @@ export class WarcWriter {
       throw new InvalidOptionError(`WARC gzipLevel must be an integer in 1..9, got ${gzipLevel}`);
     }
     this.gzipLevel = gzipLevel;
+    this.cdxj = o.cdxj ?? false;
   }
 
   /**
@@ -177,10 +185,12 @@ export class WarcWriter {
       if (!parsed.open) continue;
       const path = join(this.dir, name);
       if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
-      else renameSync(path, path.slice(0, -OPEN_SUFFIX.length));
+      else this.closeFile(path);
       recovered = true;
     }
     if (recovered) fsyncDir(this.dir);
+    if (this.cdxj)
+      indexMissing(this.dir, (name) => parseWarcFileName(name, this.prefix, this.partition)?.open === false);
     this.state = 'open';
   }
 
@@ -391,8 +401,15 @@ export class WarcWriter {
     this.current = undefined;
     fsyncSync(file.fd);
     closeSync(file.fd);
-    renameSync(join(this.dir, file.name + OPEN_SUFFIX), join(this.dir, file.name));
+    this.closeFile(join(this.dir, file.name + OPEN_SUFFIX));
     fsyncDir(this.dir);
+  }
+
+  /** Gives a complete `.open` file its final name, indexing it first when asked to. */
+  private closeFile(openPath: string): void {
+    const finalPath = openPath.slice(0, -OPEN_SUFFIX.length);
+    if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath));
+    else renameSync(openPath, finalPath);
   }
 
   /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */
