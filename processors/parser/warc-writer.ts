@@ -267,7 +267,7 @@ export class WarcWriter {
    * that of the record at `refersToUri`/`refersToDate`.
    */
   writeRevisit(args: RevisitArgs): WarcLocation {
-    const block = httpResponseHead(args.statusLine, args.responseHeaders, 0);
+    const block = httpResponseHead(args.statusLine, args.responseHeaders);
     const refersTo: WarcFields = args.refersToRecordId === undefined ? [] : [['WARC-Refers-To', args.refersToRecordId]];
     const recordId = newRecordId();
     const date = warcDate(args.date);
