@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
@@ -54,9 +55,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function get(url: string): Promise<{ status: number; body: Buffer }> {
-  const r = await fetch(url, { redirect: 'manual' });
-  return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
+/** A GET that hands back the body as sent: no content decoding (fetch() would gunzip a gzip-encoded page). */
+function get(url: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers: { 'accept-encoding': 'gzip, br' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
+  });
 }
 
 test('each WARC of a crawl has a CDXJ index equal to cdxj-indexer’s, and pywb replays the crawled pages from them', async (t) => {
