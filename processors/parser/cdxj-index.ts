@@ -46,27 +46,78 @@ export function* cdxjEntries(
   filename = basename(warcPath).replace(/\.open$/, ''),
 ): Generator<CdxjEntry> {
   for (const r of readWarcFile(warcPath)) {
-    if (isDefect(r) || !INDEXED_TYPES.has(r.type)) continue;
-    const contentType = r.fields.get('content-type');
-    if ((r.type === 'resource' || r.type === 'metadata') && contentType === WARC_FIELDS) continue;
-    const url = r.fields.get('warc-target-uri') ?? '';
-    const head = r.type === 'response' || r.type === 'revisit' ? httpHead(r.block) : undefined;
-    const mime = r.type === 'revisit' ? 'warc/revisit' : head !== undefined ? head.contentType : contentType;
-    const digest = payloadDigest(r, head);
-    // pywb's field order: url, mime, status, digest, length, offset, filename
-    yield {
-      key: surt(url),
-      timestamp: timestamp14(r.fields.get('warc-date') ?? ''),
-      fields: {
-        url,
-        ...(mime !== undefined ? { mime: mimeType(mime) } : {}),
-        ...(head?.status !== undefined ? { status: head.status } : {}),
-        ...(digest !== undefined ? { digest } : {}),
-        length: String(r.length),
-        offset: String(r.offset),
-        filename,
-      },
-    };
+    if (isDefect(r)) continue;
+    const entry = cdxjEntryOf(r, filename);
+    if (entry !== undefined) yield entry;
+  }
+}
+
+/**
+ * The index entry of one record, or undefined for a record cdxj-indexer does not index. Only the
+ * head of the block is read, except for a response without WARC-Payload-Digest.
+ */
+export function cdxjEntryOf(
+  r: Pick<WarcRecord, 'type' | 'fields' | 'block' | 'offset' | 'length'>,
+  filename: string,
+): CdxjEntry | undefined {
+  if (!INDEXED_TYPES.has(r.type)) return undefined;
+  const contentType = r.fields.get('content-type');
+  if ((r.type === 'resource' || r.type === 'metadata') && contentType === WARC_FIELDS) return undefined;
+  const url = r.fields.get('warc-target-uri') ?? '';
+  const head = r.type === 'response' || r.type === 'revisit' ? httpHead(r.block) : undefined;
+  const mime = r.type === 'revisit' ? 'warc/revisit' : head !== undefined ? head.contentType : contentType;
+  const digest = payloadDigest(r, head);
+  // pywb's field order: url, mime, status, digest, length, offset, filename
+  return {
+    key: surt(url),
+    timestamp: timestamp14(r.fields.get('warc-date') ?? ''),
+    fields: {
+      url,
+      ...(mime !== undefined ? { mime: mimeType(mime) } : {}),
+      ...(head?.status !== undefined ? { status: head.status } : {}),
+      ...(digest !== undefined ? { digest } : {}),
+      length: String(r.length),
+      offset: String(r.offset),
+      filename,
+    },
+  };
+}
+
+/**
+ * The index lines of the file being written, collected as records are appended, so closing a
+ * file costs a sort and a write instead of reading the file again (a 1 GiB file takes seconds to
+ * inflate, during which the parser task would stand still). What it derives is what
+ * `cdxjEntries` derives from the bytes: the same function reads the same fields and head.
+ */
+export class CdxjIndexBuilder {
+  private readonly lines: Buffer[] = [];
+  constructor(private readonly filename: string) {}
+
+  /**
+   * Adds a response or revisit record just written at `at` of this builder's file, with the HTTP
+   * head it stored; `digest` is its WARC-Payload-Digest (absent for a revisit without one).
+   */
+  add(
+    type: 'response' | 'revisit',
+    uri: string,
+    warcDate: string,
+    digest: string | undefined,
+    head: Buffer,
+    at: { offset: number; length: number },
+  ): void {
+    const fields = new Map([
+      ['warc-target-uri', uri],
+      ['warc-date', warcDate],
+      ['content-type', 'application/http;msgtype=response'],
+    ]);
+    if (digest !== undefined) fields.set('warc-payload-digest', digest);
+    const entry = cdxjEntryOf({ type, fields, block: head, offset: at.offset, length: at.length }, this.filename);
+    if (entry !== undefined) this.lines.push(Buffer.from(cdxjLine(entry), 'utf8'));
+  }
+
+  /** Writes the index of `warcPath` (which must be this builder's file) as `writeCdxjIndex` does. */
+  write(warcPath: string): { path: string; lines: number } {
+    return writeCdxjLines(warcPath, this.lines);
   }
 }
 
@@ -86,11 +137,17 @@ export function cdxjLine(e: CdxjEntry): string {
  * Returns the index's path and line count. Throws CS_DISK_FULL/CS_INTERNAL like WARC writes.
  */
 export function writeCdxjIndex(warcPath: string, filename?: string): { path: string; lines: number } {
-  const lines = [...cdxjEntries(warcPath, filename)].map((e) => Buffer.from(cdxjLine(e), 'utf8'));
-  lines.sort(Buffer.compare);
+  return writeCdxjLines(
+    warcPath,
+    [...cdxjEntries(warcPath, filename)].map((e) => Buffer.from(cdxjLine(e), 'utf8')),
+  );
+}
+
+function writeCdxjLines(warcPath: string, lines: Buffer[]): { path: string; lines: number } {
+  const sorted = [...lines].sort(Buffer.compare);
   const path = cdxjPathFor(warcPath);
   const tmp = `${path}.tmp`;
-  const data = Buffer.concat(lines);
+  const data = Buffer.concat(sorted);
   let fd: number | undefined;
   try {
     fd = openSync(tmp, 'w');
@@ -109,7 +166,7 @@ export function writeCdxjIndex(warcPath: string, filename?: string): { path: str
     throw writeError(err, basename(path));
   }
   fsyncDir(dirname(path) || '.');
-  return { path, lines: lines.length };
+  return { path, lines: sorted.length };
 }
 
 /** What warcio reads from an HTTP head: the status code and the first Content-Type. */
@@ -135,7 +192,10 @@ function mimeType(value: string): string {
 }
 
 /** WARC-Payload-Digest; computed as warcio does when absent, except for revisits, which have no payload. */
-function payloadDigest(r: WarcRecord, head: { status?: string } | undefined): string | undefined {
+function payloadDigest(
+  r: Pick<WarcRecord, 'type' | 'fields' | 'block'>,
+  head: { status?: string } | undefined,
+): string | undefined {
   const stated = r.fields.get('warc-payload-digest');
   if (stated !== undefined || r.type === 'revisit') return stated;
   if (head === undefined) return sha1Digest(r.block);
@@ -155,14 +215,16 @@ function pyJsonString(s: string): string {
 }
 
 /**
- * Indexes a complete WARC still at its `.open` name, then gives it its final name with `rename`.
+ * Indexes a complete WARC still at its `.open` name (from `builder`'s lines when the writer
+ * collected them, else by reading the file), then gives it its final name with `rename`.
  * The rename happens even when indexing fails (the archive matters more than its index); the
  * error is thrown after it, and the next `indexMissing` writes the index.
  */
-export function indexClosedFile(openPath: string, rename: () => void): void {
+export function indexClosedFile(openPath: string, rename: () => void, builder?: CdxjIndexBuilder): void {
   let failure: unknown;
   try {
-    writeCdxjIndex(openPath);
+    if (builder !== undefined) builder.write(openPath);
+    else writeCdxjIndex(openPath);
   } catch (err) {
     failure = err;
   }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
 import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
-import { indexClosedFile, indexMissing } from './cdxj-index.js';
+import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
 import {
   DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
@@ -134,6 +134,8 @@ export class WarcWriter {
   /** The open file; `synced` is its size at the last fsync. */
   private current:
     { fd: number; name: string; size: number; synced: number; bodyStart: number; warcinfoId: string } | undefined;
+  /** The current file's index lines so far, when `cdxj`. */
+  private index: CdxjIndexBuilder | undefined;
 
   constructor(o: WarcWriterOptions) {
     if (typeof o.dir !== 'string' || o.dir === '') {
@@ -259,6 +261,7 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, responseId)]),
     ]);
+    this.index?.add('response', args.targetUri, date, payloadDigest, responseHead, response!);
     return { request: request!, response: response!, payloadDigest, blockDigest };
   }
 
@@ -272,7 +275,7 @@ export class WarcWriter {
     const recordId = newRecordId();
     const date = warcDate(args.date);
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
-    return this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
+    const location = this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
       recordMember(
         [
           ['WARC-Type', 'revisit'],
@@ -296,6 +299,8 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
     ])[0]!;
+    this.index?.add('revisit', args.targetUri, date, args.payloadDigest, block, location);
+    return location;
   }
 
   /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
@@ -392,6 +397,7 @@ export class WarcWriter {
     // the new directory entry must survive a crash for flushed records in it to be found
     fsyncDir(this.dir);
     this.current = { fd, name, size: member.length, synced: 0, bodyStart: member.length, warcinfoId };
+    this.index = this.cdxj ? new CdxjIndexBuilder(name) : undefined;
     return this.current;
   }
 
@@ -401,14 +407,14 @@ export class WarcWriter {
     this.current = undefined;
     fsyncSync(file.fd);
     closeSync(file.fd);
-    this.closeFile(join(this.dir, file.name + OPEN_SUFFIX));
+    this.closeFile(join(this.dir, file.name + OPEN_SUFFIX), this.index);
     fsyncDir(this.dir);
   }
 
-  /** Gives a complete `.open` file its final name, indexing it first when asked to. */
-  private closeFile(openPath: string): void {
+  /** Gives a complete `.open` file its final name, indexing it first when asked to (from `index` when collected). */
+  private closeFile(openPath: string, index?: CdxjIndexBuilder): void {
     const finalPath = openPath.slice(0, -OPEN_SUFFIX.length);
-    if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath));
+    if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath), index);
     else renameSync(openPath, finalPath);
   }
 
