@@ -233,20 +233,26 @@ export function indexClosedFile(openPath: string, rename: () => void, builder?: 
 }
 
 /**
- * Writes the index of each final-named WARC in `dir` for which `isOwn(name)` holds and that has
- * none (a file closed by a version that wrote none, or whose indexing failed), and removes its
- * leftover temporary index. Returns the names indexed.
+ * Writes the index of each final-named WARC in `dir` for which `isOwn(name)` holds (names that
+ * sort in writing order) that has none although it is the newest or an older one has one: its
+ * indexing failed. Removes leftover temporary indexes. Older files without an index were written
+ * before indexing was on and are left alone: indexing them would read every byte of an archive
+ * that may be hundreds of GiB, at startup (`cdxj-indexer` indexes them offline). Returns the names
+ * indexed.
  */
 export function indexMissing(dir: string, isOwn: (warcName: string) => boolean): string[] {
   const names = new Set(readdirSync(dir));
+  const own = [...names].filter(isOwn).sort();
   const done: string[] = [];
-  for (const name of names) {
-    if (!isOwn(name)) continue;
+  let indexing = false;
+  for (const [i, name] of own.entries()) {
     const index = basename(cdxjPathFor(name));
     if (names.has(`${index}.tmp`)) unlinkSync(join(dir, `${index}.tmp`));
-    if (names.has(index)) continue;
-    writeCdxjIndex(join(dir, name));
-    done.push(name);
+    if (names.has(index)) indexing = true;
+    else if (indexing || i === own.length - 1) {
+      writeCdxjIndex(join(dir, name));
+      done.push(name);
+    }
   }
   return done;
 }

@@ -106,24 +106,30 @@ test('a file left open by a crash is indexed when the next writer recovers it, i
   next.close();
 });
 
-test('open() indexes a closed file of its partition that has no index and removes a torn temporary index', (t) => {
+test('open() indexes a closed file of its partition whose index is missing after an indexed one, not those from before indexing, and removes a torn temporary index', (t) => {
   const dir = tempDir(t);
-  const old = new WarcWriter({ dir, partition: 2 });
-  old.open();
-  writeMix(old, 2);
-  old.close();
+  // two written before indexing was on, then one with it on, then one whose index was lost
+  for (const cdxj of [false, false, true, false]) {
+    const w = new WarcWriter({ dir, partition: 2, cdxj });
+    w.open();
+    writeMix(w, 1);
+    w.close();
+  }
   const other = new WarcWriter({ dir, partition: 3 });
   other.open();
   writeMix(other, 1);
   other.close();
-  const [mine, theirs] = listFiles(dir);
-  writeFileSync(join(dir, mine!.replace(/\.warc\.gz$/, '.cdxj.tmp')), 'com,torn)/ 2026');
+  const [older, before, indexed, lost, theirs] = listFiles(dir).filter((f) => f.endsWith('.warc.gz'));
+  const cdxj = (f: string) => f.replace(/\.warc\.gz$/, '.cdxj');
+  writeFileSync(join(dir, `${cdxj(lost!)}.tmp`), 'com,torn)/ 2026');
+  assert.deepEqual(listFiles(dir), [older, before, cdxj(indexed!), indexed, lost, `${cdxj(lost!)}.tmp`, theirs].sort());
 
   const w = new WarcWriter({ dir, partition: 2, cdxj: true });
   w.open();
   w.close();
-  assert.deepEqual(listFiles(dir), [mine!.replace(/\.warc\.gz$/, '.cdxj'), mine, theirs].sort());
-  assert.equal(indexOf(dir, mine!), cdxjIndexer(join(dir, mine!)));
+  // files from before indexing are left alone: indexing a whole old archive at startup could take hours
+  assert.deepEqual(listFiles(dir), [older, before, cdxj(indexed!), indexed, cdxj(lost!), lost, theirs].sort());
+  assert.equal(indexOf(dir, lost!), cdxjIndexer(join(dir, lost!)));
 });
 
 test('a file whose index cannot be written still gets its final name; the error names the index, and the next open() writes it', (t) => {
