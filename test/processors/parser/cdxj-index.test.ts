@@ -108,7 +108,8 @@ test('a file left open by a crash is indexed when the next writer recovers it, i
 
 test('open() indexes a closed file of its partition whose index is missing after an indexed one, not those from before indexing, and removes a torn temporary index', (t) => {
   const dir = tempDir(t);
-  // two written before indexing was on, then one with it on, then one whose index was lost
+  // two written before indexing was on (the first writer with it on indexes the newest of them
+  // at open(), as a file that may have lost its index), then one with it on, then one whose index was lost
   for (const cdxj of [false, false, true, false]) {
     const w = new WarcWriter({ dir, partition: 2, cdxj });
     w.open();
@@ -122,13 +123,19 @@ test('open() indexes a closed file of its partition whose index is missing after
   const [older, before, indexed, lost, theirs] = listFiles(dir).filter((f) => f.endsWith('.warc.gz'));
   const cdxj = (f: string) => f.replace(/\.warc\.gz$/, '.cdxj');
   writeFileSync(join(dir, `${cdxj(lost!)}.tmp`), 'com,torn)/ 2026');
-  assert.deepEqual(listFiles(dir), [older, before, cdxj(indexed!), indexed, lost, `${cdxj(lost!)}.tmp`, theirs].sort());
+  assert.deepEqual(
+    listFiles(dir),
+    [older, cdxj(before!), before, cdxj(indexed!), indexed, lost, `${cdxj(lost!)}.tmp`, theirs].sort(),
+  );
 
   const w = new WarcWriter({ dir, partition: 2, cdxj: true });
   w.open();
   w.close();
-  // files from before indexing are left alone: indexing a whole old archive at startup could take hours
-  assert.deepEqual(listFiles(dir), [older, before, cdxj(indexed!), indexed, cdxj(lost!), lost, theirs].sort());
+  // older files from before indexing are left alone: indexing a whole old archive at startup could take hours
+  assert.deepEqual(
+    listFiles(dir),
+    [older, cdxj(before!), before, cdxj(indexed!), indexed, cdxj(lost!), lost, theirs].sort(),
+  );
   assert.equal(indexOf(dir, lost!), cdxjIndexer(join(dir, lost!)));
 });
 
