@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Finds a Python with the tests' independent tools (test/python/requirements.txt: warcio, confluent-kafka, prometheus-client,
-# fastavro) and prints `CRAWLSTREAM_PYTHON=<path>`. The machine's python3 is used when it has them;
+# fastavro, cdxj-indexer, pywb) and prints `CRAWLSTREAM_PYTHON=<path>`. The machine's python3 is used when it has them;
 # otherwise a virtualenv under .cache/venv is made (once) and they are installed there.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQS="$ROOT/test/python/requirements.txt"
 VENV="$ROOT/.cache/venv"
-has_tools() { "$1" -c 'import warcio.cli, confluent_kafka, fastavro, prometheus_client, boto3' >/dev/null 2>&1; }
+has_tools() { "$1" -c 'import warcio.cli, confluent_kafka, fastavro, prometheus_client, cdxj_indexer.main, pywb.apps.cli, boto3' >/dev/null 2>&1; }
 
 if has_tools python3; then echo "CRAWLSTREAM_PYTHON=$(command -v python3)"; exit 0; fi
 # the venv is brought up to date when the requirements change (pip installs only what is missing)

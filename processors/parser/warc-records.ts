@@ -172,8 +172,11 @@ export function httpRequestBlock(requestHeaders: string): Buffer {
  * decoding, so `Transfer-Encoding` is renamed to `X-Crawlstream-Original-Transfer-Encoding`, and a
  * `Content-Length` that disagrees with the stored payload (truncation, chunking) is renamed
  * likewise and replaced by the true length. `Content-Encoding` stays: the payload keeps it.
+ * `payloadLength` undefined is a revisit's head: it stores no payload and replays with its
+ * original's, so `Content-Length` stays as received (pywb serves the original's payload with the
+ * revisit's headers, and a `Content-Length: 0` there would cut it to nothing).
  */
-export function httpResponseHead(statusLine: string, headers: HttpHeaders, payloadLength: number): Buffer {
+export function httpResponseHead(statusLine: string, headers: HttpHeaders, payloadLength?: number): Buffer {
   const list = Array.isArray(headers) ? headers : Object.entries(headers);
   let head = oneLine(statusLine).trim() + CRLF;
   let chunked = false;
@@ -186,7 +189,7 @@ export function httpResponseHead(statusLine: string, headers: HttpHeaders, paylo
     if (lower === 'transfer-encoding') {
       chunked = true;
       head += `${RENAMED_PREFIX}${name}: ${value}${CRLF}`;
-    } else if (lower === 'content-length') {
+    } else if (lower === 'content-length' && payloadLength !== undefined) {
       if (!lengthOk && value.trim() === String(payloadLength)) {
         lengthOk = true;
         head += `${name}: ${value}${CRLF}`;
@@ -198,7 +201,8 @@ export function httpResponseHead(statusLine: string, headers: HttpHeaders, paylo
       head += `${name}: ${value}${CRLF}`;
     }
   }
-  if (!lengthOk && (chunked || lengthRenamed)) head += `Content-Length: ${payloadLength}${CRLF}`;
+  if (payloadLength !== undefined && !lengthOk && (chunked || lengthRenamed))
+    head += `Content-Length: ${payloadLength}${CRLF}`;
   head += CRLF;
   return Buffer.from(head, encodingOf(head));
 }

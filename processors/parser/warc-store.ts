@@ -47,6 +47,7 @@ export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number)
         partition: context.taskId.partition,
         maxFileBytes,
         software: 'crawlstream/0.1',
+        cdxj: true,
         ...(gzipLevel !== undefined ? { gzipLevel } : {}),
       });
       writer.open();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
 import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
+import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
 import {
   DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
@@ -60,6 +61,10 @@ export interface WarcWriterOptions {
    * wants them lists the directory after `open()`. Must not throw or call back into the writer.
    */
   onFileClosed?: (name: string) => void;
+   * Write each file's CDXJ index (`<base>.cdxj`, pywb's format) beside it when the file closes,
+   * before it takes its final name, so a final-named WARC always has its index. Default false.
+   */
+  cdxj?: boolean;
 }
 
 export interface RequestResponseArgs {
@@ -131,12 +136,15 @@ export class WarcWriter {
   private readonly onFileClosed: ((name: string) => void) | undefined;
   /** Wall-clock time of the last record appended (or of the open file's creation). */
   private lastAppendAt = 0;
+  private readonly cdxj: boolean;
   private state: 'new' | 'open' | 'closed' = 'new';
   private nextSeq = 0;
   private lastStamp = 0;
   /** The open file; `synced` is its size at the last fsync. */
   private current:
     { fd: number; name: string; size: number; synced: number; bodyStart: number; warcinfoId: string } | undefined;
+  /** The current file's index lines so far, when `cdxj`. */
+  private index: CdxjIndexBuilder | undefined;
 
   constructor(o: WarcWriterOptions) {
     if (typeof o.dir !== 'string' || o.dir === '') {
@@ -168,6 +176,7 @@ export class WarcWriter {
     }
     this.gzipLevel = gzipLevel;
     this.onFileClosed = o.onFileClosed;
+    this.cdxj = o.cdxj ?? false;
   }
 
   /**
@@ -188,10 +197,12 @@ export class WarcWriter {
       if (!parsed.open) continue;
       const path = join(this.dir, name);
       if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
-      else renameSync(path, path.slice(0, -OPEN_SUFFIX.length));
+      else this.closeFile(path);
       recovered = true;
     }
     if (recovered) fsyncDir(this.dir);
+    if (this.cdxj)
+      indexMissing(this.dir, (name) => parseWarcFileName(name, this.prefix, this.partition)?.open === false);
     this.state = 'open';
   }
 
@@ -260,6 +271,7 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, responseId)]),
     ]);
+    this.index?.add('response', args.targetUri, date, payloadDigest, responseHead, response!);
     return { request: request!, response: response!, payloadDigest, blockDigest };
   }
 
@@ -268,12 +280,12 @@ export class WarcWriter {
    * that of the record at `refersToUri`/`refersToDate`.
    */
   writeRevisit(args: RevisitArgs): WarcLocation {
-    const block = httpResponseHead(args.statusLine, args.responseHeaders, 0);
+    const block = httpResponseHead(args.statusLine, args.responseHeaders);
     const refersTo: WarcFields = args.refersToRecordId === undefined ? [] : [['WARC-Refers-To', args.refersToRecordId]];
     const recordId = newRecordId();
     const date = warcDate(args.date);
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
-    return this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
+    const location = this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
       recordMember(
         [
           ['WARC-Type', 'revisit'],
@@ -297,6 +309,8 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
     ])[0]!;
+    this.index?.add('revisit', args.targetUri, date, args.payloadDigest, block, location);
+    return location;
   }
 
   /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
@@ -408,6 +422,7 @@ export class WarcWriter {
     fsyncDir(this.dir);
     this.current = { fd, name, size: member.length, synced: 0, bodyStart: member.length, warcinfoId };
     this.lastAppendAt = Date.now();
+    this.index = this.cdxj ? new CdxjIndexBuilder(name) : undefined;
     return this.current;
   }
 
@@ -417,9 +432,16 @@ export class WarcWriter {
     this.current = undefined;
     fsyncSync(file.fd);
     closeSync(file.fd);
-    renameSync(join(this.dir, file.name + OPEN_SUFFIX), join(this.dir, file.name));
+    this.closeFile(join(this.dir, file.name + OPEN_SUFFIX), this.index);
     fsyncDir(this.dir);
     this.onFileClosed?.(file.name);
+  }
+
+  /** Gives a complete `.open` file its final name, indexing it first when asked to (from `index` when collected). */
+  private closeFile(openPath: string, index?: CdxjIndexBuilder): void {
+    const finalPath = openPath.slice(0, -OPEN_SUFFIX.length);
+    if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath), index);
+    else renameSync(openPath, finalPath);
   }
 
   /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */

@@ -379,3 +379,28 @@ test('gzipMember with a stored part inflates to exactly the parts joined, at eve
   const large = Buffer.concat(Array.from({ length: 10 }, () => text));
   assert.ok(gzipMember(large).length < large.length / 2, 'a large record is deflated');
 });
+
+test('a revisit stores the response head as received: its Content-Length is the payload it replays with', (t) => {
+  const dir = tempDir(t);
+  const w = new WarcWriter({ dir });
+  w.open();
+  const loc = w.writeRevisit({
+    targetUri: 'http://example.com/copy',
+    date: new Date('2024-05-01T12:00:05Z'),
+    refersToUri: 'http://example.com/page',
+    refersToDate: new Date('2024-05-01T12:00:00Z'),
+    payloadDigest: 'sha1:7KPTQ4X5DTVYSI5UJWNICV3KQY5RFLCT',
+    statusLine: 'HTTP/1.1 200 OK',
+    responseHeaders: [
+      ['Content-Type', 'text/html'],
+      ['Content-Length', '1257'],
+      ['Transfer-Encoding', 'identity'],
+    ],
+    profile: 'identical-payload-digest',
+  });
+  w.close();
+  assert.equal(
+    httpHead(parseRecord(readAt(dir, loc)).block),
+    'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1257\r\nX-Crawlstream-Original-Transfer-Encoding: identity',
+  );
+});
