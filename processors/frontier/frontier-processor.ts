@@ -33,12 +33,14 @@ import {
   QUEUE_STORE,
   SEEN_STORE,
   SITES_STORE,
+  SCOPE_STORE,
   type DeferredStore,
   type FrontStore,
   type HostStore,
   type MetaStore,
   type QueueStore,
   type RobotsStore,
+  type ScopeStore,
   type SeenStore,
   type SiteStore,
 } from './frontier-stores.js';
@@ -56,6 +58,7 @@ import { SeenSet } from '../../state/seen-set.js';
 import { RecrawlSchedule, type DueStore, type HistoryStore } from './recrawl-schedule.js';
 import { Revisits } from './revisits.js';
 import { BANDS, type Band } from './front-queues.js';
+import { LinkScope, SeedScope } from './scope.js';
 import { RecentOutcomes, SITE_QUERY, siteStatus, type SiteStatus } from './site-status.js';
 
 export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecord;
@@ -89,6 +92,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private seenSet!: SeenSet;
   private deferred!: DeferredSet;
   private revisits!: Revisits;
+  private scope!: LinkScope;
   private readonly heap = new HostHeap();
   private readonly leases = new Map<string, { host: string; expiresAt: number }>();
   /** Hosts with URLs in their back queue or a lease out: the active slots in use. */
@@ -166,6 +170,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.ctx.currentTimeMs(),
     );
     this.deferred = new DeferredSet(context.getStateStore<DeferredStore>(DEFERRED_STORE));
+    this.scope = new LinkScope(
+      this.config,
+      new SeedScope(this.config.scope, context.getStateStore<ScopeStore>(SCOPE_STORE)),
+    );
     // options may have changed since the last run (an operator raised a budget or an allowance)
     for (const [site] of this.deferred.sites())
       this.deferred.mark(site, { budget: true, template: true, exhausted: this.sites.seeded(site) });
@@ -267,6 +275,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       this.sites,
       this.deferred,
       this.ctx.metrics,
+      this.scope,
     );
     // a sitemap or feed: its new URLs first, and known ones it says changed are due now
     if (batch.fromFeed === true) {
