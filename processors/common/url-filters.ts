@@ -79,7 +79,109 @@ export function compileRule(text: string): UrlRule {
   } catch (err) {
     throw bad(`not an RE2 regular expression: ${(err as Error).message}`);
   }
-  return { text, matches: (url) => re.test(url) };
+  // a URL without the pattern's required literal cannot match: one `includes` instead of a run
+  // of the RE2 automaton for most URLs (the literal prefilter RE2 and Hyperscan use)
+  const literal = requiredLiteral(body);
+  if (literal.length < 2) return { text, matches: (url) => re.test(url) };
+  return { text, matches: (url) => url.includes(literal) && re.test(url) };
+}
+
+/**
+ * The longest string every match of an RE2 pattern contains ('' when none is found): a run of
+ * literal characters in the top-level concatenation. Conservative: a top-level alternation, a
+ * flag group such as `(?i)`, or an escape it does not know gives ''; groups and classes are
+ * skipped, and a character made optional by `*`, `?` or `{` ends a run without joining it.
+ */
+export function requiredLiteral(pattern: string): string {
+  let best = '';
+  let run = '';
+  const flush = () => {
+    if (run.length > best.length) best = run;
+    run = '';
+  };
+  const QUANT = '*+?{';
+  // skips a quantifier at i (and its lazy ?); returns the index after it
+  const skipQuantifier = (i: number): number => {
+    const c = pattern[i];
+    if (c === '{') {
+      const end = pattern.indexOf('}', i);
+      i = end < 0 ? pattern.length : end + 1;
+    } else if (c === '*' || c === '+' || c === '?') i++;
+    else return i;
+    return pattern[i] === '?' ? i + 1 : i;
+  };
+  let i = 0;
+  while (i < pattern.length) {
+    const c = pattern[i]!;
+    if (c === '|') return '';
+    if (c === '(') {
+      if (/^\(\?[a-zA-Z-]*\)/.test(pattern.slice(i, i + 12))) return '';
+      flush();
+      let depth = 0;
+      for (; i < pattern.length; i++) {
+        const g = pattern[i];
+        if (g === '\\') i++;
+        else if (g === '[') i = classEnd(pattern, i);
+        else if (g === '(') depth++;
+        else if (g === ')' && --depth === 0) break;
+      }
+      i = skipQuantifier(i + 1);
+      continue;
+    }
+    if (c === '[') {
+      flush();
+      i = skipQuantifier(classEnd(pattern, i) + 1);
+      continue;
+    }
+    if (c === '^' || c === '$' || c === '.') {
+      flush();
+      i = skipQuantifier(i + 1);
+      continue;
+    }
+    if (QUANT.includes(c) || c === ')') return '';
+    let ch = c;
+    let next = i + 1;
+    if (c === '\\') {
+      const e = pattern[i + 1] ?? '';
+      if (/[dDwWsSbBAz]/.test(e)) {
+        flush();
+        i = skipQuantifier(i + 2);
+        continue;
+      }
+      if (/[A-Za-z0-9]/.test(e) || e === '') return '';
+      ch = e;
+      next = i + 2;
+    }
+    const q = pattern[next];
+    if (q === '*' || q === '?' || q === '{') {
+      flush();
+      i = skipQuantifier(next);
+    } else if (q === '+') {
+      run += ch;
+      flush();
+      i = skipQuantifier(next);
+    } else {
+      run += ch;
+      i = next;
+    }
+  }
+  flush();
+  return best;
+}
+
+/** The index of the `]` closing the class that opens at `start` (the pattern's end if none). */
+function classEnd(pattern: string, start: number): number {
+  let i = start + 1;
+  if (pattern[i] === '^') i++;
+  if (pattern[i] === ']') i++;
+  for (; i < pattern.length; i++) {
+    if (pattern[i] === '\\') i++;
+    else if (pattern[i] === '[' && pattern[i + 1] === ':') {
+      const end = pattern.indexOf(':]', i + 2);
+      if (end > 0) i = end + 1;
+    } else if (pattern[i] === ']') return i;
+  }
+  return pattern.length;
 }
 
 function hostRule(text: string, glob: string, bad: (why: string) => InvalidOptionError): UrlRule {
@@ -94,8 +196,27 @@ function hostRule(text: string, glob: string, bad: (why: string) => InvalidOptio
     const dotted = `.${domain}`;
     return { text, matches: (_url, p) => p.host === domain || p.host.endsWith(dotted) };
   }
-  const re = RE2JS.compile(`^${pattern.split('*').map(escapeRe).join('.*')}$`);
-  return { text, matches: (_url, p) => re.test(p.host) };
+  const parts = pattern.split('*');
+  return { text, matches: (_url, p) => globMatches(parts, p.host) };
+}
+
+/**
+ * Whether `s` matches a glob whose only wildcard is `*`, split on it into `parts`: the first part
+ * a prefix, the last a suffix, each middle part found leftmost in order (greedy leftmost is exact
+ * for `*`-only globs, and linear).
+ */
+function globMatches(parts: readonly string[], s: string): boolean {
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (s.length < first.length + last.length || !s.startsWith(first) || !s.endsWith(last)) return false;
+  let at = first.length;
+  const end = s.length - last.length;
+  for (let k = 1; k < parts.length - 1; k++) {
+    const found = s.indexOf(parts[k]!, at);
+    if (found < 0 || found + parts[k]!.length > end) return false;
+    at = found + parts[k]!.length;
+  }
+  return true;
 }
 
 function surtRule(text: string, prefix: string, bad: (why: string) => InvalidOptionError): UrlRule {
@@ -123,10 +244,6 @@ function surtRule(text: string, prefix: string, bad: (why: string) => InvalidOpt
   return { text, matches: (_url, p) => surtOf(p).startsWith(surt) };
 }
 
-function escapeRe(s: string): string {
-  return s.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
-}
-
 /** The port of an origin when it has one (`:8080`), else ''. */
 export function portOf(origin: string): string {
   const m = /:(\d+)$/.exec(origin);
@@ -138,10 +255,18 @@ function isIp(host: string): boolean {
   return host.startsWith('[') || /^\d+\.\d+\.\d+\.\d+$/.test(host);
 }
 
+// the SURT host part of the last origin asked: the links of a batch mostly share one
+let lastOrigin = '';
+let lastSurtHost = '';
+
 /** The scheme-less SURT form of a URL: `(org,example,www,:8080)/path?query`. */
 export function surtOf(p: UrlParts): string {
-  const host = isIp(p.host) ? `${p.host},` : `${p.host.split('.').reverse().join(',')},`;
-  return `(${host}${portOf(p.origin)})${p.pathname}${p.search}`;
+  if (p.origin !== lastOrigin) {
+    const host = isIp(p.host) ? `${p.host},` : `${p.host.split('.').reverse().join(',')},`;
+    lastSurtHost = `(${host}${portOf(p.origin)})`;
+    lastOrigin = p.origin;
+  }
+  return `${lastSurtHost}${p.pathname}${p.search}`;
 }
 
 /**

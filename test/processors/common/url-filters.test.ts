@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRule, surtOf, UrlFilter, type UrlRule } from '../../../processors/common/url-filters.js';
+import { RE2JS } from 're2js';
+import {
+  compileRule,
+  requiredLiteral,
+  surtOf,
+  UrlFilter,
+  type UrlRule,
+} from '../../../processors/common/url-filters.js';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { parsedShape } from '../../../processors/frontier/url-shape.js';
 
@@ -143,4 +150,54 @@ test('--max-depth refuses links more hops from a seed than N and no fewer; 0 mea
   assert.equal(refusal(f, 'http://a.test/x', 2), undefined);
   assert.equal(refusal(f, 'http://a.test/x', 3), 'max-depth');
   assert.equal(refusal(filter(), 'http://a.test/x', 500), undefined);
+});
+
+test('the literal a regex requires is found only where every match must contain it', () => {
+  const cases: [string, string][] = [
+    ['[?&]replytocom=', 'replytocom='],
+    ['\\.php\\?.*sid=', '.php?'],
+    ['^https://www\\.site[0-9]+\\.example/', 'https://www.site'],
+    ['abc?d', 'ab'],
+    ['ab+cd', 'ab'],
+    ['foo{2,3}bar', 'bar'],
+    ['[]a]bcd', 'bcd'],
+    ['x\\dyz', 'yz'],
+    ['(?i:abc)def', 'def'],
+    ['a|bcd', ''],
+    ['(?i)abcd', ''],
+    ['abcd(?i)', ''],
+    ['\\x41bcd', ''],
+    ['(a+)+$', ''],
+  ];
+  for (const [pattern, literal] of cases) assert.equal(requiredLiteral(pattern), literal, pattern);
+});
+
+test('a regex rule answers as RE2 alone would, prefilter or not', () => {
+  const patterns = [
+    '[?&]replytocom=',
+    '/(wp-admin|wp-login)/',
+    '\\.php\\?.*sid=',
+    '^https://www\\.site[0-9]+\\.example/',
+    '(?i)/Calendar/',
+    'ab+c',
+    'a{2}b',
+    '/p/[0-9]{3}$',
+    'x?y?z',
+  ];
+  const urls = [
+    'https://www.site7.example/p/123',
+    'http://example.org/wp-admin/x',
+    'http://example.org/index.php?sid=1',
+    'http://example.org/a?replytocom=5',
+    'http://example.org/calendar/',
+    'http://example.org/abbbc',
+    'http://example.org/aab',
+    'http://example.org/ab',
+    'http://example.org/z',
+  ];
+  for (const p of patterns) {
+    const re = RE2JS.compile(p);
+    const rule = compileRule(`re:${p}`);
+    for (const url of urls) assert.equal(matches(rule, url), re.test(url), `${p} on ${url}`);
+  }
 });
