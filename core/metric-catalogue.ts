@@ -117,7 +117,7 @@ export const METRICS = {
   ),
   urls_refused: counter(
     'crawlstream_urls_refused',
-    'Links refused on admission by the crawl scope and filters (never requested, not marked seen), by rule: scope, max-depth, extension, allow, or deny and the rule.',
+    'Links refused on admission by the scope and filters (never requested, not marked seen), by rule.',
     ['rule'],
     'frontier',
   ),
