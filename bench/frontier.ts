@@ -24,8 +24,28 @@ import { figure, machineLine } from './machine.js';
 // and serialize its output, commit its stores), not the bench playing parser and fetchers
 // (encoding link batches and fetch results, decoding fetch requests): those run in other tasks.
 // "phase CPU" counts both, as this bench did before 2026-12.
-const N = Number(process.argv[2] ?? 10_000_000);
-const HOSTS = Number(process.argv[3] ?? 100_000);
+// `--rules`: the crawl runs with TEN_RULES, none of which refuses the bench's links (each is
+// evaluated in full: every deny rule misses, the last allow rule matches); pair it with a run
+// without, in one sitting (docs/BENCHMARKS.md)
+const ARGS = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const RULES = process.argv.includes('--rules');
+const N = Number(ARGS[0] ?? 10_000_000);
+const HOSTS = Number(ARGS[1] ?? 100_000);
+const TEN_RULES = {
+  // regexes as deny rules, as crawls use them (session ids, comment replies, admin pages,
+  // calendars); the allow side by host and SURT
+  denyRules: [
+    'host:*.ads.example',
+    'host:tracker*.example',
+    'surt:(example,site1,www,)/private/',
+    'surt:http://cdn.example',
+    're:[?&]replytocom=',
+    're:/wp-(admin|login)/',
+    're:\\.php\\?.*sid=',
+    're:/calendar/[0-9]{4}/',
+  ],
+  allowRules: ['surt:(org,', 'host:*.example'],
+};
 const LINKS_PER_BATCH = 100;
 
 console.log(machineLine());
@@ -39,7 +59,12 @@ try {
     ipConcurrency: 1_000_000,
     ipGapMs: 0,
     seenExpectedUrls: Math.max(N, 1_000_000),
+    ...(RULES ? TEN_RULES : {}),
   });
+  if (RULES)
+    console.log(
+      `rules: ${[...TEN_RULES.denyRules.map((r) => `--deny ${r}`), ...TEN_RULES.allowRules.map((r) => `--allow ${r}`)].join(' ')}`,
+    );
   // no address lookups: the bench measures admit and dispatch, not DNS
   const metrics = new Metrics();
   const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup: NO_ADDRESSES });
@@ -138,6 +163,7 @@ try {
   figure('admit frontier CPU', N / taskCpu, 'links/CPU-s');
   // a figure of links dropped (budgets, templates, trap rules) would be a cheaper path, not admit
   figure('  links admitted', metrics.total(M.urlsAdmitted), 'URLs');
+  figure('  links refused by scope and filters', metrics.total(M.urlsRefused), 'URLs');
   figure('  links dropped by a rule', metrics.total(M.urlsDropped), 'URLs');
   figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
   figure(

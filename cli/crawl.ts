@@ -166,6 +166,7 @@ function summary(m: Metrics, elapsedMs: number, why: string | undefined): string
     for (const [label, v] of m.countersOf(id).sort(([a], [b]) => a.localeCompare(b)))
       lines.push(`  ${title} {${label}}  ${v}`);
   };
+  byLabel(M.urlsRefused, 'refused');
   byLabel(M.urlsDropped, 'dropped');
   byLabel(M.urlsDeferred, 'deferred');
   byLabel(M.urlsReleased, 'released');

@@ -10,6 +10,7 @@ import { validateCrawlConfig, type CrawlConfig } from '../processors/common/craw
 import { parseWarcStoreUrl, type WarcStoreTarget } from '../processors/common/warc-store-target.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
 import { parseResolveRule } from '../processors/fetcher/dns-resolver.js';
+import { compileRule, parseExtension } from '../processors/common/url-filters.js';
 
 export interface CrawlCommand {
   readonly seeds: string[];
@@ -138,6 +139,23 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
       throw new InvalidOptionError(`--allow-ip ${(err as Error).message}`);
     }
   }
+  const list = (name: string): string[] => (get(name) as string[] | undefined) ?? [];
+  const allowRules = list('allow');
+  const denyRules = list('deny');
+  for (const [flag, rules] of [
+    ['--allow', allowRules],
+    ['--deny', denyRules],
+  ] as const) {
+    for (const r of rules) {
+      try {
+        compileRule(r);
+      } catch (err) {
+        throw new InvalidOptionError(`${flag} ${(err as Error).message}`);
+      }
+    }
+  }
+  const denyExtensions = list('deny-extension').map((e) => parseExtension('--deny-extension', e));
+  const allowExtensions = list('allow-extension').map((e) => parseExtension('--allow-extension', e));
   const partial: Record<string, unknown> = {};
   for (const setting of SETTINGS) {
     if (setting.config === undefined || setting.kind === 'list') continue;
@@ -161,6 +179,10 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
     allowIps,
     systemDns: get('no-system-dns') !== true,
     sitemaps: get('no-sitemaps') !== true,
+    allowRules,
+    denyRules,
+    denyExtensions,
+    allowExtensions,
     extraCaPem: caFile === undefined ? null : readCaFile(caFile),
     warcStore: warcStoreOf(values),
   });

@@ -1,4 +1,5 @@
 import { CRAWL_CONFIG_BOUNDS, type Bounds, type CrawlConfig } from '../processors/common/crawl-config.js';
+import { SCOPE_KINDS } from '../processors/common/url-filters.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/application-id.js';
 import { APP_ID_FORM } from './app-id.js';
@@ -353,6 +354,44 @@ const DEFINED: readonly Setting[] = [
     help: 'share of host slots revisits get while new URLs wait too',
   },
   { name: 'no-sitemaps', kind: 'bool', default: 'false', help: "don't read robots.txt Sitemap: lines or feed links" },
+  {
+    name: 'scope',
+    kind: 'string',
+    arg: 'KIND',
+    default: 'web',
+    values: SCOPE_KINDS,
+    config: 'scope',
+    help: 'links followed: any site (web), or only the registered domains, hosts or URL prefixes (directories) of the seeds; seeds added later widen it',
+  },
+  {
+    name: 'allow',
+    kind: 'list',
+    arg: 'RULE',
+    config: 'allowRules',
+    help: 'follow only links matching one of these rules: host:GLOB (host:*.example.org), surt:PREFIX ((org,example,)/news/ or a URL), re:RE2-REGEX over the URL; repeatable',
+  },
+  {
+    name: 'deny',
+    kind: 'list',
+    arg: 'RULE',
+    config: 'denyRules',
+    help: 'never follow links matching this rule (syntax as --allow; deny wins); repeatable',
+  },
+  count('max-depth', 'maxDepth', 0, 'links more hops from a seed are refused, whoever links in (0: no limit)'),
+  {
+    name: 'deny-extension',
+    kind: 'list',
+    arg: 'EXT',
+    config: 'denyExtensions',
+    help: 'also refuse links whose path ends in .EXT (besides the default list of image, audio, video, archive, executable and font suffixes); repeatable',
+  },
+  {
+    name: 'allow-extension',
+    kind: 'list',
+    arg: 'EXT',
+    config: 'allowExtensions',
+    help: 'take .EXT off the default list of refused suffixes; repeatable',
+  },
   {
     name: 'metrics-port',
     kind: 'int',

@@ -115,6 +115,12 @@ export const METRICS = {
     ['reason'],
     'frontier',
   ),
+  urls_refused: counter(
+    'crawlstream_urls_refused',
+    'Links refused on admission by the scope and filters (never requested, not marked seen), by rule.',
+    ['rule'],
+    'frontier',
+  ),
   urls_deferred: counter(
     'crawlstream_urls_deferred',
     'New URLs a heuristic held back (persisted, released when the evidence changes), by reason.',
@@ -436,6 +442,7 @@ export const ZERO_SERIES: { readonly [K in MetricId]?: readonly string[] } = {
   hosts_parked: ['connection-errors'],
   control_commands: ['BLOCK', 'SLOW', 'PAUSE', 'RESUME'],
   urls_demoted: ['url-template'],
+  urls_refused: ['scope', 'max-depth', 'extension', 'allow'],
   urls_deferred: ['url-template', 'site-budget'],
   urls_released: ['url-template', 'site-budget'],
   revisits: ['PAGE', 'SITEMAP', 'FEED'],

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../../core/errors.js';
 import type { WarcStoreTarget } from './warc-store-target.js';
+import { SCOPE_KINDS, UrlFilter, type ScopeKind } from './url-filters.js';
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -120,6 +121,16 @@ export interface CrawlConfig {
   readonly sitemaps: boolean;
   /** `--warc-store`: where closed WARC files are uploaded; null: they stay in the data dir. */
   readonly warcStore: WarcStoreTarget | null;
+  /** What links may be followed besides the rules below (url-filters.ts, frontier/scope.ts). */
+  readonly scope: ScopeKind;
+  /** `--allow` / `--deny` rules (url-filters.ts `compileRule`): a link must match an allow rule when any is given, and no deny rule. */
+  readonly allowRules: readonly string[];
+  readonly denyRules: readonly string[];
+  /** Links more than this many hops from a seed are refused, whatever links in; 0: no limit. */
+  readonly maxDepth: number;
+  /** Path suffixes refused besides DEFAULT_DENIED_EXTENSIONS, and suffixes taken off that list. */
+  readonly denyExtensions: readonly string[];
+  readonly allowExtensions: readonly string[];
 }
 
 export const DEFAULT_USER_AGENT = 'crawlstream/0.1 (+https://crawlstream.invalid/bot)';
@@ -181,6 +192,12 @@ export const defaultCrawlConfig: CrawlConfig = {
   recrawlShare: 0.5,
   sitemaps: true,
   warcStore: null,
+  scope: 'web',
+  allowRules: [],
+  denyRules: [],
+  maxDepth: 0,
+  denyExtensions: [],
+  allowExtensions: [],
 };
 
 /** The range a numeric field of CrawlConfig may take. */
@@ -224,6 +241,7 @@ export const CRAWL_CONFIG_BOUNDS = {
   maxRedirectHops: whole(0),
   maxOutlinksPerPage: whole(1),
   maxHops: whole(1),
+  maxDepth: whole(0),
   templateAllowance: whole(1),
   templateAllowancePerInlink: whole(0),
   sitePageBudget: whole(1),
@@ -284,6 +302,9 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     throw new InvalidOptionError(
       `user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`,
     );
+  if (!(SCOPE_KINDS as readonly string[]).includes(c.scope))
+    throw new InvalidOptionError(`scope must be one of ${SCOPE_KINDS.join(', ')}, got ${JSON.stringify(c.scope)}`);
+  new UrlFilter(c); // compiles every rule and suffix: a bad one is refused here, not mid-crawl
   return c;
 }
 

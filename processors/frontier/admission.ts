@@ -9,6 +9,7 @@ import { safeSite } from './host-state.js';
 import type { DeferredSet, DeferredUrl } from './deferred-set.js';
 import type { SitePolicy, TemplateVerdict } from './site-policy.js';
 import { trapRules } from './url-rules.js';
+import type { LinkScope } from './scope.js';
 import { urlShape, type UrlShape } from './url-shape.js';
 import { templateKey, templateKeyOf } from './url-templates.js';
 
@@ -30,7 +31,9 @@ export interface AdmittedLinks {
  * wait in `deferred` (deferred-set.ts) and a batch that may have earned its site more (a new
  * linking site, a link into a template) marks the site for another look. Returns the admitted
  * links in batch order; counts the others in `urls_dropped{reason}`, `urls_deferred{reason}` and
- * `urls_seen`.
+ * `urls_seen`. Before all of these, `scope` (when given) notes a seed batch's seeds and refuses
+ * links out of scope or refused by a filter (counted in `urls_refused{rule}`): a refused link is
+ * not marked seen, so it is admitted when a widened scope lets it in and it is linked again.
  */
 export function admitLinks(
   batch: LinkBatch,
@@ -40,7 +43,14 @@ export function admitLinks(
   sites: SitePolicy,
   deferred: DeferredSet,
   metrics: Metrics,
+  scope?: LinkScope,
 ): AdmittedLinks {
+  const siteInScope = scope === undefined || scope.openBatch(batch);
+  if (!siteInScope) {
+    // a site out of scope earns nothing from the batch either: no inlink noted, nothing deferred
+    if (batch.links.length > 0) metrics.inc(M.urlsRefused, batch.links.length, 'scope');
+    return { entries: [], bands: [], deferred: 0, deferredHost: undefined };
+  }
   const fromSite = batch.sourceUrl === null ? null : safeSite(batch.sourceUrl);
   const site = batch.site;
   if (sites.noteInlink(site, fromSite)) deferred.mark(site, { budget: true });
@@ -49,11 +59,18 @@ export function admitLinks(
   const kept: number[] = [];
   const shapes: UrlShape[] = [];
   let drops: Map<string, number> | undefined;
+  let refusals: Map<string, number> | undefined;
   for (let i = 0; i < links.length; i++) {
     const link = links[i]!;
     const shape = urlShape(link.url);
     const reason = link.depth > maxHops ? 'too-many-hops' : trapRules(link.url, shape, link.redirectHops, config);
     if (reason === undefined) {
+      const refused = scope?.refusal(link.url, shape!, link.depth, link.kind);
+      if (refused !== undefined) {
+        refusals ??= new Map();
+        refusals.set(refused, (refusals.get(refused) ?? 0) + 1);
+        continue;
+      }
       kept.push(i);
       shapes.push(shape!);
     } else {
@@ -62,6 +79,7 @@ export function admitLinks(
     }
   }
   for (const [reason, n] of drops ?? []) metrics.inc(M.urlsDropped, n, reason);
+  for (const [rule, n] of refusals ?? []) metrics.inc(M.urlsRefused, n, rule);
   const fresh = seenSet.admitPacked(fingerprintsOfKept(batch, kept, metrics));
   let freshCount = 0;
   for (const f of fresh) if (f) freshCount++;

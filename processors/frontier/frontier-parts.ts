@@ -17,12 +17,14 @@ import {
   ROBOTS_STORE,
   SEEN_STORE,
   SITES_STORE,
+  SCOPE_STORE,
   type DeferredStore,
   type FrontStore,
   type HostStore,
   type MetaStore,
   type QueueStore,
   type RobotsStore,
+  type ScopeStore,
   type SeenStore,
   type SiteStore,
 } from './frontier-stores.js';
@@ -37,6 +39,7 @@ import { Revisits } from './revisits.js';
 import { hopToFetch } from './robots-origins.js';
 import { SitePolicy, slowGapMs } from './site-policy.js';
 import { RecentOutcomes } from './site-status.js';
+import { LinkScope, SeedScope } from './scope.js';
 
 /**
  * What one frontier task is made of, opened once by `openFrontierParts` in `init` and shared by
@@ -54,6 +57,8 @@ export interface FrontierParts {
   readonly sites: SitePolicy;
   readonly seenSet: SeenSet;
   readonly deferred: DeferredSet;
+  /** Which links the user's scope, rules, depth and type filters let in. */
+  readonly scope: LinkScope;
   readonly revisits: Revisits;
   readonly robots: RobotsCache;
   readonly ips: IpLimiter;
@@ -124,6 +129,7 @@ export function openFrontierParts(
     sites,
     seenSet,
     deferred,
+    scope: new LinkScope(config, new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE))),
     revisits,
     robots,
     ips,

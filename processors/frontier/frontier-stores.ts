@@ -19,6 +19,7 @@ export const HISTORY_STORE = 'frontier-history';
 export const DUE_STORE = 'frontier-due';
 export const ROBOTS_STORE = 'frontier-robots';
 export const DEFERRED_STORE = 'frontier-deferred';
+export const SCOPE_STORE = 'frontier-scope';
 
 function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
   const type = loadSchema(name).type;
@@ -36,6 +37,8 @@ export type FrontStore = KeyValueStore<FrontKey, QueueChunk>;
 export type { DeferredStore } from './deferred-set.js';
 /** robots.txt bodies by origin (`scheme://host[:port]`), written only when one is fetched. */
 export type RobotsStore = KeyValueStore<string, string>;
+/** What the seeds put in scope (scope.ts). */
+export type { ScopeStore } from './scope.js';
 
 export function frontierStores(): StoreBuilder[] {
   return [
@@ -55,5 +58,7 @@ export function frontierStores(): StoreBuilder[] {
     keyValueStore(ROBOTS_STORE, stringSerde, stringSerde),
     // URLs a heuristic held back: site \0 group seq → DeferredUrl encoding; \x01 site → the site's counts (deferred-set.ts)
     keyValueStore(DEFERRED_STORE, stringSerde, bufferSerde),
+    // the seeds' scope: s\0 site, h\0 host, p\0 host \0 path prefix → empty (scope.ts); written only when --scope is not web
+    keyValueStore(SCOPE_STORE, stringSerde, bufferSerde),
   ];
 }

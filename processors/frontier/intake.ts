@@ -40,6 +40,7 @@ export class Intake {
       p.sites,
       p.deferred,
       p.ctx.metrics,
+      p.scope,
     );
     // a sitemap or feed: its new URLs first, and known ones it says changed are due now
     if (batch.fromFeed === true) {

@@ -225,3 +225,38 @@ test('trap options: --max-hops, --seed-budget and --template-allowance[-per-inli
   refuses(['--data', 'd', '--seed-budget', 'lots'], /--seed-budget/);
   refuses(['--data', 'd', '--template-allowance', '2.5'], /--template-allowance/);
 });
+
+test('--allow, --deny, --scope, --max-depth and the extension flags are checked before a crawl starts', () => {
+  refuses(
+    ['--data', 'd', '--deny', '*.example.org'],
+    /^--deny rule "\*\.example\.org": must start with host:, surt: or re:/,
+  );
+  refuses(['--data', 'd', '--allow', 're:(a'], /^--allow rule "re:\(a": not an RE2 regular expression/);
+  refuses(['--data', 'd', '--deny-extension', 'tar.gz'], /^--deny-extension takes a path suffix .* got "tar\.gz"/);
+  refuses(['--data', 'd', '--scope', 'same-site'], /--scope/);
+  refuses(['--data', 'd', '--max-depth', '-1'], /--max-depth/);
+  const c = parseCrawlArgs([
+    '--data',
+    'd',
+    '--scope',
+    'seed-prefixes',
+    '--allow',
+    'host:*.example.org',
+    '--deny',
+    're:\\?replytocom=',
+    '--deny',
+    'surt:(org,example,)/private/',
+    '--max-depth',
+    '4',
+    '--deny-extension',
+    '.PDF',
+    '--allow-extension',
+    'svg',
+  ]).config;
+  assert.equal(c.scope, 'seed-prefixes');
+  assert.deepEqual(c.allowRules, ['host:*.example.org']);
+  assert.deepEqual(c.denyRules, ['re:\\?replytocom=', 'surt:(org,example,)/private/']);
+  assert.equal(c.maxDepth, 4);
+  assert.deepEqual(c.denyExtensions, ['pdf']);
+  assert.deepEqual(c.allowExtensions, ['svg']);
+});
