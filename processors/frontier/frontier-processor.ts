@@ -368,7 +368,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
    */
   private eligibleAt(state: HostState): number {
     const slow = slowGapMs(this.sites.control(state.site));
-    const gap = Math.max(state.gapMs, this.config.minDelayMs, slow);
+    const gap = Math.max(state.gapMs, this.sites.settings.minDelayMs(state.site, state.host), slow);
     const slowed = slow > state.gapMs ? state.nextEligibleAt + slow - state.gapMs : state.nextEligibleAt;
     return Math.max(slowed, state.parkedUntil, this.startedAt + gap);
   }
@@ -538,7 +538,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     const freed = this.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     for (const h of freed.hosts) this.heap.push(h, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
-    if (applyFetchTiming(state, result, now, this.config)) {
+    if (applyFetchTiming(state, result, now, this.sites.settings.hostConfig(state.site, state.host))) {
       this.parked.add(state.host);
       this.ctx.metrics.inc(M.hostsParked, 1, 'connection-errors');
     }
@@ -620,7 +620,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   }
 
   private control(cmd: ControlCommand): void {
-    this.sites.apply(cmd);
+    try {
+      this.sites.apply(cmd);
+    } catch (err) {
+      // any producer can write the control topic: a bad `set` is reported and changes nothing
+      this.ctx.log.warn(`control ${cmd.action} refused: ${(err as Error).message}`, { site: cmd.site });
+      this.ctx.metrics.inc(M.controlCommands, 1, 'REFUSED');
+      return;
+    }
     this.ctx.metrics.inc(M.controlCommands, 1, cmd.action);
     // held hosts go back to the schedule, where the new control decides (dispatch drops blocked ones)
     const held = this.held.get(cmd.site);

@@ -17,7 +17,8 @@ import type { WarcLocation } from './warc-writer.js';
 export interface DeriveInput {
   page: FetchedPage;
   /** The fetch's WARC record: the response, revisit or metadata record. */
-  location: WarcLocation;
+  /** Null when the fetch was not archived (a type --accept-type refuses). */
+  location: WarcLocation | null;
   /** The payload digest its WARC record carries (the last visit's on a 304); null when no response came. */
   payloadDigest: string | null;
   /** The payload digest when the page takes part in duplicate detection (dedupDigest), else null. */
@@ -135,7 +136,7 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
   let firstEntry: DigestEntry | undefined;
   if (first !== undefined) {
     role = 'COPY';
-  } else if (digest !== null) {
+  } else if (digest !== null && location !== null) {
     role = 'FIRST';
     firstEntry = {
       url: page.url,
@@ -232,6 +233,7 @@ export function wantsHtmlAnalysis(
     page.status >= 200 &&
     page.status < 300 &&
     page.errorCode !== 'CS_BOMB' &&
+    page.errorCode !== 'CS_REFUSED_TYPE' &&
     isHtml(contentType, page.body)
   );
 }
