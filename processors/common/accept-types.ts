@@ -18,8 +18,8 @@ export const DEFAULT_ACCEPT_TYPES: readonly string[] = [
   'text/plain',
 ];
 
-// RFC 9110 §5.6.2 token characters, lower-cased
-const TOKEN = "[a-z0-9!#$%&'*+.^_`|~-]+";
+// RFC 9110 §5.6.2 token characters, lower-cased, but '*': here it only ever means "any"
+const TOKEN = "[a-z0-9!#$%&'+.^_`|~-]+";
 const PATTERN = new RegExp(`^(?:\\*/\\*|${TOKEN}/\\*|${TOKEN}/${TOKEN})$`);
 
 /**
