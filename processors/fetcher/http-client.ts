@@ -219,7 +219,11 @@ export class HttpClient {
     } finally {
       clearTimeout(timer);
       // a cut or failed body must not keep the connection, nor its bytes, alive
-      if (body && !body.readableEnded) body.destroy();
+      if (body && !body.readableEnded) {
+        // a body never iterated has no 'error' listener, and undici reports its own abort as one
+        body.on('error', () => {});
+        body.destroy();
+      }
     }
   }
 
