@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../core/errors.js';
+import { parseSiteFlag, parseSiteOverride, type SiteRule } from '../processors/common/site-overrides.js';
 import {
   commandsOf,
   envName,
@@ -21,10 +22,21 @@ export interface Resolved {
   readonly source: string;
 }
 
+/** One per-site override in force and where it came from (`file <path>`, `env CRAWLSTREAM_SITE`, `flag --site`). */
+export interface ResolvedSite {
+  readonly rule: SiteRule;
+  readonly source: string;
+}
+
 export interface ResolvedSettings {
   /** Effective values by setting name; a setting with no default that nobody set is absent. */
   readonly values: ReadonlyMap<string, Resolved>;
   readonly positionals: readonly string[];
+  /**
+   * Per-site overrides (`sites:` in the file, then `--site` from the environment and flags), one
+   * per key: an entry from a stronger source replaces the whole entry of the same key.
+   */
+  readonly sites: readonly ResolvedSite[];
 }
 
 const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]));
@@ -79,8 +91,14 @@ export function resolveSettings(
 
   const flags = parsed.values as Record<string, string | boolean | string[] | undefined>;
   const configFile = (flags['config'] as string | undefined) ?? env[envName({ name: 'config' })];
+  const sites = new Map<string, ResolvedSite>();
+  const takesSites = SETTINGS.some((s) => s.name === 'site');
   if (configFile !== undefined) {
     for (const [key, raw] of Object.entries(readConfigFile(configFile))) {
+      if (key === 'sites') {
+        if (takesSites) for (const r of sitesFromYaml(raw, configFile)) sites.set(r.rule.key, r);
+        continue;
+      }
       const s = BY_NAME.get(key);
       if (!s || s.name === 'config')
         throw new InvalidOptionError(
@@ -115,7 +133,27 @@ export function resolveSettings(
       source,
     });
   }
-  return { values, positionals: parsed.positionals };
+  const siteFlags = values.get('site');
+  if (siteFlags !== undefined)
+    for (const text of siteFlags.value as string[]) {
+      const where = siteFlags.source === 'flag --site' ? '--site' : siteFlags.source.replace(/^env /, '');
+      const rule = parseSiteFlag(text, where);
+      sites.set(rule.key, { rule, source: siteFlags.source });
+    }
+  return { values, positionals: parsed.positionals, sites: [...sites.values()] };
+}
+
+/** The `sites:` map of a config file, each entry checked (errors name the file and the key). */
+function sitesFromYaml(raw: unknown, file: string): ResolvedSite[] {
+  if (raw === null || raw === undefined) return [];
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new InvalidOptionError(
+      `${file}: sites must be a mapping of site keys (example.org, *.example.org, a SURT prefix) to overrides`,
+    );
+  return Object.entries(raw as Record<string, unknown>).map(([key, value]) => ({
+    rule: parseSiteOverride(key, value, file),
+    source: `file ${file}`,
+  }));
 }
 
 /**

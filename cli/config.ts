@@ -2,6 +2,7 @@ import { clusterSecurity } from './kafka-security-options.js';
 import { commandName, resolveSettings, settingsTable } from './config-sources.js';
 import { crawlSettingsOf } from './options.js';
 import { SETTINGS } from './settings.js';
+import { describeOverride } from '../processors/common/site-overrides.js';
 import { commandUsage } from './usage.js';
 
 export const CONFIG_USAGE = commandUsage(
@@ -30,6 +31,13 @@ export function runConfig(args: string[], out: (line: string) => void, env: Node
   const width = Math.max(...SETTINGS.map((s) => s.name.length));
   for (const s of SETTINGS) {
     if (s.name === 'markdown') continue;
+    if (s.name === 'site') {
+      // one line per site key, each with its own source
+      if (resolved.sites.length === 0) out(`${'site'.padEnd(width)}  (unset)`);
+      for (const { rule, source } of resolved.sites)
+        out(`${`site ${rule.key}`.padEnd(width)}  ${describeOverride(rule.override).padEnd(24)}  ${source}`);
+      continue;
+    }
     const r = resolved.values.get(s.name);
     const value =
       r !== undefined

@@ -4,6 +4,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
 import { siteOf } from '../processors/common/normalize.js';
+import { parseLiveSettings } from '../processors/common/site-overrides.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityFromSettings } from './kafka-security-options.js';
 import type { ClusterSecurity } from '../runtime/engines/kafka/kafka-security.js';
@@ -18,18 +19,28 @@ export const CONTROL_USAGE = commandUsage(
   [
     'block|slow|pause|resume SITE --data DIR [--min-gap MS]',
     'block|slow|pause|resume SITE --brokers HOST:PORT[,..] --registry URL [--min-gap MS] [--app-id ID]',
+    'set SITE KEY=VALUE... (--data DIR | --brokers ... --registry URL)',
   ],
   `  block   drop the site's queued URLs and admit no more
   slow    at least --min-gap MS from the end of one fetch to each of its hosts to the next,
           for every fetch until resume or another slow
   pause   fetch nothing from it until resume
   resume  lift block, slow and pause
+  set     change the site's overrides live: min-delay=MS (at least 1000), budget=N (URLs per
+          cycle), max-depth=N; VALUE 'default' goes back to the config file's sites: entry or
+          the option; kept in the frontier's state, so it survives restarts
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
 the next run does. With --brokers, the command goes to the 'control' topic on Kafka, where the
 frontier instance owning the site's partition applies it.`,
 );
 
-const ACTIONS: Record<string, ControlAction> = { block: 'BLOCK', slow: 'SLOW', pause: 'PAUSE', resume: 'RESUME' };
+const ACTIONS: Record<string, ControlAction> = {
+  block: 'BLOCK',
+  slow: 'SLOW',
+  pause: 'PAUSE',
+  resume: 'RESUME',
+  set: 'SET',
+};
 
 /** The inbox a running embedded crawl polls for operator commands. */
 export function controlInbox(dataDir: string): string {
@@ -61,7 +72,7 @@ export function parseControlArgs(
 ): { target: ControlTarget; command: ControlCommand } {
   const resolved = resolveSettings(args, env, CONTROL_USAGE, 'control');
   const { values, positionals } = resolved;
-  const [verb, rawSite, extra] = positionals;
+  const [verb, rawSite, ...rest] = positionals;
   const action = verb === undefined ? undefined : ACTIONS[verb];
   if (!action)
     throw new InvalidOptionError(
@@ -71,8 +82,20 @@ export function parseControlArgs(
     throw new InvalidOptionError(
       `control ${verb} needs a SITE (a registered domain like example.com)\n${CONTROL_USAGE}`,
     );
-  if (extra !== undefined)
-    throw new InvalidOptionError(`control ${verb} takes one SITE, got also ${JSON.stringify(extra)}\n${CONTROL_USAGE}`);
+  let settings: Record<string, string> | null = null;
+  if (action === 'SET') {
+    settings = {};
+    for (const pair of rest) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0)
+        throw new InvalidOptionError(`control set takes KEY=VALUE, got ${JSON.stringify(pair)}\n${CONTROL_USAGE}`);
+      settings[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    parseLiveSettings(settings);
+  } else if (rest.length > 0)
+    throw new InvalidOptionError(
+      `control ${verb} takes one SITE, got also ${JSON.stringify(rest[0])}\n${CONTROL_USAGE}`,
+    );
   const data = values.get('data');
   const brokers = values.get('brokers');
   if (data !== undefined && brokers !== undefined && sourceRank(data.source) === sourceRank(brokers.source))
@@ -111,7 +134,7 @@ export function parseControlArgs(
     if (minGap === undefined) throw new InvalidOptionError('control slow needs --min-gap MS of at least 1000');
     minGapMs = minGap;
   }
-  return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: env.USER ?? null } };
+  return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: env.USER ?? null, settings } };
 }
 
 /** An embedded crawl is named by its --data DIR and needs no credentials: Kafka flags with --data are a mistake. */
@@ -134,7 +157,13 @@ function refuseKafkaFlags({ values }: ResolvedSettings): void {
  */
 export async function runControl(args: string[], out: (line: string) => void): Promise<number> {
   const { target, command } = parseControlArgs(args);
-  const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}`;
+  const what = `${command.action} ${command.site}${command.minGapMs ? ` (min gap ${command.minGapMs} ms)` : ''}${
+    command.settings
+      ? ` ${Object.entries(command.settings)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`
+      : ''
+  }`;
   if ('dataDir' in target) {
     writeControl(target.dataDir, command);
     out(`queued ${what}; a running crawl on ${target.dataDir} applies it within seconds, otherwise the next run does`);

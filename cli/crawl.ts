@@ -5,41 +5,17 @@ import type { Engine } from '../runtime/engine.js';
 import { startOpsServer } from '../runtime/ops-server.js';
 import { createLogger } from '../core/logger.js';
 import type { Metrics } from '../core/metrics.js';
-import type { LinkBatch } from '../schemas/types.js';
-import { normalizeUrl, siteOf } from '../processors/common/normalize.js';
-import { crawlTopology, SEED_BATCH_LINKS, TOPICS } from '../topology/crawl-topology.js';
+import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import type { CrawlCommand } from './options.js';
 import { drainControlInbox } from './control.js';
+import { drainSeedInbox, seedBatches } from './seed-inbox.js';
+
+export { seedBatches } from './seed-inbox.js';
 
 export interface CrawlRun {
   readonly exitCode: number;
   readonly pages: number;
   readonly elapsedMs: number;
-}
-
-/**
- * Seeds normalized and grouped per site, at most SEED_BATCH_LINKS to a batch (so a record stays
- * within the links topic's size limit); invalid ones are reported on stderr and skipped.
- */
-export function seedBatches(seeds: readonly string[], now: number, warn: (line: string) => void): LinkBatch[] {
-  const full: LinkBatch[] = [];
-  const bySite = new Map<string, LinkBatch>();
-  for (const raw of seeds) {
-    const n = normalizeUrl(raw);
-    if (!n.ok) {
-      warn(`skipping seed ${JSON.stringify(raw)}: ${n.reason}`);
-      continue;
-    }
-    const site = siteOf(n.url);
-    let batch = bySite.get(site);
-    if (!batch) bySite.set(site, (batch = { site, sourceUrl: null, discoveredAt: now, links: [] }));
-    batch.links.push({ url: n.url, depth: 0, redirectHops: 0 });
-    if (batch.links.length >= SEED_BATCH_LINKS) {
-      full.push(batch);
-      bySite.delete(site);
-    }
-  }
-  return [...full, ...bySite.values()];
 }
 
 /**
@@ -79,7 +55,7 @@ export async function runCrawl(
       batches.map((b) => ({ key: b.site, value: b, timestamp: started })),
     );
 
-  // operator commands (crawlstream control …) arrive through the data dir's inbox
+  // operator commands (crawlstream control …) and seeds (crawlstream inject --data) arrive through the data dir's inboxes
   let draining = false;
   const drain = async () => {
     if (draining || stopping) return;
@@ -87,6 +63,8 @@ export async function runCrawl(
     try {
       const n = await drainControlInbox(cmd.dataDir, engine, err);
       if (n > 0) out(`applied ${n} control command(s)`);
+      const seeds = await drainSeedInbox(cmd.dataDir, engine, err);
+      if (seeds > 0) out(`injected ${seeds} seed(s)`);
     } catch (e) {
       err(`control inbox: ${(e as Error).message}`);
     } finally {

@@ -1,7 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidOptionError } from '../core/errors.js';
-import { resolveSettings, type ResolvedSettings, type SettingValue } from './config-sources.js';
+import { resolveSettings, type Resolved, type ResolvedSettings, type SettingValue } from './config-sources.js';
+import { parseAcceptTypes } from '../processors/common/accept-types.js';
 import { commandUsage } from './usage.js';
 import { SETTINGS } from './settings.js';
 import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
@@ -74,6 +75,16 @@ function readCaFile(file: string): string {
   return pem;
 }
 
+/** `--accept-type` values, each split at commas; an error names where the value came from. */
+function acceptTypesOf(resolved: Resolved | undefined): string[] {
+  const list = ((resolved?.value as string[] | undefined) ?? []).flatMap((v) => v.split(',')).map((v) => v.trim());
+  try {
+    return parseAcceptTypes(list.filter(Boolean));
+  } catch (err) {
+    throw new InvalidOptionError(`${(err as Error).message} (from ${resolved?.source ?? 'default'})`);
+  }
+}
+
 /**
  * Parses and validates `crawl` arguments with the settings schema (cli/settings.ts): defaults <
  * --config file < CRAWLSTREAM_* environment < flags. Every error names the setting, the value and
@@ -118,7 +129,7 @@ export function crawlCommandOf(resolved: ResolvedSettings): CrawlCommand {
  * crawl configuration's own rules, --resolve, --allow-ip, --ca-file, --metrics-host): what
  * `crawl` checks before it starts, and `config` before it shows the settings.
  */
-export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand, 'seeds' | 'dataDir'> {
+export function crawlSettingsOf({ values, sites }: ResolvedSettings): Omit<CrawlCommand, 'seeds' | 'dataDir'> {
   const get = (name: string): SettingValue | undefined => values.get(name)?.value;
   const num = (name: string): number | undefined => get(name) as number | undefined;
   const str = (name: string): string | undefined => get(name) as string | undefined;
@@ -183,6 +194,8 @@ export function crawlSettingsOf({ values }: ResolvedSettings): Omit<CrawlCommand
     denyRules,
     denyExtensions,
     allowExtensions,
+    acceptTypes: acceptTypesOf(values.get('accept-type')),
+    sites: sites.map((s) => s.rule),
     extraCaPem: caFile === undefined ? null : readCaFile(caFile),
     warcStore: warcStoreOf(values),
   });

@@ -1,3 +1,4 @@
+import { DEFAULT_ACCEPT_TYPES } from '../processors/common/accept-types.js';
 import { CRAWL_CONFIG_BOUNDS, type Bounds, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { SCOPE_KINDS } from '../processors/common/url-filters.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
@@ -65,7 +66,7 @@ const DEFINED: readonly Setting[] = [
     kind: 'string',
     arg: 'DIR',
     help: "the crawl's data directory: topics, state stores, schemas and WARC files; run again on the same dir to resume",
-    commands: ['crawl', 'run', 'demo', 'export', 'control', 'replay', 'reparse'],
+    commands: ['crawl', 'run', 'demo', 'export', 'control', 'inject', 'replay', 'reparse'],
     requiredBy: ['crawl', 'run', 'export', 'replay', 'reparse'],
   },
   {
@@ -198,6 +199,21 @@ const DEFINED: readonly Setting[] = [
     0,
     'budget per cycle of a seeded site, as --site-budget is of others (0: no cap, a seeded site is crawled to its hop limit)',
   ),
+  {
+    name: 'site',
+    kind: 'list',
+    arg: "'KEY NAME=VALUE ...'",
+    help: "per-site override, e.g. 'example.org min-delay=5000 budget=400 header.X-Team=news' (also max-depth, allow, deny); KEY is a registered domain, host, host glob (*.example.org) or SURT prefix; the most specific key wins; repeatable; in the --config file a sites: map (see README)",
+    config: 'sites',
+  },
+  {
+    name: 'accept-type',
+    kind: 'list',
+    arg: 'TYPE',
+    default: DEFAULT_ACCEPT_TYPES.join(','),
+    help: 'media types a page response must have to be read (text/html, text/*; comma-separated or repeatable); any other is closed after its headers and recorded as CS_REFUSED_TYPE; robots.txt, sitemaps and feeds are always read',
+    config: 'acceptTypes',
+  },
   count('site-budget-per-inlink', 'siteBudgetPerInlink', 100, 'budget a site earns per distinct other site linking in'),
   count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn'),
   count('dup-cut-window', 'dupCutWindow', 50, 'recent page records per site the duplicate cut looks at'),
@@ -457,7 +473,7 @@ const DEFINED: readonly Setting[] = [
     arg: 'HOST:PORT,..',
     help: 'Kafka bootstrap servers, comma-separated host:port (an IPv6 host by name: kafkajs takes no [::1]:9092)',
     commands: KAFKA_COMMANDS,
-    requiredBy: ['run', 'inject'],
+    requiredBy: ['run'],
   },
   {
     name: 'app-id',
@@ -474,7 +490,7 @@ const DEFINED: readonly Setting[] = [
     arg: 'URL',
     help: 'Confluent-compatible schema registry (Apicurio: http://host:port/apis/ccompat/v7)',
     commands: REGISTRY_COMMANDS,
-    requiredBy: ['run', 'inject'],
+    requiredBy: ['run'],
   },
   {
     name: 'commit-interval',

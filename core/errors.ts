@@ -30,6 +30,8 @@ export type CrawlErrorCode =
   | 'CS_RESET'
   | 'CS_TOO_LARGE'
   | 'CS_BOMB'
+  // a response whose Content-Type --accept-type refuses: closed after its headers, body not read
+  | 'CS_REFUSED_TYPE'
   | 'CS_REFUSED_ADDRESS'
   | 'CS_BAD_URL'
   | 'CS_HTTP'

@@ -223,7 +223,7 @@ export const METRICS = {
   hosts_parked: counter('crawlstream_hosts_parked', 'Hosts parked, by reason.', ['reason'], 'politeness'),
   control_commands: counter(
     'crawlstream_control_commands',
-    'Operator commands applied, by action.',
+    'Operator commands applied, by action (REFUSED: a set whose settings were not valid, applied not at all).',
     ['action'],
     'politeness',
   ),
@@ -440,7 +440,7 @@ export const ZERO_SERIES: { readonly [K in MetricId]?: readonly string[] } = {
   feed_urls: ['SITEMAP', 'SITEMAP_INDEX', 'TEXT_SITEMAP', 'RSS', 'ATOM'],
   robots_redirects_refused: ['too-many-redirects', 'redirect-loop', 'redirect-bad-url', 'redirect-other-site'],
   hosts_parked: ['connection-errors'],
-  control_commands: ['BLOCK', 'SLOW', 'PAUSE', 'RESUME'],
+  control_commands: ['BLOCK', 'SLOW', 'PAUSE', 'RESUME', 'SET', 'REFUSED'],
   urls_demoted: ['url-template'],
   urls_refused: ['scope', 'max-depth', 'extension', 'allow'],
   urls_deferred: ['url-template', 'site-budget'],

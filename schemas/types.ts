@@ -223,7 +223,7 @@ export interface PageRecord {
   warcUri: string | null;
 }
 
-export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME';
+export type ControlAction = 'BLOCK' | 'SLOW' | 'PAUSE' | 'RESUME' | 'SET';
 
 export interface ControlCommand {
   site: string;
@@ -231,6 +231,8 @@ export interface ControlCommand {
   minGapMs: number | null;
   issuedAt: number;
   issuedBy: string | null;
+  /** SET: live overrides by name (min-delay, budget, max-depth); 'default' removes one. Added later, default null. */
+  settings?: Record<string, string> | null;
 }
 
 export type RobotsState = 'UNKNOWN' | 'READY' | 'ALLOW_ALL' | 'UNAVAILABLE';
@@ -311,6 +313,14 @@ export interface SiteControl {
   issuedAt: number;
 }
 
+/** A site's live overrides (`control set`); null fields are not overridden. */
+export interface SiteSettings {
+  minDelayMs: number | null;
+  budget: number | null;
+  maxDepth: number | null;
+  issuedAt: number;
+}
+
 export interface SiteState {
   site: string;
   admitted: number;
@@ -321,6 +331,8 @@ export interface SiteState {
   dupCut: boolean;
   control: SiteControl | null;
   templates: TemplateCount[];
+  /** Live overrides from `control set`. Added later, default null. */
+  overrides?: SiteSettings | null;
   /** Epoch ms the current budget cycle began (0: before cycles). Added later, default 0. */
   cycleStartedAt: number;
 }

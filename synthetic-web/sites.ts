@@ -111,6 +111,12 @@ export interface SiteReply {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Body;
+  /**
+   * Send the body in chunks of `chunkBytes`, `gapMs` apart, stopping when the client goes away;
+   * the log's `bytes` then counts only the chunks the socket took. For judging how much of a
+   * body a client read: a body sent whole sits in socket buffers whether it is read or not.
+   */
+  readonly pace?: { readonly chunkBytes: number; readonly gapMs: number };
 }
 
 /** Renders a page's bytes for one request, with {@link PORT} substituted. */

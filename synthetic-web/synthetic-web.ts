@@ -64,6 +64,7 @@ interface Reply {
   headers: Record<string, string>;
   body: Uint8Array;
   delayMs: number;
+  pace?: { readonly chunkBytes: number; readonly gapMs: number };
 }
 
 // keep-alive outlives the longest politeness wait of the standard web (Retry-After 2 s, Crawl-delay 2 s)
@@ -232,6 +233,8 @@ export class SyntheticWeb {
       const before = now();
       if (entry.method === 'HEAD') {
         res.end();
+      } else if (reply.pace !== undefined) {
+        return this.#sendPaced(res, reply.body, reply.pace, entry);
       } else {
         entry.bytes = reply.body.byteLength;
         res.end(reply.body);
@@ -250,6 +253,31 @@ export class SyntheticWeb {
       send();
     }, reply.delayMs);
     this.#timers.add(timer);
+  }
+
+  /**
+   * Writes `body` a chunk at a time, `pace.gapMs` apart, and counts in `entry.bytes` only the
+   * chunks whose write the socket confirmed; stops at the first failed write or when the client
+   * has gone.
+   */
+  #sendPaced(res: ServerResponse, body: Uint8Array, pace: NonNullable<Reply['pace']>, entry: RequestLogEntry): void {
+    let offset = 0;
+    const next = (): void => {
+      if (res.destroyed) return;
+      if (offset >= body.byteLength) return void res.end();
+      const chunk = body.subarray(offset, Math.min(body.byteLength, offset + pace.chunkBytes));
+      offset += chunk.byteLength;
+      res.write(chunk, (err) => {
+        if (err) return;
+        entry.bytes += chunk.byteLength;
+        const timer = setTimeout(() => {
+          this.#timers.delete(timer);
+          next();
+        }, pace.gapMs);
+        this.#timers.add(timer);
+      });
+    };
+    next();
   }
 
   /** The site that serves every subdomain of a parent of `host`, if any (`SiteSpec.subdomains`). */
@@ -297,7 +325,13 @@ export class SyntheticWeb {
     });
     if (own !== undefined) {
       const body = typeof own.body === 'string' ? Buffer.from(own.body, 'utf8') : own.body;
-      return { status: own.status, headers: { ...own.headers }, body, delayMs: siteDelay };
+      return {
+        status: own.status,
+        headers: { ...own.headers },
+        body,
+        delayMs: siteDelay,
+        ...(own.pace !== undefined ? { pace: own.pace } : {}),
+      };
     }
 
     const page = Object.hasOwn(site.pages, pathname) ? site.pages[pathname] : site.route?.(pathname);

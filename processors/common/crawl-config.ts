@@ -1,6 +1,8 @@
 import { InvalidOptionError } from '../../core/errors.js';
 import type { WarcStoreTarget } from './warc-store-target.js';
 import { SCOPE_KINDS, UrlFilter, type ScopeKind } from './url-filters.js';
+import { DEFAULT_ACCEPT_TYPES, parseAcceptTypes } from './accept-types.js';
+import type { SiteRule } from './site-overrides.js';
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -131,6 +133,13 @@ export interface CrawlConfig {
   /** Path suffixes refused besides DEFAULT_DENIED_EXTENSIONS, and suffixes taken off that list. */
   readonly denyExtensions: readonly string[];
   readonly allowExtensions: readonly string[];
+  /**
+   * Media type patterns (`text/html`, `text/*`) a page response must match to be read; another
+   * type is closed after its headers (CS_REFUSED_TYPE). robots.txt, sitemaps and feeds are exempt.
+   */
+  readonly acceptTypes: readonly string[];
+  /** Per-site overrides (`sites:` in the config file, `--site`), validated by parseSiteOverride; see SiteOverrides. */
+  readonly sites: readonly SiteRule[];
 }
 
 export const DEFAULT_USER_AGENT = 'crawlstream/0.1 (+https://crawlstream.invalid/bot)';
@@ -198,6 +207,8 @@ export const defaultCrawlConfig: CrawlConfig = {
   maxDepth: 0,
   denyExtensions: [],
   allowExtensions: [],
+  acceptTypes: DEFAULT_ACCEPT_TYPES,
+  sites: [],
 };
 
 /** The range a numeric field of CrawlConfig may take. */
@@ -273,7 +284,7 @@ export const CRAWL_CONFIG_BOUNDS = {
 
 /** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
-  const c = { ...defaultCrawlConfig, ...partial };
+  const c: { -readonly [K in keyof CrawlConfig]: CrawlConfig[K] } = { ...defaultCrawlConfig, ...partial };
   for (const [key, b] of Object.entries(CRAWL_CONFIG_BOUNDS) as [keyof typeof CRAWL_CONFIG_BOUNDS, Bounds][]) {
     const v = c[key];
     const range = b.max !== undefined ? `from ${b.min} to ${b.max}` : `of at least ${b.min}`;
@@ -298,6 +309,12 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     throw new InvalidOptionError(
       `recrawl max (${c.recrawlMaxMs} ms) must not be below recrawl min (${c.recrawlMinMs} ms)`,
     );
+  c.acceptTypes = parseAcceptTypes(c.acceptTypes);
+  for (const { key, override } of c.sites)
+    if (override.minDelayMs !== undefined && c.dispatchLookaheadMs >= override.minDelayMs)
+      throw new InvalidOptionError(
+        `sites.${key}.min-delay (${override.minDelayMs} ms) must be above the dispatch look-ahead (${c.dispatchLookaheadMs} ms)`,
+      );
   if (!/^[A-Za-z0-9._-]+/.test(c.userAgent))
     throw new InvalidOptionError(
       `user agent must start with a product token (letters, digits, . _ -), got ${JSON.stringify(c.userAgent)}`,

@@ -8,6 +8,8 @@ import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
+import { AcceptTypes } from '../common/accept-types.js';
+import { SiteOverrides } from '../common/site-overrides.js';
 import { sha1Digest } from '../common/payload.js';
 
 export const FETCH_RESULTS_SINK = 'fetch-results-sink';
@@ -44,10 +46,16 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private readonly recentLeases = new Set<string>();
   private recentLeaseBytes = 0;
   private resolver!: CachingDnsResolver;
+  private readonly acceptTypes: AcceptTypes;
+  /** The config file's `sites:` entries: their extra request headers. */
+  private readonly siteOverrides: SiteOverrides;
   /** Leases waiting for their notBefore; `close` ends every wait at once (their task is gone). */
   private readonly waits = new LeaseWaits();
 
-  constructor(private readonly config: CrawlConfig) {}
+  constructor(private readonly config: CrawlConfig) {
+    this.acceptTypes = new AcceptTypes(config.acceptTypes);
+    this.siteOverrides = new SiteOverrides(config.sites);
+  }
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
@@ -97,10 +105,14 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       this.emit(req, lateOutcome(req, now, this.newestEpoch), null);
       return;
     }
-    const headers = conditionalHeaders(req);
+    // a site's extra headers first: the lease's validators are its own
+    const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
     try {
-      outcome = await this.client.fetch(req.url, headers);
+      // robots.txt, sitemaps and feeds are read whatever type they are served as
+      const accept =
+        req.kind === 'PAGE' ? (h: Record<string, string>) => this.acceptTypes.accepts(h['content-type']) : undefined;
+      outcome = await this.client.fetch(req.url, headers, accept);
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer
       outcome = failedOutcome(req.url, now, err);

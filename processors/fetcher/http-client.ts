@@ -34,7 +34,7 @@ export interface FetchOutcome {
   headers: Record<string, string>;
   /** Raw bytes as received (still content-encoded), at most maxBodyBytes. */
   body: Buffer;
-  /** True when the body was cut at maxBodyBytes (errorCode CS_TOO_LARGE). */
+  /** True when the body was cut at maxBodyBytes (errorCode CS_TOO_LARGE), or refused by type (CS_REFUSED_TYPE). */
   truncated: boolean;
   /** Epoch ms. */
   startedAt: number;
@@ -139,8 +139,16 @@ export class HttpClient {
     this.agent.on('disconnect', (origin) => this.connectedTo.delete(origin.origin));
   }
 
-  /** Fetches `url` with GET. Resolves with an outcome whatever happens; never rejects. */
-  async fetch(url: string, headers: Record<string, string> = {}): Promise<FetchOutcome> {
+  /**
+   * Fetches `url` with GET. Resolves with an outcome whatever happens; never rejects. When
+   * `acceptBody` answers false on a 2xx response's headers, the body is not read: the connection
+   * is closed at once and the outcome is CS_REFUSED_TYPE with an empty, truncated body.
+   */
+  async fetch(
+    url: string,
+    headers: Record<string, string> = {},
+    acceptBody?: (headers: Record<string, string>) => boolean,
+  ): Promise<FetchOutcome> {
     const startedAt = Date.now();
     const t0 = performance.now();
     const outcome: FetchOutcome = {
@@ -185,6 +193,11 @@ export class HttpClient {
       outcome.headers = flattenHeaders(response.headers);
       outcome.remoteAddress = this.connectedTo.get(target.origin);
       annotate(outcome, target.href, startedAt);
+      if (acceptBody && outcome.status >= 200 && outcome.status < 300 && !acceptBody(outcome.headers)) {
+        outcome.truncated = true;
+        // `finally` destroys the unread body, which closes the connection: no more of it is read
+        return done('CS_REFUSED_TYPE', `content-type ${outcome.headers['content-type']} is not an accepted type`);
+      }
 
       sink = new BodySink(this.maxBodyBytes);
       for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -206,7 +219,11 @@ export class HttpClient {
     } finally {
       clearTimeout(timer);
       // a cut or failed body must not keep the connection, nor its bytes, alive
-      if (body && !body.readableEnded) body.destroy();
+      if (body && !body.readableEnded) {
+        // a body never iterated has no 'error' listener, and undici reports its own abort as one
+        body.on('error', () => {});
+        body.destroy();
+      }
     }
   }
 

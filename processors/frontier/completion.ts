@@ -54,7 +54,7 @@ export class Completion {
     const freed = p.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
     p.slots.wake(freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
-    if (applyFetchTiming(state, result, now, p.config)) {
+    if (applyFetchTiming(state, result, now, p.sites.settings.hostConfig(state.site, state.host))) {
       p.slots.park(state.host);
       p.ctx.metrics.inc(M.hostsParked, 1, 'connection-errors');
     }

@@ -163,7 +163,7 @@ function restoreSlots(p: FrontierParts): void {
  */
 export function eligibleAt(p: FrontierParts, state: HostState): number {
   const slow = slowGapMs(p.sites.control(state.site));
-  const gap = Math.max(state.gapMs, p.config.minDelayMs, slow);
+  const gap = Math.max(state.gapMs, p.sites.settings.minDelayMs(state.site, state.host), slow);
   const slowed = slow > state.gapMs ? state.nextEligibleAt + slow - state.gapMs : state.nextEligibleAt;
   return Math.max(slowed, state.parkedUntil, p.startedAt + gap);
 }

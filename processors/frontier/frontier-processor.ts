@@ -122,7 +122,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /** Held hosts go back to the schedule, where the new control decides (dispatch drops blocked ones). */
   private control(cmd: ControlCommand): void {
-    this.p.sites.apply(cmd);
+    try {
+      this.p.sites.apply(cmd);
+    } catch (err) {
+      // any producer can write the control topic: a bad `set` is reported and changes nothing
+      this.p.ctx.log.warn(`control ${cmd.action} refused: ${(err as Error).message}`, { site: cmd.site });
+      this.p.ctx.metrics.inc(M.controlCommands, 1, 'REFUSED');
+      return;
+    }
     this.p.ctx.metrics.inc(M.controlCommands, 1, cmd.action);
     this.p.slots.resume(cmd.site, this.p.ctx.currentTimeMs());
   }

@@ -1,3 +1,4 @@
+import { InvalidOptionError } from '../../core/errors.js';
 import { GenerationCache } from '../../state/generation-cache.js';
 import { KeyFilter } from '../../state/key-filter.js';
 import type { KeyValueStore } from '../../state/state-store.js';
@@ -5,6 +6,7 @@ import type { ControlCommand, SiteControl, SiteState, TemplateCount } from '../.
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { templateCounter } from './url-templates.js';
 import { GAP_SAFETY_MS } from './politeness.js';
+import { applyLiveSettings, SiteSettingsTable } from './site-settings.js';
 
 export type SiteVerdict = 'admit' | 'site-budget' | 'blocked' | 'dup-cut';
 
@@ -48,6 +50,8 @@ export class SitePolicy {
   /** States of recently seen sites (the very objects put to the store): a site linked to again is not read. */
   private readonly recent = new GenerationCache<SiteState>(SITE_CACHE_BYTES, siteStateBytes);
   private static readonly MAX_LINKING_TRACKED = 1_000;
+  /** Per-site settings: live (`control set`) over the config file's `sites:` over the options. */
+  readonly settings: SiteSettingsTable;
 
   /** Bytes of site states cached (bounded by SITE_CACHE_BYTES). */
   get cacheBytes(): number {
@@ -60,9 +64,11 @@ export class SitePolicy {
     private readonly config: CrawlConfig,
     private readonly now: () => number = Date.now,
   ) {
+    this.settings = new SiteSettingsTable(config);
     for (const [site, state] of store.range('', '\uffff')) {
       this.known.note(site);
       if (state.control) this.controls.set(site, state.control);
+      if (state.overrides) this.settings.noteLive(site, state.overrides);
     }
   }
 
@@ -83,6 +89,7 @@ export class SitePolicy {
       recentDuplicates: 0,
       dupCut: false,
       control: null,
+      overrides: null,
       templates: [],
       cycleStartedAt: 0,
     };
@@ -107,6 +114,8 @@ export class SitePolicy {
   }
 
   budget(state: SiteState): number {
+    const fixed = this.settings.budget(state.site);
+    if (fixed !== undefined) return fixed;
     const c = this.config;
     if (state.seeded && c.seedPageBudget === 0) return Infinity;
     const base = state.seeded ? c.seedPageBudget : c.sitePageBudget;
@@ -261,9 +270,21 @@ export class SitePolicy {
     return this.controls.get(site);
   }
 
-  /** Applies an operator command; returns the control now in force (undefined after RESUME). */
+  /**
+   * Applies an operator command; returns the control now in force (undefined after RESUME). A
+   * SET changes the site's live overrides instead; one with a bad setting changes nothing and
+   * throws InvalidOptionError saying why.
+   */
   apply(cmd: ControlCommand): SiteControl | undefined {
     const state = this.state(cmd.site);
+    if (cmd.action === 'SET') {
+      const outcome = applyLiveSettings(state.overrides, cmd.settings ?? {}, cmd.issuedAt);
+      if ('error' in outcome) throw new InvalidOptionError(`${cmd.site}: ${outcome.error}`);
+      state.overrides = outcome.next;
+      this.put(cmd.site, state);
+      this.settings.noteLive(cmd.site, outcome.next);
+      return this.controls.get(cmd.site);
+    }
     const prev = state.control ?? { blocked: false, paused: false, minGapMs: 0, issuedAt: 0 };
     let next: SiteControl | null;
     switch (cmd.action) {
@@ -279,6 +300,8 @@ export class SitePolicy {
       case 'RESUME':
         next = null;
         break;
+      default:
+        return this.controls.get(cmd.site);
     }
     state.control = next;
     this.put(cmd.site, state);

@@ -18,7 +18,8 @@ import { pageContent } from './page-content.js';
 export interface DeriveInput {
   page: FetchedPage;
   /** The fetch's WARC record: the response, revisit or metadata record. */
-  location: WarcLocation;
+  /** Null when the fetch was not archived (a type --accept-type refuses). */
+  location: WarcLocation | null;
   /** The payload digest its WARC record carries (the last visit's on a 304); null when no response came. */
   payloadDigest: string | null;
   /** The payload digest when the page takes part in duplicate detection (dedupDigest), else null. */
@@ -145,7 +146,7 @@ export function derivePage(input: DeriveInput, ctx: DeriveContext): Derived | un
   let firstEntry: DigestEntry | undefined;
   if (first !== undefined) {
     role = 'COPY';
-  } else if (digest !== null) {
+  } else if (digest !== null && location !== null) {
     role = 'FIRST';
     firstEntry = {
       url: page.url,
@@ -243,6 +244,7 @@ export function wantsHtmlAnalysis(
     page.status >= 200 &&
     page.status < 300 &&
     page.errorCode !== 'CS_BOMB' &&
+    page.errorCode !== 'CS_REFUSED_TYPE' &&
     isHtml(contentType, page.body)
   );
 }

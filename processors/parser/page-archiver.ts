@@ -17,7 +17,7 @@ export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) 
  * The payload-keyed half of the parser: it reads `fetched`, which is keyed by payload digest, so
  * every copy of a payload arrives in the partition that archived the first one, from any site.
  *
- * Every fetch is archived — request + response, or a metadata record when no response came
+ * Every fetch but one of a refused type (CS_REFUSED_TYPE, recorded only) is archived — request + response, or a metadata record when no response came
  * (incl. leases dropped as CS_LEASE_EXPIRED) — with the fetch facts (warc-facts.ts) a reparse
  * needs to derive the page again: after a response or revisit in a metadata record of their own. A 2xx page body whose payload digest was archived
  * before, by any URL of any site, is written as a revisit record (identical-payload-digest) that
@@ -54,12 +54,16 @@ export class PageArchiver {
     // a payload archived before becomes a revisit record, not a second copy of the bytes
     const first = digest !== null ? this.payloads.firstRecord(digest) : undefined;
     const notModified = isNotModified(page);
-    const { location, payloadDigest } = notModified
-      ? this.archiveNotModified(page)
-      : first !== undefined
-        ? this.archiveRevisit(page, digest!, first)
-        : this.archiveFetch(page, digest);
-    m.inc(M.warcArchived, 1, page.kind);
+    // a type the crawl refuses is recorded (page record, CS_REFUSED_TYPE) but not archived: its body was never read
+    const refused = page.errorCode === 'CS_REFUSED_TYPE';
+    const { location, payloadDigest } = refused
+      ? { location: null, payloadDigest: null }
+      : notModified
+        ? this.archiveNotModified(page)
+        : first !== undefined
+          ? this.archiveRevisit(page, digest!, first)
+          : this.archiveFetch(page, digest);
+    if (!refused) m.inc(M.warcArchived, 1, page.kind);
     const derived = derivePage(
       { page, location, payloadDigest, dedupDigest: digest, first, notModified, ...(analysis ? { analysis } : {}) },
       { config: this.config, robotsToken: this.robotsToken, feeds: this.feeds, metrics: m },

@@ -127,3 +127,52 @@ test("the README's option table is the one generated from the settings schema", 
   assert.ok(at >= 0, 'README.md has no generated settings table');
   assert.equal(readme.slice(at + begin.length, readme.indexOf(end, at)), settingsTable());
 });
+
+test('sites: from the file and --site from flags are shown one key a line with their source; a flag replaces its key', async (t) => {
+  const { runConfig } = await import('../../cli/config.js');
+  const file = withFile(
+    t,
+    'sites:\n  example.org:\n    min-delay: 2500\n    headers:\n      X-Team: news desk\n  other.org:\n    budget: 40\n',
+  );
+  const lines: string[] = [];
+  runConfig(['--config', file, '--site', 'other.org budget=90'], (l) => lines.push(l), {});
+  const site = lines.filter((l) => l.startsWith('site '));
+  assert.equal(site.length, 2, lines.join('\n'));
+  assert.match(
+    site[0]!,
+    new RegExp(`^site example\\.org\\s+min-delay=2500 header\\.x-team=news desk\\s+file ${file}$`),
+  );
+  assert.match(site[1]!, /^site other\.org\s+budget=90\s+flag --site$/);
+  const cmd = parseCrawlArgs(['--config', file, '--data', '/tmp/x'], {});
+  assert.deepEqual(cmd.config.sites, [
+    { key: 'example.org', override: { minDelayMs: 2500, headers: { 'x-team': 'news desk' } } },
+    { key: 'other.org', override: { budget: 40 } },
+  ]);
+});
+
+test('a sites: entry below the politeness floor stops the crawl before it starts, naming the file and key', (t) => {
+  const file = withFile(t, 'sites:\n  slow.example:\n    min-delay: 200\n');
+  assert.throws(
+    () => parseCrawlArgs(['--config', file, '--data', '/tmp/x'], {}),
+    (e: unknown) =>
+      e instanceof InvalidOptionError &&
+      e.message.startsWith(`${file}: sites.slow.example.min-delay must be a whole number of at least 1000 ms`),
+  );
+  const notMap = withFile(t, 'sites:\n  - example.org\n');
+  assert.throws(
+    () => parseCrawlArgs(['--config', notMap, '--data', '/tmp/x'], {}),
+    /sites must be a mapping of site keys/,
+  );
+});
+
+test('--accept-type takes comma-separated or repeated patterns and refuses one that is no media type', () => {
+  const cmd = parseCrawlArgs(
+    ['--data', '/tmp/x', '--accept-type', 'text/html,text/*', '--accept-type', 'image/png'],
+    {},
+  );
+  assert.deepEqual(cmd.config.acceptTypes, ['text/html', 'text/*', 'image/png']);
+  assert.throws(
+    () => parseCrawlArgs(['--data', '/tmp/x', '--accept-type', 'html'], {}),
+    /--accept-type must be a media type pattern like text\/html or text\/\*, got "html" \(from flag --accept-type\)/,
+  );
+});

@@ -59,7 +59,11 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
       'a URL has more than one page record',
     );
     assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
-    for (const r of records.filter((r) => r.status === 200)) {
+    // a type --accept-type refuses (the test web's PDF and image) is recorded, its body neither read nor archived
+    const refused = records.filter((r) => r.errorCode === 'CS_REFUSED_TYPE');
+    assert.ok(refused.length > 0, 'no response was refused by type');
+    for (const r of refused) assert.equal(r.warcFile, null, `${r.url} was archived though refused`);
+    for (const r of records.filter((r) => r.status === 200 && r.errorCode !== 'CS_REFUSED_TYPE')) {
       assert.ok(
         r.warcFile && r.warcOffset !== null && r.payloadDigest?.startsWith('sha1:'),
         `${r.url} lacks its WARC location`,

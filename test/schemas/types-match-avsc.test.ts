@@ -81,6 +81,9 @@ function typescriptShapes(): {
     if (type.flags & ts.TypeFlags.NumberLike) return 'number';
     if (type.flags & ts.TypeFlags.BooleanLike) return 'boolean';
     if (checker.isArrayType(type)) return `${describe(checker.getTypeArguments(type as ts.TypeReference)[0]!)}[]`;
+    // Record<string, X>: an Avro map of X
+    const index = checker.getIndexInfoOfType(type, ts.IndexKind.String);
+    if (index !== undefined && type.getProperties().length === 0) return `map<${describe(index.type)}>`;
     return type.getSymbol()?.name ?? checker.typeToString(type);
   };
   ts.forEachChild(source, (node) => {
