@@ -8,6 +8,8 @@ import { byStart, schemeOf } from './types.js';
 export interface RobotsAnswer {
   /** When the answer was complete: the end of the request, or of the last request of its redirect chain. */
   at: number;
+  /** When the `/robots.txt` request that asked started: the earliest time a crawler can date the answer by. */
+  askedAt: number;
   /** The `/robots.txt` request that asked. */
   seq: number;
   status: number;
@@ -79,7 +81,13 @@ export class RobotsAnswers {
         );
       }
       if (last === undefined) continue; // the chain is not complete in the log: nothing was learnt
-      const answer: RobotsAnswer = { at: last.end, seq: e.seq, status: last.status, verdict: verdictOf(last.status) };
+      const answer: RobotsAnswer = {
+        at: last.end,
+        askedAt: e.start,
+        seq: e.seq,
+        status: last.status,
+        verdict: verdictOf(last.status),
+      };
       // the web serves what `sites` says; a verdict the log and the spec disagree on is the stricter one
       if (chain?.kind === 'unavailable') answer.verdict = 'unavailable';
       else if (answer.verdict === 'rules') answer.rules = rulesOf(chain?.body ?? '');
