@@ -177,13 +177,13 @@ const DEFINED: readonly Setting[] = [
     'template-allowance',
     'templateAllowance',
     12,
-    "new URLs of one generated shape (/cal/{n}/{n}/, /s/{id}/page) a host may emit on its own pages: past half they wait in the lowest band, past all they are dropped; a host's shapes together get 3 times this",
+    "new URLs of one shape (/cal/{n}/{n}/, /s/{id}/page, or hand-named /{w}/{w}) a host may emit on its own pages: past half they wait in the lowest band, past all they are deferred; a host's shapes together get 3 times this",
   ),
   count(
     'template-allowance-per-inlink',
     'templateAllowancePerInlink',
     12,
-    'allowance a shape earns per link into it from another site',
+    'allowance a shape earns per distinct new URL of it another site links to (two or more such URLs: at least --site-budget-per-inlink each)',
   ),
   count(
     'site-budget',

@@ -168,7 +168,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     this.deferred = new DeferredSet(context.getStateStore<DeferredStore>(DEFERRED_STORE));
     // options may have changed since the last run (an operator raised a budget or an allowance)
     for (const [site] of this.deferred.sites())
-      this.deferred.mark(site, { budget: true, template: true, exhausted: this.sites.seeded(site) });
+      this.deferred.mark(site, { budget: true, template: true, exhausted: true });
     this.epoch = readNumber(this.meta.get('epoch')) + 1;
     this.meta.put('epoch', numberBytes(this.epoch));
     this.startedAt = context.currentTimeMs();
@@ -286,7 +286,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (active && bands[i] !== LOWEST_BAND) this.appendBack(entry);
       else this.front.push(bands[i]!, entry);
     }
-    // a seeded site's URLs held back while their host has nothing queued are its next work
+    // a site's URLs held back while their host has nothing queued are its next work
     if (deferred > 0 && !this.active.has(deferredHost!)) this.noteExhausted(batch.site);
     this.refill();
   }
@@ -321,10 +321,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       if (retryAt > 0 && retryAt <= now) this.deferred.mark(site, { budget: true });
   }
 
-  /** A host of `site` has nothing queued: on a seeded site, its template-deferred URLs may go. */
+  /** A host of `site` has nothing queued: its template-deferred URLs may go if its yield fell. */
   private noteExhausted(site: string): void {
-    if (this.deferred.waiting(site, 'url-template') > 0 && this.sites.seeded(site))
-      this.deferred.mark(site, { exhausted: true });
+    if (this.deferred.waiting(site, 'url-template') > 0) this.deferred.mark(site, { exhausted: true });
   }
 
   /** Moves URLs from the front queues to back queues while active slots are free. */
