@@ -217,9 +217,14 @@ const DEFINED: readonly Setting[] = [
     'ip-concurrency',
     'ipConcurrency',
     8,
-    "per-IP limit, per frontier partition: leases in flight on one address, a host's first fetch included",
+    "per-IP limit, for the whole crawl (shared out among frontier partitions, at least 1 each): leases in flight on one address, a host's first fetch included",
   ),
-  ms('ip-gap', 'ipGapMs', 100, 'per-IP limit: least time between fetch starts on one address'),
+  ms(
+    'ip-gap',
+    'ipGapMs',
+    100,
+    'per-IP limit: least time between fetch starts on one address (with several partitions, one start per gap + 130 ms slot)',
+  ),
   count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host'),
   count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task'),
   {

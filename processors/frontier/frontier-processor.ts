@@ -98,7 +98,7 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** Active hosts of paused sites, by site. */
   private readonly held = new Map<string, Set<string>>();
   private readonly robots: RobotsCache;
-  private readonly ips: IpLimiter;
+  private ips: IpLimiter;
   /** Each recently answered host's last results, for the site status only. */
   private readonly outcomes = new RecentOutcomes();
   private epoch = 0;
@@ -108,10 +108,14 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   /** The host state `appendBack` last appended to in this call (already active and marked changed). */
   private lastAppended: HostState | undefined;
 
-  /** `lookup` finds a new host's address before its first lease, for the per-IP limit (host-addresses.ts). */
+  /**
+   * `lookup` finds a new host's address before its first lease, for the per-IP limit
+   * (host-addresses.ts); `partitions` frontier tasks share every address's limit (ip-limiter.ts).
+   */
   constructor(
     private readonly config: CrawlConfig,
-    lookup?: AddressLookup,
+    private readonly lookup?: AddressLookup,
+    private readonly partitions = 1,
   ) {
     this.robots = new RobotsCache(config.userAgent);
     this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs, lookup);
@@ -119,6 +123,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   init(context: ProcessorContext<string, FetchRequest>): void {
     this.ctx = context;
+    const share = { partition: context.taskId.partition, partitions: this.partitions };
+    this.ips = new IpLimiter(this.config.ipConcurrency, this.config.ipGapMs, this.lookup, share);
     const hosts = context.getStateStore<HostStore>(HOSTS_STORE);
     this.robots.attach(context.getStateStore<RobotsStore>(ROBOTS_STORE));
     const queue = context.getStateStore<QueueStore>(QUEUE_STORE);
@@ -404,8 +410,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
       }
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
-      const notBefore = Math.max(now, due);
-      if (!this.ips.tryAcquire(state, notBefore)) continue;
+      const notBefore = this.ips.tryAcquire(state, Math.max(now, due));
+      if (notBefore === undefined) continue;
       const window = this.ips.startWindow(state) ?? this.config.leaseWindowMs;
       if (typeof next === 'string')
         this.lease(

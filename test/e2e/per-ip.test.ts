@@ -39,7 +39,7 @@ test(
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
       const run = await startCli(
-        // the per-IP limit is per frontier partition: one partition makes it the crawl's limit
+        // one partition: the limiter's own rule, without the time slots several partitions share
         crawlArgs(seeds, join(dir, 'data'), [
           '--ip-concurrency',
           '2',

@@ -192,7 +192,7 @@ test(
       const seeds = writeSeeds(dir, web.seedUrls());
       const gapMs = 400;
       const run = await startCli(
-        // the per-IP limit is per frontier partition (docs/ARCHITECTURE.md): one partition holds both sites
+        // one partition: the limiter's own rule, without the time slots several partitions share
         crawlArgs(seeds, join(dir, 'data'), [
           '--ip-concurrency',
           '1',
