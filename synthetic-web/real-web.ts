@@ -167,7 +167,7 @@ export function forumSite(
   const paths = ['/', ...Array.from({ length: last }, (_, i) => `/latest?page=${i + 1}`)];
   for (let i = 1; i <= threads; i++) {
     const related = [i + 1, i + 5].map((r) => ((r - 1) % threads) + 1);
-    pages[thread(i)] = { title: `${host} thread ${i}`, links: ['/latest?page=1', ...related.map(thread)] };
+    pages[thread(i)] = { title: `${host} thread ${i}`, links: ['/', '/latest?page=1', ...related.map(thread)] };
     paths.push(thread(i));
   }
   return { site: { host, pages }, paths, thread };
