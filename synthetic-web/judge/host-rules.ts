@@ -136,7 +136,9 @@ function judgeRobots(e: RequestLogEntry, origin: string, answers: RobotsAnswers,
 /**
  * A robots.txt request while the origin's latest answer is still good: it was available (rules or
  * allow-all) and its lifetime, counted from the start of the request that asked (the earliest a
- * crawler can date it by), has not run out. An unavailable answer is retried (robots-retry).
+ * crawler can date it by), has not run out. An unavailable answer is retried (robots-retry). A
+ * robots.txt that another origin's robots.txt redirects to is not judged: the log cannot tell
+ * which origin a request there asked for.
  */
 function judgeRobotsRefetch(
   e: RequestLogEntry,
@@ -146,7 +148,7 @@ function judgeRobotsRefetch(
   flag: Flag,
 ): void {
   const answer = answers.latest(origin, e.start);
-  if (answer === undefined || answer.verdict === 'unavailable') return;
+  if (answer === undefined || answer.verdict === 'unavailable' || answers.mayBeChainHop(e)) return;
   if (e.start < answer.askedAt + o.robotsTtlMs)
     flag(
       'robots-refetched',
