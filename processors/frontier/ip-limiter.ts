@@ -39,7 +39,8 @@ export interface IpShare {
  * (the wall clock, as leases assume), and each slot of an address belongs to one task in turn
  * (slot index plus a hash of the address, mod P). A task starts leases on the address only at
  * the start of its own slots, each within IP_START_WINDOW_MS, so two starts on the address by
- * different tasks are a full gap apart; the concurrency is shared out (each task gets its
+ * different tasks are a full gap apart (the window is half of that 100 ms: the rest covers a fetch
+ * reaching the wire late); the concurrency is shared out (each task gets its
  * share of `concurrency`, at least one). The cost: an address gets at most one start per slot
  * (gap + 100 ms) whatever P, and a task's slots go unused while it has no host there.
  */
@@ -114,8 +115,10 @@ export class IpLimiter {
    * and keeps a gap (the current window); undefined: the usual lease window.
    */
   startWindow(state: HostState): number | undefined {
-    // a slot's start window is fixed: every task must agree where a slot ends
-    if (state.ip !== null && state.ip !== '' && this.slotMs > 0) return IP_START_WINDOW_MS;
+    // a slot's start window is fixed (every task must agree where a slot ends) and half the
+    // slot's: a fetch reaches the wire some time after the fetcher checked its window (tens of
+    // ms on a loaded machine), which the other half absorbs
+    if (state.ip !== null && state.ip !== '' && this.slotMs > 0) return IP_START_WINDOW_MS / 2;
     return state.ip !== null && this.overlaps(state.ip) ? this.window : undefined;
   }
 
