@@ -179,13 +179,13 @@ const DEFINED: readonly Setting[] = [
     'template-allowance',
     'templateAllowance',
     12,
-    "new URLs of one generated shape (/cal/{n}/{n}/, /s/{id}/page) a host may emit on its own pages: past half they wait in the lowest band, past all they are dropped; a host's shapes together get 3 times this",
+    "new URLs of one shape (/cal/{n}/{n}/, /s/{id}/page, or hand-named /{w}/{w}) a host may emit on its own pages: past half they wait in the lowest band, past all they are deferred; a host's shapes together get 3 times this",
   ),
   count(
     'template-allowance-per-inlink',
     'templateAllowancePerInlink',
     12,
-    'allowance a shape earns per link into it from another site',
+    'allowance a shape earns per distinct new URL of it another site links to (two or more such URLs: at least --site-budget-per-inlink each)',
   ),
   count(
     'site-budget',
@@ -234,9 +234,14 @@ const DEFINED: readonly Setting[] = [
     'ip-concurrency',
     'ipConcurrency',
     8,
-    "per-IP limit, per frontier partition: leases in flight on one address, a host's first fetch included",
+    "per-IP limit, for the whole crawl (shared out among frontier partitions, at least 1 each): leases in flight on one address, a host's first fetch included",
   ),
-  ms('ip-gap', 'ipGapMs', 100, 'per-IP limit: least time between fetch starts on one address'),
+  ms(
+    'ip-gap',
+    'ipGapMs',
+    100,
+    'per-IP limit: least time between fetch starts on one address (with several partitions, one start per gap + 130 ms slot)',
+  ),
   count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host'),
   count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task'),
   {

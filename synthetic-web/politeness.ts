@@ -26,7 +26,9 @@ export type { ControlEvent, PolitenessOptions, PolitenessReport, Violation, Viol
  *   n-th 429/503 without a usable Retry-After in a row (a row ends after backoffQuietMs without
  *   429/503) to a page, not a robots.txt request;
  * - robots-retry: a robots.txt request starts before end + robotsRetryMs × 2^(n−1) (capped) of
- *   the n-th 429/5xx/unanswered robots.txt of its origin in a row.
+ *   the n-th 429/5xx/unanswered robots.txt of its origin in a row;
+ * - robots-refetched: a robots.txt request starts less than robotsTtlMs after the start of the
+ *   request of its origin's latest answer, and that answer was available (rules or allow-all).
  * Per origin, for every request that is not robots.txt or a hop of a robots.txt redirect chain:
  * - robots-not-first: no robots.txt answer of the origin was complete when it started;
  * - robots-unavailable-fetched: the latest answer was unavailable (429, 5xx, no answer, a failed

@@ -71,6 +71,9 @@ interface Reply {
 const KEEP_ALIVE_MS = 15_000;
 const FORCE_CLOSE_MS = 1_000;
 
+/** The one address the web listens on; every host it serves resolves here. */
+const LISTEN_ADDRESS = '127.0.0.1';
+
 const now = (): number => performance.timeOrigin + performance.now();
 
 /**
@@ -129,7 +132,7 @@ export class SyntheticWeb {
     server.keepAliveTimeout = KEEP_ALIVE_MS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
+      server.listen(port, LISTEN_ADDRESS, () => {
         server.off('error', reject);
         resolve();
       });
@@ -153,6 +156,14 @@ export class SyntheticWeb {
   httpsUrl(host: string, path?: string): string {
     return `https://${host}:${this.httpsPort}${path ?? '/'}`;
   }
+
+  /**
+   * The address a host of this web is served on (every one on 127.0.0.1, where the server
+   * listens), undefined for a host it does not serve: the per-IP judge's map
+   * (`PolitenessOptions.ipOf`), so every judged crawl is judged per address too.
+   */
+  readonly ipOf = (host: string): string | undefined =>
+    this.#byHost.has(host) || this.#bySuffix(host) !== undefined ? LISTEN_ADDRESS : undefined;
 
   /** Home URLs of the sites marked `seed`, in declaration order. */
   seedUrls(): string[] {

@@ -65,7 +65,7 @@ export function pathSessionSite(host = 'portal.test'): SiteSpec {
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'dra', 'fen', 'gul', 'hob', 'jin'];
 
 /** A pronounceable name derived from `seed`: distinct seeds give (almost always) distinct names, never digits. */
-function wordOf(seed: string): string {
+export function wordOf(seed: string): string {
   let h = 2166136261;
   for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619) >>> 0;
   let w = '';

@@ -100,7 +100,7 @@ export function crawlTopology({
   t.addSource('control-source', TOPICS.control);
   // the frontier reads page records back to see which sites are mostly duplicates
   t.addSource('page-records-source', TOPICS.pageRecords);
-  t.addProcessor('frontier', () => new FrontierProcessor(config, lookup), [
+  t.addProcessor('frontier', () => new FrontierProcessor(config, lookup, partitions), [
     'links-source',
     'fetch-results-source',
     'control-source',

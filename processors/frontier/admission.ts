@@ -11,7 +11,7 @@ import type { SitePolicy, TemplateVerdict } from './site-policy.js';
 import { trapRules } from './url-rules.js';
 import type { LinkScope } from './scope.js';
 import { urlShape, type UrlShape } from './url-shape.js';
-import { templateKey, templateKeyOf } from './url-templates.js';
+import { skeletonKeyOf, templateKey, templateKeyOf } from './url-templates.js';
 
 /** The links that passed admission, in batch order: entry i waits in band i if its host has no slot. */
 export interface AdmittedLinks {
@@ -89,11 +89,10 @@ export function admitLinks(
   const templates = templateVerdicts(kept, shapes, fresh, site, internal, sites);
   // links into a template from elsewhere may have raised an allowance that deferred URLs wait on
   if (!internal && templates.verdicts.size > 0) deferred.mark(site, { template: true });
-  // the yield of a templated page: how many new templated URLs of its own site it names
+  // the yield of a counted page: how many new counted URLs of its own site it names
   if (internal && deferred.waiting(site, 'url-template') > 0 && batch.sourceUrl !== null) {
     const source = urlShape(batch.sourceUrl);
-    if (source !== undefined && templateKeyOf(source.host, source) !== undefined)
-      deferred.noteYield(site, templates.verdict.length);
+    if (source !== undefined && shapeKeyOf(source) !== undefined) deferred.noteYield(site, templates.verdict.length);
   }
   let templated = 0;
   let demoted = 0;
@@ -176,11 +175,17 @@ interface TemplateVerdicts {
 
 const NO_TEMPLATES: TemplateVerdicts = { verdicts: new Map(), keys: [], verdict: [] };
 
+/** The key a URL is counted under by the template rule: its template's, else its skeleton's (the root has none). */
+function shapeKeyOf(shape: UrlShape): number | undefined {
+  return templateKeyOf(shape.host, shape) ?? skeletonKeyOf(shape.host, shape);
+}
+
 /**
- * The template rule's verdicts on the new links of a batch whose path or query has a generated
- * part; links of hand-named shapes are not counted and have no verdict. A batch from another
- * site (or of seeds) counts its links already seen too: a link into a template earns it
- * allowance whether or not the URL is new.
+ * The template rule's verdicts on the new links of a batch, each counted under its template
+ * (a generated part) or, for a hand-named URL, its skeleton (url-templates.ts); the host's root
+ * is not counted and has no verdict. Only new URLs count, from another site (or a seed) too: a
+ * link into a template earns it allowance once per URL, so a trap's one page linked from
+ * hundreds of sites earns what one link does.
  */
 function templateVerdicts(
   kept: readonly number[],
@@ -195,9 +200,9 @@ function templateVerdicts(
   let host = '';
   let hostKey = 0;
   for (let k = 0; k < kept.length; k++) {
-    if (internal && !fresh[k]) continue;
+    if (!fresh[k]) continue;
     const shape = shapes[k]!;
-    const key = templateKeyOf(shape.host, shape);
+    const key = shapeKeyOf(shape);
     if (key === undefined) continue;
     if (shape.host !== host) {
       host = shape.host;

@@ -18,10 +18,10 @@ export interface Released {
 /**
  * Releases what the evidence noted for `site` allows, oldest first, and returns it to be queued:
  * budget-deferred URLs while the site's budget allows; template-deferred ones whose template's
- * allowance now has room (or all of them, while the budget allows, when a host of a seeded site
- * ran out of URLs and its templated pages fetched since the last such release named under half a
- * new templated URL each: a site running out, not a trap; seeds are trusted to the hop limit),
- * each spending the template's allowance and the budget as a new URL would. At most RELEASE_SCAN URLs are read per reason. Counts
+ * allowance now has room (or all of them, while the budget allows, when a host of the site ran
+ * out of URLs and its counted pages fetched since the last such release named under half a new
+ * counted URL each: a site running out, not a trap, whose yield a trap's never falls to), each
+ * spending the template's allowance and the budget as a new URL would. At most RELEASE_SCAN URLs are read per reason. Counts
  * `urls_released{reason}` and `urls_admitted`.
  */
 export function releaseDeferred(
@@ -47,8 +47,10 @@ export function releaseDeferred(
   }
   // a budget that grew raises no template's allowance: only template evidence or a run-out host is looked at
   if (deferred.waiting(site, 'url-template') > 0 && (evidence.template || evidence.exhausted)) {
-    // a seeded site is trusted to its hop limit once its templated pages stop naming new URLs
-    const trusted = evidence.exhausted && sites.seeded(site) && deferred.yieldFell(site);
+    // a seeded site is trusted to its hop limit: its host running out is enough; another site must
+    // also show it is running out of pages (its counted pages stopped naming new URLs), which a
+    // trap's never do
+    const trusted = evidence.exhausted && (sites.seeded(site) || deferred.yieldFell(site));
     if (trusted) deferred.resetYield(site);
     const keys: string[] = [];
     let toBudget: DeferredUrl | undefined;

@@ -90,15 +90,21 @@ export type DeferredStore = KeyValueStore<string, Buffer>;
  * site (`mark`) waits in `pending` until the frontier releases what it can, at the end of the
  * call that noted it.
  */
+/** How many of the last pages the yield is averaged over (deferred-set.ts, `yieldFell`). */
+const YIELD_SPAN = 8;
+
 export class DeferredSet {
   private readonly perSite = new Map<string, SiteDeferred>();
   private readonly pending = new Map<string, Evidence>();
   /**
-   * Per site with template-deferred URLs, since its last release on run-out: pages of a templated
-   * shape fetched (each brings one batch of the site's own links) and the new templated URLs they
-   * named. RAM only (a restart starts counting again, releasing nothing until pages are seen).
+   * Per site with template-deferred URLs, since its last release on run-out: pages of a counted
+   * shape fetched (each brings one batch of the site's own links) and the new counted URLs they
+   * named, on average over the last YIELD_SPAN or so (an exponential moving average: what the
+   * pages fetched just before the host ran out named, not what the site named while it was
+   * being discovered). RAM only (a restart starts counting again, releasing nothing until pages
+   * are seen).
    */
-  private readonly yields = new Map<string, { pages: number; fresh: number }>();
+  private readonly yields = new Map<string, { pages: number; recent: number }>();
   private total = 0;
 
   constructor(private readonly store: DeferredStore) {
@@ -191,21 +197,21 @@ export class DeferredSet {
   noteYield(site: string, fresh: number): void {
     if (this.waiting(site, 'url-template') === 0) return;
     const y = this.yields.get(site);
-    if (y === undefined) this.yields.set(site, { pages: 1, fresh });
+    if (y === undefined) this.yields.set(site, { pages: 1, recent: fresh });
     else {
       y.pages++;
-      y.fresh += fresh;
+      y.recent += (fresh - y.recent) / Math.min(y.pages, YIELD_SPAN);
     }
   }
 
   /**
-   * Whether the templated pages of `site` fetched since its last release named new templated
+   * Whether the counted pages of `site` fetched last (since its last release) named new counted
    * URLs at under half a URL a page: a site running out of pages, not a trap (a calendar, a
-   * session id, endless paging name at least one new URL a page).
+   * session id, endless paging name at least one new URL a page, to the last).
    */
   yieldFell(site: string): boolean {
     const y = this.yields.get(site);
-    return y !== undefined && y.pages > 0 && 2 * y.fresh < y.pages;
+    return y !== undefined && y.pages > 0 && 2 * y.recent < 1;
   }
 
   /** Starts counting `site`'s yield again (after a release, whose pages are measured next). */

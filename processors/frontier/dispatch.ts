@@ -57,8 +57,8 @@ export class Dispatcher {
       }
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
-      const notBefore = Math.max(now, due);
-      if (!p.ips.tryAcquire(state, notBefore)) continue;
+      const notBefore = p.ips.tryAcquire(state, Math.max(now, due));
+      if (notBefore === undefined) continue;
       const window = p.ips.startWindow(state) ?? p.config.leaseWindowMs;
       if (typeof next === 'string') {
         const hops = hopToFetch(state)?.chain.length ?? 0;

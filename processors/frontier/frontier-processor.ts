@@ -39,19 +39,23 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   private dispatcher!: Dispatcher;
   private completion!: Completion;
   private readonly robots: RobotsCache;
-  private readonly ips: IpLimiter;
 
-  /** `lookup` finds a new host's address before its first lease, for the per-IP limit (host-addresses.ts). */
+  /**
+   * `lookup` finds a new host's address before its first lease, for the per-IP limit
+   * (host-addresses.ts); `partitions` frontier tasks share every address's limit (ip-limiter.ts).
+   */
   constructor(
     private readonly config: CrawlConfig,
-    lookup?: AddressLookup,
+    private readonly lookup?: AddressLookup,
+    private readonly partitions = 1,
   ) {
     this.robots = new RobotsCache(config.userAgent);
-    this.ips = new IpLimiter(config.ipConcurrency, config.ipGapMs, lookup);
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
-    const p = (this.p = openFrontierParts(context, this.config, this.robots, this.ips));
+    const share = { partition: context.taskId.partition, partitions: this.partitions };
+    const ips = new IpLimiter(this.config.ipConcurrency, this.config.ipGapMs, this.lookup, share);
+    const p = (this.p = openFrontierParts(context, this.config, this.robots, ips));
     this.intake = new Intake(p);
     this.dispatcher = new Dispatcher(p, this.intake);
     this.completion = new Completion(p, this.intake);

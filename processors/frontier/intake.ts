@@ -60,7 +60,7 @@ export class Intake {
       if (active && bands[i] !== LOWEST_BAND) this.appendBack(entry);
       else p.front.push(bands[i]!, entry);
     }
-    // a seeded site's URLs held back while their host has nothing queued are its next work
+    // a site's URLs held back while their host has nothing queued are its next work
     if (deferred > 0 && !p.slots.isActive(deferredHost!)) this.noteExhausted(batch.site);
     this.refill();
   }
@@ -133,10 +133,9 @@ export class Intake {
     this.deactivate(state);
   }
 
-  /** A host of `site` has nothing queued: on a seeded site, its template-deferred URLs may go. */
+  /** A host of `site` has nothing queued: its template-deferred URLs may go if its yield fell. */
   private noteExhausted(site: string): void {
-    if (this.p.deferred.waiting(site, 'url-template') > 0 && this.p.sites.seeded(site))
-      this.p.deferred.mark(site, { exhausted: true });
+    if (this.p.deferred.waiting(site, 'url-template') > 0) this.p.deferred.mark(site, { exhausted: true });
   }
 
   /** Moves URLs from the front queues to back queues while active slots are free. */

@@ -16,6 +16,12 @@ export const IP_START_WINDOW_MS = 100;
  */
 export const IP_START_WINDOW_MAX_MS = 2_000;
 
+/** This task's place among the frontier tasks sharing every address (one per frontier partition). */
+export interface IpShare {
+  readonly partition: number;
+  readonly partitions: number;
+}
+
 /**
  * The looser per-address limit of one frontier task: at most `concurrency` leases in flight per
  * resolved IP and at least `gapMs` between two lease starts there, so many small sites on one
@@ -27,6 +33,16 @@ export const IP_START_WINDOW_MAX_MS = 2_000;
  * A host is looked up before its first lease (host-addresses.ts), so that lease counts too.
  * In memory: after a restart every address starts empty, which is safe because every host
  * already waits a full gap of its own.
+ *
+ * With P > 1 frontier tasks (`share`) the limit holds for the whole crawl, without the tasks
+ * talking: time is cut into slots of the gap plus IP_START_WINDOW_MS, the same for every task
+ * (the wall clock, as leases assume), and each slot of an address belongs to one task in turn
+ * (slot index plus a hash of the address, mod P). A task starts leases on the address only at
+ * the start of its own slots, each within IP_START_WINDOW_MS, so two starts on the address by
+ * different tasks are a full gap apart (the window is half of that 100 ms: the rest covers a fetch
+ * reaching the wire late); the concurrency is shared out (each task gets its
+ * share of `concurrency`, at least one). The cost: an address gets at most one start per slot
+ * (gap + 100 ms) whatever P, and a task's slots go unused while it has no host there.
  */
 export class IpLimiter {
   private readonly inFlight = new Map<string, number>();
@@ -39,34 +55,59 @@ export class IpLimiter {
   /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
   private readonly spacingMs: number;
 
-  /** `lookup` finds a new host's address before its first lease. */
+  /** Slot length when the address is shared by several tasks; 0: not slotted. */
+  private readonly slotMs: number;
+
+  /** `lookup` finds a new host's address before its first lease; `share` slots the limit among P tasks. */
   constructor(
     private readonly concurrency: number,
     gapMs: number,
     lookup: AddressLookup = NO_ADDRESSES,
+    private readonly share: IpShare = { partition: 0, partitions: 1 },
   ) {
     this.spacingMs = gapMs > 0 ? gapMs + GAP_SAFETY_MS : 0;
+    this.slotMs = share.partitions > 1 && this.spacingMs > 0 ? this.spacingMs + IP_START_WINDOW_MS : 0;
     this.addresses = new HostAddresses(lookup);
   }
 
+  /** How many leases this task may have in flight on `ip`: its share of the concurrency, at least one. */
+  private concurrencyOn(ip: string): number {
+    const p = this.share.partitions;
+    if (p <= 1) return this.concurrency;
+    const turn = (((this.share.partition - addressHash(ip)) % p) + p) % p;
+    return Math.max(1, Math.floor(this.concurrency / p) + (turn < this.concurrency % p ? 1 : 0));
+  }
+
+  /** The start of this task's first slot on `ip` at or after `t`. */
+  private slotAt(ip: string, t: number): number {
+    const p = this.share.partitions;
+    let k = Math.ceil(t / this.slotMs);
+    const owner = (((this.share.partition - addressHash(ip)) % p) + p) % p;
+    k += (((owner - (k % p)) % p) + p) % p;
+    return k * this.slotMs;
+  }
+
   /**
-   * Whether a lease to the host may start at `at` now. A host whose address is still being looked
-   * up may not (it comes back through `due`); once known, the address is set in `state`. Hosts
-   * held back by their address's limit are remembered as waiting on it.
+   * When a lease to the host that may start at `at` is to start: `at`, or with several tasks
+   * sharing the address the start of this task's next slot there (within one round of slots);
+   * undefined when it may not now. A host whose address is still being looked up may not (it
+   * comes back through `due`); once known, the address is set in `state`. Hosts held back by
+   * their address's limit are remembered as waiting on it.
    */
-  tryAcquire(state: HostState, at: number): boolean {
-    if (!this.addresses.resolved(state)) return false;
+  tryAcquire(state: HostState, at: number): number | undefined {
+    if (!this.addresses.resolved(state)) return undefined;
     const { ip, host } = state;
-    if (ip === null) return true;
-    if ((this.inFlight.get(ip) ?? 0) >= this.concurrency || (this.nextStart.get(ip) ?? 0) > at) {
+    if (ip === null) return at;
+    if ((this.inFlight.get(ip) ?? 0) >= this.concurrencyOn(ip) || (this.nextStart.get(ip) ?? 0) > at) {
       let set = this.waiting.get(ip);
       if (!set) this.waiting.set(ip, (set = new Set()));
       set.add(host);
-      return false;
+      return undefined;
     }
+    const start = this.slotMs > 0 && ip !== '' ? this.slotAt(ip, at) : at;
     this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
-    this.nextStart.set(ip, at + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
-    return true;
+    this.nextStart.set(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
+    return start;
   }
 
   /**
@@ -74,6 +115,10 @@ export class IpLimiter {
    * and keeps a gap (the current window); undefined: the usual lease window.
    */
   startWindow(state: HostState): number | undefined {
+    // a slot's start window is fixed (every task must agree where a slot ends) and half the
+    // slot's: a fetch reaches the wire some time after the fetcher checked its window (tens of
+    // ms on a loaded machine), which the other half absorbs
+    if (state.ip !== null && state.ip !== '' && this.slotMs > 0) return IP_START_WINDOW_MS / 2;
     return state.ip !== null && this.overlaps(state.ip) ? this.window : undefined;
   }
 
@@ -126,11 +171,18 @@ export class IpLimiter {
     const answered = this.addresses.answered();
     if (answered.length > 0) out.push({ hosts: answered, at: now });
     for (const [ip, set] of this.waiting) {
-      if ((this.inFlight.get(ip) ?? 0) < this.concurrency && (this.nextStart.get(ip) ?? 0) <= now) {
+      if ((this.inFlight.get(ip) ?? 0) < this.concurrencyOn(ip) && (this.nextStart.get(ip) ?? 0) <= now) {
         this.waiting.delete(ip);
         out.push({ hosts: [...set], at: now });
       }
     }
     return out;
   }
+}
+
+/** A small hash of an address, so that the slots of different addresses do not all start with one task. */
+function addressHash(ip: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < ip.length; i++) h = Math.imul(h ^ ip.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % 65_521;
 }

@@ -193,11 +193,23 @@ export class SitePolicy {
     return verdict;
   }
 
+  /**
+   * What a template (or a host's templates together) may admit from the site's own pages: `base`
+   * plus the per-inlink allowance for each distinct URL of it other sites link to; once others
+   * link to two or more of its URLs it is cited content, not one page of a trap everyone links
+   * to, and gets at least what as many inlinks earn a site's budget.
+   */
+  private allowance(t: TemplateCount, base: number): number {
+    const c = this.config;
+    const linked = base + c.templateAllowancePerInlink * t.external;
+    return t.external >= 2 ? Math.max(linked, c.siteBudgetPerInlink * t.external) : linked;
+  }
+
   /** The verdict on one more URL of `one` (and its host's `all`), counted unless deferred. */
   private spend(one: TemplateCount, all: TemplateCount, trusted: boolean): TemplateVerdict {
     const c = this.config;
-    const oneAllowance = c.templateAllowance + c.templateAllowancePerInlink * one.external;
-    const allAllowance = 3 * c.templateAllowance + c.templateAllowancePerInlink * all.external;
+    const oneAllowance = this.allowance(one, c.templateAllowance);
+    const allAllowance = this.allowance(all, 3 * c.templateAllowance);
     const over = one.internal >= oneAllowance || all.internal >= allAllowance;
     if (over && !trusted) return 'defer';
     one.internal++;

@@ -221,3 +221,41 @@ export function templateCounter(table: TemplateCount[], key: number, keep?: Temp
   min.external = 0;
   return min;
 }
+
+const WORD = 0x01;
+
+/**
+ * The key of a hand-named URL's skeleton on its host — its path with every segment a word
+ * (`/about` and `/contact` share `/{w}`, `/posts/my-first-post` is `/{w}/{w}`) and its query's
+ * parameter names with every value a word — or undefined for the host's root (`/`, no query).
+ * For URLs `templateKeyOf` does not count: a site answering 200 for every path with pages naming
+ * new word paths (a soft 404) is a shape no rule names; counted this way, its breadth spends an
+ * allowance as a generated shape's does, and only evidence (links from other sites, a yield that
+ * falls as the host runs out) lets more through. Distinct from every template key (a template
+ * has no `\x01`).
+ */
+export function skeletonKeyOf(host: string, shape: Pick<UrlShape, 'pathname' | 'search'>): number | undefined {
+  const path = shape.pathname;
+  const q = shape.search;
+  if (path.length <= 1 && q.length <= 1) return undefined;
+  let h = hashHost(host);
+  for (let i = 0; i < path.length; i++) {
+    if (path.charCodeAt(i) === 0x2f) h = fnv(h, 0x2f);
+    else if (i === 0 || path.charCodeAt(i - 1) === 0x2f) h = fnv(h, WORD);
+  }
+  if (q.length > 1) {
+    h = fnv(h, 0x3f);
+    let inValue = false;
+    for (let i = 1; i < q.length; i++) {
+      const c = q.charCodeAt(i);
+      if (c === 0x26) {
+        inValue = false;
+        h = fnv(h, c);
+      } else if (c === 0x3d && !inValue) {
+        inValue = true;
+        h = fnv(fnv(h, c), WORD);
+      } else if (!inValue) h = fnv(h, c);
+    }
+  }
+  return h >>> 0;
+}

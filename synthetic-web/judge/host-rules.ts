@@ -37,6 +37,7 @@ export function judgeHost(
     const origin = `${schemeOf(e)}://${host}`;
     const robots = answers.isRobotsRequest(e);
     if (!robots) judgeRobots(e, origin, answers, o, flag);
+    else if (e.path === '/robots.txt') judgeRobotsRefetch(e, origin, answers, o, flag);
 
     const binding = controls.bindingAt(host, e.start);
     if (binding.blocked)
@@ -130,6 +131,30 @@ function judgeRobots(e: RequestLogEntry, origin: string, answers: RobotsAnswers,
     );
   if (answer.rules !== undefined && !answer.rules.isAllowed(o.userAgent, e.path))
     flag('disallowed-fetched', e, `${e.path} is disallowed by robots.txt of ${origin}`);
+}
+
+/**
+ * A robots.txt request while the origin's latest answer is still good: it was available (rules or
+ * allow-all) and its lifetime, counted from the start of the request that asked (the earliest a
+ * crawler can date it by), has not run out. An unavailable answer is retried (robots-retry). A
+ * robots.txt that another origin's robots.txt redirects to is not judged: the log cannot tell
+ * which origin a request there asked for.
+ */
+function judgeRobotsRefetch(
+  e: RequestLogEntry,
+  origin: string,
+  answers: RobotsAnswers,
+  o: JudgeOptions,
+  flag: Flag,
+): void {
+  const answer = answers.latest(origin, e.start);
+  if (answer === undefined || answer.verdict === 'unavailable' || answers.mayBeChainHop(e)) return;
+  if (e.start < answer.askedAt + o.robotsTtlMs)
+    flag(
+      'robots-refetched',
+      e,
+      `robots.txt of ${origin} requested again ${ms(e.start - answer.askedAt)} after #${answer.seq} asked; its answer is good for ${ms(o.robotsTtlMs)}`,
+    );
 }
 
 /** The host's Crawl-delay at `t`: the largest of its origins' latest answers, capped at maxCrawlDelayMs. */

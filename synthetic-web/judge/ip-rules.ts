@@ -6,8 +6,8 @@ import { byStart, ms, type Flag, type JudgeOptions } from './types.js';
  * - ip-concurrency: a request starts while `ipConcurrency` others on its address are still open
  *   (one that ended exactly at its start is not);
  * - ip-gap: a request starts less than `ipGapMs` after the previous start on its address.
- * The crawler counts its limits per frontier partition: judge a crawl of P partitions with
- * P × its `--ip-concurrency`, or crawl with one partition.
+ * The crawler's limits hold for the whole crawl, its frontier partitions together: judge it
+ * with its own `--ip-concurrency` and `--ip-gap`.
  */
 export function judgeIps(log: readonly RequestLogEntry[], o: JudgeOptions, flag: Flag): void {
   const ipOf = o.ipOf;

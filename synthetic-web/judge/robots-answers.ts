@@ -8,6 +8,8 @@ import { byStart, schemeOf } from './types.js';
 export interface RobotsAnswer {
   /** When the answer was complete: the end of the request, or of the last request of its redirect chain. */
   at: number;
+  /** When the `/robots.txt` request that asked started: the earliest time a crawler can date the answer by. */
+  askedAt: number;
   /** The `/robots.txt` request that asked. */
   seq: number;
   status: number;
@@ -37,12 +39,17 @@ export class RobotsAnswers {
   readonly #byOrigin = new Map<string, RobotsAnswer[]>();
   /** `scheme host path` of every request of a robots.txt redirect chain of the web. */
   readonly #chainRequests = new Set<string>();
+  /** `scheme host path` of every request a robots.txt redirect chain reaches after its first. */
+  readonly #chainHops = new Set<string>();
 
   constructor(log: readonly RequestLogEntry[], sites: readonly SiteSpec[]) {
     const byHost = new Map(sites.map((s) => [s.host, s]));
     for (const site of sites)
       for (const scheme of ['http', 'https'] as const)
-        for (const c of originRobots(site, scheme, sites).chain) this.#chainRequests.add(key(c.scheme, c.host, c.path));
+        originRobots(site, scheme, sites).chain.forEach((c, i) => {
+          this.#chainRequests.add(key(c.scheme, c.host, c.path));
+          if (i > 0) this.#chainHops.add(key(c.scheme, c.host, c.path));
+        });
     const chains = new Map<string, Chain | undefined>();
     const chainOf = (scheme: Scheme, host: string): Chain | undefined => {
       const origin = `${scheme}://${host}`;
@@ -79,7 +86,13 @@ export class RobotsAnswers {
         );
       }
       if (last === undefined) continue; // the chain is not complete in the log: nothing was learnt
-      const answer: RobotsAnswer = { at: last.end, seq: e.seq, status: last.status, verdict: verdictOf(last.status) };
+      const answer: RobotsAnswer = {
+        at: last.end,
+        askedAt: e.start,
+        seq: e.seq,
+        status: last.status,
+        verdict: verdictOf(last.status),
+      };
       // the web serves what `sites` says; a verdict the log and the spec disagree on is the stricter one
       if (chain?.kind === 'unavailable') answer.verdict = 'unavailable';
       else if (answer.verdict === 'rules') answer.rules = rulesOf(chain?.body ?? '');
@@ -93,6 +106,15 @@ export class RobotsAnswers {
   /** Whether `e` asks for robots.txt: `/robots.txt` itself, or a request of a robots.txt redirect chain. */
   isRobotsRequest(e: RequestLogEntry): boolean {
     return e.path === '/robots.txt' || this.#chainRequests.has(key(schemeOf(e), e.host, e.path));
+  }
+
+  /**
+   * Whether `e` may be a later hop of another origin's robots.txt redirect chain (an http
+   * origin's robots.txt redirected to the https one's): then a crawler asking for its own
+   * origin's robots.txt after it, or it after its own, refetches nothing.
+   */
+  mayBeChainHop(e: { scheme?: Scheme; host: string; path: string }): boolean {
+    return this.#chainHops.has(key(e.scheme ?? 'http', e.host, e.path));
   }
 
   /** The answers of `origin` (`scheme://host`) complete at or before `t`, oldest first. */

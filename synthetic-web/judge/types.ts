@@ -6,6 +6,7 @@ export type ViolationKind =
   | 'gap'
   | 'robots-not-first'
   | 'robots-expired'
+  | 'robots-refetched'
   | 'disallowed-fetched'
   | 'robots-unavailable-fetched'
   | 'robots-retry'

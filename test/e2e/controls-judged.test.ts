@@ -42,7 +42,12 @@ test(
         { at: slowAt, site: 'slowed.test', action: 'SLOW', minGapMs: 2500 },
         { at: blockAt, site: 'blocked.test', action: 'BLOCK' },
       ];
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', controls, controlGraceMs: GRACE_MS });
+      const report = checkPoliteness(log, web.sites, {
+        userAgent: 'crawlstream',
+        ipOf: web.ipOf,
+        controls,
+        controlGraceMs: GRACE_MS,
+      });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
       // not vacuous: the slowed host kept being fetched under the SLOW, the blocked one had been fetched before

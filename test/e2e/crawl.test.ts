@@ -33,7 +33,7 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
     assert.match(run.stdout, /crawl stopped \(idle\)/);
 
     const log = web.requests();
-    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
     assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
     // every page a correct crawler must fetch was fetched; none it must skip was
@@ -126,7 +126,7 @@ test(
         [],
       );
       assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(log, web.port));
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
     } finally {
       await web.close();

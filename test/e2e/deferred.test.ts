@@ -37,7 +37,7 @@ test(
       );
       assert.match(run.stdout, /released \{url-template\}\s+[1-9]/);
       const log = web.requests();
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
       const fetched = firstFetchedAt(log);
       const missing = Object.keys(pages).filter((p) => !fetched.has(`numbered.test${p}`));

@@ -84,7 +84,7 @@ test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched
     const revalidated = after.filter((e) => e.ifNoneMatch !== undefined || e.ifModifiedSince !== undefined);
     assert.ok(revalidated.length > 0, 'no revisit after the restart carried validators');
 
-    const report = checkPoliteness(server.requests(), web.sites, { userAgent: 'crawlstream' });
+    const report = checkPoliteness(server.requests(), web.sites, { userAgent: 'crawlstream', ipOf: server.ipOf });
     assert.deepEqual(report.violations, [], formatPolitenessReport(report));
   } finally {
     await server.close();

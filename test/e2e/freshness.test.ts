@@ -55,7 +55,7 @@ test('a continuous crawl of a changing web keeps it fresher than a fixed interva
     assert.equal(run.code, 0, `crawl exited ${run.code}\n${run.stderr}`);
     const log = server.requests();
 
-    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: server.ipOf });
     assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
     const from = web.epoch + WARM_UP_SECONDS * 1000;

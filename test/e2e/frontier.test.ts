@@ -32,7 +32,12 @@ test(
       ).exited;
       assert.equal(run.code, 0, run.stderr);
       const log = web.requests();
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, {
+        userAgent: 'crawlstream',
+        ipOf: web.ipOf,
+        ipConcurrency: 1000,
+        ipGapMs: 0,
+      });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
       // coverage: every normal page fetched, and when
@@ -171,7 +176,7 @@ test(
       for (let i = 0; i < PAGES; i++)
         assert.ok(pausedPaths.has(`/p${i}.html`), `paused.test/p${i}.html never fetched after resume`);
       assert.ok(pagesOf('blocked.test').length < PAGES, "the block was lifted by the other site's resume");
-      const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
     } finally {
       await web.close();

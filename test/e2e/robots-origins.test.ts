@@ -26,7 +26,7 @@ test(
       assert.match(run.stdout, /crawl stopped \(idle\)/);
 
       const log = web.requests();
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
       const requested = new Set(log.map((e) => `${e.scheme ?? 'http'} ${e.host} ${e.path}`));
       for (const r of originsExpectations.fetch) assert.ok(requested.has(r), `${r} was never requested`);

@@ -79,7 +79,7 @@ test(
       const long = [...counts.keys()].filter((u) => new URL(u).hostname === 'long.test');
       assert.equal(long.length, 9, `the long pages recorded: ${long.join(', ')}`);
 
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
       const warc = warcioCheck(join(data, 'warc'));
       assert.equal(warc.status, 0, warc.output);

@@ -136,6 +136,15 @@ describe('the judge on hand-made logs: one rule broken, one violation of its kin
     assert.deepEqual(judged(once, { robotsTtlMs: 2 * DAY }), [], 'robotsTtlMs sets the expiry');
   });
 
+  test('robots-refetched: a crawler that fetches robots.txt again before every page (issue fooling case)', () => {
+    const eager: Row[] = [...clean, robots('b.test', 2220), ['b.test', '/two.html', 3230, 3240]];
+    caught('robots-refetched', 'b.test/robots.txt', eager);
+    const bOnly = eager.filter((r) => r[0] === 'b.test');
+    assert.deepEqual(judged(bOnly, { robotsTtlMs: 2000 }), [], 'robotsTtlMs sets when a refetch is due');
+    const after503: Row[] = [robots('down.test', 0, { status: 503 }), robots('down.test', 60_010)];
+    assert.deepEqual(judged(after503), [], 'an unavailable answer is retried, not refetched');
+  });
+
   test('robots-not-first: a page between a robots.txt redirect and the request it redirects to', () => {
     const moved: Row = ['moved.test', '/robots.txt', 0, 10, { status: 301 }];
     const hop = (start: number): Row => ['moved.test', '/real-robots.txt', start, start + 10];

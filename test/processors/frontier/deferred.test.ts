@@ -143,18 +143,34 @@ test('template-deferred URLs of a discovered site are released by links into the
   // a trap's host runs out too: that alone proves nothing about an unseeded site
   deferred.mark('shop.test', { exhausted: true });
   assert.deepEqual(release(), []);
-  // another site links to one item (already deferred: not admitted by that link)
+  // another site links to an item already deferred: a URL seen before earns nothing
   assert.deepEqual(admit('shop.test', 'https://blog.test/', [items[19]!]), []);
+  assert.deepEqual(release(), []);
+  // and to a new one, which goes in and earns its template 4 more
+  assert.deepEqual(admit('shop.test', 'https://blog.test/', ['https://shop.test/item/5000']), [
+    'https://shop.test/item/5000',
+  ]);
   assert.deepEqual(release(), items.slice(4, 8));
   assert.equal(metrics.counter('urls_released', 'url-template'), 4);
   assert.equal(deferred.waiting('shop.test', 'url-template'), 12);
   assert.equal(metrics.counter('urls_dropped', 'url-template'), 0);
 });
 
-test('on a seeded site, template-deferred URLs are released once its host runs out and its templated pages stop naming new ones', () => {
+test('on a seeded site, template-deferred URLs are released once its host runs out: a seed is trusted to its hop limit', () => {
   const { admit, release, sites, deferred } = setup({ templateAllowance: 4 });
   admit('blog.test', null, ['https://blog.test/']);
   assert.equal(sites.seeded('blog.test'), true);
+  const posts = Array.from({ length: 30 }, (_, i) => `https://blog.test/page/${i + 2}`);
+  assert.equal(admit('blog.test', 'https://blog.test/', posts).length, 4);
+  assert.deepEqual(release(), [], 'released before its host ran out');
+  deferred.mark('blog.test', { exhausted: true });
+  assert.deepEqual(release(), posts.slice(4));
+  assert.equal(deferred.size, 0);
+});
+
+test('on a discovered site, template-deferred URLs are released once its host runs out and its counted pages stop naming new ones', () => {
+  const { admit, release, deferred } = setup({ templateAllowance: 4 });
+  admit('blog.test', 'https://elsewhere.test/', ['https://blog.test/']);
   const posts = Array.from({ length: 30 }, (_, i) => `https://blog.test/page/${i + 2}`);
   assert.equal(admit('blog.test', 'https://blog.test/', posts).length, 4);
   deferred.mark('blog.test', { exhausted: true });
@@ -167,9 +183,9 @@ test('on a seeded site, template-deferred URLs are released once its host runs o
   assert.equal(deferred.size, 0);
 });
 
-test('a seeded trap is not released by running out: its templated pages keep naming new URLs', () => {
+test('a discovered trap is not released by running out: its counted pages keep naming new URLs', () => {
   const { admit, release, deferred } = setup({ templateAllowance: 4 });
-  admit('cal.test', null, ['https://cal.test/']);
+  admit('cal.test', 'https://elsewhere.test/', ['https://cal.test/']);
   const day = (n: number) =>
     `https://cal.test/cal/2031/${String(1 + Math.floor(n / 28)).padStart(2, '0')}/${String(1 + (n % 28)).padStart(2, '0')}/`;
   let next = 0;
@@ -186,7 +202,7 @@ test('a seeded trap is not released by running out: its templated pages keep nam
     deferred.mark('cal.test', { exhausted: true });
     queue.push(...release());
   }
-  assert.ok(fetched <= 3 * 4, `a seeded trap fetched ${fetched} pages`);
+  assert.ok(fetched <= 3 * 4, `a discovered trap fetched ${fetched} pages`);
   assert.ok(deferred.waiting('cal.test', 'url-template') > 0);
 });
 

@@ -5,18 +5,20 @@ import { newHost } from '../../../processors/frontier/host-state.js';
 import { GAP_SAFETY_MS } from '../../../processors/frontier/politeness.js';
 
 const host = (name: string, ip: string | null = null) => ({ ...newHost(name, `http://${name}`, name), ip });
+/** Whether a lease to `h` that may start at `at` is granted now. */
+const may = (ips: IpLimiter, h: ReturnType<typeof host>, at: number) => ips.tryAcquire(h, at) !== undefined;
 
 test('two starts on one address are at least the gap (plus slack and the start window) apart, and no more leases than the concurrency run there', () => {
   const ips = new IpLimiter(2, 500);
   const a = host('a.test', '10.0.0.1');
-  assert.equal(ips.tryAcquire(a, 1_000), true);
+  assert.equal(may(ips, a, 1_000), true);
   // leases may overlap here: each must start within the window, and the next is planned after it
   assert.equal(ips.startWindow(a), IP_START_WINDOW_MS);
   const next = 1_000 + 500 + GAP_SAFETY_MS + IP_START_WINDOW_MS;
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next - 1), false);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next), true);
-  assert.equal(ips.tryAcquire(host('c.test', '10.0.0.1'), 10_000), false, 'a third lease in flight');
-  assert.equal(ips.tryAcquire(host('d.test', '10.0.0.2'), 1_000), true, 'another address is not held back');
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), next - 1), false);
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), next), true);
+  assert.equal(may(ips, host('c.test', '10.0.0.1'), 10_000), false, 'a third lease in flight');
+  assert.equal(may(ips, host('d.test', '10.0.0.2'), 1_000), true, 'another address is not held back');
 });
 
 test('the start window widens when leases reach their fetcher too late, plans the next start after it, and narrows back while they arrive in time', () => {
@@ -25,14 +27,14 @@ test('the start window widens when leases reach their fetcher too late, plans th
   ips.startedLate(90);
   const widened = IP_START_WINDOW_MS + 90 + IP_START_WINDOW_MS;
   assert.equal(ips.startWindow(a), widened);
-  assert.equal(ips.tryAcquire(a, 1_000), true);
+  assert.equal(may(ips, a, 1_000), true);
   const next = 1_000 + 500 + GAP_SAFETY_MS + widened;
   assert.equal(
-    ips.tryAcquire(host('b.test', '10.0.0.1'), next - 1),
+    may(ips, host('b.test', '10.0.0.1'), next - 1),
     false,
     'a start late by the whole window still keeps the gap',
   );
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), next), true);
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), next), true);
   for (let i = 0; i < 50; i++) ips.startedLate(1_000);
   assert.equal(ips.startWindow(a), IP_START_WINDOW_MAX_MS, 'the window has a ceiling');
   for (let i = 0; i < 2_000; i++) ips.startedInTime();
@@ -43,31 +45,72 @@ test('the start window widens when leases reach their fetcher too late, plans th
 test('a fetch that started later than its lease said pushes the next start on its address back', () => {
   const ips = new IpLimiter(1, 500);
   const a = host('a.test', '10.0.0.1');
-  assert.equal(ips.tryAcquire(a, 1_000), true);
+  assert.equal(may(ips, a, 1_000), true);
   assert.equal(ips.startWindow(a), undefined, 'one lease at a time needs no start window: its start is reported');
   const freed = ips.release('10.0.0.1', 1_400);
   assert.equal(freed.at, 1_400 + 500 + GAP_SAFETY_MS);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), 1_600), false);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), freed.at), true);
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), 1_600), false);
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), freed.at), true);
 });
 
 test('with no gap configured no slack is added between starts', () => {
   const ips = new IpLimiter(10, 0);
-  assert.equal(ips.tryAcquire(host('a.test', '10.0.0.1'), 1_000), true);
-  assert.equal(ips.tryAcquire(host('b.test', '10.0.0.1'), 1_000), true);
+  assert.equal(may(ips, host('a.test', '10.0.0.1'), 1_000), true);
+  assert.equal(may(ips, host('b.test', '10.0.0.1'), 1_000), true);
 });
 
 test('a new host waits for its address before its first lease, then counts on that address', async () => {
   let answer: (ip: string) => void = () => undefined;
   const ips = new IpLimiter(1, 0, () => new Promise<string>((r) => (answer = r)));
-  assert.equal(ips.tryAcquire(host('known.test', '10.0.0.1'), 1_000), true);
+  assert.equal(may(ips, host('known.test', '10.0.0.1'), 1_000), true);
   const fresh = host('fresh.test');
-  assert.equal(ips.tryAcquire(fresh, 1_000), false, 'leased before its address was known');
+  assert.equal(may(ips, fresh, 1_000), false, 'leased before its address was known');
   answer('10.0.0.1');
   await Promise.resolve();
   assert.deepEqual(ips.due(1_000), [{ hosts: ['fresh.test'], at: 1_000 }]);
-  assert.equal(ips.tryAcquire(fresh, 1_000), false, 'its first fetch did not count against the shared address');
+  assert.equal(may(ips, fresh, 1_000), false, 'its first fetch did not count against the shared address');
   assert.equal(fresh.ip, '10.0.0.1');
   ips.release('10.0.0.1', 1_000);
-  assert.equal(ips.tryAcquire(fresh, 1_100), true);
+  assert.equal(may(ips, fresh, 1_100), true);
+});
+
+test('four frontier tasks sharing an address keep its gap and concurrency between them: starts a gap apart, at most the concurrency in flight', () => {
+  const partitions = 4;
+  const gapMs = 100;
+  const tasks = Array.from(
+    { length: partitions },
+    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions }),
+  );
+  const fetches: { start: number; end: number }[] = [];
+  const open: { task: IpLimiter; start: number; end: number }[] = [];
+  let n = 0;
+  // every task always has a new host on the address ready; its dispatch runs every 20 ms
+  for (let now = 0; now < 60_000; now += 20) {
+    for (const f of open.filter((f) => f.end <= now)) f.task.release('10.0.0.1', f.start);
+    open.splice(0, open.length, ...open.filter((f) => f.end > now));
+    for (const task of tasks) {
+      task.due(now);
+      const h = host(`h${n++}.test`, '10.0.0.1');
+      const at = task.tryAcquire(h, now);
+      if (at === undefined) continue;
+      // the fetch starts anywhere in its start window and takes from 5 ms to 2 s
+      const start = at + ((n * 37) % task.startWindow(h)!);
+      const f = { task, start, end: start + 5 + ((n * 7919) % 2_000) };
+      open.push(f);
+      fetches.push(f);
+    }
+  }
+  fetches.sort((a, b) => a.start - b.start);
+  for (let i = 1; i < fetches.length; i++)
+    assert.ok(
+      fetches[i]!.start - fetches[i - 1]!.start >= gapMs,
+      `starts ${fetches[i - 1]!.start} and ${fetches[i]!.start}`,
+    );
+  for (const f of fetches) {
+    const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start).length;
+    assert.ok(inFlight <= 8, `${inFlight} in flight at ${f.start}`);
+  }
+  // the room is used: about one start a slot (gap + slack + window), whichever task owns it
+  const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
 });

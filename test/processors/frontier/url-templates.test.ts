@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  skeletonKeyOf,
   templateCounter,
   templateKey,
   templateKeyOf,
@@ -90,4 +91,20 @@ test('the key counted while reading a URL is the key of its spelled-out template
   }
   const slug = urlShape('https://a.test/blog/my-first-post?lang=en')!;
   assert.equal(templateKeyOf(slug.host, slug), undefined);
+});
+
+test('a hand-named URL is counted under its skeleton: every segment and query value a word, parameter names kept, the root not at all', () => {
+  const key = (url: string) => {
+    const shape = urlShape(url)!;
+    return skeletonKeyOf(shape.host, shape);
+  };
+  assert.equal(key('https://a.test/about'), key('https://a.test/contact'));
+  assert.equal(key('https://a.test/kalomi-nerusa'), key('https://a.test/about'));
+  assert.equal(key('https://a.test/posts/my-first-post'), key('https://a.test/wiki/lantern'));
+  assert.notEqual(key('https://a.test/about'), key('https://a.test/posts/my-first-post'), 'depth is kept');
+  assert.notEqual(key('https://a.test/about/'), key('https://a.test/about'), 'a trailing slash is kept');
+  assert.equal(key('https://a.test/help?topic=contact'), key('https://a.test/news?topic=sport'));
+  assert.notEqual(key('https://a.test/help?topic=contact'), key('https://a.test/help?lang=en'), 'names are kept');
+  assert.notEqual(key('https://a.test/about'), key('https://b.test/about'), 'per host');
+  assert.equal(key('https://a.test/'), undefined);
 });
