@@ -114,8 +114,7 @@ export function openFrontierParts(
   const sites = new SitePolicy(ctx.getStateStore<SiteStore>(SITES_STORE), config, () => ctx.currentTimeMs());
   const deferred = new DeferredSet(ctx.getStateStore<DeferredStore>(DEFERRED_STORE));
   // options may have changed since the last run (an operator raised a budget or an allowance)
-  for (const [site] of deferred.sites())
-    deferred.mark(site, { budget: true, template: true, exhausted: true });
+  for (const [site] of deferred.sites()) deferred.mark(site, { budget: true, template: true, exhausted: true });
   const epoch = readNumber(meta.get('epoch')) + 1;
   meta.put('epoch', numberBytes(epoch));
   const p: FrontierParts = {

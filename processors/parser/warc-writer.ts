@@ -61,6 +61,7 @@ export interface WarcWriterOptions {
    * wants them lists the directory after `open()`. Must not throw or call back into the writer.
    */
   onFileClosed?: (name: string) => void;
+  /**
    * Write each file's CDXJ index (`<base>.cdxj`, pywb's format) beside it when the file closes,
    * before it takes its final name, so a final-named WARC always has its index. Default false.
    */
@@ -197,7 +198,7 @@ export class WarcWriter {
       if (!parsed.open) continue;
       const path = join(this.dir, name);
       if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
-      else this.closeFile(path);
+      else this.finalize(path);
       recovered = true;
     }
     if (recovered) fsyncDir(this.dir);
@@ -432,13 +433,13 @@ export class WarcWriter {
     this.current = undefined;
     fsyncSync(file.fd);
     closeSync(file.fd);
-    this.closeFile(join(this.dir, file.name + OPEN_SUFFIX), this.index);
+    this.finalize(join(this.dir, file.name + OPEN_SUFFIX), this.index);
     fsyncDir(this.dir);
     this.onFileClosed?.(file.name);
   }
 
   /** Gives a complete `.open` file its final name, indexing it first when asked to (from `index` when collected). */
-  private closeFile(openPath: string, index?: CdxjIndexBuilder): void {
+  private finalize(openPath: string, index?: CdxjIndexBuilder): void {
     const finalPath = openPath.slice(0, -OPEN_SUFFIX.length);
     if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath), index);
     else renameSync(openPath, finalPath);

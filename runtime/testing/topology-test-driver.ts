@@ -9,7 +9,16 @@ import type { StateStore } from '../../state/state-store.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../record.js';
 import { buildSerdes, type SerdeSet } from '../serdes.js';
 import { StreamTask } from '../task.js';
-import { closeTaskStores, openTaskStores, type TaskStores } from '../task-stores.js';
+import { TaskDir } from '../task-directory.js';
+import {
+  applyCommitted,
+  closeTaskState,
+  discardPending,
+  openTaskStores,
+  prepareCommit,
+  type TaskStores,
+} from '../task-state.js';
+import { rangeKey } from '../changelog-source.js';
 import type { Subtopology, Topology } from '../topology.js';
 
 /** A record a sink wrote, decoded with its topic's serdes. */
@@ -46,7 +55,7 @@ export interface TopologyTestDriverOptions {
 /**
  * Runs one task of a topology as an engine would, for tests and benches (Kafka Streams'
  * TopologyTestDriver): the real `StreamTask` on the real stores (RocksDB, opened through
- * `openTaskStores` as both engines open them), records piped in serialized with the topology's
+ * `openTaskStores` of task-state.ts, as both engines open them), records piped in serialized with the topology's
  * serdes, a clock that moves only when told (punctuators fire as it passes them), and every
  * sink's output captured per topic, decoded. `commit()` plays an engine's commit (store changes
  * to their changelogs, outputs and input positions, all at once); `crash()` a crash between
@@ -100,7 +109,8 @@ export class TopologyTestDriver {
     const serdes = await buildSerdes(topology, options.registry ?? new MemoryRegistry());
     const ownDir = options.dir === undefined ? mkdtempSync(join(tmpdir(), 'crawlstream-driver-')) : undefined;
     const dir = options.dir ?? ownDir!;
-    const state = await openTaskStores({ subtopology: sub.id, partition }, sub, topology, dir);
+    const id = { subtopology: sub.id, partition };
+    const state = await openTaskStores(id, sub, topology, new TaskDir(dir, `${sub.id}_${partition}`, dir));
     const driver = new TopologyTestDriver(
       topology,
       sub,
@@ -194,15 +204,16 @@ export class TopologyTestDriver {
    * commit with them.
    */
   commit(): void {
-    for (const store of this.state.stores.values()) store.flush();
-    for (const { store, topic } of this.state.changelogged) {
-      const changes = store.pendingChanges();
-      if (changes.length === 0) continue;
-      let log = this.changelogs.get(topic);
-      if (!log) this.changelogs.set(topic, (log = []));
-      for (const change of changes) log.push(change);
-      store.applyCommitted(log.length);
+    // the engines' own commit assembly (task-state.ts), with in-memory changelogs as the log
+    const prepared = prepareCommit(this.state, this.partition, this.now);
+    const bases = new Map<string, number>();
+    for (const r of prepared.records) {
+      let log = this.changelogs.get(r.topic);
+      if (!log) this.changelogs.set(r.topic, (log = []));
+      if (!bases.has(rangeKey(r.topic, r.partition))) bases.set(rangeKey(r.topic, r.partition), log.length);
+      log.push({ key: r.key, value: r.value });
     }
+    applyCommitted(prepared, bases);
     for (const [topic, records] of this.outputs) this.committedCounts.set(topic, records.length);
     this.uncommitted = [];
     this.taskNow.commitRequested = false;
@@ -213,7 +224,7 @@ export class TopologyTestDriver {
    * task opens the same stores, and the input consumed since the last commit is processed again.
    */
   async crash(): Promise<void> {
-    for (const { store } of this.state.changelogged) store.discardPending();
+    discardPending(this.state);
     for (const [topic, records] of this.outputs) records.length = this.committedCounts.get(topic) ?? 0;
     await this.taskNow.close();
     this.taskNow = this.newTask();
@@ -233,7 +244,7 @@ export class TopologyTestDriver {
     try {
       await this.taskNow.close();
     } finally {
-      await closeTaskStores(this.state);
+      await closeTaskState(this.state);
       if (this.ownDir !== undefined) rmSync(this.ownDir, { recursive: true, force: true });
     }
   }
