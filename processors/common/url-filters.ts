@@ -320,10 +320,11 @@ export class UrlFilter {
 
   /**
    * Why a link is refused (the `rule` label of `urls_refused`: `max-depth`, `extension`,
-   * `deny RULE` or `allow`), or undefined to let it through.
+   * `deny RULE` or `allow`), or undefined to let it through. `maxDepth` replaces the crawl's
+   * hop limit for this link (a per-site override; 0: none).
    */
-  refusal(url: string, parts: UrlParts, depth: number): string | undefined {
-    if (this.maxDepth > 0 && depth > this.maxDepth) return 'max-depth';
+  refusal(url: string, parts: UrlParts, depth: number, maxDepth = this.maxDepth): string | undefined {
+    if (maxDepth > 0 && depth > maxDepth) return 'max-depth';
     if (this.extensions.size > 0) {
       const path = parts.pathname;
       const dot = path.lastIndexOf('.');

@@ -65,7 +65,7 @@ export function admitLinks(
     const shape = urlShape(link.url);
     const reason = link.depth > maxHops ? 'too-many-hops' : trapRules(link.url, shape, link.redirectHops, config);
     if (reason === undefined) {
-      const refused = scope?.refusal(link.url, shape!, link.depth, link.kind);
+      const refused = scope?.refusal(link.url, shape!, link.depth, link.kind, batch.site);
       if (refused !== undefined) {
         refusals ??= new Map();
         refusals.set(refused, (refusals.get(refused) ?? 0) + 1);

@@ -128,7 +128,11 @@ export function openFrontierParts(
     sites,
     seenSet,
     deferred,
-    scope: new LinkScope(config, new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE))),
+    scope: new LinkScope(
+      config,
+      new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE)),
+      (site, url) => sites.settings.forUrl(site, url),
+    ),
     revisits,
     robots,
     ips,

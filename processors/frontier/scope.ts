@@ -1,6 +1,7 @@
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { LinkBatch } from '../../schemas/types.js';
-import { portOf, UrlFilter, type ScopeKind, type UrlParts } from '../common/url-filters.js';
+import { compileRule, portOf, UrlFilter, type ScopeKind, type UrlParts, type UrlRule } from '../common/url-filters.js';
+import type { SiteOverride } from '../common/site-overrides.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { urlShape, type UrlShape } from './url-shape.js';
 
@@ -104,17 +105,27 @@ export class SeedScope {
   }
 }
 
+/** The per-site overrides covering one URL of a site (`sites:` entries under live `control set` values). */
+export type SiteScopeLookup = (site: string, url: string) => SiteOverride;
+
+/** Distinct per-site rule lists compiled at most (each is a few rules; configs hold few lists). */
+const MAX_COMPILED_LISTS = 10_000;
+
 /**
  * Scope and filters together, as admission applies them to a batch: seeds widen the scope and
  * are in it; other links are refused (and counted by rule, never marked seen) when out of scope
- * or refused by the filter.
+ * or refused by the filter. A per-site `max-depth` replaces the crawl's for the URLs it covers;
+ * per-site `allow`/`deny` rules apply besides the crawl's (deny wins; a site's allow rules narrow
+ * its URLs further, they never let in what the crawl's rules refuse).
  */
 export class LinkScope {
   readonly filter: UrlFilter;
+  private readonly compiled = new Map<string, readonly UrlRule[]>();
 
   constructor(
     config: CrawlConfig,
     readonly seeds: SeedScope,
+    private readonly perSite?: SiteScopeLookup,
   ) {
     this.filter = new UrlFilter(config);
   }
@@ -130,8 +141,35 @@ export class LinkScope {
    * Why one link of a batch whose site is in scope (`openBatch` answered true) is refused: the
    * `urls_refused` rule (`scope`, or the filter's), or undefined to let it through.
    */
-  refusal(url: string, shape: UrlShape, depth: number, kind: string | null | undefined): string | undefined {
+  refusal(
+    url: string,
+    shape: UrlShape,
+    depth: number,
+    kind: string | null | undefined,
+    site?: string,
+  ): string | undefined {
     if (!this.seeds.inScope(shape, kind)) return 'scope';
-    return this.filter.active ? this.filter.refusal(url, shape, depth) : undefined;
+    const o = this.perSite !== undefined && site !== undefined ? this.perSite(site, url) : undefined;
+    if (o === undefined || (o.maxDepth === undefined && o.allow === undefined && o.deny === undefined))
+      return this.filter.active ? this.filter.refusal(url, shape, depth) : undefined;
+    const refused = this.filter.refusal(url, shape, depth, o.maxDepth);
+    if (refused !== undefined) return refused;
+    for (const r of this.rules(o.deny)) if (r.matches(url, shape)) return `deny ${r.text}`;
+    const allow = this.rules(o.allow);
+    if (allow.length === 0) return undefined;
+    for (const r of allow) if (r.matches(url, shape)) return undefined;
+    return 'allow';
+  }
+
+  /** A per-site rule list, compiled once (the lists were validated when the config was read). */
+  private rules(texts: readonly string[] | undefined): readonly UrlRule[] {
+    if (texts === undefined || texts.length === 0) return [];
+    const key = texts.join('\0');
+    let rules = this.compiled.get(key);
+    if (rules === undefined) {
+      if (this.compiled.size >= MAX_COMPILED_LISTS) this.compiled.clear();
+      this.compiled.set(key, (rules = texts.map(compileRule)));
+    }
+    return rules;
   }
 }

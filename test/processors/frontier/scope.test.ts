@@ -6,10 +6,11 @@ import { validateCrawlConfig, type CrawlConfig } from '../../../processors/commo
 import { siteOf } from '../../../processors/common/normalize.js';
 import { admitLinks } from '../../../processors/frontier/admission.js';
 import { DeferredSet } from '../../../processors/frontier/deferred-set.js';
+import { parseSiteOverride } from '../../../processors/common/site-overrides.js';
 import { LinkScope, SeedScope, scopeHost } from '../../../processors/frontier/scope.js';
 import { SitePolicy } from '../../../processors/frontier/site-policy.js';
 import { parsedShape } from '../../../processors/frontier/url-shape.js';
-import type { LinkBatch, SiteState } from '../../../schemas/types.js';
+import type { ControlCommand, LinkBatch, SiteState } from '../../../schemas/types.js';
 import { SeenSet } from '../../../state/seen-set.js';
 import { MemoryFingerprintStore } from '../../state/seen-set-memory-store.js';
 import { memoryKv } from './memory-kv.js';
@@ -21,10 +22,12 @@ function setup(options: Partial<CrawlConfig>, scopeStore = memoryKv<Buffer>('fro
   const metrics = new Metrics();
   const sites = new SitePolicy(memoryKv<SiteState>('frontier-sites'), config);
   const deferred = new DeferredSet(memoryKv<Buffer>('frontier-deferred'));
-  const scope = new LinkScope(config, new SeedScope(config.scope, scopeStore));
+  const scope = new LinkScope(config, new SeedScope(config.scope, scopeStore), (site, url) =>
+    sites.settings.forUrl(site, url),
+  );
   const admit = (batch: LinkBatch) =>
     admitLinks(batch, 1, config, seen, sites, deferred, metrics, scope).entries.map((e) => e.url);
-  return { admit, metrics, scopeStore };
+  return { admit, metrics, scopeStore, sites };
 }
 
 const seeds = (...urls: string[]): LinkBatch => ({
@@ -133,4 +136,45 @@ test('seeds are in scope by definition, but the filters apply to them too', () =
   const { admit, metrics } = setup({ scope: 'seed-prefixes', denyRules: ['re:/private/'] });
   assert.deepEqual(admit(seeds('http://a.test/docs/', 'http://a.test/private/x')), ['http://a.test/docs/']);
   assert.equal(metrics.counter(M.urlsRefused, 'deny re:/private/'), 1);
+});
+
+test("per-site max-depth replaces the crawl's for the URLs it covers; per-site allow/deny narrow them; live max-depth wins", () => {
+  const { admit, metrics, sites } = setup({
+    maxDepth: 1,
+    sites: [
+      parseSiteOverride('example.org', { 'max-depth': 3, deny: ['re:/private/'] }, 'test'),
+      parseSiteOverride('news.example.org', { allow: ['re:/news/'] }, 'test'),
+    ],
+  });
+  const at = (depth: number, ...urls: string[]): LinkBatch => ({
+    site: siteOf(urls[0]!),
+    sourceUrl: 'https://example.org/',
+    discoveredAt: 1,
+    links: urls.map((url) => ({ url, depth, redirectHops: 0 })),
+  });
+  // the site's hop limit (3), not the crawl's (1); another site keeps the crawl's
+  assert.deepEqual(admit(at(3, 'https://example.org/deep')), ['https://example.org/deep']);
+  assert.deepEqual(admit(at(4, 'https://example.org/deeper')), []);
+  assert.deepEqual(admit(at(2, 'https://other.org/two')), []);
+  assert.deepEqual(admit(at(1, 'https://other.org/one')), ['https://other.org/one']);
+  // the domain's deny covers its hosts; the host's allow narrows that host only
+  assert.deepEqual(admit(at(1, 'https://example.org/private/a', 'https://example.org/public/a')), [
+    'https://example.org/public/a',
+  ]);
+  assert.deepEqual(admit(at(1, 'https://news.example.org/news/1', 'https://news.example.org/sport/1')), [
+    'https://news.example.org/news/1',
+  ]);
+  assert.equal(metrics.counter(M.urlsRefused, 'max-depth'), 2);
+  assert.equal(metrics.counter(M.urlsRefused, 'deny re:/private/'), 1);
+  assert.equal(metrics.counter(M.urlsRefused, 'allow'), 1);
+  // a live `control set example.org max-depth=5` wins over the file for every host of the site
+  sites.apply({
+    site: 'example.org',
+    action: 'SET',
+    minGapMs: null,
+    issuedAt: 2,
+    issuedBy: null,
+    settings: { 'max-depth': '5' },
+  } satisfies ControlCommand);
+  assert.deepEqual(admit(at(5, 'https://example.org/five')), ['https://example.org/five']);
 });
