@@ -128,10 +128,8 @@ export function openFrontierParts(
     sites,
     seenSet,
     deferred,
-    scope: new LinkScope(
-      config,
-      new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE)),
-      (site, url) => sites.settings.forUrl(site, url),
+    scope: new LinkScope(config, new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE)), (site, url) =>
+      sites.settings.forUrl(site, url),
     ),
     revisits,
     robots,
