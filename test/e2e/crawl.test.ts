@@ -27,7 +27,9 @@ async function crawlTestWeb(t: TestContext, extra: string[]): Promise<void> {
   const dir = tempDir('crawl');
   try {
     const seeds = writeSeeds(dir, web.seedUrls());
-    const { exited } = startCli(crawlArgs(seeds, join(dir, 'data'), extra));
+    // the image link is let past the default suffix filter (which would never request it, as
+    // test/e2e/scope.test.ts shows) so that it reaches --accept-type, which refuses it by its headers
+    const { exited } = startCli(crawlArgs(seeds, join(dir, 'data'), ['--allow-extension', 'png', ...extra]));
     const run = await exited;
     assert.equal(run.code, 0, `crawl exited ${run.code}\n${run.stderr}`);
     assert.match(run.stdout, /crawl stopped \(idle\)/);
