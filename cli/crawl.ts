@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
 import type { Engine } from '../runtime/engine.js';
 import { startOpsServer } from '../runtime/ops-server.js';
+import { TaskDirectory } from '../runtime/task-directory.js';
 import { createLogger } from '../core/logger.js';
 import type { Metrics } from '../core/metrics.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
@@ -35,7 +36,9 @@ export async function runCrawl(
   const logger = createLogger({ ...cmd.log, name: 'engine', write: err });
   const engine: Engine = new EmbeddedEngine(topology, { dataDir: cmd.dataDir, logger });
   // served before the stores restore, so /readyz says "not ready" while they do
-  const ops = cmd.ops ? await startOpsServer({ engine, ...cmd.ops, stateDir: join(cmd.dataDir, 'state') }) : undefined;
+  const ops = cmd.ops
+    ? await startOpsServer({ engine, ...cmd.ops, stateDir: new TaskDirectory(cmd.dataDir).root })
+    : undefined;
   if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
   const started = Date.now();
   await engine.start();

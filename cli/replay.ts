@@ -24,8 +24,9 @@ export const REPLAY_USAGE = commandUsage(
   'replay',
   ['verify|rebuild|dump|reparse [options]'],
   `  crawlstream replay verify --store NAME|all [--partition P] --data DIR [--brokers HOST:PORT[,..] [--app-id ID]]
-    rebuilds each store copy in memory from its changelog (read committed, up to the copy's
-    checkpoint) and compares it entry by entry with the copy in DIR; exits 1 if any differs. A
+    rebuilds each store copy from its changelog (read committed, up to the copy's checkpoint) in a
+    scratch RocksDB under the temporary directory and compares it entry by entry with the copy in
+    DIR; exits 1 if any differs. A
     copy whose partition moved to another instance is reported as behind (stale), not as a
     difference. 'crawlstream replay --store ...' without a subcommand is verify.
   crawlstream replay rebuild --store NAME|all [--partition P | --all-partitions] --data DIR [--brokers ...]

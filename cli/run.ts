@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { KafkaEngine } from '../runtime/engines/kafka/kafka-engine.js';
 import { startOpsServer } from '../runtime/ops-server.js';
+import { TaskDirectory } from '../runtime/task-directory.js';
 import { createLogger } from '../core/logger.js';
 import type { Subtopology } from '../runtime/topology.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
@@ -55,7 +56,7 @@ export async function runRole(
   process.on('SIGTERM', onSignal);
   // served before tasks restore, so /readyz says "not ready" while they do
   const ops = cmd.crawl.ops
-    ? await startOpsServer({ engine, ...cmd.crawl.ops, stateDir: join(cmd.crawl.dataDir, 'state') })
+    ? await startOpsServer({ engine, ...cmd.crawl.ops, stateDir: new TaskDirectory(cmd.crawl.dataDir).root })
     : undefined;
   if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
   try {

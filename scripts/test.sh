@@ -48,7 +48,13 @@ fi
 # `weed` is built from its Go module on first use and cached (scripts/s3/fetch.sh)
 if printf '%s\n' "${files[@]}" | grep -q 'warc-store[^/]*\.test\.js$' && [ -z "${CRAWLSTREAM_S3_SERVER:-}" ]; then
   s3_started=1
-  s3_env="$(bash scripts/s3/start.sh)" || { echo 'could not start SeaweedFS (scripts/s3/start.sh; needs Go to build it once)' >&2; exit 1; }
+  s3_env="$(bash scripts/s3/start.sh)" || {
+    rc=$?
+    # another run's server holds S3_RUN_DIR (set CRAWLSTREAM_S3_RUN and S3_PORT, or CRAWLSTREAM_S3_SERVER): not ours to stop
+    if [ $rc = 3 ]; then s3_started=0; fi
+    echo 'could not start SeaweedFS (scripts/s3/start.sh; needs Go to build it once)' >&2
+    exit 1
+  }
   eval "$s3_env"
   export CRAWLSTREAM_S3_SERVER CRAWLSTREAM_S3_RUN AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
 fi

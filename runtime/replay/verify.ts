@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RocksPort } from '../../state/rocks.js';
+import type { ChangeloggedStore } from '../../state/state-store.js';
 import type { Topology } from '../topology.js';
 import type { ChangelogSource } from '../changelog-source.js';
+import { restoreStores } from '../task-state.js';
 import { openChangelogged, planStores, planTasks, type TaskPlan } from './store-plan.js';
 
 /** The verdict on one local copy of one store partition. */
@@ -16,7 +22,7 @@ export interface ReplayReport {
   readonly differing: number;
   /** Committed changelog records after the checkpoint: 0 = current; more = a stale copy (another instance owns the partition now). */
   readonly behind: number;
-  /** The first differing key, printable; undefined when equal. */
+  /** The first differing key (in key order), printable; undefined when equal. */
   readonly firstDifference?: string;
 }
 
@@ -25,11 +31,13 @@ export function replayEqual(r: ReplayReport): boolean {
 }
 
 /**
- * Rebuilds changelogged stores of `dataDir` in memory from their changelogs (from offset 0 up to
- * each local copy's checkpoint) and compares the rebuild with the local RocksDB copy, entry by
- * entry. Read-only on both sides. The instance owning `dataDir` must be stopped (RocksDB allows
- * one process). `stores` empty = every changelogged store; `partition` undefined = every
- * partition with a local copy.
+ * Rebuilds changelogged stores of `dataDir` from their changelogs (from offset 0 up to each local
+ * copy's checkpoint) and compares the rebuild with the local RocksDB copy, entry by entry. The
+ * rebuild is the engines' restore (`restoreStores`) into the store's own builder on a scratch
+ * RocksDB under the system's temporary directory, removed when the task is compared: nothing in
+ * `dataDir` is written. The instance owning `dataDir` must be stopped (RocksDB allows one
+ * process). `stores` empty = every changelogged store; `partition` undefined = every partition
+ * with a local copy.
  */
 export async function verifyStores(
   source: ChangelogSource,
@@ -48,74 +56,107 @@ export async function verifyStores(
   return reports;
 }
 
+/** One chosen store of a task: its local copy, its rebuild, and where its changelog ends. */
+interface Pair {
+  readonly name: string;
+  readonly topic: string;
+  readonly local: ChangeloggedStore;
+  readonly replayed: ChangeloggedStore;
+  readonly checkpoint: number;
+  readonly end: number;
+}
+
 async function verifyTask(source: ChangelogSource, topology: Topology, task: TaskPlan): Promise<ReplayReport[]> {
-  const db = await task.dir.openLive();
+  const scratchPath = mkdtempSync(join(tmpdir(), `crawlstream-verify-${task.dir.name}-`));
+  let db: RocksPort | undefined;
+  let scratch: RocksPort | undefined;
   try {
-    const local = task.chosen.map((builder) => ({
-      name: builder.name,
-      topic: topology.changelogTopic(builder.name),
-      store: openChangelogged(builder, db, task),
-    }));
-    // one pass over each changelog partition: records below the checkpoint rebuild, the rest count as `behind`
-    const replayed = new Map(
-      local.map((l) => [l.topic, { rebuilt: new Map<string, Buffer>(), behind: 0, checkpoint: l.store.checkpoint() }]),
-    );
-    const ranges = [];
-    for (const l of local) {
-      const to = (await source.endOffsets(l.topic, task.sub.partitions))[task.partition]!;
-      ranges.push({ topic: l.topic, partition: task.partition, from: 0, to });
+    db = await task.dir.openLive();
+    scratch = await task.dir.open(scratchPath);
+    const pairs: Pair[] = [];
+    for (const builder of task.chosen) {
+      const topic = topology.changelogTopic(builder.name);
+      const local = openChangelogged(builder, db, task);
+      pairs.push({
+        name: builder.name,
+        topic,
+        local,
+        replayed: openChangelogged(builder, scratch, task),
+        checkpoint: local.checkpoint(),
+        end: (await source.endOffsets(topic, task.sub.partitions))[task.partition]!,
+      });
     }
-    await source.read(ranges, (topic, _p, records) => {
-      const r = replayed.get(topic)!;
-      for (const rec of records) {
-        if (rec.offset >= r.checkpoint) {
-          r.behind++;
-          continue;
-        }
-        const key = rec.key.toString('hex');
-        if (rec.value === null) r.rebuilt.delete(key);
-        else r.rebuilt.set(key, rec.value);
-      }
-    });
-    return local.map((l) => {
-      const { rebuilt, behind, checkpoint } = replayed.get(l.topic)!;
-      let entries = 0;
-      let extra = 0;
-      let differing = 0;
-      let firstDifference: string | undefined;
-      const seen = new Set<string>();
-      for (const [k, v] of l.store.entries()) {
-        entries++;
-        const key = k.toString('hex');
-        seen.add(key);
-        const expected = rebuilt.get(key);
-        if (expected === undefined) extra++;
-        else if (!expected.equals(v)) differing++;
-        else continue;
-        firstDifference ??= printable(k);
-      }
-      let missing = 0;
-      for (const key of rebuilt.keys()) {
-        if (seen.has(key)) continue;
-        missing++;
-        firstDifference ??= printable(Buffer.from(key, 'hex'));
-      }
-      l.store.close();
-      return {
-        store: l.name,
+    // a checkpoint past the end (a copy ahead of its changelog) replays what there is
+    await restoreStores(
+      source,
+      task.partition,
+      pairs.map((p) => ({ store: p.replayed, topic: p.topic, to: Math.min(p.checkpoint, p.end) })),
+    );
+    const behind = await countRecords(source, task.partition, pairs);
+    return pairs.map((p) => {
+      const report = {
+        store: p.name,
         partition: task.partition,
-        checkpoint,
-        entries,
-        missing,
-        extra,
-        differing,
-        behind,
-        ...(firstDifference !== undefined ? { firstDifference } : {}),
+        checkpoint: p.checkpoint,
+        behind: behind.get(p.topic) ?? 0,
       };
+      const diff = compareEntries(p.local.entries(), p.replayed.entries());
+      p.local.close();
+      p.replayed.close();
+      return { ...report, ...diff };
     });
   } finally {
-    await db.close();
+    await db?.close();
+    await scratch?.close();
+    rmSync(scratchPath, { recursive: true, force: true });
   }
+}
+
+/** The committed records after each copy's checkpoint, by topic: how far a stale copy is behind. */
+async function countRecords(
+  source: ChangelogSource,
+  partition: number,
+  pairs: readonly Pair[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const ranges = pairs
+    .filter((p) => p.checkpoint < p.end)
+    .map((p) => ({ topic: p.topic, partition, from: p.checkpoint, to: p.end }));
+  if (ranges.length > 0)
+    await source.read(ranges, (topic, _p, records) => counts.set(topic, (counts.get(topic) ?? 0) + records.length));
+  return counts;
+}
+
+type Diff = Pick<ReplayReport, 'entries' | 'missing' | 'extra' | 'differing' | 'firstDifference'>;
+
+/** Walks both copies in key order (RocksDB's bytewise order) side by side. */
+function compareEntries(local: Iterator<[Buffer, Buffer]>, replayed: Iterator<[Buffer, Buffer]>): Diff {
+  let entries = 0;
+  let missing = 0;
+  let extra = 0;
+  let differing = 0;
+  let first: Buffer | undefined;
+  let l = local.next();
+  let r = replayed.next();
+  while (!l.done || !r.done) {
+    const order = l.done ? 1 : r.done ? -1 : Buffer.compare(l.value[0], r.value[0]);
+    if (order < 0) {
+      extra++;
+      first ??= l.value![0];
+    } else if (order > 0) {
+      missing++;
+      first ??= r.value![0];
+    } else if (!l.value![1].equals(r.value![1])) {
+      differing++;
+      first ??= l.value![0];
+    }
+    if (order <= 0) {
+      entries++;
+      l = local.next();
+    }
+    if (order >= 0) r = replayed.next();
+  }
+  return { entries, missing, extra, differing, ...(first !== undefined ? { firstDifference: printable(first) } : {}) };
 }
 
 function printable(key: Buffer): string {

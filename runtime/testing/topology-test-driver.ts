@@ -9,7 +9,7 @@ import type { StateStore } from '../../state/state-store.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../record.js';
 import { buildSerdes, type SerdeSet } from '../serdes.js';
 import { StreamTask } from '../task.js';
-import { TaskDir } from '../task-directory.js';
+import { TaskDirectory } from '../task-directory.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -44,7 +44,7 @@ export interface TopologyTestDriverOptions {
   readonly partition?: number;
   /** The clock's first reading, epoch ms (default 1_000_000). */
   readonly startTime?: number;
-  /** Where the task's RocksDB lives; default a new temporary directory, removed by `close()`. */
+  /** The data directory of the task's state (laid out as the engines lay it out); default a new temporary directory, removed by `close()`. */
   readonly dir?: string;
   readonly registry?: SchemaRegistry;
   readonly metrics?: Metrics;
@@ -78,7 +78,7 @@ export class TopologyTestDriver {
     private readonly partition: number,
     private readonly serdes: SerdeSet,
     private readonly state: TaskStores,
-    /** The directory of the task's state (`<dir>/rocksdb`). */
+    /** The data directory holding the task's state (`TaskDirectory`). */
     readonly directory: string,
     private readonly ownDir: string | undefined,
     metrics: Metrics,
@@ -110,7 +110,7 @@ export class TopologyTestDriver {
     const ownDir = options.dir === undefined ? mkdtempSync(join(tmpdir(), 'crawlstream-driver-')) : undefined;
     const dir = options.dir ?? ownDir!;
     const id = { subtopology: sub.id, partition };
-    const state = await openTaskStores(id, sub, topology, new TaskDir(dir, `${sub.id}_${partition}`, dir));
+    const state = await openTaskStores(id, sub, topology, new TaskDirectory(dir).task(id));
     const driver = new TopologyTestDriver(
       topology,
       sub,

@@ -10,7 +10,8 @@ bash "$(dirname "${BASH_SOURCE[0]}")/fetch.sh" >&2
 
 if [ -f "$S3_RUN_DIR/weed.pid" ] && kill -0 "$(cat "$S3_RUN_DIR/weed.pid")" 2>/dev/null; then
   echo "a SeaweedFS server already runs from $S3_RUN_DIR (pid $(cat "$S3_RUN_DIR/weed.pid")); stop.sh first" >&2
-  exit 1
+  # 3, not 1: the caller did not start that server and must not stop it (scripts/test.sh)
+  exit 3
 fi
 [ "${S3_KEEP_DATA:-0}" = 1 ] || rm -rf "$S3_RUN_DIR"
 mkdir -p "$S3_RUN_DIR/data"

@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { taskIdString } from '../../core/ids.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
@@ -80,7 +81,12 @@ test(
       await send(second);
       const got = await waitFor([first, second], 90_000);
       assert.deepEqual(got.sort(), [first, second], `after the fencing\n${stderr}`);
-      assert.match(stderr, new RegExp(`task ${parserSub.id}_${partition} lost \\(CS_FENCED\\).*joins its group again`));
+      assert.match(
+        stderr,
+        new RegExp(
+          `task ${taskIdString({ subtopology: parserSub.id, partition })} lost \\(CS_FENCED\\).*joins its group again`,
+        ),
+      );
       // the member took the task back, so the intruder is fenced in turn
       const deadLetters = `${topology.applicationId}-dead-letters`;
       const probe = { topic: deadLetters, partition: 0, key: Buffer.from('probe'), value: null, timestamp: Date.now() };
@@ -105,7 +111,11 @@ test(
       await send(first);
       await send(fourth);
       const after = await waitFor([first, second, third, fourth], 90_000);
-      assert.match(stderr, new RegExp(`task ${parserSub.id}_${partition}: restored \\d+ changelog records`), stderr);
+      assert.match(
+        stderr,
+        new RegExp(`task ${taskIdString({ subtopology: parserSub.id, partition })}: restored \\d+ changelog records`),
+        stderr,
+      );
       assert.deepEqual(after.sort(), [fourth, first, third, second], 'a page recorded twice, or one missing');
     } finally {
       instance.child.kill('SIGTERM');

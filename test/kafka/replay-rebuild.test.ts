@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import { dumpStore } from '../../runtime/replay/dump.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
@@ -103,7 +104,7 @@ test(
           '--data',
           data,
         ]);
-      rmSync(join(data, 'state', `${frontier.id}_${partition}`), { recursive: true });
+      rmSync(new TaskDirectory(data).task({ subtopology: frontier.id, partition }).path, { recursive: true });
       const rebuilt = await replay('rebuild');
       t.diagnostic(
         rebuilt.stdout.split('\n').filter((l) => l.startsWith('rebuilt ')).length + ' store partitions rebuilt',

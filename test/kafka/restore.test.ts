@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { taskIdString } from '../../core/ids.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { RECORDED_STORE } from '../../processors/parser/parser-processor.js';
 import { ConfluentSchemaRegistry } from '../../runtime/engines/kafka/confluent-registry.js';
@@ -77,7 +78,7 @@ test(
       );
       instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       const restoredLine = new RegExp(
-        `task ${parserSub.id}_${partition}: restored (\\d+) changelog records in (\\d+) ms`,
+        `task ${taskIdString({ subtopology: parserSub.id, partition })}: restored (\\d+) changelog records in (\\d+) ms`,
       );
       const until = Date.now() + 300_000;
       let urls: string[] = [];

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
@@ -115,8 +116,9 @@ test(
 
       // the volume "comes from" another cluster: its id differs, and a task dir holds state this cluster never wrote
       writeFileSync(join(data, 'cluster-id'), 'AnotherClusterIdAAAAAA\n');
-      mkdirSync(join(data, 'state', '9_9'), { recursive: true });
-      writeFileSync(join(data, 'state', '9_9', 'planted'), 'x');
+      const foreign = new TaskDirectory(data).task({ subtopology: 9, partition: 9 });
+      mkdirSync(foreign.path, { recursive: true });
+      writeFileSync(join(foreign.path, 'planted'), 'x');
       const instance = startCli(runArgs('all', data, brokers, registry, [...LOOPBACK_WEB_ARGS], id));
       let stderr = '';
       instance.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -138,7 +140,7 @@ test(
         new RegExp(`held task state of cluster AnotherClusterIdAAAAAA, the brokers are cluster ${clusterId}: wiped`),
       );
       assert.match(stderr, /restored [1-9]\d* changelog records/, 'the wiped tasks restored from the changelogs');
-      assert.ok(!existsSync(join(data, 'state', '9_9')), "the other cluster's task state is gone");
+      assert.ok(!existsSync(foreign.path), "the other cluster's task state is gone");
       assert.equal(readFileSync(join(data, 'cluster-id'), 'utf8'), `${clusterId}\n`);
       const pages = (await pageRecordsOf(brokers, registry, `${id}.page-records`)).map((r) => new URL(r.url).pathname);
       assert.deepEqual(pages.sort(), PAGES, 'each page recorded once');

@@ -4,22 +4,24 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ChangelogCompactor } from '../../runtime/engines/embedded/changelog-compactor.js';
+import { EmbeddedChangelogSource } from '../../runtime/engines/embedded/embedded-changelog-source.js';
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
+import { applyCommitted, prepareCommit, restoreStores } from '../../runtime/task-state.js';
 import { openRocks, type RocksPort } from '../../state/rocks.js';
 import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import { stringSerde } from '../../core/serde.js';
 
 const TOPIC = 'app-s-changelog';
 
-/** Commits the store's pending writes through the log, as the embedded engine does. */
-function commit(log: EmbeddedLog, store: RocksKeyValueStore<string, string>): void {
-  const changes = store.pendingChanges();
-  if (changes.length === 0) return;
-  const bases = log.commit(
-    [{ topic: TOPIC, partition: 0, records: changes.map((c) => ({ key: c.key, value: c.value, timestamp: 0 })) }],
-    [],
+/** Commits the store's pending writes through the log, with the engines' commit assembly (task-state). */
+function commit(log: EmbeddedLog, db: RocksPort, store: RocksKeyValueStore<string, string>): void {
+  const prepared = prepareCommit(
+    { db, stores: new Map([['s', store]]), changelogged: [{ store, topic: TOPIC }] },
+    0,
+    0,
   );
-  store.applyCommitted(bases.get(`${TOPIC}\u00000`)! + changes.length);
+  if (prepared.records.length === 0) return;
+  applyCommitted(prepared, log.commit([{ topic: TOPIC, partition: 0, records: prepared.records }], []));
 }
 
 function allRecords(log: EmbeddedLog): { key: Buffer; value: Buffer | null }[] {
@@ -57,9 +59,9 @@ test('changelog compaction keeps one record per live key, and a replay of what i
         if (i % 13 === 0) store.delete(k);
         else store.put(k, `v${written}`);
         written++;
-        if (i % 50 === 49) commit(log, store);
+        if (i % 50 === 49) commit(log, db!, store);
       }
-      commit(log, store);
+      commit(log, db!, store);
     };
 
     round(400);
@@ -93,7 +95,9 @@ test('changelog compaction keeps one record per live key, and a replay of what i
     const rebuiltDb = await openRocks(path.join(dir, 'rebuilt'));
     try {
       const rebuilt = new RocksKeyValueStore('s', rebuiltDb, stringSerde, stringSerde);
-      rebuilt.restore(allRecords(log), log.endOffset(TOPIC, 0));
+      const source = EmbeddedChangelogSource.over(log, path.join(dir, 'log'));
+      await restoreStores(source, 0, [{ store: rebuilt, topic: TOPIC, to: log.endOffset(TOPIC, 0) }]);
+      assert.equal(rebuilt.checkpoint(), log.endOffset(TOPIC, 0));
       assert.deepEqual(entries(rebuilt), entries(store));
     } finally {
       await rebuiltDb.close();

@@ -3,13 +3,15 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLUSTER_ID_FILE, claimStateDir } from '../../runtime/engines/kafka/cluster-identity.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { removeDir, tempDir } from '../e2e/harness.js';
 
-/** A data dir with one task's state (a marker file in state/0_1). */
+/** A data dir with one task's state (a marker file in the directory of task 0_1). */
 function dataDirWithState(): { dir: string; marker: string } {
   const dir = tempDir('cluster-identity');
-  mkdirSync(join(dir, 'state', '0_1'), { recursive: true });
-  const marker = join(dir, 'state', '0_1', 'CURRENT');
+  const task = new TaskDirectory(dir).task({ subtopology: 0, partition: 1 });
+  mkdirSync(task.path, { recursive: true });
+  const marker = join(task.path, 'CURRENT');
   writeFileSync(marker, 'x');
   return { dir, marker };
 }

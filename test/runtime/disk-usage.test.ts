@@ -8,20 +8,25 @@ import { Metrics } from '../../core/metrics.js';
 import { DiskUsage, DISK_USAGE_MAX_REFRESH_MS } from '../../runtime/disk-usage.js';
 import type { Engine, EngineHealth } from '../../runtime/engine.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 
-/** `dirs` directories of `files` files each, of 1..files bytes: what a RocksDB or WARC directory holds, many times over. */
-function stateDir(dirs: number, files: number): { dir: string; bytes: number } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-disk-'));
+/**
+ * A data directory whose state directory (`dir`) holds `dirs` tasks, each a live RocksDB of
+ * `files` files of 1..files bytes: what the task directories hold, many times over.
+ */
+function stateDir(dirs: number, files: number): { data: string; dir: string; bytes: number } {
+  const data = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-disk-'));
+  const directory = new TaskDirectory(data);
   let bytes = 0;
   for (let d = 0; d < dirs; d++) {
-    const sub = path.join(dir, `${d}_0`, 'rocksdb');
+    const sub = directory.task({ subtopology: d, partition: 0 }).live;
     fs.mkdirSync(sub, { recursive: true });
     for (let f = 1; f <= files; f++) {
       fs.writeFileSync(path.join(sub, `${f}.sst`), Buffer.alloc(f));
       bytes += f;
     }
   }
-  return { dir, bytes };
+  return { data, dir: directory.root, bytes };
 }
 
 /** An engine that only answers the ops server's questions. */
@@ -65,8 +70,8 @@ function countSyncCalls(root: string): { calls: string[]; restore(): void } {
 }
 
 test('a scrape never reads the state directory synchronously, and reports its size once measured in the background', async (t) => {
-  const { dir, bytes } = stateDir(20, 50);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { data, dir, bytes } = stateDir(20, 50);
+  t.after(() => fs.rmSync(data, { recursive: true, force: true }));
   const ops = await startOpsServer({ engine: quietEngine(), port: 0, host: '127.0.0.1', stateDir: dir });
   t.after(() => ops.close());
   const sync = countSyncCalls(dir);
@@ -86,8 +91,8 @@ test('a scrape never reads the state directory synchronously, and reports its si
 });
 
 test('the size is measured by one walk at a time that lets the event loop run, and not again before it is due', async (t) => {
-  const { dir, bytes } = stateDir(40, 100);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { data, dir, bytes } = stateDir(40, 100);
+  t.after(() => fs.rmSync(data, { recursive: true, force: true }));
   let now = 0;
   const usage = new DiskUsage(dir, () => now);
   assert.equal(usage.bytes(), undefined, 'no figure before the first walk ends');

@@ -9,6 +9,7 @@ import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.j
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { Topology } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
 import { openRocks } from '../../state/rocks.js';
@@ -86,7 +87,7 @@ async function changelog(dir: string): Promise<{ records: number; replay: Map<st
 }
 
 async function storeContents(dir: string, p: number): Promise<Map<string, number>> {
-  const db = await openRocks(path.join(dir, 'state', `0_${p}`, 'rocksdb'));
+  const db = await openRocks(new TaskDirectory(dir).task({ subtopology: 0, partition: p }).live);
   try {
     const store = new RocksKeyValueStore(STORE, db, stringSerde, numberSerde);
     return new Map([...store.entries()].map(([k, v]) => [k.toString(), numberSerde.deserialize(v)]));
@@ -136,7 +137,7 @@ test(
 
       // the state dir lost: the stores come back from the compacted changelog alone
       const before = await Promise.all(Array.from({ length: PARTITIONS }, (_, p) => storeContents(dir, p)));
-      fs.rmSync(path.join(dir, 'state'), { recursive: true, force: true });
+      new TaskDirectory(dir).wipeAll();
       const again = new EmbeddedEngine(topology(), { dataDir: dir, commitIntervalMs: 20 });
       await again.start();
       await until(() => again.isIdle());

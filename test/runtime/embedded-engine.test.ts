@@ -10,6 +10,7 @@ import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { Topology, type ProcessorOptions } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
 import { openRocks } from '../../state/rocks.js';
@@ -114,7 +115,7 @@ async function countsByWord(dir: string): Promise<Record<string, number[]>> {
 async function storeEntries(dir: string): Promise<string[][]> {
   const result: string[][] = [];
   for (let p = 0; p < PARTITIONS; p++) {
-    const db = await openRocks(path.join(dir, 'state', `0_${p}`, 'rocksdb'));
+    const db = await openRocks(new TaskDirectory(dir).task({ subtopology: 0, partition: p }).live);
     try {
       const store = new RocksKeyValueStore(STORE, db, stringSerde, countSerde);
       result.push([...store.entries()].map(([k, v]) => `${k.toString()}=${countSerde.deserialize(v)}`));
@@ -194,7 +195,7 @@ test('a store equals a replay of its changelog, and is rebuilt from it when its 
     const before = await storeEntries(dir);
     assert.deepEqual(before.flat().sort(), ['a=3', 'b=2', 'c=1', 'd=1', 'e=1']);
     assert.deepEqual(before, await changelogReplay(dir));
-    fs.rmSync(path.join(dir, 'state'), { recursive: true, force: true });
+    new TaskDirectory(dir).wipeAll();
     const lines = await run(dir, []);
     assert.ok(
       lines.some((l) => /task 0_\d+: restored \d+ changelog records in \d+ ms \(word-counts \d+\)/.test(l)),

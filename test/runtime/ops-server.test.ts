@@ -6,6 +6,7 @@ import path from 'node:path';
 import { stringSerde } from '../../core/serde.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import { Topology } from '../../runtime/topology.js';
@@ -64,7 +65,7 @@ test('the ops endpoints: not ready before start, ready after, metrics parse, unh
   const engine = new EmbeddedEngine(relay(), { dataDir: dir, commitIntervalMs: 20 });
   // a failed assertion must not leave the engine's timers holding the test process open
   t.after(() => engine.stop().catch(() => undefined));
-  const ops = await startOpsServer({ engine, port: 0, host: '127.0.0.1', stateDir: path.join(dir, 'state') });
+  const ops = await startOpsServer({ engine, port: 0, host: '127.0.0.1', stateDir: new TaskDirectory(dir).root });
   t.after(() => ops.close());
 
   assert.equal((await get(ops.address, '/healthz')).status, 200);

@@ -1,13 +1,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { parseCrawlArgs } from '../../cli/options.js';
 import { dumpStore } from '../../runtime/replay/dump.js';
 import { planStores } from '../../runtime/replay/store-plan.js';
+import { TaskDirectory, type TaskDir } from '../../runtime/task-directory.js';
 import { openRocks } from '../../state/rocks.js';
 import { storeKeyRange } from '../../state/rocks-store.js';
 import { CLI, crawlArgs, removeDir, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
@@ -23,6 +24,11 @@ let data: string;
 const topology = crawlTopology({ ...topologyArgs(), warcDir: 'unused' });
 const stores = planStores(topology, []).flatMap((p) => p.changelogged.map((b) => b.name));
 const frontierSub = topology.build().find((s) => s.stores.some((b) => b.name === 'frontier-hosts'))!;
+
+/** Partition `p` of the frontier's sub-topology: its task directory in the data dir. */
+function frontierTask(p: number): TaskDir {
+  return new TaskDirectory(data).task({ subtopology: frontierSub.id, partition: p });
+}
 
 function topologyArgs(): { config: ReturnType<typeof parseCrawlArgs>['config']; partitions: number } {
   const c = parseCrawlArgs(['--data', 'unused']);
@@ -66,20 +72,20 @@ after(async () => {
 test('a frontier partition whose state dir is deleted is rebuilt byte-for-byte equal from its changelogs, every store of it', async () => {
   const before = await dumpAll();
   const p = 1;
-  const task = join(data, 'state', `${frontierSub.id}_${p}`);
+  const task = frontierTask(p);
   const lost = before.get('frontier-hosts')!.split('\n# store')[p]!;
   assert.ok(
     lost.split('\n').length > 3,
     `frontier-hosts partition ${p} is (nearly) empty; the crawl was too short:\n${lost}`,
   );
-  rmSync(task, { recursive: true });
+  rmSync(task.path, { recursive: true });
   const r = replay(['rebuild', '--store', 'all', '--data', data]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(
     r.stdout,
     new RegExp(`rebuilt\\s+frontier-hosts partition ${p}: \\d+ records read up to the end offset \\d+`),
   );
-  assert.ok(existsSync(join(task, 'rocksdb')));
+  assert.ok(task.hasLive());
   assertSameDumps(await dumpAll(), before, 'after rebuilding every store');
 });
 
@@ -95,7 +101,7 @@ test('rebuilding one store of an intact copy leaves the dumps of every store ide
 
 test('rebuild refuses while the data dir is in use: the embedded log, or one task RocksDB, is locked', async () => {
   const before = await dumpAll();
-  for (const path of [join(data, 'log'), join(data, 'state', `${frontierSub.id}_2`, 'rocksdb')]) {
+  for (const path of [join(data, 'log'), frontierTask(2).live]) {
     const db = await openRocks(path);
     try {
       const r = replay(['rebuild', '--store', 'all', '--data', data]);
@@ -109,7 +115,7 @@ test('rebuild refuses while the data dir is in use: the embedded log, or one tas
     }
   }
   assert.deepEqual(
-    readdirSync(join(data, 'state', `${frontierSub.id}_2`)).filter((n) => n !== 'rocksdb'),
+    readdirSync(frontierTask(2).path).filter((n) => n !== basename(frontierTask(2).live)),
     [],
     'a refused rebuild leaves nothing behind',
   );
@@ -144,27 +150,27 @@ test('replay refuses a store that does not exist (naming the valid ones), a part
 
 test('a leftover rocksdb.rebuild-* of a rebuild that died is removed by the next rebuild', async () => {
   const before = await dumpAll();
-  const task = join(data, 'state', `${frontierSub.id}_0`);
+  const task = frontierTask(0);
   // a pid above Linux's pid_max (2^22) belongs to no process
-  const leftover = join(task, 'rocksdb.rebuild-4194305');
+  const leftover = join(task.path, 'rocksdb.rebuild-4194305');
   mkdirSync(leftover);
   writeFileSync(join(leftover, 'CURRENT'), 'half-written\n');
   const r = replay(['rebuild', '--store', 'frontier-hosts', '--partition', '0', '--data', data]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /removed rocksdb\.rebuild-4194305, left by a rebuild that did not finish/);
-  assert.deepEqual(readdirSync(task), ['rocksdb']);
+  assert.deepEqual(readdirSync(task.path), [basename(task.live)]);
   assertSameDumps(await dumpAll(), before, 'after cleaning a leftover');
 });
 
 test("a crawl started on a task dir left between the swap's two renames puts the old copy back before it opens it", async () => {
-  const task = join(data, 'state', `${frontierSub.id}_3`);
-  renameSync(join(task, 'rocksdb'), join(task, 'rocksdb.old-4194305'));
-  mkdirSync(join(task, 'rocksdb.rebuild-4194305'));
+  const task = frontierTask(3);
+  renameSync(task.live, join(task.path, 'rocksdb.old-4194305'));
+  mkdirSync(join(task.path, 'rocksdb.rebuild-4194305'));
   const { exited } = startCli(crawlArgs(join(dir, 'seeds.txt'), data, ['--duration', '1']));
   const run = await exited;
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /restored rocksdb from rocksdb\.old-4194305: a rebuild stopped between its two renames/);
-  assert.deepEqual(readdirSync(task), ['rocksdb']);
+  assert.deepEqual(readdirSync(task.path), [basename(task.live)]);
 });
 
 test('verify reports every store equal on the embedded engine, and a MISMATCH once a value is tampered with', async () => {
@@ -176,7 +182,7 @@ test('verify reports every store equal on the embedded engine, and a MISMATCH on
   // no subcommand is verify
   assert.equal(replay(['--store', 'frontier-hosts', '--data', data]).code, 0);
 
-  const db = await openRocks(join(data, 'state', `${frontierSub.id}_1`, 'rocksdb'));
+  const db = await openRocks(frontierTask(1).live);
   try {
     const { gte, lt } = storeKeyRange('frontier-sites');
     const [first] = [...db.iterate(gte, lt, { limit: 1 })];

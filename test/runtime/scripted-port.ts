@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CrawlError } from '../../core/errors.js';
+import { taskIdString } from '../../core/ids.js';
 import { stringSerde, type Serde } from '../../core/serde.js';
 import {
   rangeKey,
@@ -215,7 +216,7 @@ export class ScriptedTaskPort implements TaskPort {
   }
 
   committedInputs(sub: Subtopology, partition: number): Promise<TopicPartitionOffset[]> {
-    this.calls.push(`committed ${sub.id}_${partition}`);
+    this.calls.push(`committed ${taskIdString({ subtopology: sub.id, partition })}`);
     return Promise.resolve(
       sub.sourceTopics.map((topic) => ({
         topic,

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { taskIdString } from '../../core/ids.js';
 import { stringSerde } from '../../core/serde.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
 import type { Engine, QueryAnswer } from '../../runtime/engine.js';
@@ -69,7 +70,12 @@ test('a processor query runs on the task owning the key, through Engine.query an
   ] as const) {
     const partition = partitionFor(Buffer.from(site), 3);
     const answer = engine.query({ processor: 'frontier', query: 'site', key: site });
-    assert.deepEqual(answer, { kind: 'answered', task: `0_${partition}`, partition, value: { partition, seen } });
+    assert.deepEqual(answer, {
+      kind: 'answered',
+      task: taskIdString({ subtopology: 0, partition }),
+      partition,
+      value: { partition, seen },
+    });
   }
   assert.deepEqual(engine.query({ processor: 'frontier', query: 'nothing', key: 'a.test' }), {
     kind: 'unknown',

@@ -317,7 +317,6 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     this.commitWaiters = [];
     for (const t of this.tasks) await closeTaskState(t.state, t.task);
     await this.log?.close();
-    this.state = 'stopped';
   }
 
   /**
