@@ -10,18 +10,17 @@ import { gzipSync } from 'node:zlib';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { AddressGuard, parseCidr } from '../processors/fetcher/address-guard.js';
 import { CachingDnsResolver, parseResolveRule } from '../processors/fetcher/dns-resolver.js';
-import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
 import { HttpClient } from '../processors/fetcher/http-client.js';
-import { EmbeddedEngine } from '../runtime/engines/embedded/embedded-engine.js';
-import { stringSerde } from '../core/serde.js';
-import { Topology } from '../runtime/topology.js';
+import { TopologyTestDriver } from '../runtime/testing/topology-test-driver.js';
 import type { FetchRequest } from '../schemas/types.js';
+import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { prose } from '../synthetic-web/sites.js';
 import { figure, machineLine } from './machine.js';
 
 // Fetcher throughput against a loopback web of HOSTS virtual hosts served by a child process (so
 // the server's CPU is not counted): (1) the HTTP client alone, IN_FLIGHT fetches at once; (2) the
-// FetcherProcessor on the embedded engine (leases in, results + fetched records committed out).
+// crawl topology's fetcher task on the topology test driver (leases in through the engines' record
+// loop, IN_FLIGHT at once; results and fetched records serialized out, neither kept nor decoded).
 const HOSTS = Number(process.env['BENCH_HOSTS'] ?? 500);
 const IN_FLIGHT = Number(process.env['BENCH_IN_FLIGHT'] ?? 256);
 const FETCHES = Number(process.env['BENCH_FETCHES'] ?? 10_000);
@@ -105,24 +104,17 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
     systemDns: false,
     fetchConcurrency: IN_FLIGHT,
   });
-  const t = new Topology('bench');
-  for (const [name, schema] of [
-    ['fetch-requests', 'FetchRequest'],
-    ['fetch-results', 'FetchResult'],
-    ['fetched', 'FetchedPage'],
-  ] as const) {
-    t.addTopic({ name, partitions: 1, keySerde: stringSerde, schema });
-  }
-  t.addSource('requests', 'fetch-requests');
-  t.addProcessor('fetcher', () => new FetcherProcessor(config), ['requests'], {
-    concurrency: IN_FLIGHT,
-    commitInputs: 'before',
+  // only the fetcher's sub-topology runs: the parser's WARC directory is never written
+  const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc') });
+  const driver = await TopologyTestDriver.open({
+    topology,
+    sourceTopic: TOPICS.fetchRequests,
+    dir: join(dir, 'task'),
+    startTime: Date.now(),
+    captureOutputs: false,
+    keepChangelogs: false,
   });
-  t.addSink(FETCH_RESULTS_SINK, 'fetch-results', 'fetcher');
-  t.addSink(FETCHED_SINK, 'fetched', 'fetcher');
-  const engine = new EmbeddedEngine(t, { dataDir: dir });
   try {
-    await engine.start();
     const now = Date.now();
     const leases: FetchRequest[] = Array.from({ length: FETCHES }, (_, i) => {
       const u = new URL(url(i));
@@ -145,25 +137,27 @@ async function benchProcessor(url: (i: number) => string): Promise<void> {
     });
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    for (let i = 0; i < leases.length; i += 1000) {
-      await engine.produce(
-        'fetch-requests',
-        leases.slice(i, i + 1000).map((l) => ({ key: l.site, value: l, timestamp: now })),
-      );
-    }
     let peakRss = process.memoryUsage().rss;
-    while (engine.metrics.counter(M.fetchResults, 'PAGE') < FETCHES || !engine.isIdle()) {
-      await new Promise((r) => setTimeout(r, 20));
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+    try {
+      await driver.pipeInputs(
+        TOPICS.fetchRequests,
+        leases.map((l) => ({ key: l.site, value: l, timestamp: now })),
+      );
+      driver.commit();
+    } finally {
+      clearInterval(sampler);
     }
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
-    figure('fetcher processor (embedded engine) fetches', FETCHES / seconds, 'fetches/s');
+    const answered = driver.metrics.counter(M.fetchResults, 'PAGE');
+    if (answered !== FETCHES) throw new Error(`${answered} of ${FETCHES} leases answered`);
+    figure('fetcher processor (task on the test driver) fetches', FETCHES / seconds, 'fetches/s');
     figure('fetcher processor CPU per fetch', (cpu.user + cpu.system) / 1000 / FETCHES, 'ms');
     figure('fetcher processor peak RSS', peakRss / 2 ** 20, 'MiB');
-    figure('fetcher processor errors', engine.metrics.total(M.fetchOutcomeErrors), 'fetches');
+    figure('fetcher processor errors', driver.metrics.total(M.fetchOutcomeErrors), 'fetches');
   } finally {
-    await engine.stop();
+    await driver.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

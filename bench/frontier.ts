@@ -3,23 +3,20 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metrics } from '../core/metrics.js';
-import { buildSerdes } from '../runtime/serdes.js';
-import { StreamTask } from '../runtime/task.js';
 import type { ConsumedRawRecord } from '../runtime/record.js';
+import { TopologyTestDriver } from '../runtime/testing/topology-test-driver.js';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
 import { NO_ADDRESSES } from '../processors/frontier/host-addresses.js';
-import { openRocks } from '../state/rocks.js';
-import { isChangelogged } from '../state/store-builder.js';
-import type { StateStore } from '../state/state-store.js';
-import { MemoryRegistry } from '../schemas/memory-registry.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
 import { packedFingerprints } from '../processors/common/fingerprint.js';
 import { figure, machineLine } from './machine.js';
 
-// The frontier task alone, on real RocksDB stores, fed serialized records as the engine would:
-// admit (seen-set, budgets, front queues) and dispatch (leases) rates on one core, and RSS with
-// N URLs queued. Changelog appends are the engine's cost, measured by bench/store.ts.
+// The frontier task alone on the topology test driver (the real StreamTask on real RocksDB
+// stores), fed serialized records as the engine would: admit (seen-set, budgets, front queues)
+// and dispatch (leases) rates on one core, and RSS with N URLs queued. A commit assembles the
+// changelog records as an engine's does and drops them: appending them is the engine's cost,
+// measured by bench/store.ts.
 // "frontier CPU" counts what the frontier's task does (deserialize its input, process, forward
 // and serialize its output, commit its stores), not the bench playing parser and fetchers
 // (encoding link batches and fetch results, decoding fetch requests): those run in other tasks.
@@ -68,41 +65,23 @@ try {
   // no address lookups: the bench measures admit and dispatch, not DNS
   const metrics = new Metrics();
   const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup: NO_ADDRESSES });
-  const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
-  const serdes = await buildSerdes(topology, new MemoryRegistry());
-  const db = await openRocks(join(dir, 'rocks'));
-  const stores = new Map<string, StateStore>();
-  for (const b of sub.stores) stores.set(b.name, b.build({ taskId: { subtopology: sub.id, partition: 0 }, db, dir }));
-  // epoch milliseconds, as a crawl sees them (their varints are as long as a real crawl's)
-  let clock = Date.UTC(2026, 10, 30);
   const sent: Buffer[] = [];
-  const task = new StreamTask(
-    { subtopology: sub.id, partition: 0 },
-    sub,
+  // outputs neither decoded nor kept (the fetchers' side decodes them, outside the frontier's
+  // measure), changelogs not kept: memory holds what a frontier task holds
+  const driver = await TopologyTestDriver.open({
     topology,
-    {
-      send: (topic, _p, _k, value) => {
-        if (topic === TOPICS.fetchRequests && value) sent.push(value);
-      },
-    },
-    stores,
-    serdes,
+    sourceTopic: TOPICS.links,
+    dir: join(dir, 'task'),
+    // epoch milliseconds, as a crawl sees them (their varints are as long as a real crawl's)
+    startTime: Date.UTC(2026, 10, 30),
     metrics,
-    () => clock,
-  );
-  task.init();
-  let offset = 0;
-  const encode = (topic: string, key: string, value: unknown): ConsumedRawRecord => ({
-    topic,
-    partition: 0,
-    offset: offset++,
-    timestamp: clock,
-    key: Buffer.from(key),
-    value: serdes.value(topic).serialize(value),
+    captureOutputs: false,
+    keepChangelogs: false,
+    onRawOutput: (topic, r) => {
+      if (topic === TOPICS.fetchRequests && r.value) sent.push(r.value);
+    },
   });
-  const commit = () => {
-    for (const s of stores.values()) if (isChangelogged(s)) s.applyCommitted(0);
-  };
+  const encode = (topic: string, key: string, value: unknown): ConsumedRawRecord => driver.encode(topic, key, value);
   // CPU seconds of the frontier's own work, summed over measured stretches
   let taskCpu = 0;
   // of which the frontier's own thread (the rest is RocksDB's flush and compaction threads)
@@ -140,15 +119,20 @@ try {
       for (let r = 0; r < BLOCK && i < total; r++, i += LINKS_PER_BATCH) {
         const h = hostOf(i);
         const site = `site${h}.example`;
-        const batch: LinkBatch = { site, sourceUrl: `https://other${h}.example/`, discoveredAt: clock, links: [] };
+        const batch: LinkBatch = {
+          site,
+          sourceUrl: `https://other${h}.example/`,
+          discoveredAt: driver.now,
+          links: [],
+        };
         for (let j = 0; j < LINKS_PER_BATCH; j++)
           batch.links.push({ url: urlOf(site, i + j), depth: 2, redirectHops: 0 });
         if (carried) batch.fingerprints = packedFingerprints(batch.links.map((l) => l.url));
         block.push(encode(TOPICS.links, site, batch));
       }
       measured(() => {
-        for (const raw of block) task.process(raw);
-        commit();
+        for (const raw of block) void driver.pipeRawInput(raw);
+        driver.commit();
       });
     }
   };
@@ -178,14 +162,14 @@ try {
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
-  figure('RocksDB files on disk', dirBytes(join(dir, 'rocks')) / 2 ** 20, 'MiB');
+  figure('RocksDB files on disk', dirBytes(join(dir, 'task', 'rocksdb')) / 2 ** 20, 'MiB');
   for (const prop of [
     'rocksdb.cur-size-all-mem-tables',
     'rocksdb.estimate-table-readers-mem',
     'rocksdb.block-cache-usage',
     'rocksdb.estimate-num-keys',
   ]) {
-    const v = Number(db.property(prop));
+    const v = Number(driver.dbProperty(prop));
     if (Number.isFinite(v))
       figure(`  ${prop}`, prop.endsWith('keys') ? v : v / 2 ** 20, prop.endsWith('keys') ? 'keys' : 'MiB');
   }
@@ -240,15 +224,13 @@ try {
   t = performance.now();
   cpu = process.cpuUsage();
   while (dispatched < DISPATCHES) {
-    clock += 60_000;
-    // the dispatch punctuator is synchronous; the promises only say it returned
-    const done = measured(() => task.punctuate(clock));
-    await Promise.all(done);
+    // the dispatch punctuator is synchronous (it runs before the first await); the promise only says it returned
+    await measured(() => driver.advanceWallClockTime(60_000, 60_000));
     if (sent.length === 0) break;
     // the fetchers' side: read each request, answer it
     const results: ConsumedRawRecord[] = [];
     for (const raw of sent.splice(0)) {
-      const r = serdes.value(TOPICS.fetchRequests).deserialize(raw) as FetchRequest;
+      const r = driver.decodeValue<FetchRequest>(TOPICS.fetchRequests, raw);
       dispatched++;
       const result: FetchResult = {
         leaseId: r.leaseId,
@@ -258,7 +240,7 @@ try {
         site: r.site,
         kind: r.kind,
         status: r.kind === 'ROBOTS' ? 404 : 200,
-        startedAt: clock,
+        startedAt: driver.now,
         durationMs: 50,
         errorCode: null,
         errorMessage: null,
@@ -270,8 +252,8 @@ try {
       results.push(encode(TOPICS.fetchResults, r.site, result));
     }
     measured(() => {
-      for (const raw of results) task.process(raw);
-      commit();
+      for (const raw of results) void driver.pipeRawInput(raw);
+      driver.commit();
     });
   }
   s = (performance.now() - t) / 1000;
@@ -281,8 +263,7 @@ try {
   figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
   figure("dispatch phase CPU (with the fetchers' side)", dispatched / ((used.user + used.system) / 1e6), 'URLs/CPU-s');
   figure('RSS after dispatch', process.memoryUsage().rss / 2 ** 20, 'MiB');
-  await task.close();
-  await db.close();
+  await driver.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

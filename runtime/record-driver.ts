@@ -21,6 +21,7 @@ export class RecordDriver {
   private inFlight = 0;
   private active = 0;
   private readonly slotWaiters: (() => void)[] = [];
+  private readonly idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly task: StreamTask,
@@ -30,6 +31,12 @@ export class RecordDriver {
   /** Records started and not finished. */
   busy(): number {
     return this.inFlight + this.active;
+  }
+
+  /** Resolves once no record is started and unfinished: at once when none is. Never rejects. */
+  whenIdle(): Promise<void> {
+    if (this.busy() === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
@@ -49,6 +56,7 @@ export class RecordDriver {
             await result;
           } finally {
             this.inFlight--;
+            this.settle();
           }
         }
       } catch (err) {
@@ -99,7 +107,10 @@ export class RecordDriver {
         () => finish(),
         (err: unknown) => finish(err ?? new Error('undefined thrown')),
       );
-      void entry.settled.finally(() => this.inFlight--);
+      void entry.settled.finally(() => {
+        this.inFlight--;
+        this.settle();
+      });
     }
     while (window.length > 0) await window[0]!.settled;
     return started;
@@ -133,6 +144,11 @@ export class RecordDriver {
   private release(): void {
     this.active--;
     this.slotWaiters.shift()?.();
+    this.settle();
+  }
+
+  private settle(): void {
+    if (this.busy() === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private failed(r: ConsumedRawRecord, err: unknown): void {

@@ -226,6 +226,16 @@ export class StreamTask {
     return { value: handler(key) };
   }
 
+  /**
+   * The task's instance of processor `name`, for a test driver or a tool to look into: the task
+   * owns it (its lifecycle is the task's). Throws CS_TOPOLOGY when the sub-topology has no such processor.
+   */
+  processor<P extends Processor>(name: string): P {
+    const p = this.processors.get(name);
+    if (!p) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} has no processor ${name}`);
+    return p as P;
+  }
+
   store<S extends StateStore>(processor: ProcessorNode, name: string): S {
     if (!processor.stores.includes(name))
       throw new CrawlError('CS_TOPOLOGY', `processor ${processor.name} is not connected to store ${name}`);

@@ -6,7 +6,10 @@ import { Metrics } from '../../core/metrics.js';
 import type { SchemaRegistry } from '../../schemas/index.js';
 import { MemoryRegistry } from '../../schemas/memory-registry.js';
 import type { StateStore } from '../../state/state-store.js';
+import { deadLetterOf, type DeadLetter } from '../dead-letter.js';
+import type { Processor } from '../processor.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../record.js';
+import { RecordDriver } from '../record-driver.js';
 import { buildSerdes, type SerdeSet } from '../serdes.js';
 import { StreamTask } from '../task.js';
 import { TaskDirectory } from '../task-directory.js';
@@ -36,6 +39,22 @@ export interface ChangelogRecord {
   readonly value: Buffer | null;
 }
 
+/** A record a sink wrote, as serialized for its topic. The buffers are the task's: copy to keep. */
+export interface RawOutputRecord {
+  readonly key: Buffer;
+  readonly value: Buffer | null;
+  readonly partition: number;
+  readonly timestamp: number;
+}
+
+/** A record to pipe in: key and value as the topic's producer would hand them to its serdes. */
+export interface InputRecord {
+  readonly key: string;
+  readonly value: unknown;
+  /** Default: the driver's clock when the record is piped. */
+  readonly timestamp?: number;
+}
+
 export interface TopologyTestDriverOptions {
   readonly topology: Topology;
   /** The sub-topology to run: the one reading this topic (default: the first sub-topology). */
@@ -50,6 +69,18 @@ export interface TopologyTestDriverOptions {
   readonly metrics?: Metrics;
   /** Called with each record a sink writes, as it is written (after it is captured). */
   readonly onOutput?: (topic: string, record: OutputRecord) => void;
+  /**
+   * Whether sinks' records are decoded and kept for `output()` and `onOutput` (default true).
+   * A bench turns it off: the task's time then holds no decoding, and memory does not grow with the output.
+   */
+  readonly captureOutputs?: boolean;
+  /** Called with each record a sink writes, serialized, before any capture. */
+  readonly onRawOutput?: (topic: string, record: RawOutputRecord) => void;
+  /**
+   * Whether commits keep the changelog records they write, for `changelog()` (default true). A
+   * bench turns it off: a commit still assembles them as an engine does, and drops them.
+   */
+  readonly keepChangelogs?: boolean;
 }
 
 /**
@@ -69,7 +100,10 @@ export class TopologyTestDriver {
   private readonly committedCounts = new Map<string, number>();
   private readonly changelogs = new Map<string, ChangelogRecord[]>();
   private readonly offsets = new Map<string, number>();
+  /** Each changelog's next offset (`rangeKey` → offset), kept or not. */
+  private readonly changelogEnds = new Map<string, number>();
   private uncommitted: ConsumedRawRecord[] = [];
+  private readonly deadLettered: DeadLetter[] = [];
   private closed = false;
 
   private constructor(
@@ -83,7 +117,10 @@ export class TopologyTestDriver {
     private readonly ownDir: string | undefined,
     metrics: Metrics,
     startTime: number,
-    private readonly onOutput: TopologyTestDriverOptions['onOutput'],
+    private readonly outputOptions: Pick<
+      TopologyTestDriverOptions,
+      'onOutput' | 'onRawOutput' | 'captureOutputs' | 'keepChangelogs'
+    >,
   ) {
     this.metrics = metrics;
     this.time = startTime;
@@ -121,7 +158,7 @@ export class TopologyTestDriver {
       ownDir,
       options.metrics ?? new Metrics(),
       startTime,
-      options.onOutput,
+      options,
     );
     driver.taskNow = driver.newTask();
     driver.taskNow.init();
@@ -150,15 +187,34 @@ export class TopologyTestDriver {
     return store as S;
   }
 
+  /** A RocksDB property of the task's database (`rocksdb.estimate-num-keys`…), for a bench; undefined when unknown. */
+  dbProperty(name: string): string | undefined {
+    return this.state.db.property(name);
+  }
+
+  /** The task's instance of processor `name`, for a test to look into (replaced by `crash()`). */
+  processor<P extends Processor>(name: string): P {
+    return this.taskNow.processor<P>(name);
+  }
+
   /**
    * Serializes `value` as the topic's producer would and hands it to the task at the current
    * time (or `timestamp`): returns what `StreamTask.process` returns (a promise for an
-   * asynchronous processor, to be awaited before the next call).
+   * asynchronous processor, to be awaited before the next call). A processor's error is thrown
+   * (or rejects) here: no dead letter.
    */
   pipeInput(topic: string, key: string, value: unknown, timestamp = this.time): void | Promise<void> {
+    return this.pipeRawInput(this.encode(topic, key, value, timestamp));
+  }
+
+  /**
+   * The record `pipeInput` would hand in, serialized, and the topic's next offset taken: for a
+   * bench to encode outside what it measures, then `pipeRawInput`.
+   */
+  encode(topic: string, key: string, value: unknown, timestamp = this.time): ConsumedRawRecord {
     const offset = this.offsets.get(topic) ?? 0;
     this.offsets.set(topic, offset + 1);
-    const raw: ConsumedRawRecord = {
+    return {
       topic,
       partition: this.partition,
       offset,
@@ -166,8 +222,45 @@ export class TopologyTestDriver {
       key: this.serdes.key(topic).serialize(key),
       value: this.serdes.value(topic).serialize(value),
     };
+  }
+
+  /** A value of `topic` deserialized with the topology's serdes: for a bench that takes outputs raw (`onRawOutput`). */
+  decodeValue<V>(topic: string, value: Buffer): V {
+    return this.serdes.value(topic).deserialize(value) as V;
+  }
+
+  /** Hands a record made by `encode` to the task, as `pipeInput` does. */
+  pipeRawInput(raw: ConsumedRawRecord): void | Promise<void> {
     this.uncommitted.push(raw);
     return this.taskNow.process(raw);
+  }
+
+  /**
+   * Pipes `records` in through the engines' own record loop (`RecordDriver`): as many in flight
+   * as the task's processors allow (`concurrency` for 'before' processors, `lookahead` for
+   * 'after' ones), a failing record dead-lettered (`deadLetters()`, the `dead_letters` metric)
+   * and the rest processed. Resolves once every record has finished; rejects with a CS_TOPOLOGY
+   * error, which an engine would stop on, once the others have finished.
+   */
+  async pipeInputs(topic: string, records: readonly InputRecord[]): Promise<void> {
+    const raws = records.map((r) => this.encode(topic, r.key, r.value, r.timestamp ?? this.time));
+    for (const raw of raws) this.uncommitted.push(raw); // no spread: a bench pipes more records than a call takes arguments
+    let fatal: unknown;
+    const loop = new RecordDriver(this.taskNow, {
+      advance: () => undefined,
+      deadLetter: (r, error) => void this.deadLettered.push(deadLetterOf(r, error, this.metrics, () => undefined)),
+      fatal: (error) => void (fatal ??= error),
+    });
+    const running = () => fatal === undefined;
+    if (this.taskNow.commitInputs === 'before') await loop.startConcurrently(raws, running);
+    else await loop.processInOrder(raws, running);
+    await loop.whenIdle();
+    if (fatal !== undefined) throw fatal;
+  }
+
+  /** The records `pipeInputs` dead-lettered, oldest first, as an engine writes them to its dead-letter topic. */
+  deadLetters(): readonly DeadLetter[] {
+    return this.deadLettered;
   }
 
   /**
@@ -206,13 +299,20 @@ export class TopologyTestDriver {
   commit(): void {
     // the engines' own commit assembly (task-state.ts), with in-memory changelogs as the log
     const prepared = prepareCommit(this.state, this.partition, this.now);
+    const keep = this.outputOptions.keepChangelogs !== false;
     const bases = new Map<string, number>();
+    const ends = new Map<string, number>();
     for (const r of prepared.records) {
       let log = this.changelogs.get(r.topic);
       if (!log) this.changelogs.set(r.topic, (log = []));
-      if (!bases.has(rangeKey(r.topic, r.partition))) bases.set(rangeKey(r.topic, r.partition), log.length);
-      log.push({ key: r.key, value: r.value });
+      const range = rangeKey(r.topic, r.partition);
+      // a log not kept is only counted, for the offsets the stores' checkpoints move to
+      const end = ends.get(range) ?? this.changelogEnds.get(range) ?? log.length;
+      if (!bases.has(range)) bases.set(range, end);
+      ends.set(range, end + 1);
+      if (keep) log.push({ key: r.key, value: r.value });
     }
+    for (const [range, end] of ends) this.changelogEnds.set(range, end);
     applyCommitted(prepared, bases);
     for (const [topic, records] of this.outputs) this.committedCounts.set(topic, records.length);
     this.uncommitted = [];
@@ -262,6 +362,8 @@ export class TopologyTestDriver {
       this.topology,
       {
         send: (topic, partition, key, value, timestamp, headers) => {
+          this.outputOptions.onRawOutput?.(topic, { key, value, partition, timestamp });
+          if (this.outputOptions.captureOutputs === false) return;
           const record: OutputRecord = {
             key: this.serdes.key(topic).deserialize(key),
             value: value === null ? null : this.serdes.value(topic).deserialize(value),
@@ -270,7 +372,7 @@ export class TopologyTestDriver {
             ...(headers ? { headers } : {}),
           };
           this.outputOf(topic).push(record);
-          this.onOutput?.(topic, record);
+          this.outputOptions.onOutput?.(topic, record);
         },
       },
       this.state.stores,

@@ -3,14 +3,19 @@ import type http from 'node:http';
 import { after, describe, test } from 'node:test';
 import { DEFAULT_USER_AGENT, productToken, validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RobotsCache } from '../../../processors/frontier/politeness.js';
-import { FetcherProcessor } from '../../../processors/fetcher/fetcher-processor.js';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { CrawlConfig } from '../../../processors/common/crawl-config.js';
-import { TopologyTestDriver } from '../../../runtime/testing/topology-test-driver.js';
+import type { FetcherProcessor } from '../../../processors/fetcher/fetcher-processor.js';
 import type { FetchedPage, FetchResult } from '../../../schemas/types.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
-import { byType, failedFetchRecords, fetchPipeline, lease, loopbackConfig, runLeases, TOPIC } from './pipeline.js';
+import {
+  byType,
+  failedFetchRecords,
+  FETCHER,
+  fetcherDriver,
+  lease,
+  loopbackConfig,
+  runLeases,
+  TOPIC,
+} from './pipeline.js';
 
 const servers: LoopbackServer[] = [];
 const track = <T extends LoopbackServer>(s: T): T => (servers.push(s), s);
@@ -213,7 +218,7 @@ test(
       res.end('ok');
     });
     try {
-      const { driver } = await fetcherDriver(loopbackConfig());
+      const driver = await fetcherDriver(loopbackConfig());
       const waiting = lease(`http://later.test:${server.port}/page`, {
         notBefore: Date.now() + 60_000,
         notAfter: Date.now() + 120_000,
@@ -254,7 +259,8 @@ test(
       res.end('ok');
     });
     try {
-      const { driver, fetcher } = await fetcherDriver(loopbackConfig());
+      const driver = await fetcherDriver(loopbackConfig());
+      const fetcher = driver.processor<FetcherProcessor>(FETCHER);
       const soon = Array.from({ length: 40 }, (_, i) =>
         lease(`http://w${i}.test:${server.port}/page`, { notBefore: Date.now() + 300, notAfter: Date.now() + 60_000 }),
       );
@@ -288,15 +294,3 @@ test(
     }
   },
 );
-
-/**
- * A fetcher task on the topology test driver (the real StreamTask; its clock, which the fetcher
- * does not read, set to now), with the fetcher itself to look into. The caller closes the driver.
- */
-async function fetcherDriver(config: CrawlConfig): Promise<{ driver: TopologyTestDriver; fetcher: FetcherProcessor }> {
-  const fetcher = new FetcherProcessor(config);
-  // the parser's WARC directory is never written: only the fetcher's sub-topology runs
-  const topology = fetchPipeline(config, join(tmpdir(), 'crawlstream-no-warc'), () => fetcher);
-  const driver = await TopologyTestDriver.open({ topology, sourceTopic: TOPIC.requests, startTime: Date.now() });
-  return { driver, fetcher };
-}

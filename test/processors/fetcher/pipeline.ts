@@ -2,18 +2,16 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { M } from '../../../core/metric-catalogue.js';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
-import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../../../processors/fetcher/fetcher-processor.js';
-import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
-import { readTopic } from '../../../runtime/engines/embedded/topic-reader.js';
 import type { Engine } from '../../../runtime/engine.js';
 import type { Processor } from '../../../runtime/processor.js';
 import type { StreamRecord } from '../../../runtime/record.js';
-import { stringSerde } from '../../../core/serde.js';
-import { Topology } from '../../../runtime/topology.js';
-import { addParser, parsedPageMaxBytes, TOPICS } from '../../../topology/crawl-topology.js';
+import { TopologyTestDriver } from '../../../runtime/testing/topology-test-driver.js';
+import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
 import { seedBatches } from '../../../cli/crawl.js';
 import type { FetchKind, FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import { ParserTasks } from '../parser/parser-tasks.js';
 import { parseRecord, readAt } from '../parser/warc-helpers.js';
 import { warcioIndex } from '../../python/warcio.js';
 
@@ -67,61 +65,39 @@ export interface PipelineRun {
   /** The HTTP request heads archived in WARC request records, as text. */
   warcRequests: string[];
   deadLetters: number;
-  engine: Engine;
 }
 
 export const TOPIC = {
-  requests: 'fetch-requests',
-  results: 'fetch-results',
-  fetched: 'fetched',
-  parsed: 'parsed-pages',
-  pages: 'page-records',
-  content: 'page-content',
-  links: 'links',
+  requests: TOPICS.fetchRequests,
+  results: TOPICS.fetchResults,
+  fetched: TOPICS.fetched,
 };
 
+/** The fetcher's processor name in the crawl topology. */
+export const FETCHER = 'fetcher';
+
 /**
- * The fetcher and parser stages of the crawl topology (`topology/crawl-topology.ts`), the parser
- * wired by the same `addParser`, on the embedded engine. Tests hand it leases and read what came out.
+ * The fetcher task of the crawl topology (`topology/crawl-topology.ts`) on the topology test
+ * driver: the real StreamTask, its clock (which the fetcher does not read) set to now. The
+ * fetcher itself is `driver.processor<FetcherProcessor>(FETCHER)`. The caller closes the driver.
  */
-export function fetchPipeline(
-  config: CrawlConfig,
-  warcDir: string,
-  fetcher: () => FetcherProcessor = () => new FetcherProcessor(config),
-): Topology {
-  const t = new Topology('fetchtest');
-  for (const [name, schema] of [
-    [TOPIC.requests, 'FetchRequest'],
-    [TOPIC.results, 'FetchResult'],
-    [TOPIC.fetched, 'FetchedPage'],
-    [TOPIC.parsed, 'ParsedPage'],
-    [TOPIC.pages, 'PageRecord'],
-    [TOPIC.content, 'PageContent'],
-    [TOPIC.links, 'LinkBatch'],
-  ] as const) {
-    t.addTopic({
-      name,
-      partitions: 1,
-      keySerde: stringSerde,
-      schema,
-      ...(name === TOPIC.parsed ? { maxMessageBytes: parsedPageMaxBytes(config) } : {}),
-    });
-  }
-  t.addSource('requests', TOPIC.requests);
-  t.addProcessor('fetcher', fetcher, ['requests'], {
-    concurrency: config.fetchConcurrency,
-    commitInputs: 'before',
+export async function fetcherDriver(config: CrawlConfig, dir?: string): Promise<TopologyTestDriver> {
+  // the parser's WARC directory is never written: only the fetcher's sub-topology runs
+  const topology = crawlTopology({ config, partitions: 1, warcDir: join(tmpdir(), 'crawlstream-no-warc') });
+  return TopologyTestDriver.open({
+    topology,
+    sourceTopic: TOPICS.fetchRequests,
+    startTime: Date.now(),
+    ...(dir === undefined ? {} : { dir }),
   });
-  t.addSink(FETCH_RESULTS_SINK, TOPIC.results, 'fetcher');
-  t.addSink(FETCHED_SINK, TOPIC.fetched, 'fetcher');
-  addParser(t, config, warcDir);
-  return t;
 }
 
 /**
- * Runs `leases` through the fetcher and parser until the engine is idle (or `timeoutMs` passes, which
- * throws), stops it, and reads back results, page records, links and the WARC index.
- * `during` runs while the engine works (e.g. to sample memory).
+ * Runs `leases` through the fetcher and parser tasks of the crawl topology, each on the topology
+ * test driver: the leases go through the engines' record loop (as many fetches at once as
+ * `fetchConcurrency`), then every fetched page through the parser (`ParserTasks`); reads back
+ * results, page records, links and the WARC index. Throws when the run takes longer than
+ * `timeoutMs`. `during` runs every 100 ms while it works (e.g. to sample memory).
  */
 export async function runLeases(
   config: CrawlConfig,
@@ -129,24 +105,33 @@ export async function runLeases(
   options: { timeoutMs?: number; during?: () => void } = {},
 ): Promise<PipelineRun> {
   const dir = mkdtempSync(join(tmpdir(), 'crawlstream-fetcher-'));
-  const warcDir = join(dir, 'warc');
-  const engine = new EmbeddedEngine(fetchPipeline(config, warcDir), {
-    dataDir: join(dir, 'data'),
-  });
+  const sampler = options.during ? setInterval(options.during, 100) : undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let fetcher: TopologyTestDriver | undefined;
+  let parser: ParserTasks | undefined;
   try {
-    await engine.start();
-    await engine.produce(
-      TOPIC.requests,
-      leases.map((l) => ({ key: l.site, value: l, timestamp: Date.now() })),
-    );
-    await untilIdle(engine, options.timeoutMs ?? 45_000, options.during);
-    await engine.stop();
-    await engine.done;
-    const read = async <T>(topic: string): Promise<T[]> => {
-      const out: T[] = [];
-      await readTopic(join(dir, 'data'), topic, (r) => out.push(r.value as T));
-      return out;
+    const fetch = (fetcher = await fetcherDriver(config, join(dir, 'fetcher')));
+    const parse = (parser = await ParserTasks.open(join(dir, 'parser'), 1, config));
+    const timeoutMs = options.timeoutMs ?? 45_000;
+    const run = async (): Promise<void> => {
+      await fetch.pipeInputs(
+        TOPIC.requests,
+        leases.map((l) => ({ key: l.site, value: l })),
+      );
+      fetch.commit();
+      for (const r of fetch.output(TOPIC.fetched)) parse.pipe(TOPIC.fetched, r.key, r.value);
+      await parse.drainAhead(parse.lookahead);
+      parse.commit();
     };
+    await Promise.race([
+      run(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`fetcher and parser not done after ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    // closing the parser closes its WARC files: the index reads them whole
+    await parse.close();
+    const warcDir = parse.warcDir;
     const warc: Record<string, string>[] = [];
     const warcRequests: string[] = [];
     for (const file of readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'))) {
@@ -169,16 +154,18 @@ export async function runLeases(
       }
     }
     return {
-      results: await read<FetchResult>(TOPIC.results),
-      pageRecords: await read<PageRecord>(TOPIC.pages),
-      links: await read<LinkBatch>(TOPIC.links),
+      results: fetch.output<FetchResult>(TOPIC.results).map((r) => r.value!),
+      pageRecords: parse.records,
+      links: parse.links,
       warc,
       warcRequests,
-      deadLetters: engine.metrics.total('dead_letters'),
-      engine,
+      deadLetters: fetch.metrics.total(M.deadLetters) + parse.metrics.total(M.deadLetters),
     };
   } finally {
-    await engine.stop().catch(() => undefined);
+    clearTimeout(timer);
+    clearInterval(sampler);
+    await fetcher?.close();
+    await parser?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

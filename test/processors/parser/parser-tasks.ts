@@ -63,6 +63,16 @@ export class ParserTasks {
     this.queue.push({ topic: TOPICS.fetched, key: value.payloadDigest ?? value.site, value });
   }
 
+  /** A record another task wrote (e.g. the fetcher's `fetched` output), as it wrote it: queued for `drain`. */
+  pipe(topic: string, key: string, value: unknown): void {
+    this.queue.push({ topic, key, value });
+  }
+
+  /** How many records the parser takes in before the earlier ones finish, as an engine runs it (`drainAhead`). */
+  get lookahead(): number {
+    return this.drivers[0]!.task.lookahead;
+  }
+
   /** Processes queued records, and everything they cause, until nothing is left. */
   drain(): void {
     for (let r = this.queue.shift(); r !== undefined; r = this.queue.shift()) {

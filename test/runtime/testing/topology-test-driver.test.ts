@@ -163,3 +163,152 @@ test('close removes the directory the driver made and is idempotent', async () =
   await d.close();
   assert.equal(existsSync(dir), false);
 });
+
+/** Waits for each record's `release` (a promise per key the test resolves), then forwards it; a key `bad` fails. */
+class Waiter implements Processor<string, LinkBatch, string, LinkBatch> {
+  readonly gates = new Map<string, () => void>();
+  inFlight = 0;
+  maxInFlight = 0;
+  private ctx!: ProcessorContext<string, LinkBatch>;
+
+  init(context: ProcessorContext<string, LinkBatch>): void {
+    this.ctx = context;
+  }
+
+  async process(record: StreamRecord<string, LinkBatch>): Promise<void> {
+    this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+    try {
+      await new Promise<void>((resolve) => this.gates.set(record.key, resolve));
+      if (record.key === 'bad') throw new CrawlError('CS_BAD_URL', 'a bad record');
+      if (record.key === 'bug') throw new CrawlError('CS_TOPOLOGY', 'a topology bug');
+      this.ctx.forward({ key: record.key, value: record.value, timestamp: record.timestamp });
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+function waiting(commitInputs: 'before' | 'after', concurrency: number): Topology {
+  return new Topology('waiting')
+    .addTopic({ name: 'in', partitions: 1, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addTopic({ name: 'out', partitions: 1, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addSource('in-source', 'in')
+    .addProcessor('waiter', () => new Waiter() as Processor, ['in-source'], {
+      commitInputs,
+      ...(commitInputs === 'before' ? { concurrency } : { lookahead: concurrency }),
+    })
+    .addSink('out-sink', 'out', 'waiter');
+}
+
+/** Opens every gate as it appears, last key first, until `done` settles. */
+async function releaseAll(w: Waiter, done: Promise<unknown>): Promise<void> {
+  let finished = false;
+  void done.then(
+    () => (finished = true),
+    () => (finished = true),
+  );
+  while (!finished) {
+    await new Promise((r) => setImmediate(r));
+    const keys = [...w.gates.keys()].reverse();
+    for (const k of keys) {
+      w.gates.get(k)!();
+      w.gates.delete(k);
+    }
+  }
+}
+
+for (const commitInputs of ['before', 'after'] as const) {
+  test(`pipeInputs runs the engines' record loop (${commitInputs}): up to 3 in flight, a failing record dead-lettered, the rest processed`, async () => {
+    const d = await TopologyTestDriver.open({ topology: waiting(commitInputs, 3) });
+    try {
+      const w = d.processor<Waiter>('waiter');
+      const keys = ['a', 'b', 'bad', 'c', 'd', 'e', 'f'];
+      const done = d.pipeInputs(
+        'in',
+        keys.map((k) => ({ key: k, value: word(k) })),
+      );
+      await releaseAll(w, done);
+      await done;
+      assert.equal(w.maxInFlight, 3, 'the loop kept 3 records in flight, no more');
+      assert.equal(w.inFlight, 0, 'pipeInputs resolved before every record had finished');
+      assert.deepEqual(
+        d
+          .output('out')
+          .map((r) => r.key)
+          .sort(),
+        ['a', 'b', 'c', 'd', 'e', 'f'],
+      );
+      assert.deepEqual(
+        d.deadLetters().map((l) => [l.key.toString(), l.headers['x-error-code'], l.headers['x-source']]),
+        [['bad', 'CS_BAD_URL', 'in-0@2']],
+      );
+      assert.equal(d.metrics.total('dead_letters'), 1);
+    } finally {
+      await d.close();
+    }
+  });
+}
+
+test('pipeInputs rejects with a topology error, as an engine stops on one, once the records in flight have finished', async () => {
+  const d = await TopologyTestDriver.open({ topology: waiting('before', 2) });
+  try {
+    const w = d.processor<Waiter>('waiter');
+    const done = d.pipeInputs(
+      'in',
+      ['bug', 'a'].map((k) => ({ key: k, value: word(k) })),
+    );
+    await releaseAll(w, done);
+    await assert.rejects(done, (e: unknown) => e instanceof CrawlError && e.code === 'CS_TOPOLOGY');
+    assert.equal(w.inFlight, 0);
+    assert.deepEqual(d.deadLetters(), [], 'a topology error is no dead letter');
+  } finally {
+    await d.close();
+  }
+});
+
+test('processor() hands out the running task’s instance, and refuses an unknown name', async () => {
+  const d = await TopologyTestDriver.open({ topology: wordCount() });
+  try {
+    const counter = d.processor<Counter>('counter');
+    assert.ok(counter instanceof Counter);
+    await d.crash();
+    assert.notEqual(d.processor<Counter>('counter'), counter, 'a crash brings a new instance');
+    assert.throws(
+      () => d.processor('no-such-processor'),
+      (e: unknown) =>
+        e instanceof CrawlError && e.code === 'CS_TOPOLOGY' && /no processor no-such-processor/.test(e.message),
+    );
+  } finally {
+    await d.close();
+  }
+});
+
+test('a bench driver takes raw records in and out, keeps neither outputs nor changelogs, and still commits', async () => {
+  const raw: string[] = [];
+  const d = await TopologyTestDriver.open({
+    topology: wordCount(),
+    captureOutputs: false,
+    keepChangelogs: false,
+    onRawOutput: (topic, r) =>
+      raw.push(`${topic} ${r.key.toString()}=${d.decodeValue<LinkBatch>(topic, r.value!).discoveredAt}`),
+  });
+  try {
+    const record = d.encode('words', 'a', word('a'));
+    assert.equal(record.offset, 0);
+    d.pipeRawInput(record);
+    d.pipeInput('words', 'a', word('a'));
+    d.commit();
+    assert.deepEqual(raw, ['counts a=1', 'counts a=2']);
+    assert.deepEqual(d.output('counts'), [], 'outputs are not captured');
+    assert.deepEqual(d.changelog(STORE), [], 'changelogs are not kept');
+    // the commit applied the writes: a crash keeps them and replays nothing
+    await d.crash();
+    assert.equal(d.store<KeyValueStore<string, number>>(STORE).get('a'), 2);
+    d.pipeInput('words', 'a', word('a'));
+    d.commit();
+    assert.deepEqual(raw, ['counts a=1', 'counts a=2', 'counts a=3']);
+    assert.ok(Number(d.dbProperty('rocksdb.estimate-num-keys')) >= 0, 'a RocksDB property is read');
+  } finally {
+    await d.close();
+  }
+});

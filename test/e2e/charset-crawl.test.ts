@@ -3,19 +3,19 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
-import { readTopic } from '../../../runtime/engines/embedded/topic-reader.js';
-import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
-import type { PageRecord } from '../../../schemas/types.js';
-import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
+import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
+import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
+import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
+import type { PageRecord } from '../../schemas/types.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import {
   CHARSET_VARIANTS,
   charsetLinkRequests,
   charsetWeb,
   robotsTagExpectations,
   robotsTagSiteExpectation,
-} from '../../../synthetic-web/charset-pages.js';
-import { loopbackConfig, seedLinks, untilIdle } from '../fetcher/pipeline.js';
+} from '../../synthetic-web/charset-pages.js';
+import { loopbackConfig, seedLinks, untilIdle } from '../processors/fetcher/pipeline.js';
 
 test(
   'a crawl of legacy-encoded pages requests their links with queries in each page’s encoding, and honours X-Robots-Tag and meta robots (server log)',

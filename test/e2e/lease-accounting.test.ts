@@ -3,12 +3,20 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { EmbeddedEngine } from '../../../runtime/engines/embedded/embedded-engine.js';
-import type { FetchRequest, FetchResult } from '../../../schemas/types.js';
-import { crawlTopology, TOPICS } from '../../../topology/crawl-topology.js';
-import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
-import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
-import { failedFetchRecords, fetchRecords, lease, loopbackConfig, seedLinks, Tap, untilIdle } from './pipeline.js';
+import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
+import type { FetchRequest, FetchResult } from '../../schemas/types.js';
+import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { assertWarcioCheckPasses, warcioIndex } from '../python/warcio.js';
+import {
+  failedFetchRecords,
+  fetchRecords,
+  lease,
+  loopbackConfig,
+  seedLinks,
+  Tap,
+  untilIdle,
+} from '../processors/fetcher/pipeline.js';
 
 function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {
   const m = new Map<string, number>();
