@@ -9,8 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 npm run --silent build
 npm run --silent lint
 
+# the three-broker chaos run (test/kafka/cluster-chaos.test.ts, 4-7 min) runs only when named:
 # `npm run test:chaos` (docs/KAFKA.md, "Chaos on a replicated cluster"; its history in docs/INCIDENTS.md)
-# `npm run test:chaos` (8 of 8 crawls passed once commits sent one partition per send; see docs/ARCHITECTURE.md, Kafka engine)
 if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(find dist/test -name '*.test.js' ! -name 'cluster-chaos.test.js' | sort); fi
 
 eval "$(bash scripts/python-tools.sh)"

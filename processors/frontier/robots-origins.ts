@@ -119,7 +119,7 @@ export function robotsRedirectRefusal(
   if (shape === undefined) return 'redirect-bad-url';
   // a request to another host is that host's lease (its gap, its single flight), which only the
   // frontier task holding its state can give: the one of the same site. Another site's host may
-  // be in another partition, so such a robots.txt is treated as unavailable (docs/FRONTIER.md, robots.txt)
+  // be in another partition, so such a robots.txt is treated as unavailable (docs/FRONTIER.md, "robots.txt redirects")
   if (safeSite(target) !== site) return 'redirect-other-site';
   return undefined;
 }
