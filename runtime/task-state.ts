@@ -208,10 +208,10 @@ export async function restoreStores(
   }
   if (options.metrics) {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    // every store counts, 0 included: its series exists from the task's opening
     for (const r of results) {
-      if (r.records === 0) continue;
       options.metrics.inc(M.restoreRecords, r.records, r.store);
-      options.metrics.inc(M.restoreSeconds, (seconds * r.records) / total, r.store);
+      options.metrics.inc(M.restoreSeconds, total > 0 ? (seconds * r.records) / total : 0, r.store);
     }
   }
   return results;

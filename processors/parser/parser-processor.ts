@@ -84,6 +84,8 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
     const warc = context.getStateStore<WarcStore>(WARC_STORE);
     const target = this.config.warcStore;
     if (target !== null) this.shipping = new WarcShipping(context, warc, target);
+    // the upload outcomes exist from the start (0 without --warc-store), so a dashboard shows them
+    for (const outcome of ['uploaded', 'failed']) context.metrics.inc(M.warcUploads, 0, outcome);
     const forwardParsed = (key: string, page: ParsedPage, timestamp: number) =>
       context.forward({ key, value: page, timestamp }, PARSED_PAGES_SINK);
     this.archiver = new PageArchiver(

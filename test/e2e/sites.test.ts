@@ -54,7 +54,7 @@ test(
         body: `User-agent: *\nAllow: /\nSitemap: http://typed.test:${PORT}/sitemap.xml\n`,
       },
       pages: {
-        '/': { title: 'Typed', links: ['/big.bin', '/a.html'] },
+        '/': { title: 'Typed', links: ['/download/big', '/a.html'] },
         '/a.html': { title: 'A', links: [] },
         '/from-sitemap.html': { title: 'Listed', links: [] },
         '/sitemap.xml': {
@@ -65,7 +65,7 @@ test(
       // 5 MiB in 8 KiB chunks 20 ms apart: the log counts only what the socket took, and a client
       // that read the whole body would take all 640 chunks
       respond: (req) =>
-        req.pathname === '/big.bin'
+        req.pathname === '/download/big'
           ? {
               status: 200,
               headers: { 'content-type': 'application/octet-stream' },
@@ -81,9 +81,9 @@ test(
       const run = await startCli(crawlArgs(writeSeeds(dir, web.seedUrls()), data, ['--quiet'])).exited;
       assert.equal(run.code, 0, run.stderr);
       const log = web.requests();
-      const big = log.filter((e) => e.path === '/big.bin');
+      const big = log.filter((e) => e.path === '/download/big');
       assert.equal(big.length, 1, 'the binary was requested once, not retried');
-      t.diagnostic(`server wrote ${big[0]!.bytes} of ${BIG} body bytes of /big.bin`);
+      t.diagnostic(`server wrote ${big[0]!.bytes} of ${BIG} body bytes of /download/big`);
       assert.ok(big[0]!.bytes <= 64 * 1024, `the server wrote ${big[0]!.bytes} bytes of the refused body`);
       for (const path of ['/robots.txt', '/sitemap.xml', '/from-sitemap.html', '/a.html'])
         assert.ok(
@@ -92,7 +92,7 @@ test(
         );
 
       const records = exportPageRecords(data);
-      const refused = records.filter((r) => r.url.endsWith('/big.bin'));
+      const refused = records.filter((r) => r.url.endsWith('/download/big'));
       assert.equal(refused.length, 1, 'one page record for the refused URL');
       assert.equal(refused[0]!.errorCode, 'CS_REFUSED_TYPE');
       assert.equal(refused[0]!.status, 200);
