@@ -476,7 +476,7 @@ const DEFINED: readonly Setting[] = [
     name: 'brokers',
     kind: 'string',
     arg: 'HOST:PORT,..',
-    help: 'Kafka bootstrap servers, comma-separated host:port (an IPv6 host by name: kafkajs takes no [::1]:9092)',
+    help: 'Kafka bootstrap servers, comma-separated host:port or [IPv6]:port (e.g. kafka-0.kafka:9092,[fd00::7]:9092)',
     commands: KAFKA_COMMANDS,
     requiredBy: ['run'],
   },

@@ -6,11 +6,9 @@ import { join } from 'node:path';
 import { parseControlArgs } from '../../cli/control.js';
 import { parseCrawlArgs } from '../../cli/options.js';
 import { parseReplayArgs } from '../../cli/replay.js';
-import { kafkaEndpoints } from '../../cli/run-options.js';
 import { SETTINGS } from '../../cli/settings.js';
 import { isCrawlError } from '../../core/errors.js';
 import { CRAWL_CONFIG_BOUNDS, validateCrawlConfig, type Bounds } from '../../processors/common/crawl-config.js';
-import { checkBrokers } from '../../runtime/engines/kafka/kafka-port.js';
 
 const refused = (f: () => unknown, message: RegExp): void =>
   assert.throws(f, (err: unknown) => {
@@ -50,17 +48,6 @@ test('--max-segment-repeats, --robots-ttl and --recrawl-shorten: one bound each,
   assert.equal(validateCrawlConfig({ maxSegmentRepeats: 2 }).maxSegmentRepeats, 2);
   assert.equal(validateCrawlConfig({ recrawlShorten: 0.01 }).recrawlShorten, 0.01);
   assert.equal(parseCrawlArgs(['--data', 'd', '--recrawl-shorten', '0.01'], {}).config.recrawlShorten, 0.01);
-});
-
-test('one broker-list rule: the CLI refuses what the Kafka port would, [::1]:9092 included', () => {
-  assert.deepEqual(kafkaEndpoints(' a.test:9092, 10.0.0.1:19092 ', undefined, '').brokers, [
-    'a.test:9092',
-    '10.0.0.1:19092',
-  ]);
-  for (const bad of ['[::1]:9092', '::1:9092', 'a.test', 'a.test:port', 'a test:9092']) {
-    refused(() => kafkaEndpoints(bad, undefined, ''), /^--brokers needs host:port entries/);
-    refused(() => checkBrokers([bad]), /^--brokers needs host:port entries/);
-  }
 });
 
 test('control: --data and --brokers from sources of one rank are refused; otherwise the stronger source wins', (t) => {
