@@ -5,6 +5,7 @@ import {
   type CrawlConfig,
 } from '../processors/common/crawl-config.js';
 import { SCOPE_KINDS } from '../processors/common/url-filters.js';
+import { KAFKA_ENGINE_SETTINGS } from '../runtime/engines/kafka/engine-settings.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/application-id.js';
 import { APP_ID_FORM } from './app-id.js';
@@ -480,8 +481,8 @@ const DEFINED: readonly Setting[] = [
     kind: 'int',
     unit: 'ms',
     arg: 'MS',
-    default: '200',
-    min: 10,
+    default: String(KAFKA_ENGINE_SETTINGS.commitIntervalMs.default),
+    min: KAFKA_ENGINE_SETTINGS.commitIntervalMs.min,
     help: 'how often each task commits its transaction',
     commands: ['run'],
   },
@@ -490,8 +491,8 @@ const DEFINED: readonly Setting[] = [
     kind: 'int',
     unit: 'ms',
     arg: 'MS',
-    default: '10000',
-    min: 2000,
+    default: String(KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default),
+    min: KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.min,
     help: 'consumer-group session timeout',
     commands: ['run'],
   },

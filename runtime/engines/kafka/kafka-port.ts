@@ -25,6 +25,7 @@ import {
 import { oauthBearerMechanism } from './kafka-oauthbearer.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
+import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
 export { KafkaAdmin } from './kafka-admin.js';
 export {
@@ -226,7 +227,7 @@ export class KafkaPort {
   async groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): Promise<GroupConsumer> {
     const physicalTopic = (t: string): string => this.naming.physicalTopic(t);
     const logicalTopic = (t: string): string => this.naming.logicalTopic(t);
-    const sessionTimeout = options.sessionTimeoutMs ?? 10_000;
+    const sessionTimeout = options.sessionTimeoutMs ?? KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default;
     const consumer: Consumer = this.kafka.consumer({
       groupId: options.groupId,
       sessionTimeout,
