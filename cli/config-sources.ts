@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../core/errors.js';
 import { parseSiteFlag, parseSiteOverride, type SiteRule } from '../processors/common/site-overrides.js';
+import { describeBounds, withinBounds } from '../processors/common/config-bounds.js';
 import {
   commandsOf,
   envName,
@@ -233,15 +234,16 @@ function convert(s: Setting, raw: string, source: string): SettingValue {
       return raw;
     case 'int':
     case 'number': {
+      // no setting is negative unless its min says so (-1: forever)
+      const bounds = {
+        min: s.min ?? 0,
+        ...(s.max !== undefined ? { max: s.max } : {}),
+        whole: s.kind === 'int',
+        open: s.open === true,
+      };
       const n = Number(raw);
-      const least = s.min ?? 0; // no setting is negative unless its min says so (-1: forever)
-      const ok =
-        s.kind === 'int'
-          ? /^-?\d+$/.test(raw.trim()) && Number.isSafeInteger(n)
-          : raw.trim() !== '' && Number.isFinite(n);
-      const range = s.max !== undefined ? `from ${least} to ${s.max}` : `of at least ${least}`;
-      const what = `${s.kind === 'int' ? 'a whole number' : 'a number'} ${range}`;
-      if (!ok || n < least || (s.max !== undefined && n > s.max)) return fail(what);
+      const ok = s.kind === 'int' ? /^-?\d+$/.test(raw.trim()) : raw.trim() !== '';
+      if (!ok || !withinBounds(n, bounds)) return fail(describeBounds(bounds));
       return n;
     }
   }

@@ -4,6 +4,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import type { ControlAction, ControlCommand } from '../schemas/types.js';
 import { siteOf } from '../processors/common/normalize.js';
+import { CRAWL_CONFIG_BOUNDS } from '../processors/common/config-bounds.js';
 import { parseLiveSettings } from '../processors/common/site-overrides.js';
 import { kafkaEndpoints } from './run-options.js';
 import { securityFromSettings } from './kafka-security-options.js';
@@ -13,6 +14,9 @@ import { resolveSettings, sourceRank, type ResolvedSettings } from './config-sou
 import { SECURITY_SETTINGS } from './settings-security.js';
 import { commandUsage } from './usage.js';
 import { produceToKafka } from './kafka-produce.js';
+
+/** The politeness floor: the least --min-gap and `set min-delay` (CRAWL_CONFIG_BOUNDS). */
+const FLOOR_MS = CRAWL_CONFIG_BOUNDS.minDelayMs.min;
 
 export const CONTROL_USAGE = commandUsage(
   'control',
@@ -26,7 +30,7 @@ export const CONTROL_USAGE = commandUsage(
           for every fetch until resume or another slow
   pause   fetch nothing from it until resume
   resume  lift block, slow and pause
-  set     change the site's overrides live: min-delay=MS (at least 1000), budget=N (URLs per
+  set     change the site's overrides live: min-delay=MS (at least ${FLOOR_MS}), budget=N (URLs per
           cycle), max-depth=N; VALUE 'default' goes back to the config file's sites: entry or
           the option; kept in the frontier's state, so it survives restarts
 With --data, a running embedded crawl on DIR applies the command within a few seconds, otherwise
@@ -131,7 +135,7 @@ export function parseControlArgs(
   let minGapMs: number | null = null;
   const minGap = values.get('min-gap')?.value as number | undefined;
   if (action === 'SLOW') {
-    if (minGap === undefined) throw new InvalidOptionError('control slow needs --min-gap MS of at least 1000');
+    if (minGap === undefined) throw new InvalidOptionError(`control slow needs --min-gap MS of at least ${FLOOR_MS}`);
     minGapMs = minGap;
   }
   return { target, command: { site, action, minGapMs, issuedAt: now, issuedBy: env.USER ?? null, settings } };

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
-import { checkBrokers } from '../runtime/engines/kafka/kafka-port.js';
+import { brokerText, parseBrokerList } from '../runtime/engines/kafka/broker-list.js';
 import { resolveSettings } from './config-sources.js';
 import { commandUsage } from './usage.js';
 import { crawlCommandOf, type CrawlCommand } from './options.js';
@@ -60,18 +60,17 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
   };
 }
 
-/** Validates --brokers (host:port list, by the rule KafkaPort applies) and --registry (http URL); the registry is optional when `usage` says so. */
+/**
+ * Validates --brokers (parseBrokerList, the parser KafkaPort applies too) and --registry (http
+ * URL); the registry is optional when `usage` says so. The brokers come back one entry each.
+ */
 export function kafkaEndpoints(
   brokers: string | undefined,
   registry: string | undefined,
   usage: string,
 ): { brokers: string[]; registryUrl: string } {
   if (!brokers) throw new InvalidOptionError(`--brokers HOST:PORT is required\n${usage}`);
-  const list = brokers
-    .split(',')
-    .map((b) => b.trim())
-    .filter((b) => b !== '');
-  checkBrokers(list);
+  const list = parseBrokerList(brokers).map(brokerText);
   if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry))
     throw new InvalidOptionError(`--registry must be an http(s) URL, got ${JSON.stringify(registry)}`);
   return { brokers: list, registryUrl: registry ?? '' };

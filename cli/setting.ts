@@ -22,9 +22,13 @@ export interface Setting {
   readonly help: string;
   /** The CrawlConfig field it sets, when it is one. */
   readonly config?: keyof CrawlConfig;
-  /** Smallest and largest value of a number. */
+  /** Smallest and largest value of a number (of a CrawlConfig field's setting: that field's, cli/settings.ts). */
   readonly min?: number;
   readonly max?: number;
+  /** min and max themselves are refused (an open interval). */
+  readonly open?: boolean;
+  /** The CLI's default differs from the CrawlConfig field's and is described in `help` (--threads). */
+  readonly ownDefault?: boolean;
   /** The values an enumerated string may take. */
   readonly values?: readonly string[];
   /** The form a free string must have, and how a refusal describes it ("lower-case letters, …"). */

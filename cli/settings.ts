@@ -1,56 +1,14 @@
-import { DEFAULT_ACCEPT_TYPES } from '../processors/common/accept-types.js';
-import { CRAWL_CONFIG_BOUNDS, type Bounds, type CrawlConfig } from '../processors/common/crawl-config.js';
-import { SCOPE_KINDS } from '../processors/common/url-filters.js';
+import { CRAWL_CONFIG_BOUNDS } from '../processors/common/config-bounds.js';
+import { KAFKA_ENGINE_SETTINGS } from '../runtime/engines/kafka/engine-settings.js';
 import { APPLICATION_ID_PATTERN } from '../runtime/topology.js';
 import { APPLICATION_ID } from '../topology/application-id.js';
 import { APP_ID_FORM } from './app-id.js';
 import { SETTING_COMMANDS, type Setting, type SettingCommand } from './setting.js';
+import { CRAWL_KNOBS, fromCrawlConfig, RECRAWL_SETTINGS, SCOPE_SETTINGS } from './settings-crawl.js';
 import { KAFKA_COMMANDS, REGISTRY_COMMANDS, SECURITY_SETTINGS } from './settings-security.js';
 
 export type { Setting, SettingCommand, SettingKind } from './setting.js';
 export { SETTING_COMMANDS } from './setting.js';
-
-// the bounds of a setting that sets a CrawlConfig field are that field's (boundsOf)
-const ms = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
-  name,
-  kind: 'int',
-  unit: 'ms',
-  arg: 'MS',
-  default: String(dflt),
-  help,
-  config,
-});
-const count = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
-  name,
-  kind: 'int',
-  unit: 'count',
-  arg: 'N',
-  default: String(dflt),
-  help,
-  config,
-});
-const bytes = (name: string, config: keyof CrawlConfig, dflt: number, help: string): Setting => ({
-  name,
-  kind: 'int',
-  unit: 'bytes',
-  arg: 'BYTES',
-  default: String(dflt),
-  help,
-  config,
-});
-
-/**
- * A setting with the bounds of the CrawlConfig field it sets (CRAWL_CONFIG_BOUNDS, scaled to
- * the setting's unit), so the CLI refuses exactly what validateCrawlConfig would, with the
- * flag's name and source in the message.
- */
-function boundsOf(setting: Setting): Setting {
-  const key = setting.config as keyof typeof CRAWL_CONFIG_BOUNDS | undefined;
-  const b: Bounds | undefined = key === undefined ? undefined : CRAWL_CONFIG_BOUNDS[key];
-  if (b === undefined) return setting;
-  const scale = setting.scale ?? 1;
-  return { ...setting, min: b.min / scale, ...(b.max !== undefined ? { max: b.max / scale } : {}) };
-}
 
 /** Every setting as defined here, in the order `--help` lists them. */
 const DEFINED: readonly Setting[] = [
@@ -115,176 +73,7 @@ const DEFINED: readonly Setting[] = [
     help: "partitions per topic: of a new data dir or of the topics 'topics create' makes; elsewhere the crawl's own",
     commands: ['crawl', 'run', 'inject', 'control', 'topics', 'replay', 'reparse'],
   },
-  {
-    name: 'user-agent',
-    kind: 'string',
-    arg: 'UA',
-    default: 'crawlstream/0.1 (+https://crawlstream.invalid/bot)',
-    help: 'User-Agent; its first token is matched against robots.txt groups',
-    config: 'userAgent',
-  },
-  ms('min-delay', 'minDelayMs', 1_000, 'gap floor between fetches to one host (1000 is also the least allowed)'),
-  count('slow-factor', 'slowFactor', 10, 'the gap is at least this many times the last fetch of the host took'),
-  ms(
-    'max-crawl-delay',
-    'maxCrawlDelayMs',
-    60_000,
-    'robots.txt Crawl-delay is honoured up to this (the host is paced at the cap)',
-  ),
-  ms('robots-ttl', 'robotsTtlMs', 24 * 3_600_000, 'how long a robots.txt is trusted before it is fetched again'),
-  ms(
-    'robots-retry',
-    'robotsRetryMs',
-    60_000,
-    'first wait after robots.txt answered 5xx or nothing (doubling up to --backoff-max)',
-  ),
-  ms('backoff', 'backoffMs', 60_000, 'first back-off after 429/503 without Retry-After (doubling)'),
-  ms(
-    'backoff-max',
-    'backoffMaxMs',
-    3_600_000,
-    'longest back-off, and how long a host with repeated connection errors is parked',
-  ),
-  ms('backoff-quiet', 'backoffQuietMs', 600_000, "a host's back-off is forgiven after this long without a 429/503"),
-  count('backoff-jitter', 'backoffJitterPercent', 20, 'random extra wait on back-offs, in percent'),
-  count('max-attempts', 'maxAttempts', 5, 'fetch attempts per URL before a transient failure is final'),
-  ms(
-    'fetch-timeout',
-    'fetchTimeoutMs',
-    30_000,
-    'total time one fetch may take (also caps the connect and headers timeouts)',
-  ),
-  ms('connect-timeout', 'connectTimeoutMs', 5_000, 'time to connect (capped by --fetch-timeout)'),
-  ms('headers-timeout', 'headersTimeoutMs', 15_000, 'time until the response headers (capped by --fetch-timeout)'),
-  ms('lease-window', 'leaseWindowMs', 10_000, 'a fetcher drops a lease it cannot start within this long of its issue'),
-  bytes('max-body', 'maxBodyBytes', 10 * 1024 * 1024, 'response bodies are cut at this size'),
-  bytes(
-    'max-decoded',
-    'maxDecodedBytes',
-    50 * 1024 * 1024,
-    'decompressed size beyond which a body is a bomb and refused',
-  ),
-  count('max-url-length', 'maxUrlLength', 2_000, 'longer URLs are not admitted'),
-  count('max-path-depth', 'maxPathDepth', 15, 'URLs with more path segments are not admitted'),
-  count('max-segment-repeats', 'maxSegmentRepeats', 3, 'a path repeating one segment this many times is a trap'),
-  count('max-redirect-hops', 'maxRedirectHops', 5, 'redirects followed from one URL'),
-  count('max-outlinks', 'maxOutlinksPerPage', 1_000, 'outlinks taken from one page'),
-  count(
-    'max-hops',
-    'maxHops',
-    15,
-    'links more hops from a seed are not followed; a site linked by k other sites allows k − 1 more, up to twice this',
-  ),
-  count(
-    'template-allowance',
-    'templateAllowance',
-    12,
-    "new URLs of one shape (/cal/{n}/{n}/, /s/{id}/page, or hand-named /{w}/{w}) a host may emit on its own pages: past half they wait in the lowest band, past all they are deferred; a host's shapes together get 3 times this",
-  ),
-  count(
-    'template-allowance-per-inlink',
-    'templateAllowancePerInlink',
-    12,
-    'allowance a shape earns per distinct new URL of it another site links to (two or more such URLs: at least --site-budget-per-inlink each)',
-  ),
-  count(
-    'site-budget',
-    'sitePageBudget',
-    200,
-    'URLs per cycle a site gets that no other site links to (a seed, or only itself)',
-  ),
-  count(
-    'seed-budget',
-    'seedPageBudget',
-    0,
-    'budget per cycle of a seeded site, as --site-budget is of others (0: no cap, a seeded site is crawled to its hop limit)',
-  ),
-  {
-    name: 'site',
-    kind: 'list',
-    arg: "'KEY NAME=VALUE ...'",
-    help: "per-site override, e.g. 'example.org min-delay=5000 budget=400 header.X-Team=news' (also max-depth, allow, deny); KEY is a registered domain, host, host glob (*.example.org) or SURT prefix; the most specific key wins; repeatable; in the --config file a sites: map (see README)",
-    config: 'sites',
-  },
-  {
-    name: 'accept-type',
-    kind: 'list',
-    arg: 'TYPE',
-    default: DEFAULT_ACCEPT_TYPES.join(','),
-    help: 'media types a page response must have to be read (text/html, text/*; comma-separated or repeatable); any other is closed after its headers and recorded as CS_REFUSED_TYPE; robots.txt, sitemaps and feeds are always read',
-    config: 'acceptTypes',
-  },
-  count('site-budget-per-inlink', 'siteBudgetPerInlink', 100, 'budget a site earns per distinct other site linking in'),
-  count('site-budget-max', 'siteBudgetMax', 1_000_000, 'largest budget a site can earn'),
-  count('dup-cut-window', 'dupCutWindow', 50, 'recent page records per site the duplicate cut looks at'),
-  count('dup-cut-percent', 'dupCutPercent', 80, 'share of copies among them (percent) that cuts the site'),
-  count(
-    'host-slots',
-    'activeHostSlots',
-    1_000,
-    'hosts holding queued URLs at once per partition (size it as target pages/s × typical gap s / partitions)',
-  ),
-  ms(
-    'dispatch-lookahead',
-    'dispatchLookaheadMs',
-    250,
-    'a lease may leave this long before its host is due (below --min-delay)',
-  ),
-  count(
-    'ip-concurrency',
-    'ipConcurrency',
-    8,
-    "per-IP limit, for the whole crawl (shared out among frontier partitions, at least 1 each): leases in flight on one address, a host's first fetch included",
-  ),
-  ms(
-    'ip-gap',
-    'ipGapMs',
-    100,
-    'per-IP limit: least time between fetch starts on one address (with several partitions, one start per gap + 130 ms slot)',
-  ),
-  count('conn-errors-to-park', 'connErrorsToPark', 5, 'consecutive connection failures that park a host'),
-  count('fetch-concurrency', 'fetchConcurrency', 64, 'fetches in flight per fetcher task'),
-  {
-    name: 'threads',
-    kind: 'int',
-    unit: 'count',
-    arg: 'N',
-    config: 'threads',
-    help: "JavaScript threads of this process: the main one, and N − 1 that parse HTML (default: the machine's cores)",
-  },
-  count(
-    'seen-expected-urls',
-    'seenExpectedUrls',
-    1_000_000,
-    "URLs one frontier partition expects (sizes its seen-set's Bloom filter)",
-  ),
-  {
-    name: 'seen-fp-rate',
-    kind: 'number',
-    unit: 'count',
-    arg: 'P',
-    default: '0.01',
-    help: "the Bloom filter's target false-positive rate (0 < P < 1)",
-    config: 'seenFalsePositiveRate',
-  },
-  bytes(
-    'seen-block-cache',
-    'seenBlockCacheBytes',
-    128 * 1024 * 1024,
-    "RAM per frontier partition caching the seen-set's fingerprint blocks (0: none)",
-  ),
-  bytes(
-    'warc-max-file',
-    'warcMaxFileBytes',
-    1024 * 1024 * 1024,
-    'a WARC file is closed and a new one started at about this size',
-  ),
-  bytes(
-    'content-text-max',
-    'contentTextMaxBytes',
-    256 * 1024,
-    "a page's main text on page-content is cut at this many bytes (flagged textTruncated); 0: no text",
-  ),
+  ...CRAWL_KNOBS,
   {
     name: 'warc-store',
     kind: 'string',
@@ -310,109 +99,9 @@ const DEFINED: readonly Setting[] = [
     default: 'false',
     help: '--warc-store: keep each WARC file in the data dir after it is uploaded',
   },
-  {
-    name: 'recrawl-min',
-    kind: 'int',
-    unit: 's',
-    arg: 'S',
-    default: '3600',
-    scale: 1000,
-    config: 'recrawlMinMs',
-    help: 'shortest revisit interval of a page (of sitemaps and feeds: half of it)',
-  },
-  {
-    name: 'recrawl-max',
-    kind: 'int',
-    unit: 's',
-    arg: 'S',
-    default: String(30 * 24 * 3600),
-    scale: 1000,
-    config: 'recrawlMaxMs',
-    help: 'longest revisit interval of a page',
-  },
-  {
-    name: 'recrawl-initial',
-    kind: 'int',
-    unit: 's',
-    arg: 'S',
-    default: '0',
-    scale: 1000,
-    config: 'recrawlInitialMs',
-    help: "a page's first revisit interval (0: the geometric mean of --recrawl-min and --recrawl-max)",
-  },
-  {
-    name: 'recrawl-shorten',
-    kind: 'number',
-    arg: 'F',
-    default: '0.5',
-    config: 'recrawlShorten',
-    help: 'a revisit that found a change multiplies the interval by this',
-  },
-  {
-    name: 'recrawl-lengthen',
-    kind: 'number',
-    arg: 'F',
-    default: '1.5',
-    config: 'recrawlLengthen',
-    help: 'a revisit that found no change (or a 304) multiplies the interval by this',
-  },
-  {
-    name: 'feed-max-interval',
-    kind: 'int',
-    unit: 's',
-    arg: 'S',
-    default: String(24 * 3600),
-    scale: 1000,
-    config: 'feedMaxIntervalMs',
-    help: 'longest revisit interval of a sitemap or feed (their faster lane)',
-  },
-  {
-    name: 'recrawl-share',
-    kind: 'number',
-    arg: 'F',
-    default: '0.5',
-    config: 'recrawlShare',
-    help: 'share of host slots revisits get while new URLs wait too',
-  },
+  ...RECRAWL_SETTINGS,
   { name: 'no-sitemaps', kind: 'bool', default: 'false', help: "don't read robots.txt Sitemap: lines or feed links" },
-  {
-    name: 'scope',
-    kind: 'string',
-    arg: 'KIND',
-    default: 'web',
-    values: SCOPE_KINDS,
-    config: 'scope',
-    help: 'links followed: any site (web), or only the registered domains, hosts or URL prefixes (directories) of the seeds; seeds added later widen it',
-  },
-  {
-    name: 'allow',
-    kind: 'list',
-    arg: 'RULE',
-    config: 'allowRules',
-    help: 'follow only links matching one of these rules: host:GLOB (host:*.example.org), surt:PREFIX ((org,example,)/news/ or a URL), re:RE2-REGEX over the URL; repeatable',
-  },
-  {
-    name: 'deny',
-    kind: 'list',
-    arg: 'RULE',
-    config: 'denyRules',
-    help: 'never follow links matching this rule (syntax as --allow; deny wins); repeatable',
-  },
-  count('max-depth', 'maxDepth', 0, 'links more hops from a seed are refused, whoever links in (0: no limit)'),
-  {
-    name: 'deny-extension',
-    kind: 'list',
-    arg: 'EXT',
-    config: 'denyExtensions',
-    help: 'also refuse links whose path ends in .EXT (besides the default list of image, audio, video, archive, executable and font suffixes); repeatable',
-  },
-  {
-    name: 'allow-extension',
-    kind: 'list',
-    arg: 'EXT',
-    config: 'allowExtensions',
-    help: 'take .EXT off the default list of refused suffixes; repeatable',
-  },
+  ...SCOPE_SETTINGS,
   {
     name: 'metrics-port',
     kind: 'int',
@@ -476,7 +165,7 @@ const DEFINED: readonly Setting[] = [
     name: 'brokers',
     kind: 'string',
     arg: 'HOST:PORT,..',
-    help: 'Kafka bootstrap servers, comma-separated host:port (an IPv6 host by name: kafkajs takes no [::1]:9092)',
+    help: 'Kafka bootstrap servers, comma-separated host:port or [IPv6]:port (e.g. kafka-0.kafka:9092,[fd00::7]:9092)',
     commands: KAFKA_COMMANDS,
     requiredBy: ['run'],
   },
@@ -502,8 +191,8 @@ const DEFINED: readonly Setting[] = [
     kind: 'int',
     unit: 'ms',
     arg: 'MS',
-    default: '200',
-    min: 10,
+    default: String(KAFKA_ENGINE_SETTINGS.commitIntervalMs.default),
+    min: KAFKA_ENGINE_SETTINGS.commitIntervalMs.min,
     help: 'how often each task commits its transaction',
     commands: ['run'],
   },
@@ -512,8 +201,8 @@ const DEFINED: readonly Setting[] = [
     kind: 'int',
     unit: 'ms',
     arg: 'MS',
-    default: '10000',
-    min: 2000,
+    default: String(KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default),
+    min: KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.min,
     help: 'consumer-group session timeout',
     commands: ['run'],
   },
@@ -533,7 +222,7 @@ const DEFINED: readonly Setting[] = [
     kind: 'int',
     unit: 'ms',
     arg: 'MS',
-    min: 1_000,
+    min: CRAWL_CONFIG_BOUNDS.minDelayMs.min, // the politeness floor
     help: "control slow: the least time from the end of one fetch to each of the site's hosts to the next",
     commands: ['control'],
   },
@@ -622,8 +311,8 @@ const DEFINED: readonly Setting[] = [
   },
 ];
 
-/** Every setting, in the order `--help` lists them, with the bounds of the config fields they set. */
-export const SETTINGS: readonly Setting[] = DEFINED.map(boundsOf);
+/** Every setting, in the order `--help` lists them, with the bounds and defaults of the config fields they set. */
+export const SETTINGS: readonly Setting[] = DEFINED.map(fromCrawlConfig);
 
 /** The commands a setting is taken by (`config` shows every setting and is left out). */
 export function commandsOf(setting: Setting): readonly SettingCommand[] {

@@ -3,6 +3,7 @@ import type { WarcStoreTarget } from './warc-store-target.js';
 import { SCOPE_KINDS, UrlFilter, type ScopeKind } from './url-filters.js';
 import { DEFAULT_ACCEPT_TYPES, parseAcceptTypes } from './accept-types.js';
 import type { SiteRule } from './site-overrides.js';
+import { CRAWL_CONFIG_BOUNDS, describeBounds, withinBounds, type Bounds } from './config-bounds.js';
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -211,100 +212,27 @@ export const defaultCrawlConfig: CrawlConfig = {
   sites: [],
 };
 
-/** The range a numeric field of CrawlConfig may take. */
-export interface Bounds {
-  readonly min: number;
-  readonly max?: number;
-  /** A whole number (every count, size and time). */
-  readonly whole: boolean;
+export { CRAWL_CONFIG_BOUNDS, type Bounds } from './config-bounds.js';
+
+/** `bounds` as given; compiles only while each of its keys names a numeric CrawlConfig field. */
+function ofNumericFields<
+  T extends { [K in keyof T]: K extends keyof CrawlConfig ? (CrawlConfig[K] extends number ? Bounds : never) : never },
+>(bounds: T): T {
+  return bounds;
 }
-
-const whole = (min: number, max?: number): Bounds => ({ min, ...(max !== undefined ? { max } : {}), whole: true });
-const fraction = (min: number, max: number): Bounds => ({ min, max, whole: false });
-
-/**
- * The bounds of every numeric field, in one place: `validateCrawlConfig` enforces them and the
- * CLI's settings (cli/settings.ts) take theirs from here, so a flag, a --config file and a
- * library caller are refused alike. Rules between fields (the look-ahead below the min delay,
- * recrawl max not below recrawl min) and the open interval of the false-positive rate are
- * checked by `validateCrawlConfig` besides.
- */
-export const CRAWL_CONFIG_BOUNDS = {
-  minDelayMs: whole(1_000), // the politeness floor
-  slowFactor: whole(1),
-  maxCrawlDelayMs: whole(0),
-  robotsTtlMs: whole(1_000),
-  robotsRetryMs: whole(100),
-  backoffMs: whole(1),
-  backoffMaxMs: whole(1),
-  backoffQuietMs: whole(0),
-  backoffJitterPercent: whole(0),
-  maxAttempts: whole(1),
-  fetchTimeoutMs: whole(100),
-  connectTimeoutMs: whole(100),
-  headersTimeoutMs: whole(100),
-  leaseWindowMs: whole(100),
-  maxBodyBytes: whole(1),
-  maxDecodedBytes: whole(1),
-  maxUrlLength: whole(16),
-  maxPathDepth: whole(1),
-  maxSegmentRepeats: whole(2), // one repeat is no trap: /a/a/ is common
-  maxRedirectHops: whole(0),
-  maxOutlinksPerPage: whole(1),
-  maxHops: whole(1),
-  maxDepth: whole(0),
-  templateAllowance: whole(1),
-  templateAllowancePerInlink: whole(0),
-  sitePageBudget: whole(1),
-  seedPageBudget: whole(0),
-  siteBudgetPerInlink: whole(0),
-  siteBudgetMax: whole(1),
-  dupCutWindow: whole(1),
-  dupCutPercent: whole(0, 100),
-  activeHostSlots: whole(1),
-  dispatchLookaheadMs: whole(0),
-  ipConcurrency: whole(1),
-  ipGapMs: whole(0),
-  connErrorsToPark: whole(1),
-  fetchConcurrency: whole(1),
-  threads: whole(1),
-  seenExpectedUrls: whole(1),
-  seenBlockCacheBytes: whole(0),
-  warcMaxFileBytes: whole(1024 * 1024),
-  // the topic's max.message.bytes grows with it; 64 MiB keeps a record within what brokers accept
-  contentTextMaxBytes: whole(0, 64 * 1024 * 1024),
-  recrawlMinMs: whole(1_000),
-  recrawlMaxMs: whole(1_000),
-  recrawlInitialMs: whole(0),
-  feedMaxIntervalMs: whole(1_000),
-  recrawlShorten: fraction(0.01, 1),
-  recrawlLengthen: fraction(1, 100),
-  recrawlShare: fraction(0, 1),
-} as const satisfies Partial<Record<keyof CrawlConfig, Bounds>>;
+const FIELD_BOUNDS = ofNumericFields(CRAWL_CONFIG_BOUNDS);
+type BoundedKey = keyof typeof FIELD_BOUNDS;
 
 /** Fills defaults and checks every field; throws InvalidOptionError naming the option and the value. */
 export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig {
   const c: { -readonly [K in keyof CrawlConfig]: CrawlConfig[K] } = { ...defaultCrawlConfig, ...partial };
-  for (const [key, b] of Object.entries(CRAWL_CONFIG_BOUNDS) as [keyof typeof CRAWL_CONFIG_BOUNDS, Bounds][]) {
-    const v = c[key];
-    const range = b.max !== undefined ? `from ${b.min} to ${b.max}` : `of at least ${b.min}`;
-    if (
-      typeof v !== 'number' ||
-      !Number.isFinite(v) ||
-      (b.whole && !Number.isInteger(v)) ||
-      v < b.min ||
-      v > (b.max ?? v)
-    )
-      throw new InvalidOptionError(
-        `${key} must be ${b.whole ? 'a whole number' : 'a number'} ${range}, got ${String(v)}`,
-      );
-  }
+  for (const [key, b] of Object.entries(FIELD_BOUNDS) as [BoundedKey, Bounds][])
+    if (!withinBounds(c[key], b))
+      throw new InvalidOptionError(`${key} must be ${describeBounds(b)}, got ${String(c[key])}`);
   if (c.dispatchLookaheadMs >= c.minDelayMs)
     throw new InvalidOptionError(
       `dispatch look-ahead (${c.dispatchLookaheadMs} ms) must be below the min delay (${c.minDelayMs} ms)`,
     );
-  if (!(c.seenFalsePositiveRate > 0 && c.seenFalsePositiveRate < 1))
-    throw new InvalidOptionError(`seenFalsePositiveRate must be between 0 and 1, got ${c.seenFalsePositiveRate}`);
   if (c.recrawlMaxMs < c.recrawlMinMs)
     throw new InvalidOptionError(
       `recrawl max (${c.recrawlMaxMs} ms) must not be below recrawl min (${c.recrawlMinMs} ms)`,

@@ -1,6 +1,7 @@
 import { domainToASCII } from 'node:url';
 import { InvalidOptionError } from '../../core/errors.js';
 import { siteOf } from './normalize.js';
+import { CRAWL_CONFIG_BOUNDS, describeBounds, withinBounds, type Bounds } from './config-bounds.js';
 
 /**
  * What a `sites:` entry may change for the hosts and URLs it covers. Nothing here can loosen
@@ -37,8 +38,24 @@ export const SITE_OVERRIDE_KEYS = {
   headers: 'headers',
 } as const satisfies Record<string, keyof SiteOverride>;
 
-/** The least gap anyone may set (CRAWL_CONFIG_BOUNDS.minDelayMs; repeated here to keep this file free of the config). */
-export const POLITENESS_FLOOR_MS = 1_000;
+/**
+ * The bounds of the numeric overrides: those of the crawl-wide field each stands in for
+ * (CRAWL_CONFIG_BOUNDS), so a site, `control set` and the flag refuse alike; min-delay's least
+ * is the politeness floor.
+ */
+export const SITE_OVERRIDE_BOUNDS = {
+  minDelayMs: CRAWL_CONFIG_BOUNDS.minDelayMs,
+  budget: CRAWL_CONFIG_BOUNDS.sitePageBudget,
+  maxDepth: CRAWL_CONFIG_BOUNDS.maxDepth,
+} as const satisfies Partial<Record<keyof SiteOverride, Bounds>>;
+
+/** `n` when it is a whole number (or the text of one) within `b`; undefined otherwise. */
+function wholeWithin(value: unknown, b: Bounds): number | undefined {
+  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
+  return withinBounds(n, b) ? n : undefined;
+}
+
+const FLOOR_NOTE = ' ms (the politeness floor; a site may be crawled more gently, never faster)';
 
 /** Headers a site entry may not set: who we are to robots.txt, the connection, and what a lease sends itself. */
 const FORBIDDEN_HEADERS = new Set([
@@ -133,13 +150,11 @@ export function parseSiteOverride(key: string, raw: unknown, where: string): Sit
       throw new InvalidOptionError(
         `${at}: unknown override ${JSON.stringify(name)} (one of ${Object.keys(SITE_OVERRIDE_KEYS).join(', ')})`,
       );
-    const whole = (least: number): number => {
-      const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < least)
+    const whole = (b: Bounds): number => {
+      const n = wholeWithin(value, b);
+      if (n === undefined)
         throw new InvalidOptionError(
-          `${at}.${name} must be a whole number of at least ${least}${
-            name === 'min-delay' ? ' ms (the politeness floor; a site may be crawled more gently, never faster)' : ''
-          }, got ${JSON.stringify(value)}`,
+          `${at}.${name} must be ${describeBounds(b)}${name === 'min-delay' ? FLOOR_NOTE : ''}, got ${JSON.stringify(value)}`,
         );
       return n;
     };
@@ -149,17 +164,17 @@ export function parseSiteOverride(key: string, raw: unknown, where: string): Sit
           throw new InvalidOptionError(
             `${at}.min-delay: the gap is kept per host; give it on a host, host glob, site or SURT prefix without a path`,
           );
-        o.minDelayMs = whole(POLITENESS_FLOOR_MS);
+        o.minDelayMs = whole(SITE_OVERRIDE_BOUNDS.minDelayMs);
         break;
       case 'budget':
         if (c.kind !== 'site')
           throw new InvalidOptionError(
             `${at}.budget: a budget is kept per site; give it on the registered domain (${siteKeyHint(key)})`,
           );
-        o.budget = whole(1);
+        o.budget = whole(SITE_OVERRIDE_BOUNDS.budget);
         break;
       case 'maxDepth':
-        o.maxDepth = whole(0);
+        o.maxDepth = whole(SITE_OVERRIDE_BOUNDS.maxDepth);
         break;
       case 'allow':
       case 'deny': {
@@ -350,11 +365,11 @@ export function parseLiveSettings(settings: Readonly<Record<string, string>>): L
       change[field] = null;
       continue;
     }
-    const least = field === 'minDelayMs' ? POLITENESS_FLOOR_MS : field === 'budget' ? 1 : 0;
-    const n = /^\d+$/.test(value) ? Number(value) : NaN;
-    if (!Number.isSafeInteger(n) || n < least)
+    const b = SITE_OVERRIDE_BOUNDS[field];
+    const n = wholeWithin(value, b);
+    if (n === undefined)
       throw new InvalidOptionError(
-        `control set: ${name} must be a whole number of at least ${least}${
+        `control set: ${name} must be ${describeBounds(b)}${
           field === 'minDelayMs' ? ' ms (the politeness floor)' : ''
         } or 'default', got ${JSON.stringify(raw)}`,
       );

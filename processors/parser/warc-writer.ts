@@ -23,6 +23,7 @@ import {
   type MemberSpec,
 } from './warc-records.js';
 import { sha1Digest } from '../common/payload.js';
+import { defaultCrawlConfig } from '../common/crawl-config.js';
 
 /** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
 export interface WarcLocation {
@@ -42,7 +43,7 @@ export interface WarcWriterOptions {
   prefix?: string;
   /** Partition number 0–99999 written into file names; one writer per (dir, prefix, partition). */
   partition?: number;
-  /** Rotate before a record would make the file larger than this. Default 1 GiB. */
+  /** Rotate before a record would make the file larger than this. Default: the crawl's (1 GiB). */
   maxFileBytes?: number;
   /** `software` field of the warcinfo record. */
   software?: string;
@@ -108,7 +109,8 @@ export interface MetadataArgs {
 }
 
 const DEFAULT_PREFIX = 'crawlstream';
-const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
+// the crawl's --warc-max-file default; a writer alone may rotate smaller files (tests do), hence its own least of 1
+const DEFAULT_MAX_FILE_BYTES = defaultCrawlConfig.warcMaxFileBytes;
 
 /**
  * Writes WARC 1.1 files, one gzip member per record, into `dir`, named

@@ -6,11 +6,8 @@ import { join } from 'node:path';
 import { parseControlArgs } from '../../cli/control.js';
 import { parseCrawlArgs } from '../../cli/options.js';
 import { parseReplayArgs } from '../../cli/replay.js';
-import { kafkaEndpoints } from '../../cli/run-options.js';
-import { SETTINGS } from '../../cli/settings.js';
 import { isCrawlError } from '../../core/errors.js';
-import { CRAWL_CONFIG_BOUNDS, validateCrawlConfig, type Bounds } from '../../processors/common/crawl-config.js';
-import { checkBrokers } from '../../runtime/engines/kafka/kafka-port.js';
+import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 
 const refused = (f: () => unknown, message: RegExp): void =>
   assert.throws(f, (err: unknown) => {
@@ -19,22 +16,6 @@ const refused = (f: () => unknown, message: RegExp): void =>
     assert.match(err.message.split('\n')[0]!, message);
     return true;
   });
-
-test('every setting of a CrawlConfig field has that field’s bounds: the flag and the library refuse alike', () => {
-  const bounded = SETTINGS.filter((s) => s.config !== undefined && s.config in CRAWL_CONFIG_BOUNDS);
-  assert.ok(bounded.length >= 40, `${bounded.length} settings with bounds`);
-  for (const s of bounded) {
-    const b: Bounds = CRAWL_CONFIG_BOUNDS[s.config as keyof typeof CRAWL_CONFIG_BOUNDS];
-    const scale = s.scale ?? 1;
-    assert.equal((s.min ?? 0) * scale, b.min, `least --${s.name}`);
-    assert.equal(s.max === undefined ? undefined : s.max * scale, b.max, `most --${s.name}`);
-  }
-  for (const key of Object.keys(CRAWL_CONFIG_BOUNDS))
-    assert.ok(
-      SETTINGS.some((s) => s.config === key),
-      `CrawlConfig.${key} has bounds but no setting`,
-    );
-});
 
 test('--max-segment-repeats, --robots-ttl and --recrawl-shorten: one bound each, below it refused by both', () => {
   for (const [flag, value, field, fieldValue] of [
@@ -50,17 +31,6 @@ test('--max-segment-repeats, --robots-ttl and --recrawl-shorten: one bound each,
   assert.equal(validateCrawlConfig({ maxSegmentRepeats: 2 }).maxSegmentRepeats, 2);
   assert.equal(validateCrawlConfig({ recrawlShorten: 0.01 }).recrawlShorten, 0.01);
   assert.equal(parseCrawlArgs(['--data', 'd', '--recrawl-shorten', '0.01'], {}).config.recrawlShorten, 0.01);
-});
-
-test('one broker-list rule: the CLI refuses what the Kafka port would, [::1]:9092 included', () => {
-  assert.deepEqual(kafkaEndpoints(' a.test:9092, 10.0.0.1:19092 ', undefined, '').brokers, [
-    'a.test:9092',
-    '10.0.0.1:19092',
-  ]);
-  for (const bad of ['[::1]:9092', '::1:9092', 'a.test', 'a.test:port', 'a test:9092']) {
-    refused(() => kafkaEndpoints(bad, undefined, ''), /^--brokers needs host:port entries/);
-    refused(() => checkBrokers([bad]), /^--brokers needs host:port entries/);
-  }
 });
 
 test('control: --data and --brokers from sources of one rank are refused; otherwise the stronger source wins', (t) => {

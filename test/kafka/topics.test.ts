@@ -107,3 +107,27 @@ test(
     }
   },
 );
+
+test(
+  'an [IPv6]:port seed broker works: topics create and a port reach the cluster through it',
+  { timeout: 120_000 },
+  async () => {
+    const { brokers } = kafkaInfra();
+    // an IPv4-mapped IPv6 literal: brackets and colons to the parser and kafkajs, 127.0.0.1 on the wire;
+    // 4 partitions as the test above expects of every changelog on the cluster
+    const [host, port] = brokers.split(',')[0]!.split(':');
+    assert.equal(host, '127.0.0.1', `the test broker is on ${brokers}`);
+    const v6 = `[::ffff:127.0.0.1]:${port}`;
+    const appId = `ipv6-seed-${Date.now().toString(36)}`;
+    const r = cli(['topics', 'create', '--brokers', v6, '--app-id', appId, '--partitions', '4']);
+    assert.equal(r.status, 0, r.stderr);
+    const kafkaPort = new KafkaPort([v6], 'crawlstream-test');
+    const admin = await kafkaPort.admin();
+    try {
+      const topics = await admin.listTopics();
+      assert.ok(topics.includes(`${appId}.links`), `${appId}.links missing`);
+    } finally {
+      await kafkaPort.close();
+    }
+  },
+);

@@ -1,7 +1,10 @@
-import type { ProducerRecord } from 'kafkajs';
+import { connect as tcpConnect, isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { ISocketFactory, ProducerRecord } from 'kafkajs';
 import { CrawlError } from '../../../core/errors.js';
 import type { RecordHeaders } from '../../record.js';
 import type { TopicNaming } from '../../topology.js';
+import { brokerText, parseBrokerList } from './broker-list.js';
 
 /** A record to write; `partition` is always chosen by the caller (murmur2, runtime/partitioner.ts). */
 export interface OutRecord {
@@ -107,4 +110,31 @@ export function toTopicMessages(records: readonly OutRecord[], naming: TopicNami
     });
   }
   return [...byTopic.values()];
+}
+
+/**
+ * The seed brokers as kafkajs takes them, and the socket factory that connects to them. kafkajs
+ * splits a seed at its first ':' (`[::1]:9092` would be host `[`), so an IPv6 seed is given to it
+ * under a stand-in name without colons that the factory maps back to the address; every other
+ * seed, and every broker learnt from metadata (host and port apart), connects as named. Sockets
+ * are made as kafkajs' own factory makes them: TLS names the server unless it is an IP address,
+ * keep-alive every minute. Throws CS_INVALID_OPTION on a bad list (parseBrokerList).
+ */
+export function kafkajsSeeds(brokers: readonly string[]): { brokers: string[]; socketFactory: ISocketFactory } {
+  const standIns = new Map<string, string>();
+  const seeds = parseBrokerList(brokers).map((b) => {
+    if (isIP(b.host) !== 6) return brokerText(b);
+    const name = `crawlstream-ipv6-seed-${standIns.size}.invalid`;
+    standIns.set(name, b.host);
+    return `${name}:${b.port}`;
+  });
+  const socketFactory: ISocketFactory = ({ host: named, port, ssl, onConnect }) => {
+    const host = standIns.get(named) ?? named;
+    const socket = ssl
+      ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}), ...ssl }, onConnect)
+      : tcpConnect({ host, port }, onConnect);
+    socket.setKeepAlive(true, 60_000);
+    return socket;
+  };
+  return { brokers: seeds, socketFactory };
 }

@@ -20,6 +20,7 @@ import { claimStateDir } from './cluster-identity.js';
 import { checkTopics, committedInputs, groupIdOf, transactionalIdOf } from './topics.js';
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
+import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
 export interface KafkaEngineOptions {
   readonly brokers: readonly string[];
@@ -103,7 +104,7 @@ export class KafkaEngine extends EngineBase implements Engine {
       this.tasks = new TaskManager({
         topology: this.topology,
         dataDir: this.options.dataDir,
-        commitIntervalMs: this.options.commitIntervalMs ?? 200,
+        commitIntervalMs: this.options.commitIntervalMs ?? KAFKA_ENGINE_SETTINGS.commitIntervalMs.default,
         deadLetterTopic: deadLetterTopicOf(this.topology.applicationId),
         serdes,
         metrics: this.metrics,
@@ -165,7 +166,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         {
           groupId: groupIdOf(this.topology, sub),
           topics: sub.sourceTopics,
-          sessionTimeoutMs: this.options.sessionTimeoutMs ?? 10_000,
+          sessionTimeoutMs: this.options.sessionTimeoutMs ?? KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default,
           // what this member holds, or after a restart the tasks it has local state for: it gets them back
           owned: () => this.tasks.owned(sub),
         },

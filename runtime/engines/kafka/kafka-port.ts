@@ -1,6 +1,6 @@
 import kafkajs from 'kafkajs';
 import type { Consumer, EachBatchPayload, Kafka, PartitionAssigner } from 'kafkajs';
-import { CrawlError } from '../../../core/errors.js';
+import type { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { BARE_TOPIC_NAMES, type TopicNaming } from '../../topology.js';
@@ -9,6 +9,7 @@ import { KafkaAdmin } from './kafka-admin.js';
 import {
   chunksOf,
   kafkaError,
+  kafkajsSeeds,
   SEND_CHUNK_BYTES,
   toTopicMessages,
   type OutRecord,
@@ -24,6 +25,7 @@ import {
 import { oauthBearerMechanism } from './kafka-oauthbearer.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
+import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
 export { KafkaAdmin } from './kafka-admin.js';
 export {
@@ -86,20 +88,6 @@ export interface GroupConsumerOptions {
 }
 
 /**
- * Checks bootstrap servers, the one rule for every command: `host:port` each, the host a name or
- * an IPv4 address (kafkajs splits a seed broker at ':', so an IPv6 literal such as [::1]:9092
- * cannot be one; give such a broker a host name). Throws CS_INVALID_OPTION naming the entry.
- */
-export function checkBrokers(brokers: readonly string[]): void {
-  for (const b of brokers)
-    if (!/^[^:\s[\]]+:\d{1,5}$/.test(b))
-      throw new CrawlError(
-        'CS_INVALID_OPTION',
-        `--brokers needs host:port entries (an IPv6 host by name), got ${JSON.stringify(b)}`,
-      );
-}
-
-/**
  * The entry to the Kafka client library (kafkajs 2.2.4), which only this file and its parts
  * (kafka-admin.ts, kafka-transactions.ts, kafka-common.ts, kafka-codecs.ts, kafka-oauthbearer.ts) know: swap the client here and
  * nothing else changes. Every consumer reads committed records only (isolation read_committed),
@@ -115,6 +103,7 @@ export class KafkaPort {
   private readonly open = new Set<{ disconnect(): Promise<void> }>();
 
   constructor(
+    /** Bootstrap servers, `host:port` or `[IPv6]:port` each (parseBrokerList); refused with CS_INVALID_OPTION. */
     readonly brokers: readonly string[],
     readonly clientId: string,
     private readonly log: (line: string) => void = () => undefined,
@@ -127,11 +116,12 @@ export class KafkaPort {
   ) {
     validateCompression(compression, '--kafka-compression');
     installKafkaCodecs();
-    checkBrokers(brokers);
+    const seeds = kafkajsSeeds(brokers);
     const { ssl, sasl } = resolveKafkaSecurity(security);
     this.kafka = new KafkaClient({
       clientId,
-      brokers: [...brokers],
+      brokers: seeds.brokers,
+      socketFactory: seeds.socketFactory,
       ...(ssl !== undefined ? { ssl: { ...ssl } } : {}),
       ...(sasl === undefined
         ? {}
@@ -237,7 +227,7 @@ export class KafkaPort {
   async groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): Promise<GroupConsumer> {
     const physicalTopic = (t: string): string => this.naming.physicalTopic(t);
     const logicalTopic = (t: string): string => this.naming.logicalTopic(t);
-    const sessionTimeout = options.sessionTimeoutMs ?? 10_000;
+    const sessionTimeout = options.sessionTimeoutMs ?? KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default;
     const consumer: Consumer = this.kafka.consumer({
       groupId: options.groupId,
       sessionTimeout,

@@ -1,0 +1,12 @@
+/**
+ * The Kafka engine's tunables, each default and least value written once: KafkaEngine and
+ * KafkaPort fall back to the defaults when a caller leaves one out, and `run`'s
+ * --commit-interval and --session-timeout (cli/settings.ts) show them and refuse less than the
+ * least. Milliseconds.
+ */
+export const KAFKA_ENGINE_SETTINGS = {
+  /** How often each task commits its transaction; below 10 ms commits would be all a task does. */
+  commitIntervalMs: { default: 200, min: 10 },
+  /** The consumer-group session timeout (a broker refuses one below its group.min.session.timeout.ms). */
+  sessionTimeoutMs: { default: 10_000, min: 2_000 },
+} as const;
