@@ -138,17 +138,21 @@ export async function kafkaOutput(
     const partitions = new Map<string, number>();
     const admin = await port.admin();
     const physical = (topic: string): string => topology.physicalTopic(topic);
-    const counts = await admin.partitionCounts(OUTPUT_TOPICS.map(physical)).finally(() => admin.close());
-    for (const topic of OUTPUT_TOPICS) {
-      const n = counts.get(physical(topic));
-      if (n === undefined)
+    try {
+      // the metadata request fails as a whole on a missing topic: name the missing one first
+      const existing = new Set(await admin.listTopics());
+      const missing = OUTPUT_TOPICS.find((t) => !existing.has(physical(t)));
+      if (missing !== undefined)
         throw new CrawlError(
           'CS_TOPOLOGY',
-          topic === TOPICS.pageContent && counts.has(physical(TOPICS.pageRecords))
-            ? `topic ${physical(topic)} does not exist on ${brokers.join(',')} (a cluster set up before it): make it with \`crawlstream topics create\``
-            : `topic ${physical(topic)} does not exist on ${brokers.join(',')}: nothing was crawled there`,
+          missing === TOPICS.pageContent && existing.has(physical(TOPICS.pageRecords))
+            ? `topic ${physical(missing)} does not exist on ${brokers.join(',')} (a cluster set up before it): make it with \`crawlstream topics create\``
+            : `topic ${physical(missing)} does not exist on ${brokers.join(',')}: nothing was crawled there`,
         );
-      partitions.set(topic, n);
+      const counts = await admin.partitionCounts(OUTPUT_TOPICS.map(physical));
+      for (const topic of OUTPUT_TOPICS) partitions.set(topic, counts.get(physical(topic))!);
+    } finally {
+      await admin.close();
     }
     const producer: TransactionalProducer = await port.transactionalProducer(`${topology.applicationId}-reparse`);
     return {

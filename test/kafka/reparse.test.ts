@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { PARSER_VERSION } from '../../processors/parser/parser-version.js';
 import { runReparse } from '../../cli/replay-reparse.js';
+import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
 import { python } from '../python/python.js';
 import { kafkaInfra } from './infra.js';
@@ -105,3 +107,38 @@ test(
     }
   },
 );
+
+test('replay reparse on a cluster set up before page-content existed refuses, naming the command that makes the topic', async () => {
+  const { brokers, registry } = kafkaInfra();
+  const appId = `reparse-nocontent-${Date.now().toString(36)}`;
+  const dir = tempDir('kafka-reparse-nocontent');
+  const port = new KafkaPort([brokers], `${appId}-test`);
+  try {
+    // the crawl's outputs as an older `topics create` left them: no page-content
+    const admin = await port.admin();
+    try {
+      await admin.createTopics(
+        ['page-records', 'links'].map((t) => ({ name: `${appId}.${t}`, partitions: 1, config: {} })),
+      );
+    } finally {
+      await admin.close();
+    }
+    const warc = join(dir, 'a.warc.gz');
+    writeFileSync(warc, '');
+    await assert.rejects(
+      runReparse(
+        ['--data', dir, '--warc', warc, '--brokers', brokers, '--registry', registry, '--app-id', appId],
+        () => undefined,
+      ),
+      {
+        code: 'CS_TOPOLOGY',
+        message: new RegExp(
+          `^topic ${appId}\\.page-content does not exist on .*: make it with \`crawlstream topics create\`$`,
+        ),
+      },
+    );
+  } finally {
+    await port.close();
+    removeDir(dir);
+  }
+});
