@@ -12,7 +12,7 @@ import type { Topology } from '../runtime/topology.js';
 import type { PageRecord } from '../schemas/types.js';
 import { TOPICS } from '../topology/crawl-topology.js';
 
-/** One record to write: a page record or a links batch, keyed by its site. */
+/** One record to write: a page record, its page content or a links batch, keyed by its site. */
 export interface OutputRecord {
   topic: string;
   key: string;
@@ -20,9 +20,12 @@ export interface OutputRecord {
   timestamp: number;
 }
 
+/** The topics a reparse writes to. */
+const OUTPUT_TOPICS = [TOPICS.pageRecords, TOPICS.pageContent, TOPICS.links] as const;
+
 /**
- * Where `replay reparse` writes: the page-records (and links) topics of an embedded data dir or
- * of a Kafka cluster. Single writer per destination.
+ * Where `replay reparse` writes: the page-records, page-content (and links) topics of an embedded
+ * data dir or of a Kafka cluster. Single writer per destination.
  */
 export interface ReparseOutput {
   /**
@@ -56,8 +59,10 @@ export async function embeddedOutput(dataDir: string, topology: Topology): Promi
   try {
     const serdes = await buildSerdes(topology, new FileSchemaRegistry(dataDir));
     const partitions = new Map<string, number>();
-    for (const topic of [TOPICS.pageRecords, TOPICS.links]) {
-      const n = log.partitions(topic);
+    for (const topic of OUTPUT_TOPICS) {
+      // every topic of a crawl has page-records' partition count; a data dir crawled before
+      // page-content existed lacks it, and gets it here as the next crawl would make it
+      const n = log.partitions(topic === TOPICS.pageContent ? TOPICS.pageRecords : topic);
       log.ensureTopic(topic, n);
       partitions.set(topic, n);
     }
@@ -133,17 +138,21 @@ export async function kafkaOutput(
     const partitions = new Map<string, number>();
     const admin = await port.admin();
     const physical = (topic: string): string => topology.physicalTopic(topic);
-    const counts = await admin
-      .partitionCounts([TOPICS.pageRecords, TOPICS.links].map(physical))
-      .finally(() => admin.close());
-    for (const topic of [TOPICS.pageRecords, TOPICS.links]) {
-      const n = counts.get(physical(topic));
-      if (n === undefined)
+    try {
+      // the metadata request fails as a whole on a missing topic: name the missing one first
+      const existing = new Set(await admin.listTopics());
+      const missing = OUTPUT_TOPICS.find((t) => !existing.has(physical(t)));
+      if (missing !== undefined)
         throw new CrawlError(
           'CS_TOPOLOGY',
-          `topic ${physical(topic)} does not exist on ${brokers.join(',')}: nothing was crawled there`,
+          missing === TOPICS.pageContent && existing.has(physical(TOPICS.pageRecords))
+            ? `topic ${physical(missing)} does not exist on ${brokers.join(',')} (a cluster set up before it): make it with \`crawlstream topics create\``
+            : `topic ${physical(missing)} does not exist on ${brokers.join(',')}: nothing was crawled there`,
         );
-      partitions.set(topic, n);
+      const counts = await admin.partitionCounts(OUTPUT_TOPICS.map(physical));
+      for (const topic of OUTPUT_TOPICS) partitions.set(topic, counts.get(physical(topic))!);
+    } finally {
+      await admin.close();
     }
     const producer: TransactionalProducer = await port.transactionalProducer(`${topology.applicationId}-reparse`);
     return {

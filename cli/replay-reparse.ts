@@ -2,7 +2,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidOptionError } from '../core/errors.js';
 import { Metrics } from '../core/metrics.js';
-import type { LinkBatch, PageRecord } from '../schemas/types.js';
+import type { LinkBatch, PageContent, PageRecord } from '../schemas/types.js';
 import { PARSER_VERSION } from '../processors/parser/parser-version.js';
 import { Reparser } from '../processors/parser/reparse.js';
 import { crawlTopology, TOPICS } from '../topology/crawl-topology.js';
@@ -23,8 +23,8 @@ export const REPARSE_USAGE = commandUsage(
   ],
   `  re-derives page records from the archived payloads of the crawl's WARC files (default
   DIR/warc) through the current parser, fetching nothing, and appends them to 'page-records'
-  (parserVersion = the current parser's, reparsed = true): in the embedded data dir, or with
-  --brokers on Kafka, in transactions. Idempotent: records already re-derived under this parser
+  (parserVersion = the current parser's, reparsed = true), with each HTML page's content to
+  'page-content': in the embedded data dir, or with --brokers on Kafka, in transactions. Idempotent: records already re-derived under this parser
   version are skipped ("N re-derived, M already present"). --emit-links also sends their
   outlinks to 'links' (the frontier then admits them); without it the frontier is untouched.
   Use the crawl's own --config: derivation depends on settings such as the user agent.
@@ -58,6 +58,8 @@ export interface ReparseRequest {
 export interface ReparseResult {
   derived: number;
   alreadyPresent: number;
+  /** page-content records written: one per re-derived page record of an HTML page. */
+  contents: number;
   links: number;
   defects: number;
   fetches: number;
@@ -150,6 +152,7 @@ export async function reparse(req: ReparseRequest, out: (line: string) => void):
   const result: ReparseResult = {
     derived: 0,
     alreadyPresent: 0,
+    contents: 0,
     links: 0,
     defects: 0,
     fetches: 0,
@@ -183,6 +186,12 @@ export async function reparse(req: ReparseRequest, out: (line: string) => void):
             lastFetches = c.fetches;
           }
         },
+        // with its page record in the same atomic write, as the parser's transaction has them
+        pageContent: (content: PageContent, timestamp: number) => {
+          if (skipping) return;
+          pages[pages.length - 1]!.push({ topic: TOPICS.pageContent, key: content.site, value: content, timestamp });
+          result.contents++;
+        },
         links: (batch: LinkBatch, timestamp: number) => {
           if (skipping || !req.emitLinks) return;
           pages[pages.length - 1]!.push({ topic: TOPICS.links, key: batch.site, value: batch, timestamp });
@@ -211,7 +220,7 @@ export async function reparse(req: ReparseRequest, out: (line: string) => void):
     });
     const unresolved = reparser.counts.unresolvedCopies;
     out(
-      `${result.derived} re-derived, ${result.alreadyPresent} already present (parser version ${parserVersion}; ${result.fetches} archived fetches in ${req.warcFiles.length} WARC files, ${(result.bytes / 1e6).toFixed(1)} MB, ${(result.elapsedMs / 1000).toFixed(1)} s)` +
+      `${result.derived} re-derived, ${result.alreadyPresent} already present, ${result.contents} page contents (parser version ${parserVersion}; ${result.fetches} archived fetches in ${req.warcFiles.length} WARC files, ${(result.bytes / 1e6).toFixed(1)} MB, ${(result.elapsedMs / 1000).toFixed(1)} s)` +
         (req.emitLinks ? `; ${result.links} links sent to ${TOPICS.links}` : '') +
         (unresolved > 0 ? `; ${unresolved} copies whose first record is in none of the files` : '') +
         (result.defects > 0 ? `; ${result.defects} corrupt WARC records skipped` : ''),

@@ -11,8 +11,8 @@ import { PARSER_VERSION } from './parser-version.js';
 export interface RecorderSinks {
   pageRecord(record: PageRecord, timestamp: number): void;
   links(batch: LinkBatch, timestamp: number): void;
-  /** An HTML page's content, published with its page record; absent: not published (a reparse). */
-  pageContent?(content: PageContent, timestamp: number): void;
+  /** An HTML page's content, published right after its page record. */
+  pageContent(content: PageContent, timestamp: number): void;
   /** A resolved exact copy, back to `parsed-pages` keyed by its own site. */
   parsedPage(key: string, page: ParsedPage, timestamp: number): void;
 }
@@ -125,7 +125,7 @@ export class PageRecorder {
       },
       timestamp,
     );
-    if (page.content && this.sinks.pageContent) {
+    if (page.content) {
       if (page.content.textTruncated) m.inc(M.pageContentCut, 1, 'text');
       if (page.content.outlinksTruncated) m.inc(M.pageContentCut, 1, 'outlinks');
       if (page.content.headersTruncated) m.inc(M.pageContentCut, 1, 'headers');

@@ -5,7 +5,7 @@ import type { Metrics } from '../../core/metrics.js';
 import { openRocks, type RocksPort } from '../../state/rocks.js';
 import type { ChangeloggedStore, KeyValueStore } from '../../state/state-store.js';
 import type { StoreBuilder } from '../../state/store-builder.js';
-import type { LinkBatch, PageRecord } from '../../schemas/types.js';
+import type { LinkBatch, PageContent, PageRecord } from '../../schemas/types.js';
 import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import {
   DIGESTS_STORE,
@@ -31,6 +31,8 @@ export interface ReparseSinks {
    * (`<file>@<offset>`), unique and stable across runs. Its links (if any) follow at once.
    */
   pageRecord(identity: string, record: PageRecord, timestamp: number): void;
+  /** The content of the page record passed last, when it is an HTML page's (as the parser publishes it). */
+  pageContent(content: PageContent, timestamp: number): void;
   /** Outlinks of the page record passed last. */
   links(batch: LinkBatch, timestamp: number): void;
   /** A stretch of a WARC file that was skipped because it is not intact records. */
@@ -71,7 +73,7 @@ function archivedFetch(record: WarcRecord, facts: Map<string, string>): Archived
 const CHECKPOINT_EVERY = 64;
 
 /**
- * Re-derives page records (and their outlinks) from archived fetches — the response, revisit and
+ * Re-derives page records (with their content and outlinks) from archived fetches — the response, revisit and
  * failed-fetch metadata records of WARC files, with the fetch facts the archiver writes next to
  * them (warc-facts.ts) — through the live parser's own code: `derivePage` (what the payload-keyed
  * half does) and a `PageRecorder` (what the site-keyed half does: exact and near duplicates, one
@@ -111,6 +113,7 @@ export class Reparser {
           this.counts.records++;
           sinks.pageRecord(this.identity, record, timestamp);
         },
+        pageContent: (content, timestamp) => sinks.pageContent(content, timestamp),
         links: (batch, timestamp) => sinks.links(batch, timestamp),
         // an exact copy resolved at its original's site goes on to its own site's half: here, at once
         parsedPage: (key, page, timestamp) => this.recorder.record(key, page, timestamp),

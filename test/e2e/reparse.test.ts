@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import type { LinkBatch, PageRecord } from '../../schemas/types.js';
+import type { LinkBatch, PageContent, PageRecord } from '../../schemas/types.js';
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
 import { PARSER_VERSION } from '../../processors/parser/parser-version.js';
 import { reparse, runReparse, warcFilesOf } from '../../cli/replay-reparse.js';
+import { isDefect, readWarcFile } from '../../processors/parser/warc-reader.js';
 import { crawlArgs, exportPageRecords, removeDir, startCli, tempDir, writeSeeds } from './harness.js';
 
 /**
@@ -91,6 +92,70 @@ test('a reparse re-derives one record per archived page, equal to the crawl reco
   assert.equal(await runReparse(['--data', data], (l) => again.push(l)), 0);
   assert.match(again.at(-1)!, new RegExp(`^0 re-derived, ${reparsed.length} already present`));
   assert.equal(exportPageRecords(data).length, all.length);
+});
+
+async function contents(data: string): Promise<PageContent[]> {
+  const out: PageContent[] = [];
+  // plain objects: each read decodes into classes of its own
+  await readTopic(data, 'page-content', (r) => out.push(JSON.parse(JSON.stringify(r.value)) as PageContent));
+  return out;
+}
+
+const fetchOf = (r: { url: string; fetchTime: number; visit: number }) => `${r.url} ${r.fetchTime} ${r.visit}`;
+
+test('a reparse publishes page content for every HTML page it re-derives from a response record, equal to the crawl’s, once', async () => {
+  const data = freshCopy('content');
+  const crawledContent = await contents(data);
+  const lines: string[] = [];
+  assert.equal(await runReparse(['--data', data], (l) => lines.push(l)), 0);
+  const reparsed = exportPageRecords(data).filter((r) => r.reparsed);
+  const after = await contents(data);
+  const added = after.length - crawledContent.length;
+
+  // every re-derived record of a page whose body was HTML has its content; judged from the record's
+  // own fields and WARC record, not from what the crawl published
+  const warcTypes = new Map<string, string>();
+  for (const file of warcFilesOf([join(data, 'warc')]))
+    for (const w of readWarcFile(file)) if (!isDefect(w)) warcTypes.set(`${w.file}@${w.offset}`, w.type);
+  const html = reparsed.filter(
+    (r) =>
+      r.status >= 200 &&
+      r.status < 300 &&
+      r.errorCode === null &&
+      r.kind === 'PAGE' &&
+      /^(text\/html|application\/xhtml\+xml)\b/i.test(r.contentType ?? ''),
+  );
+  // an exact copy is archived as a revisit record, without the body: the crawl read its body for
+  // content, a reparse has none to read (docs/REPLAY.md)
+  const exactCopies = html.filter((r) => warcTypes.get(identity(r)) === 'revisit');
+  const withBody = html.filter((r) => warcTypes.get(identity(r)) === 'response');
+  assert.equal(exactCopies.length + withBody.length, html.length, 'a page record points at no response or revisit');
+  assert.ok(withBody.length > 20, `only ${withBody.length} HTML pages among the re-derived records`);
+  assert.ok(exactCopies.length >= 1, 'the test web has exact copies of HTML pages');
+  const byFetch = new Map<string, PageContent[]>();
+  for (const c of after) byFetch.set(fetchOf(c), [...(byFetch.get(fetchOf(c)) ?? []), c]);
+  const crawledByFetch = new Map(crawledContent.map((c) => [fetchOf(c), c]));
+  for (const r of withBody) {
+    const found = byFetch.get(fetchOf(r)) ?? [];
+    // the crawl's record, then the reparse's (appended later to the same partition)
+    assert.equal(found.length, 2, `${r.url}: ${found.length} page-content records for its fetch`);
+    assert.deepEqual(found[1], found[0], `${r.url}: the reparsed content differs from the crawl's`);
+    assert.deepEqual(found[0], crawledByFetch.get(fetchOf(r)));
+    assert.equal(found[1]!.duplicateOf, r.duplicateOf);
+    assert.equal(found[1]!.status, r.status);
+  }
+  for (const r of exactCopies)
+    assert.equal(byFetch.get(fetchOf(r))?.length, 1, `${r.url}: content re-derived for a copy`);
+  // and none for anything else
+  assert.equal(added, withBody.length, 'content was published for a page that is not HTML');
+  assert.equal(crawledContent.length, html.length, 'the crawl published content for a different set of pages');
+  assert.match(lines.at(-1)!, new RegExp(`^${reparsed.length} re-derived, 0 already present, ${added} page contents`));
+
+  // a second run publishes no content again
+  const again: string[] = [];
+  assert.equal(await runReparse(['--data', data], (l) => again.push(l)), 0);
+  assert.match(again.at(-1)!, /^0 re-derived, \d+ already present, 0 page contents/);
+  assert.equal((await contents(data)).length, after.length);
 });
 
 test('a changed parser version re-derives every page again under the new number, and --emit-links sends their links', async () => {

@@ -1,16 +1,37 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { PARSER_VERSION } from '../../processors/parser/parser-version.js';
 import { runReparse } from '../../cli/replay-reparse.js';
+import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
 import { CLI, removeDir, sleep, startCli, tempDir, writeSeeds } from '../e2e/harness.js';
+import { python } from '../python/python.js';
 import { kafkaInfra } from './infra.js';
 import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf, runArgs, threePageSite } from './page-records.js';
 
 const run = promisify(execFile);
+const CONTENT_READER = fileURLToPath(new URL('../../../test/python/read_page_content.py', import.meta.url));
+
+/** Every committed page-content record, as an independent reader (confluent-kafka + fastavro) decodes it. */
+async function pageContentsOf(
+  brokers: string,
+  registry: string,
+): Promise<{ url: string; fetchTime: number; visit: number; title: string | null }[]> {
+  const { stdout } = await run(python(), [CONTENT_READER, brokers, registry, 'page-content'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 64 * 2 ** 20,
+  });
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { url: string; fetchTime: number; visit: number; title: string | null });
+}
 // a host of its own per run: page-records keeps earlier runs' records on a broker kept up
 const HOST = `reparse-${Date.now().toString(36)}.test`;
 
@@ -53,10 +74,10 @@ test(
       const args = ['--data', data, '--brokers', brokers, '--registry', registry];
       const first: string[] = [];
       assert.equal(await runReparse(args, (l) => first.push(l)), 0);
-      assert.match(first.at(-1)!, /^3 re-derived, 0 already present/);
+      assert.match(first.at(-1)!, /^3 re-derived, 0 already present, 3 page contents/);
       const second: string[] = [];
       assert.equal(await runReparse(args, (l) => second.push(l)), 0);
-      assert.match(second.at(-1)!, /^0 re-derived, 3 already present/);
+      assert.match(second.at(-1)!, /^0 re-derived, 3 already present, 0 page contents/);
 
       // read_committed, by a consumer we did not write: each crawled page once more, reparsed, no more
       const records = await ours();
@@ -65,6 +86,20 @@ test(
       assert.ok(reparsed.every((r) => r.parserVersion === PARSER_VERSION));
       const id = (r: { warcFile: string | null; warcOffset: number | null }) => `${r.warcFile}@${r.warcOffset}`;
       assert.deepEqual(reparsed.map(id).sort(), crawled.map(id).sort());
+
+      // the three HTML pages' content: the crawl's and the reparse's, the same fetch each, no more
+      const fetchOf = (r: { url: string; fetchTime: number; visit: number | null }) =>
+        `${r.url} ${r.fetchTime} ${r.visit ?? 0}`;
+      const contents = (await pageContentsOf(brokers, registry)).filter((c) => new URL(c.url).hostname === HOST);
+      assert.deepEqual(
+        contents.map(fetchOf).sort(),
+        [...crawled, ...crawled].map(fetchOf).sort(),
+        'page-content does not hold each crawled page twice (crawl and reparse)',
+      );
+      assert.ok(
+        contents.every((c) => c.title?.startsWith(`${HOST} `)),
+        JSON.stringify(contents.map((c) => c.title)),
+      );
     } finally {
       instance?.child.kill('SIGKILL');
       await web.close();
@@ -72,3 +107,38 @@ test(
     }
   },
 );
+
+test('replay reparse on a cluster set up before page-content existed refuses, naming the command that makes the topic', async () => {
+  const { brokers, registry } = kafkaInfra();
+  const appId = `reparse-nocontent-${Date.now().toString(36)}`;
+  const dir = tempDir('kafka-reparse-nocontent');
+  const port = new KafkaPort([brokers], `${appId}-test`);
+  try {
+    // the crawl's outputs as an older `topics create` left them: no page-content
+    const admin = await port.admin();
+    try {
+      await admin.createTopics(
+        ['page-records', 'links'].map((t) => ({ name: `${appId}.${t}`, partitions: 1, config: {} })),
+      );
+    } finally {
+      await admin.close();
+    }
+    const warc = join(dir, 'a.warc.gz');
+    writeFileSync(warc, '');
+    await assert.rejects(
+      runReparse(
+        ['--data', dir, '--warc', warc, '--brokers', brokers, '--registry', registry, '--app-id', appId],
+        () => undefined,
+      ),
+      {
+        code: 'CS_TOPOLOGY',
+        message: new RegExp(
+          `^topic ${appId}\\.page-content does not exist on .*: make it with \`crawlstream topics create\`$`,
+        ),
+      },
+    );
+  } finally {
+    await port.close();
+    removeDir(dir);
+  }
+});

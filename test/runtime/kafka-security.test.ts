@@ -80,8 +80,47 @@ test('KafkaPort validates its security options when constructed, before any conn
   new KafkaPort(['127.0.0.1:1'], 'test', undefined, { tls: true, caFile: CA });
 });
 
-test('the registry client sends its basic credentials on every request, its own and the library’s', async () => {
+test('a registry that keeps no config for an unseen subject gets FULL_TRANSITIVE right after the first version', async () => {
+  let registered = false;
+  let level: string | undefined;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      const json = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/vnd.schemaregistry.v1+json' }).end(JSON.stringify(value));
+      const notFound = () => json(404, { error_code: 40401, message: 'Subject not found' });
+      if (req.method === 'PUT' && req.url === '/config/s') {
+        if (!registered) return notFound();
+        level = (JSON.parse(body) as { compatibility: string }).compatibility;
+        return json(200, { compatibility: level });
+      }
+      if (req.method === 'GET' && req.url === '/config/s')
+        return level === undefined ? notFound() : json(200, { compatibilityLevel: level });
+      if (req.method === 'POST' && req.url === '/subjects/s/versions') {
+        registered = true;
+        return json(200, { id: 3 });
+      }
+      if (req.method === 'GET' && req.url === '/subjects/s/versions') return json(200, [1]);
+      if (req.method === 'GET' && req.url === '/subjects/s/versions/1') return json(200, { id: 3, schema: SCHEMA });
+      notFound();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    assert.equal(await new ConfluentSchemaRegistry(url).register('s', SCHEMA), 3);
+    assert.equal(level, 'FULL_TRANSITIVE');
+  } finally {
+    server.close();
+  }
+});
+
+test('the registry client sends its basic credentials on every request, its own and the library’s, and sets the subject FULL_TRANSITIVE before it registers', async () => {
   const seen: { method: string; url: string; auth: string | undefined }[] = [];
+  // the subject's level as a Confluent registry keeps it: 404 until set
+  let level: string | undefined;
+  let levelAtRegister: string | undefined;
   const server = http.createServer((req, res) => {
     seen.push({ method: req.method ?? '', url: req.url ?? '', auth: req.headers.authorization });
     if (req.headers.authorization !== `Basic ${Buffer.from('reg:pw').toString('base64')}`) {
@@ -90,11 +129,23 @@ test('the registry client sends its basic credentials on every request, its own 
     }
     const json = (body: unknown) =>
       res.writeHead(200, { 'content-type': 'application/vnd.schemaregistry.v1+json' }).end(JSON.stringify(body));
-    if (req.method === 'POST' && req.url === '/subjects/s/versions') return json({ id: 7 });
-    if (req.method === 'PUT' && req.url === '/config/s') return json({ compatibility: 'BACKWARD' });
-    if (req.method === 'GET' && req.url === '/subjects/s/versions') return json([1]);
-    if (req.method === 'GET' && req.url === '/subjects/s/versions/1') return json({ id: 7, schema: SCHEMA });
-    res.writeHead(404).end();
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      if (req.method === 'POST' && req.url === '/subjects/s/versions') {
+        levelAtRegister = level;
+        return json({ id: 7 });
+      }
+      if (req.method === 'PUT' && req.url === '/config/s') {
+        level = (JSON.parse(body) as { compatibility: string }).compatibility;
+        return json({ compatibility: level });
+      }
+      if (req.method === 'GET' && req.url === '/config/s' && level !== undefined)
+        return json({ compatibilityLevel: level });
+      if (req.method === 'GET' && req.url === '/subjects/s/versions') return json([1]);
+      if (req.method === 'GET' && req.url === '/subjects/s/versions/1') return json({ id: 7, schema: SCHEMA });
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error_code":40401,"message":"not found"}');
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -102,10 +153,12 @@ test('the registry client sends its basic credentials on every request, its own 
     const registry = new ConfluentSchemaRegistry(url, { username: 'reg', password: 'pw' });
     assert.equal(await registry.register('s', SCHEMA), 7);
     assert.deepEqual(registry.versions('s'), [{ id: 7, schema: SCHEMA }]);
+    assert.equal(levelAtRegister, 'FULL_TRANSITIVE', 'the schema was registered before the level was set');
+    assert.equal(level, 'FULL_TRANSITIVE');
     const requests = new Set(seen.map((r) => `${r.method} ${r.url}`));
     for (const r of [
-      'POST /subjects/s/versions',
       'PUT /config/s',
+      'POST /subjects/s/versions',
       'GET /subjects/s/versions',
       'GET /subjects/s/versions/1',
     ])
@@ -113,7 +166,10 @@ test('the registry client sends its basic credentials on every request, its own 
     for (const r of seen)
       assert.equal(r.auth, `Basic ${Buffer.from('reg:pw').toString('base64')}`, `${r.method} ${r.url}`);
     // and without credentials the same registry refuses
-    await assert.rejects(new ConfluentSchemaRegistry(url).register('s', SCHEMA), /refused s/);
+    await assert.rejects(
+      new ConfluentSchemaRegistry(url).register('s', SCHEMA),
+      /refused compatibility FULL_TRANSITIVE for s: 401/,
+    );
   } finally {
     server.close();
   }

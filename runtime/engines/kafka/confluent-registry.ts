@@ -3,13 +3,20 @@ import { CrawlError } from '../../../core/errors.js';
 import type { SchemaRegistry } from '../../../schemas/index.js';
 import type { RegistryAuth } from './kafka-security.js';
 
-const { SchemaRegistry: RegistryClient, SchemaType } = confluent;
+const { SchemaRegistry: RegistryClient, SchemaType, COMPATIBILITY } = confluent;
+
+/**
+ * The compatibility level of every subject the crawler registers: a new version must read every
+ * older record and be read by every older reader, so during a rolling upgrade neither the old
+ * instances nor the new ones take the other's records for corrupt (docs/SCHEMAS.md).
+ */
+export const SUBJECT_COMPATIBILITY = COMPATIBILITY.FULL_TRANSITIVE;
 
 /**
  * A Confluent-compatible schema registry (Apicurio's `/apis/ccompat/v7`, or Confluent's own)
- * through @kafkajs/confluent-schema-registry. `register` also sets the subject's compatibility
- * to BACKWARD (records evolve only by fields with defaults: a new reader reads every older
- * record), so the registry itself refuses an incompatible schema; it also loads the subject's
+ * through @kafkajs/confluent-schema-registry. `register` sets the subject's compatibility to
+ * {@link SUBJECT_COMPATIBILITY} before it registers, so the registry itself refuses a schema that
+ * is not such an evolution of every earlier version (`CS_SCHEMA`); it also loads the subject's
  * earlier versions, so `versions()` can answer synchronously as `buildSerdes` needs.
  */
 export class ConfluentSchemaRegistry implements SchemaRegistry {
@@ -42,16 +49,23 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   }
 
   async register(subject: string, schemaText: string): Promise<number> {
+    // before registering, so this very version is checked at the level (a subject registered
+    // BACKWARD by an older crawler is raised first); a registry that keeps no config for a subject
+    // it has not seen gets it after the first version, which has nothing to be checked against
+    const levelSet = await this.requireCompatibility(subject, true);
     let id: number;
     try {
-      ({ id } = await this.client.register({ type: SchemaType.AVRO, schema: schemaText }, { subject }));
+      // the library checks the subject's level against this one and sets it on a new subject
+      ({ id } = await this.client.register(
+        { type: SchemaType.AVRO, schema: schemaText },
+        { subject, compatibility: SUBJECT_COMPATIBILITY },
+      ));
     } catch (err) {
       throw new CrawlError('CS_SCHEMA', `registry ${this.url} refused ${subject}: ${(err as Error).message}`, {
         cause: err,
       });
     }
-    // after the first version exists (a registry may know no config for a subject it has not seen)
-    await this.requireBackward(subject);
+    if (!levelSet) await this.requireCompatibility(subject, false);
     this.known.set(subject, await this.loadVersions(subject));
     return id;
   }
@@ -66,19 +80,23 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
     }
   }
 
-  /** Sets the subject's compatibility level to BACKWARD (idempotent). */
-  private async requireBackward(subject: string): Promise<void> {
+  /**
+   * Sets the subject's compatibility level to {@link SUBJECT_COMPATIBILITY} (idempotent). Returns
+   * false, instead of throwing, when `unknownSubjectOk` and the registry answers 404 (no such subject yet).
+   */
+  private async requireCompatibility(subject: string, unknownSubjectOk: boolean): Promise<boolean> {
     const url = `${this.url.replace(/\/+$/, '')}/config/${encodeURIComponent(subject)}`;
     const res = await fetch(url, {
       method: 'PUT',
       headers: { ...this.headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
-      body: JSON.stringify({ compatibility: 'BACKWARD' }),
+      body: JSON.stringify({ compatibility: SUBJECT_COMPATIBILITY }),
     });
-    if (!res.ok)
-      throw new CrawlError(
-        'CS_SCHEMA',
-        `registry ${this.url} refused compatibility BACKWARD for ${subject}: ${res.status}`,
-      );
+    if (res.ok) return true;
+    if (res.status === 404 && unknownSubjectOk) return false;
+    throw new CrawlError(
+      'CS_SCHEMA',
+      `registry ${this.url} refused compatibility ${SUBJECT_COMPATIBILITY} for ${subject}: ${res.status}`,
+    );
   }
 
   /** Every version registered under the subject, as of the last `register` of it. */
