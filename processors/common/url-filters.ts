@@ -321,11 +321,12 @@ export class UrlFilter {
   /**
    * Why a link is refused (the `rule` label of `urls_refused`: `max-depth`, `extension`,
    * `deny RULE` or `allow`), or undefined to let it through. `maxDepth` replaces the crawl's
-   * hop limit for this link (a per-site override; 0: none).
+   * hop limit for this link (a per-site override; 0: none). `bySuffix` false skips the suffix
+   * list (a sitemap or feed: `sitemap.xml.gz` is a sitemap, not an archive).
    */
-  refusal(url: string, parts: UrlParts, depth: number, maxDepth = this.maxDepth): string | undefined {
+  refusal(url: string, parts: UrlParts, depth: number, maxDepth = this.maxDepth, bySuffix = true): string | undefined {
     if (maxDepth > 0 && depth > maxDepth) return 'max-depth';
-    if (this.extensions.size > 0) {
+    if (bySuffix && this.extensions.size > 0) {
       const path = parts.pathname;
       const dot = path.lastIndexOf('.');
       if (dot > path.lastIndexOf('/') && this.extensions.has(path.slice(dot + 1).toLowerCase())) return 'extension';

@@ -149,10 +149,12 @@ export class LinkScope {
     site?: string,
   ): string | undefined {
     if (!this.seeds.inScope(shape, kind)) return 'scope';
+    // a sitemap or feed is read whatever its suffix (`sitemap.xml.gz`); rules and depth still apply
+    const bySuffix = kind !== 'SITEMAP' && kind !== 'FEED';
     const o = this.perSite !== undefined && site !== undefined ? this.perSite(site, url) : undefined;
     if (o === undefined || (o.maxDepth === undefined && o.allow === undefined && o.deny === undefined))
-      return this.filter.active ? this.filter.refusal(url, shape, depth) : undefined;
-    const refused = this.filter.refusal(url, shape, depth, o.maxDepth);
+      return this.filter.active ? this.filter.refusal(url, shape, depth, undefined, bySuffix) : undefined;
+    const refused = this.filter.refusal(url, shape, depth, o.maxDepth, bySuffix);
     if (refused !== undefined) return refused;
     for (const r of this.rules(o.deny)) if (r.matches(url, shape)) return `deny ${r.text}`;
     const allow = this.rules(o.allow);

@@ -178,3 +178,17 @@ test("per-site max-depth replaces the crawl's for the URLs it covers; per-site a
   } satisfies ControlCommand);
   assert.deepEqual(admit(at(5, 'https://example.org/five')), ['https://example.org/five']);
 });
+
+test('a sitemap or feed is admitted whatever its suffix (sitemap.xml.gz); a page with that suffix is not', () => {
+  const { admit, metrics } = setup({});
+  const batch = (kind: 'SITEMAP' | 'FEED' | undefined, path: string): LinkBatch => ({
+    site: 'example.org',
+    sourceUrl: 'https://example.org/robots.txt',
+    discoveredAt: 1,
+    links: [{ url: `https://example.org${path}`, depth: 1, redirectHops: 0, kind, lastmod: null }],
+  });
+  assert.deepEqual(admit(batch('SITEMAP', '/sitemap-2.xml.gz')), ['https://example.org/sitemap-2.xml.gz']);
+  assert.deepEqual(admit(batch('FEED', '/feed.rss.gz')), ['https://example.org/feed.rss.gz']);
+  assert.deepEqual(admit(batch(undefined, '/dump.gz')), []);
+  assert.equal(metrics.counter(M.urlsRefused, 'extension'), 1);
+});
