@@ -27,9 +27,11 @@ cat >"$S3_RUN_DIR/s3.json" <<JSON
 }
 JSON
 started=$(date +%s%N)
+# -volume.max=0: as many volumes as the disk holds; every bucket (a collection) takes several,
+# and a fixed 16 ran out after a few test buckets ("no free volumes left")
 "$WEED" server -dir="$S3_RUN_DIR/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
   -master.port="$S3_MASTER_PORT" -master.volumeSizeLimitMB=256 \
-  -volume.port="$S3_VOLUME_PORT" -volume.max=16 \
+  -volume.port="$S3_VOLUME_PORT" -volume.max=0 \
   -filer -filer.port="$S3_FILER_PORT" \
   -s3 -s3.port="$S3_PORT" -s3.config="$S3_RUN_DIR/s3.json" \
   >"$S3_RUN_DIR/weed.log" 2>&1 &
