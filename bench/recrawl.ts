@@ -9,6 +9,7 @@ import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import type { ChangeloggedStore } from '../state/state-store.js';
 import type { PageRecord } from '../schemas/types.js';
 import { figure, machineLine } from './machine.js';
+import { buildStores } from '../runtime/task-state.js';
 
 // The recrawl schedule of one frontier partition on RocksDB: N URLs recorded (history + due
 // index), committed every 10,000 as the engine commits; then the due scan at steady state (the
@@ -60,9 +61,8 @@ console.log(machineLine());
 const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-recrawl-'));
 try {
   const db = await openRocks(join(dir, 'db'));
-  const builders = new Map(frontierStores().map((b) => [b.name, b]));
-  const open = <S>(name: string) =>
-    builders.get(name)!.build({ taskId: { subtopology: 0, partition: 0 }, db, dir }) as S;
+  const built = buildStores({ subtopology: 0, partition: 0 }, frontierStores(), { db, storeDir: () => dir }).stores;
+  const open = <S>(name: string) => built.get(name) as S;
   const history = open<HistoryStore>(HISTORY_STORE);
   const due = open<DueStore>(DUE_STORE);
   const meta = open<MetaStore>(META_STORE);

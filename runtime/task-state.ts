@@ -4,7 +4,8 @@ import { M } from '../core/metric-catalogue.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RocksPort } from '../state/rocks.js';
 import type { ChangeloggedStore, StateStore } from '../state/state-store.js';
-import { isChangelogged } from '../state/store-builder.js';
+import { isChangelogged, type StoreBuilder } from '../state/store-builder.js';
+import { CrawlError } from '../core/errors.js';
 import { rangeKey, type ChangelogRecord, type ChangelogSource } from './changelog-source.js';
 import type { TaskDir } from './task-directory.js';
 import type { Subtopology, Topology } from './topology.js';
@@ -89,9 +90,9 @@ export async function openTaskState(o: OpenTaskStateOptions): Promise<LocalTaskS
 }
 
 /**
- * Opens the task's live RocksDB and builds the stores of `sub` on it (each with its own directory
- * for files beside the RocksDB). The stores are as the disk left them. The caller owns the result
- * and closes it with `closeTaskState`; if a store fails to build, what was opened is closed first.
+ * Opens the task's live RocksDB and builds the stores of `sub` on it (`buildStores`). The stores
+ * are as the disk left them. The caller owns the result and closes it with `closeTaskState`; if a
+ * store fails to build, what was opened is closed first.
  */
 export async function openTaskStores(
   id: TaskId,
@@ -100,20 +101,56 @@ export async function openTaskStores(
   dir: TaskDir,
 ): Promise<TaskStores> {
   const db = await dir.openLive();
+  try {
+    return buildStores(id, sub.stores, { db, storeDir: (name) => dir.storeDir(name) }, (name) =>
+      topology.changelogTopic(name),
+    );
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Where a task's stores are built: an open RocksDB, and the directory each store keeps its own files in. */
+export interface StoreHome {
+  readonly db: RocksPort;
+  storeDir(store: string): string;
+}
+
+/**
+ * Builds `builders` on `home` as task `id`'s stores: the one place a store is built, for the
+ * engines and the test driver (the live RocksDB, `openTaskStores`), replay (a rebuild's copy, a
+ * scratch copy to compare) and reparse (scratch stores). With `changelogTopic`, a builder that
+ * declares a changelog must build a changelogged store (CS_TOPOLOGY otherwise) and is listed with
+ * its topic; without it the stores are scratch and none is listed. The stores are as the RocksDB
+ * holds them. The caller owns the result (`closeStores`, or `closeTaskState` to close the RocksDB
+ * too); if a store fails to build, those built are closed and the RocksDB is left to the caller.
+ */
+export function buildStores(
+  id: TaskId,
+  builders: readonly StoreBuilder[],
+  home: StoreHome,
+  changelogTopic?: (store: string) => string,
+): TaskStores {
   const stores = new Map<string, StateStore>();
   const changelogged: ChangeloggedEntry[] = [];
   try {
-    for (const builder of sub.stores) {
-      const store = builder.build({ taskId: id, db, dir: dir.storeDir(builder.name) });
+    for (const builder of builders) {
+      const store = builder.build({ taskId: id, db: home.db, dir: home.storeDir(builder.name) });
       stores.set(builder.name, store);
-      if (builder.changelog && isChangelogged(store))
-        changelogged.push({ store, topic: topology.changelogTopic(builder.name) });
+      if (!builder.changelog || !changelogTopic) continue;
+      if (!isChangelogged(store))
+        throw new CrawlError(
+          'CS_TOPOLOGY',
+          `store ${builder.name} declares a changelog but is not a changelogged store`,
+        );
+      changelogged.push({ store, topic: changelogTopic(builder.name) });
     }
   } catch (err) {
-    await closeTaskState({ db, stores, changelogged });
+    closeStores({ stores });
     throw err;
   }
-  return { db, stores, changelogged };
+  return { db: home.db, stores, changelogged };
 }
 
 /** The stores whose local checkpoint lies past their changelog partition's end (`ends`, by topic). */
@@ -305,6 +342,11 @@ export function hasPendingWrites(state: Pick<TaskStores, 'changelogged'>): boole
  */
 export async function closeTaskState(state: TaskStores, task?: { close(): Promise<void> }): Promise<void> {
   await task?.close();
-  for (const store of state.stores.values()) store.close();
+  closeStores(state);
   await state.db.close().catch(() => undefined);
+}
+
+/** Closes the stores and leaves their RocksDB open (a rebuild writes and syncs it before closing it). */
+export function closeStores(state: Pick<TaskStores, 'stores'>): void {
+  for (const store of state.stores.values()) store.close();
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Metrics } from '../../core/metrics.js';
 import { openRocks, type RocksPort } from '../../state/rocks.js';
 import type { ChangeloggedStore, KeyValueStore } from '../../state/state-store.js';
-import type { StoreBuilder } from '../../state/store-builder.js';
+import { buildStores } from '../../runtime/task-state.js';
 import type { LinkBatch, PageContent, PageRecord } from '../../schemas/types.js';
 import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import {
@@ -133,11 +133,14 @@ export class Reparser {
     const dir = mkdtempSync(join(scratchParent, 'crawlstream-reparse-'));
     const db = await openRocks(dir);
     const wanted = new Set([RECORDED_STORE, ...dedupeStores().map((b) => b.name)]);
-    const stores = new Map<string, KeyValueStore<unknown, unknown>>();
-    for (const builder of parserStores(config, dir) as StoreBuilder<KeyValueStore<unknown, unknown>>[])
-      if (wanted.has(builder.name))
-        stores.set(builder.name, builder.build({ taskId: { subtopology: 0, partition: 0 }, db, dir }));
-    return new Reparser(config, metrics, stamp, sinks, { db, dir, stores });
+    const builders = parserStores(config, dir).filter((b) => wanted.has(b.name));
+    // scratch stores: no changelog is named, so none is listed as changelogged
+    const { stores } = buildStores({ subtopology: 0, partition: 0 }, builders, { db, storeDir: () => dir });
+    return new Reparser(config, metrics, stamp, sinks, {
+      db,
+      dir,
+      stores: stores as Map<string, KeyValueStore<unknown, unknown>>,
+    });
   }
 
   /**

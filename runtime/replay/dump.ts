@@ -1,6 +1,6 @@
 import { CrawlError } from '../../core/errors.js';
 import type { Topology } from '../topology.js';
-import { openChangelogged, planStores, planTasks, type PartitionChoice } from './store-plan.js';
+import { planStores, planTasks, replayStores, type PartitionChoice } from './store-plan.js';
 
 /**
  * Writes every committed entry of store `store`'s local copies in `dataDir` through `out`: per
@@ -29,7 +29,7 @@ export async function dumpStore(
     }
     const db = await task.dir.openLive();
     try {
-      const copy = openChangelogged(task.chosen[0]!, db, task);
+      const copy = replayStores(topology, task, db, task.chosen)[0]!.store;
       out(`# store ${store} partition ${task.partition}`);
       for (const [k, v] of copy.entries()) out(`${k.toString('hex')}\t${v.toString('hex')}`);
       out(`checkpoint ${copy.checkpoint()}`);

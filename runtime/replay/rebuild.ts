@@ -7,7 +7,7 @@ import type { Topology } from '../topology.js';
 import { rangeKey, type ChangelogSource } from '../changelog-source.js';
 import { restoreStores, type RestoreTarget } from '../task-state.js';
 import { Progress } from './progress.js';
-import { openChangelogged, planStores, planTasks, type PartitionChoice, type TaskPlan } from './store-plan.js';
+import { planStores, planTasks, replayStores, type PartitionChoice, type TaskPlan } from './store-plan.js';
 
 /** What a rebuild did to one store partition. */
 export interface StoreRebuild {
@@ -112,10 +112,10 @@ async function rebuildTask(
         });
     }
     // fresh stores (checkpoint 0): the restore reads each changelog from its start
-    const targets: RestoreTarget[] = builders.map((builder) => {
-      const topic = topology.changelogTopic(builder.name);
-      return { store: openChangelogged(builder, fresh, task), topic, to: ends.get(rangeKey(topic, task.partition))! };
-    });
+    const targets: RestoreTarget[] = replayStores(topology, task, fresh, builders).map((entry) => ({
+      ...entry,
+      to: ends.get(rangeKey(entry.topic, task.partition))!,
+    }));
     const restored = await restoreStores(source, task.partition, targets, { onBatch: (n) => progress.add(n) });
     for (const [i, s] of restored.entries()) {
       const { to, store } = targets[i]!;

@@ -1,9 +1,9 @@
-import { CrawlError, InvalidOptionError } from '../../core/errors.js';
+import { InvalidOptionError } from '../../core/errors.js';
 import type { RocksPort } from '../../state/rocks.js';
-import { isChangelogged, type StoreBuilder } from '../../state/store-builder.js';
-import type { ChangeloggedStore } from '../../state/state-store.js';
+import type { StoreBuilder } from '../../state/store-builder.js';
 import type { Subtopology, Topology } from '../topology.js';
 import { TaskDirectory, type TaskDir } from '../task-directory.js';
+import { buildStores, type ChangeloggedEntry } from '../task-state.js';
 
 /** The stores a replay works on in one sub-topology, and every changelogged store of it. */
 export interface SubPlan {
@@ -67,14 +67,17 @@ export function planTasks(dataDir: string, plans: readonly SubPlan[], choice: Pa
   return tasks;
 }
 
-/** The store `builder` declares, on `db`, as the changelogged store a replay needs. */
-export function openChangelogged(builder: StoreBuilder, db: RocksPort, task: TaskPlan): ChangeloggedStore {
-  const store = builder.build({
-    taskId: { subtopology: task.sub.id, partition: task.partition },
-    db,
-    dir: task.dir.storeDir(builder.name),
-  });
-  if (!isChangelogged(store))
-    throw new CrawlError('CS_TOPOLOGY', `store ${builder.name} declares a changelog but is not a changelogged store`);
-  return store;
+/**
+ * `builders` of the task, built on `db` (its live copy, a rebuild's or a scratch one) through the
+ * engines' `buildStores`, each with its changelog topic, in the order given. The caller closes them.
+ */
+export function replayStores(
+  topology: Topology,
+  task: TaskPlan,
+  db: RocksPort,
+  builders: readonly StoreBuilder[],
+): ChangeloggedEntry[] {
+  const home = { db, storeDir: (name: string) => task.dir.storeDir(name) };
+  const id = { subtopology: task.sub.id, partition: task.partition };
+  return buildStores(id, builders, home, (name) => topology.changelogTopic(name)).changelogged;
 }

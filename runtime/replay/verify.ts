@@ -6,7 +6,7 @@ import type { ChangeloggedStore } from '../../state/state-store.js';
 import type { Topology } from '../topology.js';
 import type { ChangelogSource } from '../changelog-source.js';
 import { restoreStores } from '../task-state.js';
-import { openChangelogged, planStores, planTasks, type TaskPlan } from './store-plan.js';
+import { planStores, planTasks, replayStores, type TaskPlan } from './store-plan.js';
 
 /** The verdict on one local copy of one store partition. */
 export interface ReplayReport {
@@ -73,15 +73,15 @@ async function verifyTask(source: ChangelogSource, topology: Topology, task: Tas
   try {
     db = await task.dir.openLive();
     scratch = await task.dir.open(scratchPath);
+    const locals = replayStores(topology, task, db, task.chosen);
+    const replayed = replayStores(topology, task, scratch, task.chosen);
     const pairs: Pair[] = [];
-    for (const builder of task.chosen) {
-      const topic = topology.changelogTopic(builder.name);
-      const local = openChangelogged(builder, db, task);
+    for (const [i, { store: local, topic }] of locals.entries()) {
       pairs.push({
-        name: builder.name,
+        name: local.name,
         topic,
         local,
-        replayed: openChangelogged(builder, scratch, task),
+        replayed: replayed[i]!.store,
         checkpoint: local.checkpoint(),
         end: (await source.endOffsets(topic, task.sub.partitions))[task.partition]!,
       });

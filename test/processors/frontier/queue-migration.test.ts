@@ -23,6 +23,7 @@ import { FrontQueues } from '../../../processors/frontier/front-queues.js';
 import { newHost, numberBytes, readNumber } from '../../../processors/frontier/host-state.js';
 import { migrateQueues, QUEUE_FORMAT_KEY } from '../../../processors/frontier/queue-migration.js';
 import { withDb as withTempDb } from '../../state/temp-rocks.js';
+import { buildStores } from '../../../runtime/task-state.js';
 
 const queueEntry = (i: number): QueueEntry => ({
   url: `https://a.test/p/${i}`,
@@ -77,9 +78,7 @@ function writeOldLayout(db: RocksPort): void {
 const withDb = (fn: (db: RocksPort, dir: string) => Promise<void> | void): Promise<void> => withTempDb('migrate', fn);
 
 function frontierStoresOn(db: RocksPort, dir: string) {
-  const built = new Map(
-    frontierStores().map((b) => [b.name, b.build({ taskId: { subtopology: 0, partition: 0 }, db, dir })]),
-  );
+  const built = buildStores({ subtopology: 0, partition: 0 }, frontierStores(), { db, storeDir: () => dir }).stores;
   return {
     hosts: built.get(HOSTS_STORE) as HostStore,
     queue: built.get(QUEUE_STORE) as QueueStore,
