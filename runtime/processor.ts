@@ -49,6 +49,15 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * registered twice by the same processor.
    */
   registerQuery(name: string, handler: QueryHandler): void;
+  /**
+   * The object stored under `key` for this processor's tasks of every partition (made by `create`
+   * on first use), when the engine runs all of them in this process for their whole life (the
+   * embedded engine); undefined when tasks may move between processes (Kafka) or run alone (the
+   * test driver), and the processor must then keep its rule without it. The object is the
+   * processor's: the engine never reads it, keeps no copy past its own run, restores none after a
+   * restart (put nothing there a restart must find).
+   */
+  coLocated<T>(key: string, create: () => T): T | undefined;
 }
 
 /**

@@ -70,6 +70,8 @@ export class StreamTask {
     readonly logger: Logger = silentLogger,
     /** The engine's, when it moved the task before building it (created, restoring); else a new one. */
     lifecycle?: TaskLifecycle,
+    /** Objects shared by co-located tasks (`ProcessorContext.coLocated`): given only by an engine that runs every task of the topology in this process. */
+    private readonly coLocated?: Map<string, unknown>,
   ) {
     this.name = taskIdString(id);
     this.lifecycle = lifecycle ?? new TaskLifecycle(this.name);
@@ -207,6 +209,14 @@ export class StreamTask {
     return this.clock();
   }
 
+  /** The object shared by the tasks of every partition of `processor`, or undefined (see the constructor). */
+  coLocatedObject<T>(processor: string, key: string, create: () => T): T | undefined {
+    if (!this.coLocated) return undefined;
+    const k = `${this.subtopology.id}\u0000${processor}\u0000${key}`;
+    if (!this.coLocated.has(k)) this.coLocated.set(k, create());
+    return this.coLocated.get(k) as T;
+  }
+
   registerQuery(processor: string, name: string, handler: QueryHandler): void {
     const id = `${processor}/${name}`;
     if (this.queries.has(id)) throw new CrawlError('CS_TOPOLOGY', `query ${id} is registered twice`);
@@ -304,5 +314,9 @@ class NodeContext implements ProcessorContext {
 
   registerQuery(name: string, handler: QueryHandler): void {
     this.task.registerQuery(this.node.name, name, handler);
+  }
+
+  coLocated<T>(key: string, create: () => T): T | undefined {
+    return this.task.coLocatedObject(this.node.name, key, create);
   }
 }

@@ -9,6 +9,7 @@ import { Dispatcher } from './dispatch.js';
 import { openFrontierParts, type FrontierParts } from './frontier-parts.js';
 import { frontierSiteStatus, reportFrontierGauges, waitingQueued } from './frontier-status.js';
 import { Intake } from './intake.js';
+import { AddressClock } from './address-clock.js';
 import { IpLimiter } from './ip-limiter.js';
 import type { AddressLookup } from './host-addresses.js';
 import { RobotsCache } from './politeness.js';
@@ -42,7 +43,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   /**
    * `lookup` finds a new host's address before its first lease, for the per-IP limit
-   * (host-addresses.ts); `partitions` frontier tasks share every address's limit (ip-limiter.ts).
+   * (host-addresses.ts); `partitions` frontier tasks share every address's limit (ip-limiter.ts),
+   * through one clock when the engine runs them all in this process (address-clock.ts).
    */
   constructor(
     private readonly config: CrawlConfig,
@@ -53,7 +55,9 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
   }
 
   init(context: ProcessorContext<string, FetchRequest>): void {
-    const share = { partition: context.taskId.partition, partitions: this.partitions };
+    // one clock for every frontier task of this process when the engine keeps them all here
+    const clock = context.coLocated('address-clock', () => new AddressClock(true));
+    const share = { partition: context.taskId.partition, partitions: this.partitions, clock };
     const ips = new IpLimiter(this.config.ipConcurrency, this.config.ipGapMs, this.lookup, share);
     const p = (this.p = openFrontierParts(context, this.config, this.robots, ips));
     this.intake = new Intake(p);

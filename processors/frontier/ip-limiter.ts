@@ -1,4 +1,5 @@
 import type { HostState } from '../../schemas/types.js';
+import { AddressClock } from './address-clock.js';
 import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresses.js';
 import { GAP_SAFETY_MS } from './politeness.js';
 
@@ -16,10 +17,14 @@ export const IP_START_WINDOW_MS = 100;
  */
 export const IP_START_WINDOW_MAX_MS = 2_000;
 
-/** This task's place among the frontier tasks sharing every address (one per frontier partition). */
+/**
+ * This task's place among the frontier tasks sharing every address (one per frontier partition),
+ * and, when the engine runs them all in this process, the clock they share (address-clock.ts).
+ */
 export interface IpShare {
   readonly partition: number;
   readonly partitions: number;
+  readonly clock?: AddressClock;
 }
 
 /**
@@ -34,7 +39,11 @@ export interface IpShare {
  * In memory: after a restart every address starts empty, which is safe because every host
  * already waits a full gap of its own.
  *
- * With P > 1 frontier tasks (`share`) the limit holds for the whole crawl, without the tasks
+ * With P > 1 frontier tasks in one process sharing a clock (`share.clock`, the embedded engine)
+ * the limit is exact and costs nothing: every task reads and moves the same per-address counts,
+ * and a task takes an address only in its turn among the tasks waiting for it.
+ *
+ * With P > 1 frontier tasks and no shared clock (Kafka) the limit holds for the whole crawl, without the tasks
  * talking: time is cut into slots of the gap plus IP_START_WINDOW_MS, the same for every task
  * (the wall clock, as leases assume), and each slot of an address belongs to one task in turn
  * (slot index plus a hash of the address, mod P). A task starts leases on the address only at
@@ -45,8 +54,7 @@ export interface IpShare {
  * (gap + 100 ms) whatever P, and a task's slots go unused while it has no host there.
  */
 export class IpLimiter {
-  private readonly inFlight = new Map<string, number>();
-  private readonly nextStart = new Map<string, number>();
+  private readonly clock: AddressClock;
   private readonly waiting = new Map<string, Set<string>>();
   private readonly addresses: HostAddresses;
   /** The current start window of overlapping leases (IP_START_WINDOW_MS..IP_START_WINDOW_MAX_MS). */
@@ -55,8 +63,10 @@ export class IpLimiter {
   /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
   private readonly spacingMs: number;
 
-  /** Slot length when the address is shared by several tasks; 0: not slotted. */
+  /** Slot length when the address is shared by several tasks without a shared clock; 0: not slotted. */
   private readonly slotMs: number;
+  /** Tasks whose limits are kept apart by slots (1 with a shared clock: it keeps them together). */
+  private readonly slotted: number;
 
   /** `lookup` finds a new host's address before its first lease; `share` slots the limit among P tasks. */
   constructor(
@@ -66,13 +76,15 @@ export class IpLimiter {
     private readonly share: IpShare = { partition: 0, partitions: 1 },
   ) {
     this.spacingMs = gapMs > 0 ? gapMs + GAP_SAFETY_MS : 0;
-    this.slotMs = share.partitions > 1 && this.spacingMs > 0 ? this.spacingMs + IP_START_WINDOW_MS : 0;
+    this.clock = share.clock ?? new AddressClock(false);
+    this.slotted = share.clock ? 1 : share.partitions;
+    this.slotMs = this.slotted > 1 && this.spacingMs > 0 ? this.spacingMs + IP_START_WINDOW_MS : 0;
     this.addresses = new HostAddresses(lookup);
   }
 
   /** How many leases this task may have in flight on `ip`: its share of the concurrency, at least one. */
   private concurrencyOn(ip: string): number {
-    const p = this.share.partitions;
+    const p = this.slotted;
     if (p <= 1) return this.concurrency;
     const turn = (((this.share.partition - addressHash(ip)) % p) + p) % p;
     return Math.max(1, Math.floor(this.concurrency / p) + (turn < this.concurrency % p ? 1 : 0));
@@ -80,7 +92,7 @@ export class IpLimiter {
 
   /** The start of this task's first slot on `ip` at or after `t`. */
   private slotAt(ip: string, t: number): number {
-    const p = this.share.partitions;
+    const p = this.slotted;
     let k = Math.ceil(t / this.slotMs);
     const owner = (((this.share.partition - addressHash(ip)) % p) + p) % p;
     k += (((owner - (k % p)) % p) + p) % p;
@@ -98,15 +110,21 @@ export class IpLimiter {
     if (!this.addresses.resolved(state)) return undefined;
     const { ip, host } = state;
     if (ip === null) return at;
-    if ((this.inFlight.get(ip) ?? 0) >= this.concurrencyOn(ip) || (this.nextStart.get(ip) ?? 0) > at) {
+    const task = this.share.partition;
+    if (
+      this.clock.leases(ip) >= this.concurrencyOn(ip) ||
+      this.clock.next(ip) > at ||
+      !this.clock.first(ip, task, at)
+    ) {
       let set = this.waiting.get(ip);
       if (!set) this.waiting.set(ip, (set = new Set()));
       set.add(host);
+      this.clock.claim(ip, task, at);
       return undefined;
     }
     const start = this.slotMs > 0 && ip !== '' ? this.slotAt(ip, at) : at;
-    this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
-    this.nextStart.set(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
+    this.clock.unclaim(ip, task);
+    this.clock.started(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
     return start;
   }
 
@@ -141,7 +159,7 @@ export class IpLimiter {
 
   /** Records a lease already out (found at init). */
   holdExisting(ip: string | null): void {
-    if (ip !== null) this.inFlight.set(ip, (this.inFlight.get(ip) ?? 0) + 1);
+    if (ip !== null) this.clock.hold(ip);
   }
 
   /**
@@ -150,14 +168,10 @@ export class IpLimiter {
    */
   release(ip: string | null, startedAt: number): { hosts: string[]; at: number } {
     if (ip === null) return { hosts: [], at: 0 };
-    const next = startedAt + this.spacingMs;
-    if (next > (this.nextStart.get(ip) ?? 0)) this.nextStart.set(ip, next);
-    const n = (this.inFlight.get(ip) ?? 1) - 1;
-    if (n <= 0) this.inFlight.delete(ip);
-    else this.inFlight.set(ip, n);
+    this.clock.ended(ip, startedAt + this.spacingMs);
     const set = this.waiting.get(ip);
     this.waiting.delete(ip);
-    return { hosts: set ? [...set] : [], at: this.nextStart.get(ip) ?? 0 };
+    return { hosts: set ? [...set] : [], at: this.clock.next(ip) };
   }
 
   /** A host left the frontier's active set (its looked-up address may be stale when it returns). */
@@ -170,8 +184,16 @@ export class IpLimiter {
     const out: { hosts: string[]; at: number }[] = [];
     const answered = this.addresses.answered();
     if (answered.length > 0) out.push({ hosts: answered, at: now });
+    const task = this.share.partition;
+    this.clock.sweep(now);
     for (const [ip, set] of this.waiting) {
-      if ((this.inFlight.get(ip) ?? 0) < this.concurrencyOn(ip) && (this.nextStart.get(ip) ?? 0) <= now) {
+      // still waiting: the claim stays live while another task holds the address
+      this.clock.claim(ip, task, now);
+      if (
+        this.clock.leases(ip) < this.concurrencyOn(ip) &&
+        this.clock.next(ip) <= now &&
+        this.clock.first(ip, task, now)
+      ) {
         this.waiting.delete(ip);
         out.push({ hosts: [...set], at: now });
       }

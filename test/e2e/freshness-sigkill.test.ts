@@ -33,11 +33,6 @@ test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched
       '127.0.0.1/32',
       '--duration',
       String(seconds),
-      // one frontier partition, as in freshness.test.ts: with several, the per-IP time slots
-      // shared among partitions (ip-limiter.ts) stretch a lone host's fetches on 127.0.0.1 to
-      // about two of its gaps, and this test is about the schedule surviving a kill
-      '--partitions',
-      '1',
       '--recrawl-min',
       String(MIN),
       '--recrawl-max',

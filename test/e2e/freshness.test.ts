@@ -44,12 +44,6 @@ test('a continuous crawl of a changing web keeps it fresher than a fixed interva
       '127.0.0.1/32',
       '--duration',
       String(RUN_SECONDS),
-      // one frontier partition: this test measures the recrawl scheduler. With the default 4 and
-      // every host on 127.0.0.1, the per-IP limit shared among partitions (ip-limiter.ts) lets
-      // each partition start a fetch there only in its own time slots, which here cut the fetches
-      // to about 60 % (126 vs 217 in 2 minutes): a cost of that limit, not of the scheduler
-      '--partitions',
-      '1',
       '--recrawl-min',
       String(RECRAWL_MIN),
       '--recrawl-max',

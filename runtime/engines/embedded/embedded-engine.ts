@@ -71,6 +71,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private commitSoon: NodeJS.Immediate | undefined;
   private readonly deadLetterTopic: string;
   private readonly directory: TaskDirectory;
+  /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
+  private readonly coLocated = new Map<string, unknown>();
 
   constructor(
     private readonly topology: Topology,
@@ -147,6 +149,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       Date.now,
       this.taskLogger(id),
       lifecycle,
+      this.coLocated,
     );
     const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {

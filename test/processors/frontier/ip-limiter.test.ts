@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { IP_START_WINDOW_MAX_MS, IP_START_WINDOW_MS, IpLimiter } from '../../../processors/frontier/ip-limiter.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
 import { GAP_SAFETY_MS } from '../../../processors/frontier/politeness.js';
+import { AddressClock, CLAIM_TTL_MS } from '../../../processors/frontier/address-clock.js';
 
 const host = (name: string, ip: string | null = null) => ({ ...newHost(name, `http://${name}`, name), ip });
 /** Whether a lease to `h` that may start at `at` is granted now. */
@@ -113,4 +114,69 @@ test('four frontier tasks sharing an address keep its gap and concurrency betwee
   // the room is used: about one start a slot (gap + slack + window), whichever task owns it
   const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
   assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
+});
+
+test('four frontier tasks of one process sharing a clock keep the gap and concurrency as one task would, take the address in turn, and a lone host waits for no slot', () => {
+  const partitions = 4;
+  const gapMs = 100;
+  const clock = new AddressClock(true);
+  const tasks = Array.from(
+    { length: partitions },
+    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions, clock }),
+  );
+  const fetches: { task: number; start: number; end: number }[] = [];
+  const open: { task: number; start: number; end: number }[] = [];
+  let n = 0;
+  // every task always has a new host on the address ready; the dispatches run every 20 ms, task 0's first
+  for (let now = 0; now < 60_000; now += 20) {
+    for (const f of open.filter((f) => f.end <= now)) tasks[f.task]!.release('10.0.0.1', f.start);
+    open.splice(0, open.length, ...open.filter((f) => f.end > now));
+    for (const [i, task] of tasks.entries()) {
+      task.due(now);
+      const h = host(`h${n++}.test`, '10.0.0.1');
+      const at = task.tryAcquire(h, now);
+      if (at === undefined) continue;
+      assert.equal(at, now, 'no slot to wait for');
+      const start = at + ((n * 37) % task.startWindow(h)!);
+      const f = { task: i, start, end: start + 5 + ((n * 7919) % 2_000) };
+      open.push(f);
+      fetches.push(f);
+    }
+  }
+  fetches.sort((a, b) => a.start - b.start);
+  for (let i = 1; i < fetches.length; i++)
+    assert.ok(
+      fetches[i]!.start - fetches[i - 1]!.start >= gapMs,
+      `starts ${fetches[i - 1]!.start} and ${fetches[i]!.start}`,
+    );
+  for (const f of fetches) {
+    const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start).length;
+    assert.ok(inFlight <= 8, `${inFlight} in flight at ${f.start}`);
+  }
+  // as one task: a start every gap + slack + window (rounded up to the 20 ms dispatch)
+  const spacing = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  assert.ok(fetches.length >= (0.9 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);
+  for (let i = 0; i < partitions; i++) {
+    const share = fetches.filter((f) => f.task === i).length / fetches.length;
+    assert.ok(share > 0.2 && share < 0.3, `task ${i} took ${(100 * share).toFixed(1)} % of the starts`);
+  }
+
+  // a host alone on its address starts when its own gap allows, whichever task holds it
+  const lone = host('lone.test', '10.0.0.9');
+  for (let t = 100_000; t < 110_000; t += 1_030) {
+    assert.equal(tasks[3]!.tryAcquire(lone, t), t);
+    tasks[3]!.release('10.0.0.9', t);
+  }
+});
+
+test('a task that stops waiting for a shared address loses its place after the claim lifetime, and holds nobody up for longer', () => {
+  const clock = new AddressClock(true);
+  const [a, b] = [0, 1].map((partition) => new IpLimiter(1, 100, undefined, { partition, partitions: 2, clock }));
+  const first = host('x.test', '10.0.0.1');
+  assert.equal(a!.tryAcquire(first, 0), 0);
+  // task 0 has another host waiting, then forgets it (the host left); task 1 asks later
+  assert.equal(a!.tryAcquire(host('y.test', '10.0.0.1'), 10), undefined);
+  a!.release('10.0.0.1', 0);
+  assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200), undefined, 'task 0 waited first');
+  assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200 + CLAIM_TTL_MS + 20), 200 + CLAIM_TTL_MS + 20);
 });
