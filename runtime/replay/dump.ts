@@ -1,5 +1,6 @@
 import { CrawlError } from '../../core/errors.js';
 import type { Topology } from '../topology.js';
+import { closeStores } from '../task-state.js';
 import { planStores, planTasks, replayStores, type PartitionChoice } from './store-plan.js';
 
 /**
@@ -29,11 +30,12 @@ export async function dumpStore(
     }
     const db = await task.dir.openLive();
     try {
-      const copy = replayStores(topology, task, db, task.chosen)[0]!.store;
+      const state = replayStores(topology, task, db, task.chosen);
+      const copy = state.changelogged[0]!.store;
       out(`# store ${store} partition ${task.partition}`);
       for (const [k, v] of copy.entries()) out(`${k.toString('hex')}\t${v.toString('hex')}`);
       out(`checkpoint ${copy.checkpoint()}`);
-      copy.close();
+      closeStores(state);
       dumped++;
     } finally {
       await db.close();

@@ -5,7 +5,7 @@ import { type RocksPort, type RocksWrite } from '../../state/rocks.js';
 import type { StoreBuilder } from '../../state/store-builder.js';
 import type { Topology } from '../topology.js';
 import { rangeKey, type ChangelogSource } from '../changelog-source.js';
-import { restoreStores, type RestoreTarget } from '../task-state.js';
+import { closeStores, restoreStores, type RestoreTarget } from '../task-state.js';
 import { Progress } from './progress.js';
 import { planStores, planTasks, replayStores, type PartitionChoice, type TaskPlan } from './store-plan.js';
 
@@ -112,13 +112,14 @@ async function rebuildTask(
         });
     }
     // fresh stores (checkpoint 0): the restore reads each changelog from its start
-    const targets: RestoreTarget[] = replayStores(topology, task, fresh, builders).map((entry) => ({
+    const built = replayStores(topology, task, fresh, builders);
+    const targets: RestoreTarget[] = built.changelogged.map((entry) => ({
       ...entry,
       to: ends.get(rangeKey(entry.topic, task.partition))!,
     }));
     const restored = await restoreStores(source, task.partition, targets, { onBatch: (n) => progress.add(n) });
     for (const [i, s] of restored.entries()) {
-      const { to, store } = targets[i]!;
+      const { to } = targets[i]!;
       // the final check: every record read lies below the end captured at the start, and no more
       // records than offsets were read (fewer: offsets without a record, see docs/REPLAY.md)
       if (s.last >= to || s.records > to || s.checkpoint > to)
@@ -126,7 +127,6 @@ async function rebuildTask(
           'CS_INTERNAL',
           `${s.store} partition ${task.partition}: read ${s.records} records up to offset ${s.last}, past the end offset ${to} captured at the start`,
         );
-      store.close();
       results.push({
         store: s.store,
         partition: task.partition,
@@ -136,6 +136,7 @@ async function rebuildTask(
         checkpoint: s.checkpoint,
       });
     }
+    closeStores(built);
   } catch (err) {
     await fresh.close().catch(() => undefined);
     await live?.close().catch(() => undefined);

@@ -3,7 +3,7 @@ import type { RocksPort } from '../../state/rocks.js';
 import type { StoreBuilder } from '../../state/store-builder.js';
 import type { Subtopology, Topology } from '../topology.js';
 import { TaskDirectory, type TaskDir } from '../task-directory.js';
-import { buildStores, type ChangeloggedEntry } from '../task-state.js';
+import { buildStores, type TaskStores } from '../task-state.js';
 
 /** The stores a replay works on in one sub-topology, and every changelogged store of it. */
 export interface SubPlan {
@@ -69,15 +69,16 @@ export function planTasks(dataDir: string, plans: readonly SubPlan[], choice: Pa
 
 /**
  * `builders` of the task, built on `db` (its live copy, a rebuild's or a scratch one) through the
- * engines' `buildStores`, each with its changelog topic, in the order given. The caller closes them.
+ * engines' `buildStores`, each listed with its changelog topic in the order given. The caller
+ * closes the stores (`closeStores`) and the RocksDB.
  */
 export function replayStores(
   topology: Topology,
   task: TaskPlan,
   db: RocksPort,
   builders: readonly StoreBuilder[],
-): ChangeloggedEntry[] {
+): TaskStores {
   const home = { db, storeDir: (name: string) => task.dir.storeDir(name) };
   const id = { subtopology: task.sub.id, partition: task.partition };
-  return buildStores(id, builders, home, (name) => topology.changelogTopic(name)).changelogged;
+  return buildStores(id, builders, home, (name) => topology.changelogTopic(name));
 }

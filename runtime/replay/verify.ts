@@ -5,7 +5,7 @@ import type { RocksPort } from '../../state/rocks.js';
 import type { ChangeloggedStore } from '../../state/state-store.js';
 import type { Topology } from '../topology.js';
 import type { ChangelogSource } from '../changelog-source.js';
-import { restoreStores } from '../task-state.js';
+import { closeStores, restoreStores } from '../task-state.js';
 import { planStores, planTasks, replayStores, type TaskPlan } from './store-plan.js';
 
 /** The verdict on one local copy of one store partition. */
@@ -76,12 +76,12 @@ async function verifyTask(source: ChangelogSource, topology: Topology, task: Tas
     const locals = replayStores(topology, task, db, task.chosen);
     const replayed = replayStores(topology, task, scratch, task.chosen);
     const pairs: Pair[] = [];
-    for (const [i, { store: local, topic }] of locals.entries()) {
+    for (const [i, { store: local, topic }] of locals.changelogged.entries()) {
       pairs.push({
         name: local.name,
         topic,
         local,
-        replayed: replayed[i]!.store,
+        replayed: replayed.changelogged[i]!.store,
         checkpoint: local.checkpoint(),
         end: (await source.endOffsets(topic, task.sub.partitions))[task.partition]!,
       });
@@ -93,18 +93,16 @@ async function verifyTask(source: ChangelogSource, topology: Topology, task: Tas
       pairs.map((p) => ({ store: p.replayed, topic: p.topic, to: Math.min(p.checkpoint, p.end) })),
     );
     const behind = await countRecords(source, task.partition, pairs);
-    return pairs.map((p) => {
-      const report = {
-        store: p.name,
-        partition: task.partition,
-        checkpoint: p.checkpoint,
-        behind: behind.get(p.topic) ?? 0,
-      };
-      const diff = compareEntries(p.local.entries(), p.replayed.entries());
-      p.local.close();
-      p.replayed.close();
-      return { ...report, ...diff };
-    });
+    const reports = pairs.map((p) => ({
+      store: p.name,
+      partition: task.partition,
+      checkpoint: p.checkpoint,
+      behind: behind.get(p.topic) ?? 0,
+      ...compareEntries(p.local.entries(), p.replayed.entries()),
+    }));
+    closeStores(locals);
+    closeStores(replayed);
+    return reports;
   } finally {
     await db?.close();
     await scratch?.close();
