@@ -162,7 +162,8 @@ try {
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
-  figure('RocksDB files on disk', dirBytes(join(dir, 'task', 'rocksdb')) / 2 ** 20, 'MiB');
+  // the task directory's layout is TaskDirectory's: count all of it (the RocksDB is nearly all)
+  figure('RocksDB files on disk', dirBytes(join(dir, 'task')) / 2 ** 20, 'MiB');
   for (const prop of [
     'rocksdb.cur-size-all-mem-tables',
     'rocksdb.estimate-table-readers-mem',
@@ -279,8 +280,12 @@ function mainThreadCpu(): number {
   }
 }
 
+/** Bytes of the files under `path`, in every folder below it. */
 function dirBytes(path: string): number {
   let total = 0;
-  for (const name of readdirSync(path)) total += statSync(join(path, name)).size;
+  for (const entry of readdirSync(path, { withFileTypes: true })) {
+    const child = join(path, entry.name);
+    total += entry.isDirectory() ? dirBytes(child) : statSync(child).size;
+  }
   return total;
 }

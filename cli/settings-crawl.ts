@@ -161,12 +161,12 @@ export const CRAWL_KNOBS: readonly Setting[] = [
   count(
     'ip-concurrency',
     'ipConcurrency',
-    "per-IP limit, for the whole crawl (shared out among frontier partitions, at least 1 each): leases in flight on one address, a host's first fetch included",
+    "per-IP limit, for the whole crawl: leases in flight on one address, a host's first fetch included (on Kafka shared out among frontier partitions, at least 1 each)",
   ),
   ms(
     'ip-gap',
     'ipGapMs',
-    'per-IP limit: least time between fetch starts on one address (with several partitions, one start per gap + 130 ms slot)',
+    'per-IP limit: least time between fetch starts on one address (on Kafka with several partitions, one start per gap + 130 ms slot)',
   ),
   count('conn-errors-to-park', 'connErrorsToPark', 'consecutive connection failures that park a host'),
   count('fetch-concurrency', 'fetchConcurrency', 'fetches in flight per fetcher task'),
