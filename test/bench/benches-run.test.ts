@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+/**
+ * The benches that drive a task through the topology test driver run to their last figure on a
+ * small input. Their figures are not judged here (they go in docs/BENCHMARKS.md); a bench that
+ * crashes half-way is: bench/frontier once stopped after its admit phase (a task-directory path
+ * it built by hand), and nobody saw the missing figures for a session.
+ */
+const run = promisify(execFile);
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const cases: { bench: string; args: string[]; env?: Record<string, string>; last: RegExp }[] = [
+  { bench: 'frontier.js', args: ['20000', '200'], last: /^RSS after dispatch: /m },
+  { bench: 'recrawl.js', args: [], env: { RECRAWL_BENCH_URLS: '5000' }, last: /\S/ },
+  { bench: 'fetcher.js', args: [], env: { BENCH_HOSTS: '20', BENCH_FETCHES: '200', BENCH_PAGE_KB: '4' }, last: /\S/ },
+];
+
+for (const c of cases) {
+  test(`bench/${c.bench} runs to its last figure on a small input`, { timeout: 120_000 }, async (t) => {
+    const { stdout } = await run(process.execPath, ['--expose-gc', join(dist, 'bench', c.bench), ...c.args], {
+      env: { ...process.env, ...c.env },
+      maxBuffer: 16 * 2 ** 20,
+    });
+    const lines = stdout.trim().split('\n');
+    t.diagnostic(`${lines.length} lines; last: ${lines[lines.length - 1]}`);
+    assert.match(stdout, c.last);
+    assert.ok(lines.length >= 3, stdout);
+  });
+}
