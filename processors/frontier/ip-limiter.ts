@@ -124,7 +124,7 @@ export class IpLimiter {
     }
     const start = this.slotMs > 0 && ip !== '' ? this.slotAt(ip, at) : at;
     this.clock.unclaim(ip, task);
-    this.clock.started(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0));
+    this.clock.started(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0), start + this.spacingMs);
     return start;
   }
 
@@ -163,12 +163,14 @@ export class IpLimiter {
   }
 
   /**
-   * A lease to `ip` ended; its fetch started at `startedAt` (0: it never did). Returns the hosts that were waiting on that address and the time they
-   * may be tried again; the caller puts them back in its schedule.
+   * A lease to `ip` ended; its fetch started at `startedAt` (0: it never did, or the frontier cannot
+   * tell: the address then keeps the start window planned after it). Returns the hosts that were
+   * waiting on that address and the time they may be tried again; the caller puts them back in its
+   * schedule.
    */
   release(ip: string | null, startedAt: number): { hosts: string[]; at: number } {
     if (ip === null) return { hosts: [], at: 0 };
-    this.clock.ended(ip, startedAt + this.spacingMs);
+    this.clock.ended(ip, startedAt > 0 ? startedAt + this.spacingMs : undefined);
     const set = this.waiting.get(ip);
     this.waiting.delete(ip);
     return { hosts: set ? [...set] : [], at: this.clock.next(ip) };

@@ -180,3 +180,43 @@ test('a task that stops waiting for a shared address loses its place after the c
   assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200), undefined, 'task 0 waited first');
   assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200 + CLAIM_TTL_MS + 20), 200 + CLAIM_TTL_MS + 20);
 });
+
+test('when the last lease in flight on an address ends, the start window planned after it is given back, never more', () => {
+  const gap = 100;
+  const spacing = gap + GAP_SAFETY_MS;
+  const ip = '10.0.0.1';
+  const at = (n: number) => host(`h${n}.test`, ip);
+
+  // one lease, reported on time: the next start is its start plus the spacing, not plus the window
+  let ips = new IpLimiter(8, gap);
+  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
+  assert.equal(may(ips, at(2), 1_000 + spacing), false, 'while it is in flight the window holds');
+  assert.equal(ips.release(ip, 1_002).at, 1_002 + spacing);
+  assert.equal(may(ips, at(2), 1_002 + spacing - 1), false);
+  assert.equal(may(ips, at(3), 1_002 + spacing), true);
+
+  // two overlapping leases: nothing is given back until both ended, then the latest start counts
+  ips = new IpLimiter(8, gap);
+  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
+  const second = 1_000 + spacing + IP_START_WINDOW_MS;
+  assert.equal(ips.tryAcquire(at(2), second), second);
+  ips.release(ip, 1_090); // the first started late, inside its window
+  assert.equal(may(ips, at(3), second + spacing), false, 'the second is still in flight');
+  ips.release(ip, second + 5);
+  assert.equal(may(ips, at(3), second + 5 + spacing - 1), false);
+  assert.equal(may(ips, at(4), second + 5 + spacing), true);
+
+  // a lease that never said when it started keeps the window planned after it
+  ips = new IpLimiter(8, gap);
+  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
+  ips.release(ip, 0);
+  assert.equal(may(ips, at(2), 1_000 + spacing + IP_START_WINDOW_MS - 1), false);
+  assert.equal(may(ips, at(3), 1_000 + spacing + IP_START_WINDOW_MS), true);
+
+  // a fetcher whose clock runs behind cannot bring the next start before the planned start plus the spacing
+  ips = new IpLimiter(8, gap);
+  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
+  ips.release(ip, 950);
+  assert.equal(may(ips, at(2), 1_000 + spacing - 1), false);
+  assert.equal(may(ips, at(3), 1_000 + spacing), true);
+});
