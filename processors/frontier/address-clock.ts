@@ -24,7 +24,7 @@ export class AddressClock {
   private readonly nextStart = new Map<string, number>();
   /**
    * While leases are in flight: the latest of each lease's planned start plus the spacing (the
-   * frontier's clock) and of the reported starts plus the spacing (the fetchers').
+   * frontier's clock) and of the reported ends plus the spacing (the fetchers').
    */
   private readonly floor = new Map<string, number>();
   /** Addresses with a lease in flight that ended without saying when (or whether) it started. */
@@ -62,25 +62,28 @@ export class AddressClock {
 
   /**
    * A lease on `ip` ended: `next` is its reported start plus the spacing, undefined when it did not
-   * say when it started (it expired). The next start is pushed back to `next` if that is later.
-   * When the last lease in flight there ends and every one of them reported its start, the next
-   * start is the latest planned or reported start plus the spacing: the start window planned after
-   * each overlapping lease (in case it started late) is given back, since none can start any more.
-   * Nothing else is: the planned starts are on the frontier's clock, so a fetcher whose clock runs
-   * behind cannot bring the next start forward.
+   * say when it started (it expired); `done` its reported end plus the spacing. The next start is
+   * pushed back to `next` if that is later. When the last lease in flight there ends and every one
+   * of them reported, the next start is the latest planned start or reported end plus the spacing
+   * when that is sooner: the start window planned after each overlapping lease (in case it started
+   * late) is given back, since none can start any more. The end, not the start, because the server saw the request
+   * before the fetch ended however late it reached the wire; the planned starts are on the
+   * frontier's clock, so a fetcher whose clock runs behind cannot bring the next start forward.
    */
-  ended(ip: string, next: number | undefined): void {
+  ended(ip: string, next: number | undefined, done: number = next ?? 0): void {
     if (next === undefined) this.unsure.add(ip);
     else {
       if (next > this.next(ip)) this.nextStart.set(ip, next);
-      if (next > (this.floor.get(ip) ?? 0)) this.floor.set(ip, next);
+      const floor = Math.max(next, done);
+      if (floor > (this.floor.get(ip) ?? 0)) this.floor.set(ip, floor);
     }
     const n = this.leases(ip) - 1;
     if (n > 0) return void this.inFlight.set(ip, n);
     this.inFlight.delete(ip);
     const floor = this.floor.get(ip);
     this.floor.delete(ip);
-    if (!this.unsure.delete(ip) && floor !== undefined) this.nextStart.set(ip, floor);
+    // both bounds keep the gap; a long fetch's end may lie past the window's, which then stays
+    if (!this.unsure.delete(ip) && floor !== undefined && floor < this.next(ip)) this.nextStart.set(ip, floor);
   }
 
   /** Task `task` waits for `ip` at `now`: it joins the queue (from its first call) or says it still waits. */

@@ -51,7 +51,8 @@ export class Completion {
         if (result.startedAt > notAfter) p.ips.startedLate(result.startedAt - notAfter);
       } else if (result.errorCode !== 'CS_LEASE_LOST') p.ips.startedInTime();
     }
-    const freed = p.ips.release(state.ip, result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt);
+    const started = result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt;
+    const freed = p.ips.release(state.ip, started, result.startedAt + Math.max(0, result.durationMs));
     p.slots.wake(freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, p.sites.settings.hostConfig(state.site, state.host))) {

@@ -164,13 +164,13 @@ export class IpLimiter {
 
   /**
    * A lease to `ip` ended; its fetch started at `startedAt` (0: it never did, or the frontier cannot
-   * tell: the address then keeps the start window planned after it). Returns the hosts that were
+   * tell: the address then keeps the start window planned after it) and ended at `endedAt`. Returns the hosts that were
    * waiting on that address and the time they may be tried again; the caller puts them back in its
    * schedule.
    */
-  release(ip: string | null, startedAt: number): { hosts: string[]; at: number } {
+  release(ip: string | null, startedAt: number, endedAt = startedAt): { hosts: string[]; at: number } {
     if (ip === null) return { hosts: [], at: 0 };
-    this.clock.ended(ip, startedAt > 0 ? startedAt + this.spacingMs : undefined);
+    this.clock.ended(ip, startedAt > 0 ? startedAt + this.spacingMs : undefined, endedAt + this.spacingMs);
     const set = this.waiting.get(ip);
     this.waiting.delete(ip);
     return { hosts: set ? [...set] : [], at: this.clock.next(ip) };

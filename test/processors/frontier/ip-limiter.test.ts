@@ -187,13 +187,13 @@ test('when the last lease in flight on an address ends, the start window planned
   const ip = '10.0.0.1';
   const at = (n: number) => host(`h${n}.test`, ip);
 
-  // one lease, reported on time: the next start is its start plus the spacing, not plus the window
+  // one lease, reported on time: the next start is its end plus the spacing, not its start plus the window
   let ips = new IpLimiter(8, gap);
   assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
   assert.equal(may(ips, at(2), 1_000 + spacing), false, 'while it is in flight the window holds');
-  assert.equal(ips.release(ip, 1_002).at, 1_002 + spacing);
-  assert.equal(may(ips, at(2), 1_002 + spacing - 1), false);
-  assert.equal(may(ips, at(3), 1_002 + spacing), true);
+  assert.equal(ips.release(ip, 1_002, 1_009).at, 1_009 + spacing);
+  assert.equal(may(ips, at(2), 1_009 + spacing - 1), false);
+  assert.equal(may(ips, at(3), 1_009 + spacing), true);
 
   // two overlapping leases: nothing is given back until both ended, then the latest start counts
   ips = new IpLimiter(8, gap);
@@ -219,4 +219,14 @@ test('when the last lease in flight on an address ends, the start window planned
   ips.release(ip, 950);
   assert.equal(may(ips, at(2), 1_000 + spacing - 1), false);
   assert.equal(may(ips, at(3), 1_000 + spacing), true);
+});
+
+test('a long fetch ending after the start window planned after it does not hold the address any longer than the window did', () => {
+  const ips = new IpLimiter(8, 100);
+  const h = (n: number) => host(`h${n}.test`, '10.0.0.1');
+  assert.equal(ips.tryAcquire(h(1), 1_000), 1_000);
+  const planned = 1_000 + 100 + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  ips.release('10.0.0.1', 1_010, 3_000);
+  assert.equal(may(ips, h(2), planned - 1), false);
+  assert.equal(may(ips, h(3), planned), true);
 });
