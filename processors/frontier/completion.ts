@@ -2,7 +2,7 @@ import { M } from '../../core/metric-catalogue.js';
 import type { FetchResult, HostState, Lease, LinkBatch, QueueEntry } from '../../schemas/types.js';
 import { isFinalOutcome } from '../common/outcome.js';
 import { EXPIRY_GRACE_MS } from './dispatch.js';
-import type { FrontierParts } from './frontier-parts.js';
+import { wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsResults } from './robots-results.js';
@@ -53,7 +53,7 @@ export class Completion {
     }
     const started = result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt;
     const freed = p.ips.release(state.ip, started, result.startedAt + Math.max(0, result.durationMs));
-    p.slots.wake(freed.hosts, Math.max(freed.at, now));
+    wakeWaiting(p, freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, p.sites.settings.hostConfig(state.site, state.host))) {
       p.slots.park(state.host);

@@ -1,6 +1,6 @@
 import { M } from '../../core/metric-catalogue.js';
 import type { FetchRequest, HostState, QueueEntry } from '../../schemas/types.js';
-import { eligibleAt, type FrontierParts } from './frontier-parts.js';
+import { eligibleAt, wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 
@@ -28,7 +28,7 @@ export class Dispatcher {
 
   dispatch(now: number): void {
     const p = this.p;
-    for (const { hosts, at } of p.ips.due(now)) p.slots.wake(hosts, at);
+    for (const { hosts, at } of p.ips.due(now)) wakeWaiting(p, hosts, at);
     const horizon = now + p.config.dispatchLookaheadMs;
     let issued = 0;
     while (issued < DISPATCH_BATCH) {

@@ -158,6 +158,23 @@ function restoreSlots(p: FrontierParts): void {
 }
 
 /**
+ * Puts hosts that waited on their address's per-IP limit back in the schedule at `at`, those with
+ * the most queued URLs first (ties keep their order): on a busy address the site with the most
+ * left to fetch is the crawl's critical path (the longest-processing-time rule), and the others
+ * lose a few milliseconds each. Only the heap's order changes (keys `at` + i µs); when each may be
+ * fetched is still decided from its state.
+ */
+export function wakeWaiting(p: FrontierParts, hosts: readonly string[], at: number): void {
+  if (hosts.length <= 1) return void p.slots.wake(hosts, at);
+  const left = (host: string) => {
+    const state = p.hosts.get(host);
+    return state ? state.tailSeq - state.headSeq : 0;
+  };
+  const order = hosts.map((host) => ({ host, left: left(host) })).sort((a, b) => b.left - a.left);
+  order.forEach(({ host }, i) => p.slots.wake([host], at + i / 1_000));
+}
+
+/**
  * The earliest a host may be fetched: its own clock, and a full gap after this task started. An
  * operator's `slow` gap applies to every fetch: the host's clock is its last fetch's end plus
  * its own gap, and the slow gap replaces that gap when longer.
