@@ -28,7 +28,9 @@ export type { ControlEvent, PolitenessOptions, PolitenessReport, Violation, Viol
  * - robots-retry: a robots.txt request starts before end + robotsRetryMs × 2^(n−1) (capped) of
  *   the n-th 429/5xx/unanswered robots.txt of its origin in a row;
  * - robots-refetched: a robots.txt request starts less than robotsTtlMs after the start of the
- *   request of its origin's latest answer, and that answer was available (rules or allow-all).
+ *   request of its origin's latest answer, and that answer was available (rules or allow-all) and
+ *   not possibly lost by a kill of the crawler (`crashes`: a kill after it was asked and less than
+ *   crashGraceMs after it ended).
  * Per origin, for every request that is not robots.txt or a hop of a robots.txt redirect chain:
  * - robots-not-first: no robots.txt answer of the origin was complete when it started;
  * - robots-unavailable-fetched: the latest answer was unavailable (429, 5xx, no answer, a failed

@@ -136,7 +136,8 @@ function judgeRobots(e: RequestLogEntry, origin: string, answers: RobotsAnswers,
 /**
  * A robots.txt request while the origin's latest answer is still good: it was available (rules or
  * allow-all) and its lifetime, counted from the start of the request that asked (the earliest a
- * crawler can date it by), has not run out. An unavailable answer is retried (robots-retry). A
+ * crawler can date it by), has not run out, and no kill of the crawler may have lost it before a
+ * commit (`crashes`). An unavailable answer is retried (robots-retry). A
  * robots.txt that another origin's robots.txt redirects to is not judged: the log cannot tell
  * which origin a request there asked for.
  */
@@ -149,6 +150,8 @@ function judgeRobotsRefetch(
 ): void {
   const answer = answers.latest(origin, e.start);
   if (answer === undefined || answer.verdict === 'unavailable' || answers.mayBeChainHop(e)) return;
+  // a kill while the answer was still on its way to a commit may have lost it
+  if (o.crashes.some((k) => k >= answer.askedAt && k <= answer.at + o.crashGraceMs && k <= e.start)) return;
   if (e.start < answer.askedAt + o.robotsTtlMs)
     flag(
       'robots-refetched',

@@ -76,6 +76,16 @@ export interface PolitenessOptions {
    * (the lease window: a lease issued just before the command may still start that much later).
    */
   controlGraceMs?: number;
+  /**
+   * Epoch ms of each time the crawler was killed (SIGKILL) in the logged crawl; none by default. A
+   * robots.txt answer whose request started before a kill and ended less than `crashGraceMs`
+   * before it may never have been committed, so asking again after that kill is not
+   * robots-refetched (a kill loses what was not committed; fetching it again is the crawler
+   * keeping its promise, not forgetting).
+   */
+  crashes?: readonly number[];
+  /** How long after an answer ended a commit may still not carry it; default 5000. */
+  crashGraceMs?: number;
 }
 
 export type JudgeOptions = Required<Omit<PolitenessOptions, 'ipOf'>> & {
@@ -99,6 +109,8 @@ export function judgeOptions(options: PolitenessOptions): JudgeOptions {
     ipGapMs: options.ipGapMs ?? 100,
     controls: options.controls ?? [],
     controlGraceMs: options.controlGraceMs ?? 10_000,
+    crashes: options.crashes ?? [],
+    crashGraceMs: options.crashGraceMs ?? 5_000,
   };
 }
 

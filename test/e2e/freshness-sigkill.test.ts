@@ -61,6 +61,7 @@ test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched
     const delay = Math.floor(seededRandom(SEED)() * 2_000);
     t.diagnostic(`killed ${delay} ms after the first revisit (seed ${SEED}, CRAWLSTREAM_TEST_SEED)`);
     await sleep(delay);
+    const crashes = [Date.now()];
     first.child.kill('SIGKILL');
     const killed = await first.exited;
     assert.equal(killed.signal, 'SIGKILL', `the first run ended on its own: ${killed.stderr}`);
@@ -84,7 +85,11 @@ test('a continuous crawl SIGKILLed mid-run keeps its schedule: every URL fetched
     const revalidated = after.filter((e) => e.ifNoneMatch !== undefined || e.ifModifiedSince !== undefined);
     assert.ok(revalidated.length > 0, 'no revisit after the restart carried validators');
 
-    const report = checkPoliteness(server.requests(), web.sites, { userAgent: 'crawlstream', ipOf: server.ipOf });
+    const report = checkPoliteness(server.requests(), web.sites, {
+      userAgent: 'crawlstream',
+      crashes,
+      ipOf: server.ipOf,
+    });
     assert.deepEqual(report.violations, [], formatPolitenessReport(report));
   } finally {
     await server.close();

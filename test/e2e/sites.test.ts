@@ -202,6 +202,7 @@ test(
         assert.ok(!ended, 'the crawl ended before the new gap was seen');
         await sleep(100);
       }
+      const killedAt = Date.now();
       first.child.kill('SIGKILL');
       const killed = await first.exited;
       assert.equal(killed.signal, 'SIGKILL', `the first run ended on its own: ${killed.stderr}`);
@@ -222,7 +223,7 @@ test(
         'after the restart a request to tuned.test came less than 3 s after the one before',
       );
       assert.ok(median(plain) < 2_000, 'plain.test was paced by tuned.test’s override');
-      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream' });
+      const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', crashes: [killedAt] });
       assert.deepEqual(report.violations, [], formatPolitenessReport(report));
     } finally {
       await web.close();

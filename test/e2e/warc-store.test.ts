@@ -50,6 +50,7 @@ test(
       const seeds = writeSeeds(dir, web.seedUrls());
       const random = seededRandom(SEED);
       const kills: string[] = [];
+      const crashes: number[] = [];
       let leftOpen = 0;
       for (let i = 0; i < KILLS; i++) {
         const before = web.requests().length;
@@ -60,6 +61,7 @@ test(
         const deadline = Date.now() + 60_000;
         while (!ended && web.requests().length < target && Date.now() < deadline) await sleep(10);
         await sleep(Math.floor(random() * 1500));
+        crashes.push(Date.now());
         child.kill('SIGKILL');
         const r = await exited;
         assert.ok(r.signal === 'SIGKILL' || r.code === 0, `run ${i} ended with ${r.code}/${r.signal}: ${r.stderr}`);
@@ -113,7 +115,7 @@ test(
       // a file stored under two keys (or twice in one) would repeat its records' ids
       assert.deepEqual(report.recordIds, [], 'WARC records stored more than once');
 
-      const politeness = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream' });
+      const politeness = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream', crashes });
       assert.deepEqual(politeness.violations, [], formatPolitenessReport(politeness));
     } finally {
       await web.close();

@@ -143,6 +143,19 @@ describe('the judge on hand-made logs: one rule broken, one violation of its kin
     assert.deepEqual(judged(bOnly, { robotsTtlMs: 2000 }), [], 'robotsTtlMs sets when a refetch is due');
     const after503: Row[] = [robots('down.test', 0, { status: 503 }), robots('down.test', 60_010)];
     assert.deepEqual(judged(after503), [], 'an unavailable answer is retried, not refetched');
+    // b.test's first answer: asked at 200, complete at 210
+    assert.deepEqual(judged(bOnly, { crashes: [T + 215] }), [], 'a kill just after the answer may have lost it');
+    assert.deepEqual(judged(bOnly, { crashes: [T + 205] }), [], 'so may a kill while it was on its way');
+    caught('robots-refetched', 'b.test/robots.txt', eager, { crashes: [T + 100] });
+    // asked again at 8000: a kill more than 5 s after the answer ended lost nothing of it
+    const late: Row[] = [...clean, robots('b.test', 8_000), ['b.test', '/two.html', 9_010, 9_020]];
+    assert.deepEqual(judged(late, { crashes: [T + 5_000] }), [], 'a kill within 5 s of the answer');
+    caught('robots-refetched', 'b.test/robots.txt', late, { crashes: [T + 6_000] });
+    assert.deepEqual(
+      judged(late, { crashes: [T + 6_000], crashGraceMs: 6_000 }),
+      [],
+      'crashGraceMs sets how long after its end an answer may still be lost',
+    );
   });
 
   test('robots-not-first: a page between a robots.txt redirect and the request it redirects to', () => {
