@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { FetchRequest, LinkBatch } from '../../../schemas/types.js';
-import { fetchResultFor } from './fake-fetcher.js';
+import type { FetchRequest } from '../../../schemas/types.js';
+import { fetchResultFor, seedLinks } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const FETCH_MS = 5;
@@ -14,15 +14,12 @@ test('on an address kept busy by 150 small sites, a site of 30 pages is still fe
   const h = await FrontierHarness.open(config, () => '10.0.0.1');
   const started: { request: FetchRequest; at: number }[] = [];
   try {
-    const feed = (host: string, paths: string[]) => {
-      const batch: LinkBatch = {
-        site: host,
-        sourceUrl: null,
-        discoveredAt: h.clock,
-        links: paths.map((p) => ({ url: `http://${host}${p}`, depth: 0, redirectHops: 0 })),
-      };
-      h.feed(TOPICS.links, host, batch);
-    };
+    const feed = (host: string, paths: string[]) =>
+      seedLinks(
+        h,
+        host,
+        paths.map((p) => `http://${host}${p}`),
+      );
     for (let i = 0; i < 150; i++) feed(`small${i}.test`, ['/', '/a.html', '/b.html']);
     feed(
       'big.test',

@@ -75,68 +75,37 @@ test('a new host waits for its address before its first lease, then counts on th
   assert.equal(may(ips, fresh, 1_100), true);
 });
 
-test('four frontier tasks sharing an address keep its gap and concurrency between them: starts a gap apart, at most the concurrency in flight', () => {
-  const partitions = 4;
-  const gapMs = 100;
-  const tasks = Array.from(
-    { length: partitions },
-    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions }),
-  );
-  const fetches: { start: number; end: number }[] = [];
-  const open: { task: IpLimiter; start: number; end: number }[] = [];
-  let n = 0;
-  // every task always has a new host on the address ready; its dispatch runs every 20 ms
-  for (let now = 0; now < 60_000; now += 20) {
-    for (const f of open.filter((f) => f.end <= now)) f.task.release('10.0.0.1', f.start);
-    open.splice(0, open.length, ...open.filter((f) => f.end > now));
-    for (const task of tasks) {
-      task.due(now);
-      const h = host(`h${n++}.test`, '10.0.0.1');
-      const at = task.tryAcquire(h, now);
-      if (at === undefined) continue;
-      // the fetch starts anywhere in its start window and takes from 5 ms to 2 s
-      const start = at + ((n * 37) % task.startWindow(h)!);
-      const f = { task, start, end: start + 5 + ((n * 7919) % 2_000) };
-      open.push(f);
-      fetches.push(f);
-    }
-  }
-  fetches.sort((a, b) => a.start - b.start);
-  for (let i = 1; i < fetches.length; i++)
-    assert.ok(
-      fetches[i]!.start - fetches[i - 1]!.start >= gapMs,
-      `starts ${fetches[i - 1]!.start} and ${fetches[i]!.start}`,
-    );
-  for (const f of fetches) {
-    const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start).length;
-    assert.ok(inFlight <= 8, `${inFlight} in flight at ${f.start}`);
-  }
-  // the room is used: about one start a slot (gap + slack + window), whichever task owns it
-  const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
-  assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
-});
+/** A fetch on 10.0.0.1 in `sharedAddress`: the task that leased it, when it started and ended. */
+interface SimulatedFetch {
+  readonly task: number;
+  readonly start: number;
+  readonly end: number;
+}
 
-test('four frontier tasks of one process sharing a clock keep the gap and concurrency as one task would, take the address in turn, and a lone host waits for no slot', () => {
-  const partitions = 4;
-  const gapMs = 100;
-  const clock = new AddressClock(true);
-  const tasks = Array.from(
-    { length: partitions },
-    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions, clock }),
-  );
-  const fetches: { task: number; start: number; end: number }[] = [];
-  const open: { task: number; start: number; end: number }[] = [];
+/**
+ * Each task always has a new host on 10.0.0.1 ready; every 20 ms the tasks' dispatches run in
+ * order (task 0's first) for 60 s. A granted lease starts anywhere in its start window and takes
+ * 5 ms to 2 s. `granted` sees each grant (its start, and the dispatch time). Asserts that starts
+ * are `gapMs` apart and at most `concurrency` are in flight; returns the fetches by start.
+ */
+function sharedAddress(
+  tasks: readonly IpLimiter[],
+  gapMs: number,
+  concurrency: number,
+  granted: (at: number, now: number) => void = () => undefined,
+): SimulatedFetch[] {
+  const fetches: SimulatedFetch[] = [];
+  let open: SimulatedFetch[] = [];
   let n = 0;
-  // every task always has a new host on the address ready; the dispatches run every 20 ms, task 0's first
   for (let now = 0; now < 60_000; now += 20) {
     for (const f of open.filter((f) => f.end <= now)) tasks[f.task]!.release('10.0.0.1', f.start);
-    open.splice(0, open.length, ...open.filter((f) => f.end > now));
+    open = open.filter((f) => f.end > now);
     for (const [i, task] of tasks.entries()) {
       task.due(now);
       const h = host(`h${n++}.test`, '10.0.0.1');
       const at = task.tryAcquire(h, now);
       if (at === undefined) continue;
-      assert.equal(at, now, 'no slot to wait for');
+      granted(at, now);
       const start = at + ((n * 37) % task.startWindow(h)!);
       const f = { task: i, start, end: start + 5 + ((n * 7919) % 2_000) };
       open.push(f);
@@ -151,8 +120,33 @@ test('four frontier tasks of one process sharing a clock keep the gap and concur
     );
   for (const f of fetches) {
     const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start).length;
-    assert.ok(inFlight <= 8, `${inFlight} in flight at ${f.start}`);
+    assert.ok(inFlight <= concurrency, `${inFlight} in flight at ${f.start}`);
   }
+  return fetches;
+}
+
+test('four frontier tasks sharing an address keep its gap and concurrency between them: starts a gap apart, at most the concurrency in flight', () => {
+  const partitions = 4;
+  const gapMs = 100;
+  const tasks = Array.from(
+    { length: partitions },
+    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions }),
+  );
+  const fetches = sharedAddress(tasks, gapMs, 8);
+  // the room is used: about one start a slot (gap + slack + window), whichever task owns it
+  const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
+});
+
+test('four frontier tasks of one process sharing a clock keep the gap and concurrency as one task would, take the address in turn, and a lone host waits for no slot', () => {
+  const partitions = 4;
+  const gapMs = 100;
+  const clock = new AddressClock(true);
+  const tasks = Array.from(
+    { length: partitions },
+    (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions, clock }),
+  );
+  const fetches = sharedAddress(tasks, gapMs, 8, (at, now) => assert.equal(at, now, 'no slot to wait for'));
   // as one task: a start every gap + slack + window (rounded up to the 20 ms dispatch)
   const spacing = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
   assert.ok(fetches.length >= (0.9 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);

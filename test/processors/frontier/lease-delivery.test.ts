@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { FetchRequest, LinkBatch } from '../../../schemas/types.js';
-import { fetchResultFor } from './fake-fetcher.js';
+import type { FetchRequest } from '../../../schemas/types.js';
+import { fetchResultFor, seedLinks } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
 const FETCH_MS = 20;
@@ -27,15 +27,12 @@ async function crawlWithLatency(latencyMs: number, hosts: string[], ms: number) 
   const h = await FrontierHarness.open(config, () => '10.0.0.1');
   const log: Delivered[] = [];
   try {
-    for (const host of hosts) {
-      const batch: LinkBatch = {
-        site: host,
-        sourceUrl: null,
-        discoveredAt: h.clock,
-        links: ['/', '/a.html', '/b.html'].map((p) => ({ url: `http://${host}${p}`, depth: 0, redirectHops: 0 })),
-      };
-      h.feed(TOPICS.links, host, batch);
-    }
+    for (const host of hosts)
+      seedLinks(
+        h,
+        host,
+        ['/', '/a.html', '/b.html'].map((p) => `http://${host}${p}`),
+      );
     for (let t = 0; t < ms; t += 10) {
       await h.advance(10, 10);
       await new Promise(setImmediate);

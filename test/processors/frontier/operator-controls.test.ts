@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { validateCrawlConfig, type CrawlConfig } from '../../../processors/common/crawl-config.js';
 import type { AddressLookup } from '../../../processors/frontier/host-addresses.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { ControlAction, FetchRequest, LinkBatch } from '../../../schemas/types.js';
+import type { ControlAction, FetchRequest } from '../../../schemas/types.js';
 import { FakeFetcher, controlSite, seedLinks } from './fake-fetcher.js';
 import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
@@ -19,13 +19,11 @@ interface Fetch {
 }
 
 function seed(h: FrontierHarness, host: string, paths: string[]): void {
-  const batch: LinkBatch = {
-    site: host,
-    sourceUrl: null,
-    discoveredAt: h.clock,
-    links: paths.map((p) => ({ url: `http://${host}${p}`, depth: 0, redirectHops: 0 })),
-  };
-  h.feed(TOPICS.links, host, batch);
+  seedLinks(
+    h,
+    host,
+    paths.map((p) => `http://${host}${p}`),
+  );
 }
 
 function control(h: FrontierHarness, site: string, action: ControlAction, minGapMs: number | null = null): void {
