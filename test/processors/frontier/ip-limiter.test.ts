@@ -172,6 +172,7 @@ test('a task that stops waiting for a shared address loses its place after the c
   assert.equal(a!.tryAcquire(host('y.test', '10.0.0.1'), 10), undefined);
   a!.release('10.0.0.1', 0);
   assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200), undefined, 'task 0 waited first');
+  assert.equal(b!.tryAcquire(host('w.test', '10.0.0.2'), 200), 200, 'a queue on one address holds up no other');
   assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200 + CLAIM_TTL_MS + 20), 200 + CLAIM_TTL_MS + 20);
 });
 
