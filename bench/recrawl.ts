@@ -7,7 +7,8 @@ import { RecrawlSchedule, type DueStore, type HistoryStore } from '../processors
 import type { MetaStore } from '../processors/frontier/frontier-stores.js';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import type { ChangeloggedStore } from '../state/state-store.js';
-import type { PageRecord } from '../schemas/types.js';
+import type { PageRecord, SiteState } from '../schemas/types.js';
+import { RefetchPlanner } from '../processors/frontier/refetch-planner.js';
 import { figure, machineLine } from './machine.js';
 import { buildStores } from '../runtime/task-state.js';
 
@@ -18,6 +19,8 @@ import { buildStores } from '../runtime/task-state.js';
 const N = Number(process.env['RECRAWL_BENCH_URLS'] ?? 2_000_000);
 const COMMIT_EVERY = 10_000;
 const DUE_BATCH = 1_000;
+// a host's revisit budget: half of one fetch a second
+const BUDGET_PER_MS = 0.5 / 1000;
 
 const config = validateCrawlConfig({ recrawlMinMs: 3_600_000, recrawlMaxMs: 30 * 86_400_000 });
 
@@ -73,12 +76,39 @@ try {
     for (const s of stores) s.applyCommitted(offset);
   };
   const schedule = new RecrawlSchedule(history, due, meta, config);
+  // the optimal policy's planner, over site states held in a Map (its cost is part of a visit)
+  const siteStates = new Map<string, SiteState>();
+  const planner = new RefetchPlanner(config, {
+    ratesOf: (site) => {
+      let s = siteStates.get(site);
+      if (s === undefined) {
+        s = {
+          site,
+          admitted: 0,
+          linkingSites: [],
+          seeded: false,
+          recentPages: 0,
+          recentDuplicates: 0,
+          dupCut: false,
+          control: null,
+          templates: [],
+          cycleStartedAt: 0,
+        };
+        siteStates.set(site, s);
+      }
+      return s;
+    },
+    ratesChanged: () => undefined,
+  });
   const rss0 = process.memoryUsage().rss;
   // fetch times spread over a day, so due times spread too
   const t0 = Date.UTC(2026, 11, 1);
   let start = performance.now();
   for (let i = 0; i < N; i++) {
-    schedule.recordVisit(page(i, (t0 + (i * 86_400_000) / N) | 0), 1);
+    {
+      const p = page(i, (t0 + (i * 86_400_000) / N) | 0);
+      schedule.recordVisit(p, (previous, changed) => planner.plan(p, previous, changed, 1, BUDGET_PER_MS));
+    }
     if (i % COMMIT_EVERY === COMMIT_EVERY - 1) commit();
   }
   commit();
@@ -94,7 +124,10 @@ try {
   const M = Math.min(N, 500_000);
   start = performance.now();
   for (let i = 0; i < M; i++) {
-    schedule.recordVisit({ ...page(i, t0 + 86_400_000 + i), notModified: i % 2 === 0 }, 1);
+    {
+      const p = { ...page(i, t0 + 86_400_000 + i), notModified: i % 2 === 0 };
+      schedule.recordVisit(p, (previous, changed) => planner.plan(p, previous, changed, 1, BUDGET_PER_MS));
+    }
     if (i % COMMIT_EVERY === COMMIT_EVERY - 1) commit();
   }
   commit();

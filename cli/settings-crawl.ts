@@ -1,6 +1,7 @@
 import {
   CRAWL_CONFIG_BOUNDS,
   defaultCrawlConfig,
+  RECRAWL_POLICIES,
   type Bounds,
   type CrawlConfig,
 } from '../processors/common/crawl-config.js';
@@ -233,6 +234,14 @@ export const RECRAWL_SETTINGS: readonly Setting[] = [
     scale: 1000,
     config: 'recrawlInitialMs',
     help: "a page's first revisit interval (0: the geometric mean of --recrawl-min and --recrawl-max)",
+  },
+  {
+    name: 'recrawl-policy',
+    kind: 'string',
+    arg: 'NAME',
+    values: RECRAWL_POLICIES,
+    config: 'recrawlPolicy',
+    help: "how revisit intervals are set: optimal (from each page's estimated change rate, within its site's politeness budget) or adaptive (shorten after a change, lengthen otherwise)",
   },
   {
     name: 'recrawl-shorten',

@@ -335,6 +335,12 @@ export interface SiteState {
   overrides?: SiteSettings | null;
   /** Epoch ms the current budget cycle began (0: before cycles). Added later, default 0. */
   cycleStartedAt: number;
+  /** Pages by change-rate bucket (refetch-policy.ts). Added later, default []. */
+  changeRates?: number[];
+  /** The site's decayed revisit evidence (change-rate.ts), the prior of its new pages. Added later, default 0. */
+  rateVisits?: number;
+  rateChanges?: number;
+  rateExposureMs?: number;
 }
 
 export interface TemplateCount {
@@ -373,4 +379,10 @@ export interface UrlHistory {
   visits: number;
   changes: number;
   queuedAt: number;
+  /** Decayed revisit evidence (change-rate.ts). Added later, default 0. */
+  rateVisits?: number;
+  rateChanges?: number;
+  rateExposureMs?: number;
+  /** Its bucket in the site's rate histogram; -1: none. Added later, default -1. */
+  rateBucket?: number;
 }

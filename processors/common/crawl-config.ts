@@ -5,6 +5,10 @@ import { DEFAULT_ACCEPT_TYPES, parseAcceptTypes } from './accept-types.js';
 import type { SiteRule } from './site-overrides.js';
 import { CRAWL_CONFIG_BOUNDS, describeBounds, withinBounds, type Bounds } from './config-bounds.js';
 
+/** How revisit intervals are chosen: see CrawlConfig.recrawlPolicy. */
+export const RECRAWL_POLICIES = ['optimal', 'adaptive'] as const;
+export type RecrawlPolicy = (typeof RECRAWL_POLICIES)[number];
+
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
  * Times are milliseconds.
@@ -109,9 +113,12 @@ export interface CrawlConfig {
   /**
    * Adaptive recrawl: a fetched URL is due again after its interval, kept within
    * [recrawlMinMs, recrawlMaxMs]; the first interval is recrawlInitialMs (0: the geometric mean of
-   * the two). A revisit that found a change multiplies it by recrawlShorten, one that did not by
-   * recrawlLengthen. Sitemaps and feeds keep to [recrawlMinMs, feedMaxIntervalMs].
+   * the two). `optimal` (the default) sets it from the page's estimated change rate and its site's
+   * politeness budget (frontier/refetch-policy.ts); `adaptive` multiplies it by recrawlShorten after
+   * a revisit that found a change and by recrawlLengthen after one that did not. Sitemaps and feeds
+   * keep to their faster lane, [recrawlMinMs / 2, feedMaxIntervalMs].
    */
+  readonly recrawlPolicy: RecrawlPolicy;
   readonly recrawlMinMs: number;
   readonly recrawlMaxMs: number;
   readonly recrawlInitialMs: number;
@@ -193,6 +200,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   threads: 1,
   warcMaxFileBytes: 1024 * 1024 * 1024,
   contentTextMaxBytes: 256 * 1024,
+  recrawlPolicy: 'optimal',
   recrawlMinMs: 3_600_000,
   recrawlMaxMs: 30 * 24 * 3_600_000,
   recrawlInitialMs: 0,
@@ -249,6 +257,10 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
     );
   if (!(SCOPE_KINDS as readonly string[]).includes(c.scope))
     throw new InvalidOptionError(`scope must be one of ${SCOPE_KINDS.join(', ')}, got ${JSON.stringify(c.scope)}`);
+  if (!(RECRAWL_POLICIES as readonly string[]).includes(c.recrawlPolicy))
+    throw new InvalidOptionError(
+      `recrawl policy must be one of ${RECRAWL_POLICIES.join(', ')}, got ${JSON.stringify(c.recrawlPolicy)}`,
+    );
   new UrlFilter(c); // compiles every rule and suffix: a bad one is refused here, not mid-crawl
   return c;
 }

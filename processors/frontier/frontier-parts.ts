@@ -36,6 +36,7 @@ import type { RobotsCache } from './politeness.js';
 import { migrateQueues } from './queue-migration.js';
 import { RecrawlSchedule, type DueStore, type HistoryStore } from './recrawl-schedule.js';
 import { Revisits } from './revisits.js';
+import { RefetchPlanner } from './refetch-planner.js';
 import { hopToFetch } from './robots-origins.js';
 import { SitePolicy, slowGapMs } from './site-policy.js';
 import { RecentOutcomes } from './site-status.js';
@@ -95,16 +96,6 @@ export function openFrontierParts(
     (k, v) => meta.put(k, numberBytes(v)),
     config.recrawlShare,
   );
-  const revisits = new Revisits(
-    new RecrawlSchedule(
-      ctx.getStateStore<HistoryStore>(HISTORY_STORE),
-      ctx.getStateStore<DueStore>(DUE_STORE),
-      meta,
-      config,
-    ),
-    config,
-    () => ctx.metrics,
-  );
   const seenSet = new SeenSet(ctx.getStateStore<SeenStore>(SEEN_STORE), {
     expectedCount: config.seenExpectedUrls,
     falsePositiveRate: config.seenFalsePositiveRate,
@@ -112,6 +103,17 @@ export function openFrontierParts(
   });
   seenSet.init();
   const sites = new SitePolicy(ctx.getStateStore<SiteStore>(SITES_STORE), config, () => ctx.currentTimeMs());
+  const revisits = new Revisits(
+    new RecrawlSchedule(
+      ctx.getStateStore<HistoryStore>(HISTORY_STORE),
+      ctx.getStateStore<DueStore>(DUE_STORE),
+      meta,
+      config,
+    ),
+    new RefetchPlanner(config, sites),
+    config,
+    () => ctx.metrics,
+  );
   const deferred = new DeferredSet(ctx.getStateStore<DeferredStore>(DEFERRED_STORE));
   // options may have changed since the last run (an operator raised a budget or an allowance)
   for (const [site] of deferred.sites()) deferred.mark(site, { budget: true, template: true, exhausted: true });

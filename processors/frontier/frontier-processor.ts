@@ -88,7 +88,11 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
           // a revisit is the same URL again, not a new page of its site
           if (!(page.visit > 0) && p.sites.notePage(page.site, page.duplicateOf !== null))
             p.ctx.metrics.inc(M.sitesDupCut);
-          p.revisits.onPageRecord(page, p.sites.linkingSites(page.site));
+          p.revisits.onPageRecord(
+            page,
+            p.sites.linkingSites(page.site),
+            p.hosts.get(page.host)?.gapMs ?? this.config.minDelayMs,
+          );
           return;
         }
       }

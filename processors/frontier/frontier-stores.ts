@@ -1,4 +1,5 @@
 import type { KeyValueStore } from '../../state/state-store.js';
+import type { types } from 'avsc';
 import type { Serde } from '../../core/serde.js';
 import { bufferSerde, stringSerde } from '../../core/serde.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
@@ -21,9 +22,38 @@ export const ROBOTS_STORE = 'frontier-robots';
 export const DEFERRED_STORE = 'frontier-deferred';
 export const SCOPE_STORE = 'frontier-scope';
 
-function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
-  const type = loadSchema(name).type;
-  return { serialize: (v) => type.toBuffer(v), deserialize: (b) => type.fromBuffer(b) as T };
+/**
+ * Avro binary with no writer schema (the store holds none). Fields are only ever added at the end
+ * with a default, so a value written before the last k were added ends k fields short: it is read
+ * with those fields' encoded defaults appended (exactly one k decodes without bytes left over).
+ */
+export function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
+  const type = loadSchema(name).type as types.RecordType;
+  const tails: Buffer[] = [];
+  const fields = type.fields;
+  for (let k = 1; k < fields.length; k++) {
+    const field = fields[fields.length - k]!;
+    const value: unknown = field.defaultValue();
+    if (value === undefined) break;
+    tails.push(Buffer.concat([field.type.toBuffer(value), tails.at(-1) ?? Buffer.alloc(0)]));
+  }
+  return {
+    serialize: (v) => type.toBuffer(v),
+    deserialize: (b) => {
+      try {
+        return type.fromBuffer(b) as T;
+      } catch (err) {
+        for (const tail of tails) {
+          try {
+            return type.fromBuffer(Buffer.concat([b, tail])) as T;
+          } catch {
+            // written before a different number of fields was added
+          }
+        }
+        throw err;
+      }
+    },
+  };
 }
 
 export type HostStore = KeyValueStore<string, HostState>;

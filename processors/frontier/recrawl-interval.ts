@@ -15,13 +15,15 @@ export function intervalBounds(kind: FetchKind, config: CrawlConfig): { min: num
 }
 
 /**
- * A URL's first interval: for a page --recrawl-initial, or the geometric mean of the bounds; a
- * sitemap or feed starts at its lane's longest (--feed-max-interval) and shortens as it changes,
- * so one that never changes does not keep a `--until-idle` crawl waiting.
+ * A URL's first interval: for a page --recrawl-initial, or the geometric mean of the bounds. A
+ * sitemap or feed starts at the geometric mean of its lane under the optimal policy (polled soon
+ * enough to learn its rate; one that never changes grows to the lane's longest within a few
+ * polls), at its lane's longest (--feed-max-interval) under the adaptive one.
  */
 export function firstInterval(kind: FetchKind, config: CrawlConfig): number {
   const { min, max } = intervalBounds(kind, config);
-  if (kind === 'SITEMAP' || kind === 'FEED') return max;
+  if (kind === 'SITEMAP' || kind === 'FEED')
+    return config.recrawlPolicy === 'adaptive' ? max : Math.round(Math.sqrt(min * max));
   const initial = config.recrawlInitialMs > 0 ? config.recrawlInitialMs : Math.sqrt(min * max);
   return clamp(Math.round(initial), min, max);
 }

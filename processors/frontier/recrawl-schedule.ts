@@ -3,7 +3,8 @@ import type { FetchKind, PageRecord, UrlHistory } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { pageChanged } from '../common/change.js';
 import { fingerprintHex } from '../common/fingerprint.js';
-import { firstInterval, intervalBounds, nextInterval } from './recrawl-interval.js';
+import { intervalBounds } from './recrawl-interval.js';
+import type { IntervalChoice } from './refetch-planner.js';
 import { numberBytes, readNumber } from './host-state.js';
 
 /** Per-URL history, keyed by the URL's 8-byte fingerprint. */
@@ -65,32 +66,34 @@ export class RecrawlSchedule {
   }
 
   /**
-   * Records a visit from its page record and schedules the next one, `importance` (≤ 1, see
-   * recrawl-interval.ts) sooner for important pages. Idempotent: a record no newer than the
-   * last recorded visit changes nothing ('repeat').
+   * Records a visit from its page record and schedules the next one after the interval `plan`
+   * chooses (from the URL's history, undefined on a first visit, and whether the visit found a
+   * change). Idempotent: a record no newer than the last recorded visit changes nothing
+   * ('repeat') and `plan` is not called.
    */
-  recordVisit(page: PageRecord, importance: number): VisitResult {
+  recordVisit(
+    page: PageRecord,
+    plan: (previous: UrlHistory | undefined, changed: boolean) => IntervalChoice,
+  ): VisitResult {
     const fp = keyOf(page.url);
     const previous = this.history.get(fp);
     if (previous !== undefined && page.fetchTime <= previous.lastFetch) return 'repeat';
     const kind = page.kind ?? 'PAGE';
     const notModified = page.notModified === true;
     let result: VisitResult = 'first';
-    let intervalMs = firstInterval(kind, this.config);
+    let changed = false;
     if (previous !== undefined) {
-      const changed = pageChanged(
+      changed = pageChanged(
         { status: previous.status, digest: previous.digest, simhash: previous.simhash },
         { status: page.status, digest: page.payloadDigest, simhash: page.simhash },
         notModified,
       );
       result = notModified ? 'not-modified' : changed ? 'changed' : 'unchanged';
-      intervalMs = nextInterval(previous.intervalMs, changed, kind, this.config);
       this.due.delete(dueKey(previous.nextDue, fp));
     } else this.count++;
-    const { min } = intervalBounds(kind, this.config);
-    // importance speeds up pages; sitemaps and feeds have their own lane
-    const factor = kind === 'PAGE' ? importance : 1;
-    const nextDue = page.fetchTime + Math.max(min, Math.round(intervalMs * factor));
+    const choice = plan(previous, changed);
+    const intervalMs = Math.round(choice.intervalMs);
+    const nextDue = page.fetchTime + Math.max(intervalBounds(kind, this.config).min, intervalMs);
     // a 304 carries the last visit's validators and payload when it sent none of its own
     const next: UrlHistory = {
       url: page.url,
@@ -107,6 +110,10 @@ export class RecrawlSchedule {
       visits: (previous?.visits ?? 0) + 1,
       changes: (previous?.changes ?? 0) + (result === 'changed' ? 1 : 0),
       queuedAt: 0,
+      rateVisits: choice.evidence.visits,
+      rateChanges: choice.evidence.changes,
+      rateExposureMs: choice.evidence.exposureMs,
+      rateBucket: choice.bucket,
     };
     this.history.put(fp, next);
     this.due.put(dueKey(nextDue, fp), EMPTY);

@@ -5,6 +5,7 @@ import type { CrawlConfig } from '../common/crawl-config.js';
 import { safeSite } from './host-state.js';
 import { importance } from './recrawl-interval.js';
 import type { RecrawlSchedule } from './recrawl-schedule.js';
+import type { RefetchPlanner } from './refetch-planner.js';
 import { urlShape } from './url-shape.js';
 
 /** The fields a lease carries for a revisit: validators and what the last visit found. */
@@ -37,6 +38,7 @@ const FIRST_VISIT: RevisitFields = {
 export class Revisits {
   constructor(
     private readonly schedule: RecrawlSchedule,
+    private readonly planner: RefetchPlanner,
     private readonly config: CrawlConfig,
     private readonly metrics: () => Metrics,
   ) {}
@@ -45,9 +47,16 @@ export class Revisits {
     return this.schedule.size;
   }
 
-  /** Records a page record's visit in the schedule (`linkingSites`: other sites seen linking to its site). */
-  onPageRecord(page: PageRecord, linkingSites: number): void {
-    const result = this.schedule.recordVisit(page, importance(page.depth, linkingSites));
+  /**
+   * Records a page record's visit in the schedule (`linkingSites`: other sites seen linking to its
+   * site; `hostGapMs`: the gap its host keeps between fetches, for its refetch budget).
+   */
+  onPageRecord(page: PageRecord, linkingSites: number, hostGapMs: number): void {
+    const weight = importance(page.depth, linkingSites);
+    const budgetPerMs = this.config.recrawlShare / Math.max(1, hostGapMs);
+    const result = this.schedule.recordVisit(page, (previous, changed) =>
+      this.planner.plan(page, previous, changed, weight, budgetPerMs),
+    );
     if (result !== 'first' && result !== 'repeat') this.metrics().inc(M.revisitOutcomes, 1, result);
   }
 

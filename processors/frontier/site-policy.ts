@@ -29,7 +29,7 @@ const SITE_CACHE_BYTES = 32 * 2 ** 20;
 
 /** About what a decoded SiteState holds in RAM. */
 function siteStateBytes(site: string, s: SiteState): number {
-  let n = 160 + 2 * site.length + 48 * s.templates.length;
+  let n = 160 + 2 * site.length + 48 * s.templates.length + 8 * (s.changeRates?.length ?? 0);
   for (const from of s.linkingSites) n += 32 + 2 * from.length;
   return n;
 }
@@ -92,6 +92,10 @@ export class SitePolicy {
       overrides: null,
       templates: [],
       cycleStartedAt: 0,
+      changeRates: [],
+      rateVisits: 0,
+      rateChanges: 0,
+      rateExposureMs: 0,
     };
     this.recent.set(site, state);
     return state;
@@ -132,6 +136,19 @@ export class SitePolicy {
     const state = this.state(site);
     this.rollCycle(state);
     return state.cycleStartedAt + this.config.recrawlMaxMs;
+  }
+
+  /**
+   * The site's state, for the refetch planner to read and change its rate fields in place; it
+   * calls `ratesChanged` after a change so the state is stored.
+   */
+  ratesOf(site: string): SiteState {
+    return this.state(site);
+  }
+
+  /** Stores the site's state after `ratesOf`'s caller changed it. */
+  ratesChanged(site: string): void {
+    this.put(site, this.state(site));
   }
 
   /** Distinct other sites seen linking into `site` (up to the tracked maximum). */

@@ -114,8 +114,8 @@ test('a fetched page falls due again after its first interval and its revisit ca
   }
 });
 
-test('a 304 lengthens the interval by half and a change halves it, within --recrawl-min and --recrawl-max', async () => {
-  const h = await FrontierHarness.open(config);
+test('--recrawl-policy adaptive: a 304 lengthens the interval by half and a change halves it, within --recrawl-min and --recrawl-max', async () => {
+  const h = await FrontierHarness.open(validateCrawlConfig({ ...config, recrawlPolicy: 'adaptive' }));
   try {
     const first = await firstVisit(h);
     let r = (await visit(h, first, 200, {}, 200_000)).next!;
@@ -235,8 +235,8 @@ test('a robots.txt Sitemap: line of the site is queued as a sitemap, and sitemap
     h.feed(TOPICS.fetchResults, SITE, answer(sitemap, fetchedAt));
     h.feed(TOPICS.pageRecords, SITE, record(sitemap, fetchedAt, { contentType: 'application/xml' }));
     const before = h.requests.length;
-    // a sitemap's first interval is its lane's longest, --feed-max-interval (20 s here)
-    await h.advance(18_000, 500);
+    // a sitemap's first interval is the geometric mean of its lane, [--recrawl-min / 2, --feed-max-interval]: 10 s here
+    await h.advance(8_000, 500);
     assert.equal(h.requests.slice(before).filter((q) => q.kind === 'SITEMAP').length, 0, 'the sitemap came due early');
     await h.advance(4_000, 500);
     const again = h.requests.slice(before).filter((q) => q.kind === 'SITEMAP');

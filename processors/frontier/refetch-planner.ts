@@ -1,0 +1,144 @@
+import type { PageRecord, SiteState, UrlHistory } from '../../schemas/types.js';
+import type { CrawlConfig } from '../common/crawl-config.js';
+import { changeRate, NO_EVIDENCE, observe, withPrior, type ChangeEvidence } from './change-rate.js';
+import { firstInterval, intervalBounds, nextInterval } from './recrawl-interval.js';
+import { optimalInterval, rateBucket, RATE_BUCKETS, solvePrice } from './refetch-policy.js';
+
+/** What a visit decides for its URL's history. */
+export interface IntervalChoice {
+  readonly intervalMs: number;
+  readonly evidence: ChangeEvidence;
+  /** Its bucket in the site's rate histogram; -1: none. */
+  readonly bucket: number;
+}
+
+/** The site states the planner keeps its rate fields in (SitePolicy). */
+export interface SiteRates {
+  ratesOf(site: string): SiteState;
+  ratesChanged(site: string): void;
+}
+
+/** Site evidence decays slower than a URL's: it sums all of the site's pages. */
+const SITE_DECAY = 0.995;
+/** The site's evidence weighs as much as this many of a URL's own observations. */
+const PRIOR_WEIGHT = 2;
+/** A URL's interval grows to at most this many times the time its evidence has watched it. */
+const GROWTH = 2;
+/** A site's price is solved again after this many changes to its histogram (or when its budget changes). */
+const PRICE_REUSE = 16;
+/** Sites whose price is remembered. */
+const PRICE_CACHE = 10_000;
+
+interface CachedPrice {
+  price: number;
+  budgetPerMs: number;
+  uses: number;
+}
+
+/**
+ * Chooses each fetched URL's next interval. Policy `optimal`: the URL's change rate is
+ * estimated from its revisits (change-rate.ts), with its site's evidence as the prior (a new page
+ * starts from what its site's pages do), and the interval is the staleness-optimal one at its
+ * site's price (refetch-policy.ts): the site's pages together want at most `budgetPerMs` fetches,
+ * the share of the host's politeness capacity revisits get. Sitemaps and feeds are polled at their
+ * own estimated rate (about one poll per change), within their lane. Policy `adaptive`: the
+ * halve/grow rule (recrawl-interval.ts `nextInterval`).
+ *
+ * Owns a cache of site prices only; the histogram and evidence live in the site states.
+ */
+export class RefetchPlanner {
+  private readonly prices = new Map<string, CachedPrice>();
+
+  constructor(
+    private readonly config: CrawlConfig,
+    private readonly sites: SiteRates,
+  ) {}
+
+  /**
+   * The next interval of `page`'s URL after a visit that found `changed` (`previous`: its
+   * history, undefined on a first visit); `importance` ≤ 1 (recrawl-interval.ts) makes it sooner.
+   * `budgetPerMs`: revisit fetches per ms the page's host can take. Updates the site's histogram
+   * and evidence.
+   */
+  plan(
+    page: PageRecord,
+    previous: UrlHistory | undefined,
+    changed: boolean,
+    importance: number,
+    budgetPerMs: number,
+  ): IntervalChoice {
+    const kind = page.kind ?? 'PAGE';
+    const bounds = intervalBounds(kind, this.config);
+    const observed = previous === undefined ? undefined : page.fetchTime - previous.lastFetch;
+    const own = previous === undefined ? NO_EVIDENCE : observe(evidenceOf(previous), observed!, changed);
+    if (this.config.recrawlPolicy === 'adaptive') {
+      const intervalMs =
+        previous === undefined
+          ? firstInterval(kind, this.config)
+          : nextInterval(previous.intervalMs, changed, kind, this.config);
+      return { intervalMs, evidence: own, bucket: -1 };
+    }
+    if (kind !== 'PAGE') {
+      const rate = changeRate(own);
+      const wanted = rate === undefined ? firstInterval(kind, this.config) : rate === 0 ? bounds.max : 1 / rate;
+      return { intervalMs: grown(wanted, own, bounds), evidence: own, bucket: -1 };
+    }
+    const state = this.sites.ratesOf(page.site);
+    if (observed !== undefined) noteSite(state, observed, changed);
+    const prior = siteEvidence(state);
+    const rate = changeRate(withPrior(own, prior, PRIOR_WEIGHT));
+    const bucket = rate === undefined ? -1 : rateBucket(rate);
+    moveBucket(state, previous?.rateBucket ?? -1, bucket);
+    this.sites.ratesChanged(page.site);
+    if (rate === undefined) return { intervalMs: firstInterval(kind, this.config), evidence: own, bucket };
+    const price = this.price(page.site, state, budgetPerMs, bounds);
+    const wanted = optimalInterval(rate, price, bounds, 1 / importance);
+    return { intervalMs: previous === undefined ? wanted : grown(wanted, own, bounds), evidence: own, bucket };
+  }
+
+  private price(site: string, state: SiteState, budgetPerMs: number, bounds: { min: number; max: number }): number {
+    const cached = this.prices.get(site);
+    if (cached !== undefined && cached.budgetPerMs === budgetPerMs && ++cached.uses < PRICE_REUSE) return cached.price;
+    const price = solvePrice(state.changeRates ?? [], budgetPerMs, bounds);
+    if (cached === undefined && this.prices.size >= PRICE_CACHE) this.prices.delete(this.prices.keys().next().value!);
+    this.prices.delete(site);
+    this.prices.set(site, { price, budgetPerMs, uses: 0 });
+    return price;
+  }
+}
+
+/** A URL's own evidence as its history holds it. */
+export function evidenceOf(h: UrlHistory): ChangeEvidence {
+  return { visits: h.rateVisits ?? 0, changes: h.rateChanges ?? 0, exposureMs: h.rateExposureMs ?? 0 };
+}
+
+function siteEvidence(s: SiteState): ChangeEvidence | undefined {
+  const visits = s.rateVisits ?? 0;
+  if (visits <= 0) return undefined;
+  return { visits, changes: s.rateChanges ?? 0, exposureMs: s.rateExposureMs ?? 0 };
+}
+
+function noteSite(s: SiteState, observedMs: number, changed: boolean): void {
+  const e = observe(siteEvidence(s) ?? NO_EVIDENCE, observedMs, changed, SITE_DECAY);
+  s.rateVisits = e.visits;
+  s.rateChanges = e.changes;
+  s.rateExposureMs = e.exposureMs;
+}
+
+function moveBucket(s: SiteState, from: number, to: number): void {
+  if (from === to) return;
+  const counts = s.changeRates ?? [];
+  if (counts.length < RATE_BUCKETS) for (let b = counts.length; b < RATE_BUCKETS; b++) counts.push(0);
+  if (from >= 0 && counts[from]! > 0) counts[from]!--;
+  if (to >= 0) counts[to]!++;
+  s.changeRates = counts;
+}
+
+/**
+ * `wanted`, but no longer than GROWTH × the time the URL's evidence has watched it (so one
+ * unchanged revisit does not send a page to --recrawl-max), within `bounds`.
+ */
+function grown(wanted: number, own: ChangeEvidence, bounds: { min: number; max: number }): number {
+  const cap = own.visits > 0 ? Math.max(bounds.min, GROWTH * own.exposureMs) : bounds.max;
+  return Math.min(bounds.max, Math.max(bounds.min, Math.min(wanted, cap)));
+}
