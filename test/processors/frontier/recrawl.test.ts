@@ -2,7 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { TOPICS } from '../../../topology/crawl-topology.js';
-import type { FetchRequest, FetchResult, LinkBatch, PageRecord } from '../../../schemas/types.js';
+import type { FetchRequest, FetchResult, LinkBatch, PageRecord, UrlHistory } from '../../../schemas/types.js';
+import type { KeyValueStore } from '../../../state/state-store.js';
+import { HISTORY_STORE } from '../../../processors/frontier/frontier-stores.js';
 import { fetchResultFor } from './fake-fetcher.js';
 import { FrontierHarness } from './frontier-harness.js';
 
@@ -286,6 +288,65 @@ test('with --no-sitemaps a robots.txt Sitemap: line is not followed', async () =
       h.requests.map((r) => r.kind),
       ['ROBOTS', 'PAGE'],
     );
+  } finally {
+    await h.close();
+  }
+});
+
+test('--recrawl-policy optimal: a page seen changing comes back soon while its host has budget; one seen unchanged waits longer, at most twice what was watched', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    const first = await firstVisit(h);
+    // first interval: √(10 s × 600 s) ≈ 77.5 s, as with no evidence there is nothing better
+    const a = await visit(h, first, 200, {}, 200_000);
+    assert.ok(a.at - a.fetchedAt >= 77_000 && a.at - a.fetchedAt <= 80_000, `after ${a.at - a.fetchedAt} ms`);
+    // unchanged (a 304): no change seen in ~79 s, so the interval is twice what was watched: ~158 s
+    const b = await visit(h, a.next!, 304, { notModified: true, payloadDigest: null, etag: null }, 400_000);
+    assert.ok(b.at - b.fetchedAt >= 154_000 && b.at - b.fetchedAt <= 163_000, `after ${b.at - b.fetchedAt} ms`);
+    // changed: one page alone on its host fits its budget (half of a fetch a second), so it is
+    // fetched OVERPOLL (16) times per expected change: one change in ~240 s watched (with its
+    // site's prior, the same evidence) estimates a period of ~200 s, so ~12.5 s
+    const c = await visit(
+      h,
+      b.next!,
+      200,
+      { payloadDigest: 'sha1:BBBB', simhash: Buffer.from('000000000000ff00', 'hex') },
+      400_000,
+    );
+    assert.ok(c.at - c.fetchedAt >= 11_000 && c.at - c.fetchedAt <= 16_000, `after ${c.at - c.fetchedAt} ms`);
+    // the history keeps the evidence: two revisits observed (the older weighing 0.9), one change
+    const history = (h.task.stores.get(HISTORY_STORE) as KeyValueStore<Buffer, UrlHistory>).range(
+      Buffer.alloc(0),
+      Buffer.alloc(9, 0xff),
+    );
+    const kept = [...history][0]![1];
+    assert.ok(Math.abs(kept.rateVisits! - 1.9) < 1e-9 && kept.rateChanges === 1, JSON.stringify(kept));
+    assert.ok(kept.rateBucket! > 0);
+  } finally {
+    await h.close();
+  }
+});
+
+test('--recrawl-policy optimal: a page that never changes lengthens to --recrawl-max', async () => {
+  const h = await FrontierHarness.open(config);
+  try {
+    let r = await firstVisit(h);
+    const gaps: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const v = await visit(h, r, 200, {}, 700_000);
+      assert.ok(v.next, `no revisit after visit ${i + 1}`);
+      gaps.push(Math.round((v.at - v.fetchedAt) / 1000));
+      r = v.next;
+    }
+    // 77.5 s, then twice the time watched (decayed: change-rate.ts EVIDENCE_DECAY) up to the
+    // 600 s cap: about 155 s, 460 s, 600 s, 600 s (each gap a second or two after its due time)
+    let watched = 0;
+    for (let i = 0; i < gaps.length; i++) {
+      const due = i === 0 ? 77.5 : Math.min(600, 2 * watched);
+      assert.ok(gaps[i]! >= due - 1 && gaps[i]! <= due + 4, `gap ${i + 1} of ${gaps.join(', ')} s, due after ${due} s`);
+      watched = watched * 0.9 + gaps[i]!;
+    }
+    assert.equal(gaps.at(-1)! >= 600, true);
   } finally {
     await h.close();
   }
