@@ -341,6 +341,16 @@ export interface SiteState {
   rateVisits?: number;
   rateChanges?: number;
   rateExposureMs?: number;
+  /** Per-template evidence, the busiest templates only. Added later, default []. */
+  templateRates?: TemplateRate[];
+}
+
+/** A URL template's decayed revisit evidence (SiteState.templateRates). */
+export interface TemplateRate {
+  key: number;
+  visits: number;
+  changes: number;
+  exposureMs: number;
 }
 
 export interface TemplateCount {

@@ -1,8 +1,10 @@
-import type { PageRecord, SiteState, UrlHistory } from '../../schemas/types.js';
+import type { PageRecord, SiteState, TemplateRate, UrlHistory } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { changeRate, NO_EVIDENCE, observe, withPrior, type ChangeEvidence } from './change-rate.js';
 import { firstInterval, intervalBounds, nextInterval } from './recrawl-interval.js';
 import { optimalInterval, rateBucket, RATE_BUCKETS, solvePrice } from './refetch-policy.js';
+import { skeletonKeyOf, templateKeyOf } from './url-templates.js';
+import { urlShape } from './url-shape.js';
 
 /** What a visit decides for its URL's history. */
 export interface IntervalChoice {
@@ -22,6 +24,10 @@ export interface SiteRates {
 const SITE_DECAY = 0.995;
 /** The site's evidence weighs as much as this many of a URL's own observations. */
 const PRIOR_WEIGHT = 2;
+/** A template's evidence is its pages' prior (rather than the site's) once it weighs this many visits. */
+const TEMPLATE_EVIDENCE = 3;
+/** Templates whose evidence a site keeps. */
+export const TEMPLATE_RATE_SLOTS = 16;
 /** A URL's interval grows to at most this many times the time its evidence has watched it. */
 const GROWTH = 2;
 /** A site's price is solved again after this many changes to its histogram (or when its budget changes). */
@@ -37,8 +43,9 @@ interface CachedPrice {
 
 /**
  * Chooses each fetched URL's next interval. Policy `optimal`: the URL's change rate is
- * estimated from its revisits (change-rate.ts), with its site's evidence as the prior (a new page
- * starts from what its site's pages do), and the interval is the staleness-optimal one at its
+ * estimated from its revisits (change-rate.ts), with its URL template's evidence as the prior
+ * once the template has some, else its site's (a new page starts from what pages like it do),
+ * and the interval is the staleness-optimal one at its
  * site's price (refetch-policy.ts): the site's pages together want at most `budgetPerMs` fetches,
  * the share of the host's politeness capacity revisits get. Sitemaps and feeds are polled at their
  * own estimated rate (about one poll per change), within their lane. Policy `adaptive`: the
@@ -84,8 +91,9 @@ export class RefetchPlanner {
       return { intervalMs: grown(wanted, own, bounds), evidence: own, bucket: -1 };
     }
     const state = this.sites.ratesOf(page.site);
-    if (observed !== undefined) noteSite(state, observed, changed);
-    const prior = siteEvidence(state);
+    const template = templateRate(state, page.url, observed !== undefined);
+    if (observed !== undefined) noteSite(state, template, observed, changed);
+    const prior = template !== undefined && template.visits >= TEMPLATE_EVIDENCE ? template : siteEvidence(state);
     const rate = changeRate(withPrior(own, prior, PRIOR_WEIGHT));
     const bucket = rate === undefined ? -1 : rateBucket(rate);
     moveBucket(state, previous?.rateBucket ?? -1, bucket);
@@ -118,11 +126,41 @@ function siteEvidence(s: SiteState): ChangeEvidence | undefined {
   return { visits, changes: s.rateChanges ?? 0, exposureMs: s.rateExposureMs ?? 0 };
 }
 
-function noteSite(s: SiteState, observedMs: number, changed: boolean): void {
+function noteSite(s: SiteState, template: TemplateRate | undefined, observedMs: number, changed: boolean): void {
   const e = observe(siteEvidence(s) ?? NO_EVIDENCE, observedMs, changed, SITE_DECAY);
   s.rateVisits = e.visits;
   s.rateChanges = e.changes;
   s.rateExposureMs = e.exposureMs;
+  if (template === undefined) return;
+  const t = observe(template, observedMs, changed, SITE_DECAY);
+  template.visits = t.visits;
+  template.changes = t.changes;
+  template.exposureMs = t.exposureMs;
+}
+
+/**
+ * The evidence of `url`'s template on its site (the template key, or for a hand-named URL its
+ * skeleton's), undefined for a site's root. With `create`, a template not yet tracked takes a
+ * slot: a free one, or the least-visited one's when all TEMPLATE_RATE_SLOTS are taken.
+ */
+function templateRate(s: SiteState, url: string, create: boolean): TemplateRate | undefined {
+  const shape = urlShape(url);
+  if (shape === undefined) return undefined;
+  const key = templateKeyOf(shape.host, shape) ?? skeletonKeyOf(shape.host, shape);
+  if (key === undefined) return undefined;
+  const table = (s.templateRates ??= []);
+  let least: TemplateRate | undefined;
+  for (const t of table) {
+    if (t.key === key) return t;
+    if (least === undefined || t.visits < least.visits) least = t;
+  }
+  if (!create) return undefined;
+  if (table.length < TEMPLATE_RATE_SLOTS || least === undefined) {
+    const fresh = { key, visits: 0, changes: 0, exposureMs: 0 };
+    table.push(fresh);
+    return fresh;
+  }
+  return Object.assign(least, { key, visits: 0, changes: 0, exposureMs: 0 });
 }
 
 function moveBucket(s: SiteState, from: number, to: number): void {

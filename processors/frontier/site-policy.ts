@@ -29,7 +29,12 @@ const SITE_CACHE_BYTES = 32 * 2 ** 20;
 
 /** About what a decoded SiteState holds in RAM. */
 function siteStateBytes(site: string, s: SiteState): number {
-  let n = 160 + 2 * site.length + 48 * s.templates.length + 8 * (s.changeRates?.length ?? 0);
+  let n =
+    160 +
+    2 * site.length +
+    48 * s.templates.length +
+    8 * (s.changeRates?.length ?? 0) +
+    64 * (s.templateRates?.length ?? 0);
   for (const from of s.linkingSites) n += 32 + 2 * from.length;
   return n;
 }
@@ -96,6 +101,7 @@ export class SitePolicy {
       rateVisits: 0,
       rateChanges: 0,
       rateExposureMs: 0,
+      templateRates: [],
     };
     this.recent.set(site, state);
     return state;

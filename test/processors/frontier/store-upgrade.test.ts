@@ -38,7 +38,7 @@ test('a URL history written before the change-rate fields is read whole, with no
   assert.deepEqual({ ...serde.deserialize(serde.serialize(now)) }, now);
 });
 
-test('a site state written before overrides, cycles or change rates is read whole, at their defaults', () => {
+test('a site state written before overrides, cycles, change rates or template rates is read whole, at their defaults', () => {
   const base = {
     site: 'a.test',
     admitted: 4,
@@ -58,12 +58,13 @@ test('a site state written before overrides, cycles or change rates is read whol
     rateVisits: 0,
     rateChanges: 0,
     rateExposureMs: 0,
+    templateRates: [],
   };
-  // before the change-rate fields (4), and before cycleStartedAt (5) and overrides (6) too
-  for (const dropped of [4, 5, 6]) {
+  // before the template rates (1), the change-rate fields (5), and before cycleStartedAt (6) and overrides (7) too
+  for (const dropped of [1, 5, 6, 7]) {
     const written = { ...base, overrides: null, cycleStartedAt: 99 };
     const read = serde.deserialize(olderType('SiteState', dropped).toBuffer(written));
-    const expected = { ...written, ...defaults, ...(dropped === 4 ? { cycleStartedAt: 99 } : {}) };
+    const expected = { ...written, ...defaults, ...(dropped <= 5 ? { cycleStartedAt: 99 } : {}) };
     assert.deepEqual(JSON.parse(JSON.stringify(read)), JSON.parse(JSON.stringify(expected)), `dropped ${dropped}`);
   }
   assert.throws(() => serde.deserialize(Buffer.from([1, 2, 3])));
