@@ -47,9 +47,15 @@ export interface FreshWebOptions {
   seed?: number;
   /** Epoch ms of web time 0, rounded down to a whole second. Default: now. */
   epoch?: number;
-  /** 1 to 4; default 3. */
+  /**
+   * 1 to 100; default 3. The first four are `news`, `shop`, `docs` and `wiki.fresh.test`, then
+   * `site5.fresh.test`, `site6.fresh.test`, ….
+   */
   hosts?: number;
-  /** Linked pages per host by class (the home page is one more, `slow`). Default 2 fast, 2 slow, 3 never, 1 cosmetic. */
+  /**
+   * Linked pages per host by class (the home page is one more, `slow`). Default 2 fast, 2 slow,
+   * 3 never, 1 cosmetic. With `sitemapOnly`, at most 100 pages a host besides its home.
+   */
   perHost?: Partial<Record<ChangeClass, number>>;
   /** Pages per host listed only in a sitemap (classes never, slow, never, …). Default 3. */
   sitemapOnly?: number;
@@ -76,8 +82,12 @@ export interface FreshLayout {
   readonly feedSize: number;
 }
 
-const HOSTS = ['news.fresh.test', 'shop.fresh.test', 'docs.fresh.test', 'wiki.fresh.test'];
+const NAMED_HOSTS = ['news.fresh.test', 'shop.fresh.test', 'docs.fresh.test', 'wiki.fresh.test'];
+// every home page links every other one: 100 hosts is 99 links to other hosts a home page
+const MAX_HOSTS = 100;
 const WORDS = ['river', 'stone', 'maple', 'harbor', 'lantern', 'meadow', 'copper', 'willow', 'summit', 'falcon'];
+// pageName gives this many distinct names
+const MAX_PAGES_PER_HOST = WORDS.length * WORDS.length;
 // about one fast page in six and one never page in eight send no validators; the rest mostly both
 const VALIDATOR_CYCLE: Record<ChangeClass, readonly Validators[]> = {
   fast: ['both', 'etag', 'last-modified', 'both', 'both', 'none'],
@@ -100,19 +110,29 @@ function range(name: string, value: readonly [number, number]): readonly [number
   return value;
 }
 
+/** The name of the i-th host (from 0): four named ones, then `site5.fresh.test`, …. */
+function hostName(i: number): string {
+  return NAMED_HOSTS[i] ?? `site${i + 1}.fresh.test`;
+}
+
 /** Validates the options and lays the web out; equal options give equal layouts. */
 export function freshLayout(options: FreshWebOptions = {}): FreshLayout {
   const seed = options.seed ?? 1;
   const hostCount = wholeSeconds('hosts', options.hosts ?? 3, 1);
-  if (hostCount > HOSTS.length) throw new InvalidOptionError(`hosts must be at most ${HOSTS.length}, got ${hostCount}`);
+  if (hostCount > MAX_HOSTS) throw new InvalidOptionError(`hosts must be at most ${MAX_HOSTS}, got ${hostCount}`);
   const fast = range('fastSec', options.fastSec ?? [15, 30]);
   const slow = range('slowSec', options.slowSec ?? [120, 300]);
   const perHost: Record<ChangeClass, number> = { fast: 2, slow: 2, never: 3, cosmetic: 1, ...options.perHost };
   for (const cls of CHANGE_CLASSES) wholeSeconds(`perHost.${cls}`, perHost[cls], 0);
   const sitemapOnly = wholeSeconds('sitemapOnly', options.sitemapOnly ?? 3, 0);
+  const perHostTotal = CHANGE_CLASSES.reduce((sum, cls) => sum + perHost[cls], sitemapOnly);
+  if (perHostTotal > MAX_PAGES_PER_HOST)
+    throw new InvalidOptionError(
+      `perHost and sitemapOnly must add up to at most ${MAX_PAGES_PER_HOST} pages a host (the distinct page names), got ${perHostTotal}`,
+    );
   const random = seededRandom(seed);
   const counters: Record<ChangeClass, number> = { fast: 0, slow: 0, never: 0, cosmetic: 0 };
-  const hosts = HOSTS.slice(0, hostCount);
+  const hosts = Array.from({ length: hostCount }, (_, i) => hostName(i));
   const pages: FreshPage[] = [];
   for (const host of hosts) {
     const add = (path: string, changeClass: ChangeClass, reach: Reach, sitemap: SitemapChild): void => {
