@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidOptionError } from '../../core/errors.js';
-import { freshLayout, type FreshWebOptions } from '../../synthetic-web/fresh-schedule.js';
+import { changesBetween, freshLayout, versionAt, type FreshWebOptions } from '../../synthetic-web/fresh-schedule.js';
 import { freshWeb } from '../../synthetic-web/fresh-web.js';
 
 const refused = (options: FreshWebOptions, message: string): void =>
@@ -75,4 +75,47 @@ test('host counts and page counts are checked, with the value refused in the mes
   refused({ hosts: 101 }, 'hosts must be at most 100, got 101');
   refused({ perHost: { never: -1 } }, 'perHost.never must be an integer ≥ 0, got -1');
   refused({ sitemapOnly: 1.5 }, 'sitemapOnly must be an integer ≥ 0, got 1.5');
+});
+
+// seed 6 gives this one-host web's bursty page phase 10: bursts at 60, 65, 70; 110, 115, 120; …
+const bursty = freshLayout({
+  seed: 6,
+  hosts: 1,
+  perHost: { fast: 0, slow: 0, never: 0, cosmetic: 0, bursty: 1 },
+  sitemapOnly: 0,
+  burstySec: [50, 50],
+  burstChanges: 3,
+  burstGapSec: 5,
+}).pages.find((p) => p.changeClass === 'bursty')!;
+
+test('a bursty page changes burstChanges times burstGapSec apart at the start of each cycle, then stays quiet', () => {
+  assert.deepEqual([bursty.periodSec, bursty.phaseSec, bursty.burst], [50, 10, { changes: 3, gapSec: 5 }]);
+  assert.deepEqual(changesBetween(bursty, [], 0, 170), [60, 65, 70, 110, 115, 120, 160, 165, 170]);
+  assert.deepEqual(changesBetween(bursty, [], 62, 112), [65, 70, 110], 'from inside a burst');
+  assert.deepEqual(changesBetween(bursty, [], 70, 109), [], 'between bursts');
+  assert.deepEqual(changesBetween(bursty, [90], 60, 110), [65, 70, 90, 110], 'with a bump');
+  assert.deepEqual(versionAt(bursty, [], 69), { version: 2, sinceSec: 65 });
+  assert.deepEqual(versionAt(bursty, [], 109), { version: 3, sinceSec: 70 });
+});
+
+test('bursty pages take their cycle from burstySec and a burst of 4 changes 5 s apart by default; no other page has a burst', () => {
+  assert.ok(freshLayout({ seed: 6, hosts: 4 }).pages.every((p) => p.burst === undefined));
+  const layout = freshLayout({ hosts: 2, perHost: { bursty: 2 } });
+  const pages = layout.pages.filter((p) => p.changeClass === 'bursty');
+  assert.equal(pages.length, 4);
+  for (const p of pages) {
+    assert.deepEqual(p.burst, { changes: 4, gapSec: 5 });
+    assert.ok(p.periodSec >= 120 && p.periodSec <= 300 && p.phaseSec < p.periodSec);
+  }
+});
+
+test('burst options are checked: a burst must end before the next one begins', () => {
+  refused({ burstChanges: 0 }, 'burstChanges must be an integer ≥ 1, got 0');
+  refused({ burstGapSec: 0.5 }, 'burstGapSec must be an integer ≥ 1, got 0.5');
+  refused({ burstySec: [60, 30] }, 'burstySec[1] must be an integer ≥ 60, got 30');
+  refused(
+    { burstySec: [15, 40], burstChanges: 4, burstGapSec: 5 },
+    'a burst, (burstChanges − 1) × burstGapSec = 15 s, must end before the next begins: burstySec[0] must be > 15, got 15',
+  );
+  assert.doesNotThrow(() => freshLayout({ burstySec: [16, 40], burstChanges: 4, burstGapSec: 5 }));
 });
