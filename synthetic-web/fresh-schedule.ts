@@ -9,12 +9,15 @@ import { seededRandom } from './seeded-random.js';
  */
 
 /**
- * How a page's meaningful content changes: `fast` and `slow` every `periodSec`; `never`; and
+ * How a page's meaningful content changes: `fast` and `slow` every `periodSec`; `never`;
  * `cosmetic`, whose meaningful content never changes but whose bytes do (a timestamp and a
- * rotating ad line, every `cosmeticSec`).
+ * rotating ad line, every `cosmeticSec`); and `bursty`, a burst of `burst.changes` changes
+ * `burst.gapSec` apart every `periodSec`, quiet in between (a story being edited, then left).
  */
-export type ChangeClass = 'fast' | 'slow' | 'never' | 'cosmetic';
-export const CHANGE_CLASSES: readonly ChangeClass[] = ['fast', 'slow', 'never', 'cosmetic'];
+export type ChangeClass = 'fast' | 'slow' | 'never' | 'cosmetic' | 'bursty';
+// bursty last: a host's pages are laid out in this order, so layouts without bursty pages are
+// those of the web before it had them
+export const CHANGE_CLASSES: readonly ChangeClass[] = ['fast', 'slow', 'never', 'cosmetic', 'bursty'];
 
 /** Which validators a page's 200 carries: both, one, or none (such a page can never answer 304). */
 export type Validators = 'both' | 'etag' | 'last-modified' | 'none';
@@ -30,10 +33,18 @@ export interface FreshPage {
   /** Path without query. */
   readonly path: string;
   readonly changeClass: ChangeClass;
-  /** Seconds between meaningful changes; Infinity for `never` and `cosmetic`. */
+  /** Seconds between meaningful changes (of a `bursty` page: between bursts); Infinity for `never` and `cosmetic`. */
   readonly periodSec: number;
-  /** The k-th scheduled change (k ≥ 1) is at `phaseSec + k * periodSec`; 0 ≤ phaseSec < periodSec. */
+  /**
+   * The k-th scheduled change (k ≥ 1) is at `phaseSec + k * periodSec`; a `bursty` page's k-th
+   * burst starts there. 0 ≤ phaseSec < periodSec.
+   */
   readonly phaseSec: number;
+  /**
+   * `bursty` pages only: the k-th burst's changes are at `phaseSec + k * periodSec + j * gapSec`
+   * for j from 0 to `changes − 1`; a burst ends before the next begins.
+   */
+  readonly burst?: { readonly changes: number; readonly gapSec: number };
   readonly validators: Validators;
   readonly reach: Reach;
   /** Undefined for feed items, which no sitemap lists. */
@@ -47,9 +58,15 @@ export interface FreshWebOptions {
   seed?: number;
   /** Epoch ms of web time 0, rounded down to a whole second. Default: now. */
   epoch?: number;
-  /** 1 to 4; default 3. */
+  /**
+   * 1 to 100; default 3. The first four are `news`, `shop`, `docs` and `wiki.fresh.test`, then
+   * `site5.fresh.test`, `site6.fresh.test`, ….
+   */
   hosts?: number;
-  /** Linked pages per host by class (the home page is one more, `slow`). Default 2 fast, 2 slow, 3 never, 1 cosmetic. */
+  /**
+   * Linked pages per host by class (the home page is one more, `slow`). Default 2 fast, 2 slow,
+   * 3 never, 1 cosmetic, 0 bursty. With `sitemapOnly`, at most 100 pages a host besides its home.
+   */
   perHost?: Partial<Record<ChangeClass, number>>;
   /** Pages per host listed only in a sitemap (classes never, slow, never, …). Default 3. */
   sitemapOnly?: number;
@@ -57,6 +74,12 @@ export interface FreshWebOptions {
   fastSec?: readonly [number, number];
   /** Inclusive range of slow periods, whole seconds. Default [120, 300]. */
   slowSec?: readonly [number, number];
+  /** Inclusive range of the seconds from one burst's start to the next's, whole seconds. Default [120, 300]. */
+  burstySec?: readonly [number, number];
+  /** Meaningful changes in one burst. Default 4. */
+  burstChanges?: number;
+  /** Seconds between the changes of one burst; a burst must end before `burstySec[0]`. Default 5. */
+  burstGapSec?: number;
   /** A cosmetic page's bytes change every this many seconds. Default 5. */
   cosmeticSec?: number;
   /** A new feed item every this many seconds, the first at `feedSec`. Default 30. */
@@ -76,14 +99,19 @@ export interface FreshLayout {
   readonly feedSize: number;
 }
 
-const HOSTS = ['news.fresh.test', 'shop.fresh.test', 'docs.fresh.test', 'wiki.fresh.test'];
+const NAMED_HOSTS = ['news.fresh.test', 'shop.fresh.test', 'docs.fresh.test', 'wiki.fresh.test'];
+// every home page links every other one: 100 hosts is 99 links to other hosts a home page
+const MAX_HOSTS = 100;
 const WORDS = ['river', 'stone', 'maple', 'harbor', 'lantern', 'meadow', 'copper', 'willow', 'summit', 'falcon'];
+// pageName gives this many distinct names
+const MAX_PAGES_PER_HOST = WORDS.length * WORDS.length;
 // about one fast page in six and one never page in eight send no validators; the rest mostly both
 const VALIDATOR_CYCLE: Record<ChangeClass, readonly Validators[]> = {
   fast: ['both', 'etag', 'last-modified', 'both', 'both', 'none'],
   slow: ['both', 'last-modified', 'etag', 'both'],
   never: ['both', 'etag', 'last-modified', 'both', 'both', 'both', 'both', 'none'],
   cosmetic: ['both'],
+  bursty: ['both', 'last-modified', 'etag', 'both'],
 };
 const SITEMAP_ONLY_CLASSES: readonly ChangeClass[] = ['never', 'slow'];
 const CHILDREN: readonly SitemapChild[] = ['xml', 'gz', 'txt'];
@@ -100,29 +128,60 @@ function range(name: string, value: readonly [number, number]): readonly [number
   return value;
 }
 
+/** The name of the i-th host (from 0): four named ones, then `site5.fresh.test`, …. */
+function hostName(i: number): string {
+  return NAMED_HOSTS[i] ?? `site${i + 1}.fresh.test`;
+}
+
 /** Validates the options and lays the web out; equal options give equal layouts. */
 export function freshLayout(options: FreshWebOptions = {}): FreshLayout {
   const seed = options.seed ?? 1;
   const hostCount = wholeSeconds('hosts', options.hosts ?? 3, 1);
-  if (hostCount > HOSTS.length) throw new InvalidOptionError(`hosts must be at most ${HOSTS.length}, got ${hostCount}`);
-  const fast = range('fastSec', options.fastSec ?? [15, 30]);
-  const slow = range('slowSec', options.slowSec ?? [120, 300]);
-  const perHost: Record<ChangeClass, number> = { fast: 2, slow: 2, never: 3, cosmetic: 1, ...options.perHost };
+  if (hostCount > MAX_HOSTS) throw new InvalidOptionError(`hosts must be at most ${MAX_HOSTS}, got ${hostCount}`);
+  const bursty = range('burstySec', options.burstySec ?? [120, 300]);
+  const periods: Partial<Record<ChangeClass, readonly [number, number]>> = {
+    fast: range('fastSec', options.fastSec ?? [15, 30]),
+    slow: range('slowSec', options.slowSec ?? [120, 300]),
+    bursty,
+  };
+  const burst = {
+    changes: wholeSeconds('burstChanges', options.burstChanges ?? 4, 1),
+    gapSec: wholeSeconds('burstGapSec', options.burstGapSec ?? 5, 1),
+  };
+  const burstSpan = (burst.changes - 1) * burst.gapSec;
+  if (burstSpan >= bursty[0])
+    throw new InvalidOptionError(
+      `a burst, (burstChanges − 1) × burstGapSec = ${burstSpan} s, must end before the next begins: burstySec[0] must be > ${burstSpan}, got ${bursty[0]}`,
+    );
+  const perHost: Record<ChangeClass, number> = {
+    fast: 2,
+    slow: 2,
+    never: 3,
+    cosmetic: 1,
+    bursty: 0,
+    ...options.perHost,
+  };
   for (const cls of CHANGE_CLASSES) wholeSeconds(`perHost.${cls}`, perHost[cls], 0);
   const sitemapOnly = wholeSeconds('sitemapOnly', options.sitemapOnly ?? 3, 0);
+  const perHostTotal = CHANGE_CLASSES.reduce((sum, cls) => sum + perHost[cls], sitemapOnly);
+  if (perHostTotal > MAX_PAGES_PER_HOST)
+    throw new InvalidOptionError(
+      `perHost and sitemapOnly must add up to at most ${MAX_PAGES_PER_HOST} pages a host (the distinct page names), got ${perHostTotal}`,
+    );
   const random = seededRandom(seed);
-  const counters: Record<ChangeClass, number> = { fast: 0, slow: 0, never: 0, cosmetic: 0 };
-  const hosts = HOSTS.slice(0, hostCount);
+  const counters: Record<ChangeClass, number> = { fast: 0, slow: 0, never: 0, cosmetic: 0, bursty: 0 };
+  const hosts = Array.from({ length: hostCount }, (_, i) => hostName(i));
   const pages: FreshPage[] = [];
   for (const host of hosts) {
     const add = (path: string, changeClass: ChangeClass, reach: Reach, sitemap: SitemapChild): void => {
-      const between = changeClass === 'fast' ? fast : changeClass === 'slow' ? slow : undefined;
+      const between = periods[changeClass];
       const periodSec = between ? between[0] + Math.floor(random() * (between[1] - between[0] + 1)) : Infinity;
       const phaseSec = Number.isFinite(periodSec) ? Math.floor(random() * periodSec) : 0;
       const cycle = VALIDATOR_CYCLE[changeClass];
       const validators =
         reach === 'linked' && path !== '/' ? cycle[counters[changeClass]++ % cycle.length]! : ('both' as const);
-      pages.push({ host, path, changeClass, periodSec, phaseSec, validators, reach, sitemap, bornSec: 0 });
+      const page: FreshPage = { host, path, changeClass, periodSec, phaseSec, validators, reach, sitemap, bornSec: 0 };
+      pages.push(changeClass === 'bursty' ? { ...page, burst } : page);
     };
     add('/', 'slow', 'linked', 'xml');
     let n = 0;
@@ -168,15 +227,23 @@ export function feedItemsAt(layout: FreshLayout, t: number): FreshPage[] {
 }
 
 /**
- * Times of a page's meaningful changes in (after, until], ascending: its scheduled changes and
- * its bumps (`bumps`, sorted ascending), both after its birth. Times are whole seconds.
+ * Times of a page's meaningful changes in (after, until], ascending: its scheduled changes (a
+ * bursty page's bursts) and its bumps (`bumps`, sorted ascending), both after its birth. Times
+ * are whole seconds.
  */
 export function changesBetween(page: FreshPage, bumps: readonly number[], after: number, until: number): number[] {
   const out: number[] = [];
   const lo = Math.max(after, page.bornSec);
   if (Number.isFinite(page.periodSec)) {
-    const first = Math.max(1, Math.floor((lo - page.phaseSec) / page.periodSec) + 1);
-    for (let k = first; page.phaseSec + k * page.periodSec <= until; k++) out.push(page.phaseSec + k * page.periodSec);
+    // a periodic page is a burst of one change
+    const { changes, gapSec } = page.burst ?? { changes: 1, gapSec: 0 };
+    // the first cycle whose last change is after lo
+    const first = Math.max(1, Math.floor((lo - page.phaseSec - (changes - 1) * gapSec) / page.periodSec) + 1);
+    for (let k = first; page.phaseSec + k * page.periodSec <= until; k++)
+      for (let j = 0; j < changes; j++) {
+        const at = page.phaseSec + k * page.periodSec + j * gapSec;
+        if (at > lo && at <= until) out.push(at);
+      }
   }
   for (const b of bumps) if (b > lo && b <= until) out.push(b);
   return [...new Set(out)].sort((a, b) => a - b);

@@ -31,9 +31,9 @@ export { ATOM_PATH, RSS_PATH, SITEMAP_INDEX, SITEMAP_PATHS } from './fresh-conte
 /**
  * A web whose pages change over time, for testing recrawl schedules (issue #15). Hosts
  * `news.fresh.test`, `shop.fresh.test`, … each have a home page linking its pages of every change
- * class (fast, slow, never, cosmetic; see `fresh-schedule.ts`), pages listed only in a sitemap,
- * and a robots.txt naming a sitemap index whose children are a plain XML sitemap, a gzipped one
- * and a text one. The first host also serves an RSS 2.0 and an Atom feed, linked from its home
+ * class (fast, slow, never, cosmetic, bursty; see `fresh-schedule.ts`), pages listed only in a
+ * sitemap, and a robots.txt naming a sitemap index whose children are a plain XML sitemap, a
+ * gzipped one and a text one. The first host also serves an RSS 2.0 and an Atom feed, linked from its home
  * page, that gain an item every `feedSec`; an item's page is reachable only from the feeds.
  *
  * Everything served is a function of the request's time (the `start` of its log entry) minus

@@ -50,6 +50,7 @@ export interface StalenessReport {
   /** Sum of `staleSec` over the pages counted. */
   readonly totalSec: number;
   readonly pages: readonly PageStaleness[];
+  /** Every class of `CHANGE_CLASSES`, zeros for a class the counted pages lack. */
   readonly byClass: Readonly<Record<ChangeClass, ClassStaleness>>;
   /** Sum of `fetches`. */
   readonly fetches: number;

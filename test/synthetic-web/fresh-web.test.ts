@@ -242,7 +242,7 @@ describe('fresh web over http', () => {
 });
 
 test('a cosmetic page’s ticks are near-duplicates (SimHash distance ≤ 3), a fast page’s versions are not', () => {
-  for (const hosts of [1, 2, 3, 4]) {
+  for (const hosts of [1, 2, 3, 4, 12]) {
     const web = freshWeb({ hosts, epoch: 0 });
     for (const page of web.layout.pages.filter((p) => p.changeClass === 'cosmetic')) {
       const ticks = [0, 1, 2, 3].map((i) => web.htmlAt(page, i * web.layout.cosmeticSec, 80));
@@ -268,4 +268,42 @@ test('equal seeds give equal schedules, and every class, validator kind and site
   for (const v of ['both', 'etag', 'last-modified', 'none']) assert.ok(a.pages.some((p) => p.validators === v));
   for (const c of ['xml', 'gz', 'txt']) assert.ok(a.pages.some((p) => p.reach === 'sitemap' && p.sitemap === c));
   for (const p of a.pages.filter((p) => p.changeClass === 'fast')) assert.ok(p.periodSec >= 15 && p.periodSec <= 30);
+});
+
+test('a bursty page serves a new version, ETag and Last-Modified at each change of a burst, and 304s between bursts', async () => {
+  // seed 6 gives the bursty page phase 10: bursts at 60, 65, 70; 110, 115, 120
+  const web = freshWeb({
+    seed: 6,
+    hosts: 1,
+    perHost: { fast: 0, slow: 0, never: 0, cosmetic: 0, bursty: 1 },
+    sitemapOnly: 0,
+    burstySec: [50, 50],
+    burstChanges: 3,
+    burstGapSec: 5,
+  });
+  const page = web.layout.pages.find((p) => p.changeClass === 'bursty')!;
+  assert.equal(page.phaseSec, 10);
+  const server = await SyntheticWeb.start({ sites: web.sites });
+  try {
+    const etags: string[] = [];
+    for (const [t, since] of [
+      [58, 0],
+      [61, 60],
+      [66, 65],
+      [71, 70],
+    ] as const) {
+      at(web, t);
+      const reply = await get(server, page.host, page.path, etags.length > 0 ? { 'if-none-match': etags.at(-1)! } : {});
+      assert.equal(reply.status, 200, `at ${t} s`);
+      assert.equal(reply.headers['last-modified'], new Date(web.epoch + since * 1000).toUTCString());
+      etags.push(reply.headers.etag!);
+    }
+    assert.equal(new Set(etags).size, 4);
+    at(web, 105);
+    assert.equal((await get(server, page.host, page.path, { 'if-none-match': etags.at(-1)! })).status, 304);
+    at(web, 111);
+    assert.equal((await get(server, page.host, page.path, { 'if-none-match': etags.at(-1)! })).status, 200);
+  } finally {
+    await server.close();
+  }
 });

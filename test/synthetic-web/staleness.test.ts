@@ -160,3 +160,27 @@ test('fetch delays: from a time (a bump) to the page’s next fetch, and from ea
     ],
   );
 });
+
+test('a bursty page is stale from each change of a burst to its next copy, and current through the quiet between bursts', () => {
+  // seed 6 gives the bursty page phase 10: bursts at 60, 65, 70; 110, 115, 120
+  const burstyWeb = freshWeb({
+    seed: 6,
+    epoch: EPOCH,
+    hosts: 1,
+    perHost: { fast: 0, slow: 0, never: 0, cosmetic: 0, bursty: 1 },
+    sitemapOnly: 0,
+    burstySec: [50, 50],
+    burstChanges: 3,
+    burstGapSec: 5,
+    feedSec: 1000,
+  });
+  const page = burstyWeb.layout.pages.find((p) => p.changeClass === 'bursty')!;
+  assert.equal(page.phaseSec, 10);
+  const burstyLog = [entry(page, 2, 200), entry(page, 62, 200), entry(page, 100, 304), entry(page, 125, 200)];
+  const report = staleness(burstyLog, burstyWeb, { from: ms(0), to: ms(130), pages: (p) => p === page });
+  // unfetched [0,2); v1 at 60, copied at 62; v2, v3 at 65, 70, confirmed by the 304 at 100; v4..v6 from 110, copied at 125
+  const [r] = report.pages;
+  assert.deepEqual([r!.staleSec, r!.fetches, r!.notModified, r!.changes], [2 + 2 + 35 + 15, 4, 1, 6]);
+  assert.deepEqual(report.byClass.bursty, { pages: 1, staleSec: 54, fetches: 4, notModified: 1 });
+  assert.deepEqual(report.byClass.fast, { pages: 0, staleSec: 0, fetches: 0, notModified: 0 });
+});
