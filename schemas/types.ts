@@ -335,14 +335,20 @@ export interface SiteState {
   overrides?: SiteSettings | null;
   /** Epoch ms the current budget cycle began (0: before cycles). Added later, default 0. */
   cycleStartedAt: number;
-  /** Pages by change-rate bucket (refetch-policy.ts). Added later, default []. */
-  changeRates?: number[];
+  /** Per host, its pages by change-rate bucket (refetch-policy.ts). Added later, default []. */
+  hostRates?: HostRates[];
   /** The site's decayed revisit evidence (change-rate.ts), the prior of its new pages. Added later, default 0. */
   rateVisits?: number;
   rateChanges?: number;
   rateExposureMs?: number;
   /** Per-template evidence, the busiest templates only. Added later, default []. */
   templateRates?: TemplateRate[];
+}
+
+/** A host's pages by change-rate bucket (SiteState.hostRates). */
+export interface HostRates {
+  host: string;
+  counts: number[];
 }
 
 /** A URL template's decayed revisit evidence (SiteState.templateRates). */

@@ -1,8 +1,8 @@
-import type { PageRecord, SiteState, TemplateRate, UrlHistory } from '../../schemas/types.js';
+import type { HostRates, PageRecord, SiteState, TemplateRate, UrlHistory } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { changeRate, NO_EVIDENCE, observe, withPrior, type ChangeEvidence } from './change-rate.js';
 import { firstInterval, intervalBounds, nextInterval } from './recrawl-interval.js';
-import { optimalInterval, rateBucket, RATE_BUCKETS, solvePrice } from './refetch-policy.js';
+import { optimalInterval, rateBucket, RATE_BUCKETS, solvePrice, type IntervalBounds } from './refetch-policy.js';
 import { skeletonKeyOf, templateKeyOf } from './url-templates.js';
 import { urlShape } from './url-shape.js';
 
@@ -26,11 +26,13 @@ const SITE_DECAY = 0.995;
 const PRIOR_WEIGHT = 2;
 /** A template's evidence is its pages' prior (rather than the site's) once it weighs this many visits. */
 const TEMPLATE_EVIDENCE = 3;
+/** Hosts whose rate histogram a site keeps. */
+export const HOST_RATE_SLOTS = 32;
 /** Templates whose evidence a site keeps. */
 export const TEMPLATE_RATE_SLOTS = 16;
 /** A URL's interval grows to at most this many times the time its evidence has watched it. */
 const GROWTH = 2;
-/** A site's price is solved again after this many changes to its histogram (or when its budget changes). */
+/** A host's price is solved again after this many changes to its histogram (or when its budget changes). */
 const PRICE_REUSE = 16;
 /** Sites whose price is remembered. */
 const PRICE_CACHE = 10_000;
@@ -46,7 +48,7 @@ interface CachedPrice {
  * estimated from its revisits (change-rate.ts), with its URL template's evidence as the prior
  * once the template has some, else its site's (a new page starts from what pages like it do),
  * and the interval is the staleness-optimal one at its
- * site's price (refetch-policy.ts): the site's pages together want at most `budgetPerMs` fetches,
+ * host's price (refetch-policy.ts): the host's pages together want at most `budgetPerMs` fetches,
  * the share of the host's politeness capacity revisits get. Sitemaps and feeds are polled at their
  * own estimated rate (about one poll per change), within their lane. Policy `adaptive`: the
  * halve/grow rule (recrawl-interval.ts `nextInterval`).
@@ -96,21 +98,22 @@ export class RefetchPlanner {
     const prior = template !== undefined && template.visits >= TEMPLATE_EVIDENCE ? template : siteEvidence(state);
     const rate = changeRate(withPrior(own, prior, PRIOR_WEIGHT));
     const bucket = rate === undefined ? -1 : rateBucket(rate);
-    moveBucket(state, previous?.rateBucket ?? -1, bucket);
+    const counts = hostCounts(state, page.host);
+    moveBucket(counts, previous?.rateBucket ?? -1, bucket);
     this.sites.ratesChanged(page.site);
     if (rate === undefined) return { intervalMs: firstInterval(kind, this.config), evidence: own, bucket };
-    const price = this.price(page.site, state, budgetPerMs, bounds);
+    const price = this.price(page.host, counts, budgetPerMs, bounds);
     const wanted = optimalInterval(rate, price, bounds, 1 / importance);
     return { intervalMs: previous === undefined ? wanted : grown(wanted, own, bounds), evidence: own, bucket };
   }
 
-  private price(site: string, state: SiteState, budgetPerMs: number, bounds: { min: number; max: number }): number {
-    const cached = this.prices.get(site);
+  private price(host: string, counts: readonly number[], budgetPerMs: number, bounds: IntervalBounds): number {
+    const cached = this.prices.get(host);
     if (cached !== undefined && cached.budgetPerMs === budgetPerMs && ++cached.uses < PRICE_REUSE) return cached.price;
-    const price = solvePrice(state.changeRates ?? [], budgetPerMs, bounds);
+    const price = solvePrice(counts, budgetPerMs, bounds);
     if (cached === undefined && this.prices.size >= PRICE_CACHE) this.prices.delete(this.prices.keys().next().value!);
-    this.prices.delete(site);
-    this.prices.set(site, { price, budgetPerMs, uses: 0 });
+    this.prices.delete(host);
+    this.prices.set(host, { price, budgetPerMs, uses: 0 });
     return price;
   }
 }
@@ -163,20 +166,37 @@ function templateRate(s: SiteState, url: string, create: boolean): TemplateRate 
   return Object.assign(least, { key, visits: 0, changes: 0, exposureMs: 0 });
 }
 
-function moveBucket(s: SiteState, from: number, to: number): void {
+/**
+ * The rate histogram of `host` in its site's state (RATE_BUCKETS counts); a host not yet tracked
+ * takes a slot: a free one, or the one of the host with the fewest pages when all
+ * HOST_RATE_SLOTS are taken (its pages are then priced as if alone until they come back).
+ */
+function hostCounts(s: SiteState, host: string): number[] {
+  const table = (s.hostRates ??= []);
+  let least: HostRates | undefined;
+  let leastPages = Infinity;
+  for (const h of table) {
+    if (h.host === host) return h.counts;
+    const pages = h.counts.reduce((a, b) => a + b, 0);
+    if (pages < leastPages) [least, leastPages] = [h, pages];
+  }
+  const counts = Array<number>(RATE_BUCKETS).fill(0);
+  if (table.length < HOST_RATE_SLOTS || least === undefined) table.push({ host, counts });
+  else Object.assign(least, { host, counts });
+  return counts;
+}
+
+function moveBucket(counts: number[], from: number, to: number): void {
   if (from === to) return;
-  const counts = s.changeRates ?? [];
-  if (counts.length < RATE_BUCKETS) for (let b = counts.length; b < RATE_BUCKETS; b++) counts.push(0);
   if (from >= 0 && counts[from]! > 0) counts[from]!--;
   if (to >= 0) counts[to]!++;
-  s.changeRates = counts;
 }
 
 /**
  * `wanted`, but no longer than GROWTH × the time the URL's evidence has watched it (so one
  * unchanged revisit does not send a page to --recrawl-max), within `bounds`.
  */
-function grown(wanted: number, own: ChangeEvidence, bounds: { min: number; max: number }): number {
+function grown(wanted: number, own: ChangeEvidence, bounds: IntervalBounds): number {
   const cap = own.visits > 0 ? Math.max(bounds.min, GROWTH * own.exposureMs) : bounds.max;
   return Math.min(bounds.max, Math.max(bounds.min, Math.min(wanted, cap)));
 }

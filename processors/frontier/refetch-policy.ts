@@ -1,17 +1,17 @@
 /**
- * How often to refetch a page of known change rate so that a site's pages are, on average, as
+ * How often to refetch a page of known change rate so that a host's pages are, on average, as
  * fresh as its politeness budget allows: Cho and Garcia-Molina's optimal allocation
  * ("Effective page refresh policies for web crawlers", ACM TODS 2003). A page changing at rate λ
  * (a Poisson process) and fetched every I is fresh a share F = (1 − e^{−λI}) / (λI) of the time.
- * Spending a budget of fetches per unit time over a site's pages, freshness is greatest when each
+ * Spending a budget of fetches per unit time over a host's pages, freshness is greatest when each
  * page's marginal freshness per fetch is the same price μ:
  *
  *   1 − (1 + r) e^{−r} = μλ,  r = λI
  *
  * so a page that changes faster than the price allows (μλ ≥ 1) gets the least (the longest
  * interval), not the most: chasing it would spend fetches that keep nothing fresh. The price is
- * the smallest for which the site's pages together want no more fetches than its budget
- * (`solvePrice`, over a histogram of the site's rates). When even every page at the shortest
+ * the smallest for which the host's pages together want no more fetches than its budget
+ * (`solvePrice`, over a histogram of the host's rates). When even every page at the shortest
  * interval fits, the price is 0, and OVERPOLL caps how often a page is fetched per expected
  * change.
  *

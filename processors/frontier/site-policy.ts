@@ -33,7 +33,7 @@ function siteStateBytes(site: string, s: SiteState): number {
     160 +
     2 * site.length +
     48 * s.templates.length +
-    8 * (s.changeRates?.length ?? 0) +
+    300 * (s.hostRates?.length ?? 0) +
     64 * (s.templateRates?.length ?? 0);
   for (const from of s.linkingSites) n += 32 + 2 * from.length;
   return n;
@@ -97,7 +97,7 @@ export class SitePolicy {
       overrides: null,
       templates: [],
       cycleStartedAt: 0,
-      changeRates: [],
+      hostRates: [],
       rateVisits: 0,
       rateChanges: 0,
       rateExposureMs: 0,

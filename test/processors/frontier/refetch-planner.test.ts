@@ -84,10 +84,10 @@ test("a new page starts from its URL template's evidence, not its site's, once t
     firstNews.intervalMs * 10 < firstDoc.intervalMs,
     `a new article in ${firstNews.intervalMs} ms, a new docs page in ${firstDoc.intervalMs} ms`,
   );
-  // the site's histogram counts each page once, in its rate's bucket: the eight and the two new ones
-  assert.equal(
-    state.changeRates!.reduce((a, b) => a + b, 0),
-    10,
+  // the host's histogram counts each page once, in its rate's bucket: the eight and the two new ones
+  assert.deepEqual(
+    state.hostRates!.map((h) => [h.host, h.counts.reduce((a, b) => a + b, 0)]),
+    [[SITE, 10]],
   );
 });
 
@@ -136,4 +136,45 @@ test("a feed is polled at about its own change rate; one that never changes grow
   const quiet = pollFeed(Infinity);
   assert.equal(quiet.at(-1), 600 * SECOND, `polled every ${quiet.join(', ')} ms`);
   assert.ok(quiet.indexOf(600 * SECOND) <= 3, `polled every ${quiet.join(', ')} ms`);
+});
+
+test("each host of a site spends its own budget: a busy host's pages do not slow a quiet host's", () => {
+  const s = sites();
+  const planner = new RefetchPlanner(config, s);
+  // 200 pages of www. and one of blog., all changing at every visit, visited in rounds two minutes
+  // apart: www. wants far more than its half a fetch a second, blog. far less
+  const urls = [
+    ...Array.from({ length: 200 }, (_, i) => `http://www.${SITE}/p${i}.html`),
+    `http://blog.${SITE}/post.html`,
+  ];
+  const histories = new Map<string, UrlHistory>();
+  for (let round = 0; round < 4; round++)
+    for (const url of urls) {
+      const h = histories.get(url);
+      const p = { ...page(url, 1_000_000 + round * 120 * SECOND), host: new URL(url).host };
+      const c = planner.plan(p, h, round > 0, 1, 0.5 / SECOND);
+      histories.set(url, {
+        ...(h ?? ({} as UrlHistory)),
+        url,
+        lastFetch: p.fetchTime,
+        intervalMs: c.intervalMs,
+        rateVisits: c.evidence.visits,
+        rateChanges: c.evidence.changes,
+        rateExposureMs: c.evidence.exposureMs,
+        rateBucket: c.bucket,
+      });
+    }
+  const quiet = histories.get(urls.at(-1)!)!.intervalMs;
+  const busy = urls.slice(-40, -1).map((u) => histories.get(u)!.intervalMs);
+  assert.ok(
+    quiet * 4 < Math.min(...busy),
+    `blog.'s page every ${quiet} ms, www.'s every ${Math.min(...busy)} ms or more`,
+  );
+  // and www.'s last pages together want about its budget
+  const wanted = (200 * 1000) / busy[0]!;
+  assert.ok(wanted <= 0.5 * 1.05, `www.'s pages want ${wanted.toFixed(2)} fetches/s`);
+  assert.deepEqual(
+    s.states.get(SITE)!.hostRates!.map((h) => h.host),
+    [`www.${SITE}`, `blog.${SITE}`],
+  );
 });

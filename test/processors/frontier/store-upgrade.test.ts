@@ -54,7 +54,7 @@ test('a site state written before overrides, cycles, change rates or template ra
   const defaults = {
     overrides: null,
     cycleStartedAt: 0,
-    changeRates: [],
+    hostRates: [],
     rateVisits: 0,
     rateChanges: 0,
     rateExposureMs: 0,
