@@ -220,7 +220,9 @@ function runPlanner(label: string, pop: Population, policy: 'adaptive' | 'optima
   const { choose, states, counts } = plannerChooser(pop, config, budget);
   const run = timed(() => simulate(pop, choose, options));
   const prices =
-    policy === 'optimal' ? [...states.values()].map((s) => solvePrice(s.changeRates ?? [], budget, bounds)) : [];
+    policy === 'optimal'
+      ? [...states.values()].flatMap((s) => (s.hostRates ?? []).map((h) => solvePrice(h.counts, budget, bounds)))
+      : [];
   return { label, kind: 'planner', ...run, prices, estimated: policy === 'optimal', firstAtMax: counts.firstAtMax };
 }
 

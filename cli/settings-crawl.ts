@@ -1,6 +1,7 @@
 import {
   CRAWL_CONFIG_BOUNDS,
   defaultCrawlConfig,
+  RECRAWL_OBJECTIVES,
   RECRAWL_POLICIES,
   type Bounds,
   type CrawlConfig,
@@ -242,6 +243,14 @@ export const RECRAWL_SETTINGS: readonly Setting[] = [
     values: RECRAWL_POLICIES,
     config: 'recrawlPolicy',
     help: "how revisit intervals are set: optimal (from each page's estimated change rate, within its site's politeness budget) or adaptive (shorten after a change, lengthen otherwise)",
+  },
+  {
+    name: 'recrawl-objective',
+    kind: 'string',
+    arg: 'NAME',
+    values: RECRAWL_OBJECTIVES,
+    config: 'recrawlObjective',
+    help: 'what --recrawl-policy optimal minimises: staleness (time copies are out of date) or age (how long they have been)',
   },
   {
     name: 'recrawl-shorten',

@@ -3,11 +3,13 @@ import type { WarcStoreTarget } from './warc-store-target.js';
 import { SCOPE_KINDS, UrlFilter, type ScopeKind } from './url-filters.js';
 import { DEFAULT_ACCEPT_TYPES, parseAcceptTypes } from './accept-types.js';
 import type { SiteRule } from './site-overrides.js';
+import type { RefetchObjective } from '../frontier/refetch-policy.js';
 import { CRAWL_CONFIG_BOUNDS, describeBounds, withinBounds, type Bounds } from './config-bounds.js';
 
 /** How revisit intervals are chosen: see CrawlConfig.recrawlPolicy. */
 export const RECRAWL_POLICIES = ['optimal', 'adaptive'] as const;
 export type RecrawlPolicy = (typeof RECRAWL_POLICIES)[number];
+export const RECRAWL_OBJECTIVES = ['staleness', 'age'] as const satisfies readonly RefetchObjective[];
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.
@@ -119,6 +121,8 @@ export interface CrawlConfig {
    * keep to their faster lane, [recrawlMinMs / 2, feedMaxIntervalMs].
    */
   readonly recrawlPolicy: RecrawlPolicy;
+  /** What the optimal policy minimises: `staleness` or `age` (frontier/refetch-policy.ts). */
+  readonly recrawlObjective: RefetchObjective;
   readonly recrawlMinMs: number;
   readonly recrawlMaxMs: number;
   readonly recrawlInitialMs: number;
@@ -201,6 +205,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   warcMaxFileBytes: 1024 * 1024 * 1024,
   contentTextMaxBytes: 256 * 1024,
   recrawlPolicy: 'optimal',
+  recrawlObjective: 'staleness',
   recrawlMinMs: 3_600_000,
   recrawlMaxMs: 30 * 24 * 3_600_000,
   recrawlInitialMs: 0,
@@ -260,6 +265,10 @@ export function validateCrawlConfig(partial: Partial<CrawlConfig>): CrawlConfig 
   if (!(RECRAWL_POLICIES as readonly string[]).includes(c.recrawlPolicy))
     throw new InvalidOptionError(
       `recrawl policy must be one of ${RECRAWL_POLICIES.join(', ')}, got ${JSON.stringify(c.recrawlPolicy)}`,
+    );
+  if (!(RECRAWL_OBJECTIVES as readonly string[]).includes(c.recrawlObjective))
+    throw new InvalidOptionError(
+      `recrawl objective must be one of ${RECRAWL_OBJECTIVES.join(', ')}, got ${JSON.stringify(c.recrawlObjective)}`,
     );
   new UrlFilter(c); // compiles every rule and suffix: a bad one is refused here, not mid-crawl
   return c;

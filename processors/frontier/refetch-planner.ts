@@ -2,7 +2,14 @@ import type { HostRates, PageRecord, SiteState, TemplateRate, UrlHistory } from 
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { changeRate, NO_EVIDENCE, observe, withPrior, type ChangeEvidence } from './change-rate.js';
 import { firstInterval, intervalBounds, nextInterval } from './recrawl-interval.js';
-import { optimalInterval, rateBucket, RATE_BUCKETS, solvePrice, type IntervalBounds } from './refetch-policy.js';
+import {
+  bucketRate,
+  optimalInterval,
+  rateBucket,
+  RATE_BUCKETS,
+  solvePrice,
+  type IntervalBounds,
+} from './refetch-policy.js';
 import { skeletonKeyOf, templateKeyOf } from './url-templates.js';
 import { urlShape } from './url-shape.js';
 
@@ -22,8 +29,14 @@ export interface SiteRates {
 
 /** Site evidence decays slower than a URL's: it sums all of the site's pages. */
 const SITE_DECAY = 0.995;
-/** The site's evidence weighs as much as this many of a URL's own observations. */
+/**
+ * The prior (the template's or site's evidence) weighs as much as PRIOR_WEIGHT of a URL's own
+ * observations on a first visit, and less with each of its own, nothing from PRIOR_FADE on: a
+ * page's own history, not its neighbours', decides once it has one (a never-changing page of a
+ * busy site goes to --recrawl-max; a fast page is not pulled back to its site's mean).
+ */
 const PRIOR_WEIGHT = 2;
+const PRIOR_FADE = 4;
 /** A template's evidence is its pages' prior (rather than the site's) once it weighs this many visits. */
 const TEMPLATE_EVIDENCE = 3;
 /** Hosts whose rate histogram a site keeps. */
@@ -96,21 +109,25 @@ export class RefetchPlanner {
     const template = templateRate(state, page.url, observed !== undefined);
     if (observed !== undefined) noteSite(state, template, observed, changed);
     const prior = template !== undefined && template.visits >= TEMPLATE_EVIDENCE ? template : siteEvidence(state);
-    const rate = changeRate(withPrior(own, prior, PRIOR_WEIGHT));
+    const rate = changeRate(withPrior(own, prior, PRIOR_WEIGHT * Math.max(0, 1 - own.visits / PRIOR_FADE)));
     const bucket = rate === undefined ? -1 : rateBucket(rate);
     const counts = hostCounts(state, page.host);
     moveBucket(counts, previous?.rateBucket ?? -1, bucket);
     this.sites.ratesChanged(page.site);
     if (rate === undefined) return { intervalMs: firstInterval(kind, this.config), evidence: own, bucket };
     const price = this.price(page.host, counts, budgetPerMs, bounds);
-    const wanted = optimalInterval(rate, price, bounds, 1 / importance);
-    return { intervalMs: previous === undefined ? wanted : grown(wanted, own, bounds), evidence: own, bucket };
+    // priced as its bucket's rate, as the price was solved: the host's pages then want its budget, not more
+    const wanted = optimalInterval(bucketRate(bucket), price, bounds, 1 / importance, this.config.recrawlObjective);
+    // a first visit has only its neighbours' evidence: no longer than the first interval
+    const intervalMs =
+      previous === undefined ? Math.min(wanted, firstInterval(kind, this.config)) : grown(wanted, own, bounds);
+    return { intervalMs, evidence: own, bucket };
   }
 
   private price(host: string, counts: readonly number[], budgetPerMs: number, bounds: IntervalBounds): number {
     const cached = this.prices.get(host);
     if (cached !== undefined && cached.budgetPerMs === budgetPerMs && ++cached.uses < PRICE_REUSE) return cached.price;
-    const price = solvePrice(counts, budgetPerMs, bounds);
+    const price = solvePrice(counts, budgetPerMs, bounds, this.config.recrawlObjective);
     if (cached === undefined && this.prices.size >= PRICE_CACHE) this.prices.delete(this.prices.keys().next().value!);
     this.prices.delete(host);
     this.prices.set(host, { price, budgetPerMs, uses: 0 });

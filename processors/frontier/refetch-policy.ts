@@ -74,43 +74,100 @@ export function solveMarginal(y: number): number {
   return r;
 }
 
+/** h(r) = r²/2 − g(r): the marginal age saved by a fetch, times λ². Increasing from 0 to ∞. */
+function ageMarginal(r: number): number {
+  return (r * r) / 2 - marginal(r);
+}
+
+/** The r ≥ 0 with ageMarginal(r) = y, for y ≥ 0 (Newton from r ≈ ∛(3y), safeguarded by bisection). */
+export function solveAgeMarginal(y: number): number {
+  if (!(y > 0)) return 0;
+  let lo = 0;
+  let hi = 1;
+  while (ageMarginal(hi) < y) hi *= 2;
+  let r = Math.min(hi, Math.cbrt(3 * y));
+  for (let i = 0; i < 80; i++) {
+    const h = ageMarginal(r) - y;
+    if (Math.abs(h) <= 1e-12 * y) break;
+    if (h > 0) hi = r;
+    else lo = r;
+    let next = r - h / (-r * Math.expm1(-r));
+    if (!(next > lo && next < hi)) next = (lo + hi) / 2;
+    r = next;
+  }
+  return r;
+}
+
 /**
- * The interval (ms, within `bounds`) for a page of `ratePerMs` at `price` μ (ms): long for pages
- * that never change and for those the price says are too fast to follow; `weight` > 1 makes a
- * page worth more (an important page is refetched sooner).
+ * What the refetches minimise: `staleness`, the time a copy is out of date (the default), or
+ * `age`, how long it has been out of date (Cho and Garcia-Molina's age: 0 while fresh, then the
+ * time since the first change the copy missed). Age never gives up on a fast page: it fetches it
+ * more often than staleness would, and pays for it with the slow ones.
  */
-export function optimalInterval(ratePerMs: number, price: number, bounds: IntervalBounds, weight = 1): number {
+export type RefetchObjective = 'staleness' | 'age';
+
+/**
+ * The interval (ms, within `bounds`) for a page of `ratePerMs` at `price`: long for pages that
+ * never change and, minimising staleness, for those the price says are too fast to follow;
+ * `weight` > 1 makes a page worth more (an important page is refetched sooner). The price is
+ * opaque (`solvePrice` finds it): μ with 1 − (1 + r)e^{−r} = μλ for staleness, with
+ * r²/2 − 1 + (1 + r)e^{−r} = μλ² for age (r = λI).
+ */
+export function optimalInterval(
+  ratePerMs: number,
+  price: number,
+  bounds: IntervalBounds,
+  weight = 1,
+  objective: RefetchObjective = 'staleness',
+): number {
   if (!(ratePerMs > 0)) return bounds.max;
-  const y = (price * ratePerMs) / weight;
-  if (y >= 1) return bounds.max;
-  const interval = Math.max(solveMarginal(y) / ratePerMs, 1 / (OVERPOLL * ratePerMs));
+  let r: number;
+  if (objective === 'age') r = solveAgeMarginal((price * ratePerMs * ratePerMs) / weight);
+  else {
+    const y = (price * ratePerMs) / weight;
+    if (y >= 1) return bounds.max;
+    r = solveMarginal(y);
+  }
+  const interval = Math.max(r / ratePerMs, 1 / (OVERPOLL * ratePerMs));
   return Math.min(bounds.max, Math.max(bounds.min, interval));
 }
 
 /** Fetches per ms the histogram's pages want at `price`. */
-function demand(counts: readonly number[], price: number, bounds: IntervalBounds): number {
+function demand(counts: readonly number[], price: number, bounds: IntervalBounds, objective: RefetchObjective): number {
   let sum = 0;
   for (let b = 0; b < counts.length; b++) {
     const n = counts[b]!;
-    if (n > 0) sum += n / optimalInterval(bucketRate(b), price, bounds);
+    if (n > 0) sum += n / optimalInterval(bucketRate(b), price, bounds, 1, objective);
   }
   return sum;
 }
 
+/** Prices are searched within this factor of 1 either way: far beyond any histogram's. */
+const PRICE_RANGE = 1e60;
+
 /**
- * The smallest price (ms) at which the pages of `counts` (a rate histogram, see `rateBucket`)
- * want at most `budgetPerMs` fetches per ms; 0 when they fit at price 0. When even every page at
- * `bounds.max` does not fit, the price that puts them all there.
+ * The smallest price at which the pages of `counts` (a rate histogram, see `rateBucket`) want at
+ * most `budgetPerMs` fetches per ms; 0 when they fit at price 0. When even every page at
+ * `bounds.max` does not fit, a price that puts them all there.
  */
-export function solvePrice(counts: readonly number[], budgetPerMs: number, bounds: IntervalBounds): number {
-  if (demand(counts, 0, bounds) <= budgetPerMs) return 0;
-  // every positive rate is at least bucketRate(1): at this price all are at max
-  let hi = 1 / bucketRate(1);
-  if (demand(counts, hi, bounds) > budgetPerMs) return hi;
-  let lo = hi * 1e-12;
-  for (let i = 0; i < 50 && hi / lo > 1.001; i++) {
+export function solvePrice(
+  counts: readonly number[],
+  budgetPerMs: number,
+  bounds: IntervalBounds,
+  objective: RefetchObjective = 'staleness',
+): number {
+  const over = (price: number): boolean => demand(counts, price, bounds, objective) > budgetPerMs;
+  if (!over(0)) return 0;
+  let hi = 1;
+  while (over(hi)) {
+    if (hi >= PRICE_RANGE) return hi;
+    hi *= 1e4;
+  }
+  let lo = hi / 1e4;
+  while (!over(lo) && lo > 1 / PRICE_RANGE) lo /= 1e4;
+  for (let i = 0; i < 80 && hi / lo > 1.001; i++) {
     const mid = Math.sqrt(lo * hi);
-    if (demand(counts, mid, bounds) > budgetPerMs) lo = mid;
+    if (over(mid)) lo = mid;
     else hi = mid;
   }
   return hi;

@@ -13,6 +13,7 @@ import {
   OVERPOLL,
   rateBucket,
   RATE_BUCKETS,
+  solveAgeMarginal,
   solveMarginal,
   solvePrice,
 } from '../../../processors/frontier/refetch-policy.js';
@@ -177,5 +178,39 @@ test('with the same fetches, the optimal allocation keeps a mix of rates fresher
     // when fetches are scarce (0.5/s: one per page every 400 s) neither keeps the fast pages
     // fresh and the gain is smaller (0.80 ×); with a fetch per changing page every ~40 s, ≤ 0.5 ×
     if (budgetPerSec >= 2) assert.ok(optimal <= fixed * 0.5, summary);
+  }
+});
+
+test('solveAgeMarginal inverts r²/2 − 1 + (1 + r)e^−r', () => {
+  for (const y of [1e-9, 1e-4, 0.01, 0.3, 2, 50, 1e4]) {
+    const r = solveAgeMarginal(y);
+    const h = (r * r) / 2 - 1 + (1 + r) * Math.exp(-r);
+    assert.ok(Math.abs(h - y) <= 1e-6 * y, `y ${y}: r ${r}, h ${h}`);
+  }
+  assert.equal(solveAgeMarginal(0), 0);
+});
+
+test('minimising age, a page too fast to keep fresh is still fetched often, and the budget still holds', () => {
+  const counts = histogram([50, 50, 240, 240, 240, 240, Infinity, Infinity, Infinity, Infinity]);
+  // scarce: one fetch every ~33 s for ten pages, two of which change every 50 s
+  const budget = 0.03 / SECOND;
+  const byStaleness = solvePrice(counts, budget, BOUNDS, 'staleness');
+  const byAge = solvePrice(counts, budget, BOUNDS, 'age');
+  const fast = bucketRate(rateBucket(1 / (50 * SECOND)));
+  const slow = bucketRate(rateBucket(1 / (240 * SECOND)));
+  const at = (rate: number, price: number, objective: 'staleness' | 'age'): number =>
+    optimalInterval(rate, price, BOUNDS, 1, objective);
+  // staleness all but gives up on the 50 s pages (longer than the 240 s ones); age does not, and
+  // takes the fetches from the slow ones
+  const summary = `staleness: fast ${at(fast, byStaleness, 'staleness')} slow ${at(slow, byStaleness, 'staleness')}; age: fast ${at(fast, byAge, 'age')} slow ${at(slow, byAge, 'age')}`;
+  assert.ok(at(fast, byStaleness, 'staleness') > at(slow, byStaleness, 'staleness'), summary);
+  assert.ok(at(fast, byAge, 'age') < at(slow, byAge, 'age'), summary);
+  assert.ok(at(fast, byAge, 'age') * 2 < at(fast, byStaleness, 'staleness'), summary);
+  for (const [price, objective] of [
+    [byStaleness, 'staleness'],
+    [byAge, 'age'],
+  ] as const) {
+    const demand = counts.reduce((sum, n, b) => sum + n / at(bucketRate(b), price, objective), 0);
+    assert.ok(demand <= budget * 1.000001 && demand >= budget * 0.99, `${objective} demand ${demand * SECOND}/s`);
   }
 });
