@@ -3,13 +3,14 @@ import type { WarcStoreTarget } from './warc-store-target.js';
 import { SCOPE_KINDS, UrlFilter, type ScopeKind } from './url-filters.js';
 import { DEFAULT_ACCEPT_TYPES, parseAcceptTypes } from './accept-types.js';
 import type { SiteRule } from './site-overrides.js';
-import type { RefetchObjective } from '../frontier/refetch-policy.js';
 import { CRAWL_CONFIG_BOUNDS, describeBounds, withinBounds, type Bounds } from './config-bounds.js';
 
 /** How revisit intervals are chosen: see CrawlConfig.recrawlPolicy. */
 export const RECRAWL_POLICIES = ['optimal', 'adaptive'] as const;
 export type RecrawlPolicy = (typeof RECRAWL_POLICIES)[number];
-export const RECRAWL_OBJECTIVES = ['staleness', 'age'] as const satisfies readonly RefetchObjective[];
+/** What the optimal policy minimises (frontier/refetch-policy.ts). */
+export const RECRAWL_OBJECTIVES = ['staleness', 'age'] as const;
+export type RefetchObjective = (typeof RECRAWL_OBJECTIVES)[number];
 
 /**
  * Every knob of a crawl, validated once at the edge (`validateCrawlConfig`); processors trust it.

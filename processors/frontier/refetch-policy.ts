@@ -1,3 +1,5 @@
+import type { RefetchObjective } from '../common/crawl-config.js';
+
 /**
  * How often to refetch a page of known change rate so that a host's pages are, on average, as
  * fresh as its politeness budget allows: Cho and Garcia-Molina's optimal allocation
@@ -98,13 +100,12 @@ export function solveAgeMarginal(y: number): number {
   return r;
 }
 
-/**
- * What the refetches minimise: `staleness`, the time a copy is out of date (the default), or
- * `age`, how long it has been out of date (Cho and Garcia-Molina's age: 0 while fresh, then the
- * time since the first change the copy missed). Age never gives up on a fast page: it fetches it
- * more often than staleness would, and pays for it with the slow ones.
+/*
+ * What the refetches minimise (RefetchObjective): `staleness`, the time a copy is out of date
+ * (the default), or `age`, how long it has been out of date (Cho and Garcia-Molina's age: 0 while
+ * fresh, then the time since the first change the copy missed). Age never gives up on a fast
+ * page: it fetches it more often than staleness would, and pays for it with the slow ones.
  */
-export type RefetchObjective = 'staleness' | 'age';
 
 /**
  * The interval (ms, within `bounds`) for a page of `ratePerMs` at `price`: long for pages that
