@@ -65,3 +65,25 @@ export function changeRate(e: ChangeEvidence): number | undefined {
   const meanInterval = e.exposureMs / e.visits;
   return -Math.log((e.visits - changes + 0.5) / (e.visits + 0.5)) / meanInterval;
 }
+
+/**
+ * Evidence worth `visits` observations that estimates exactly `ratePerMs` (> 0): what a feed's
+ * item dates say directly, put in the form its polls add to.
+ */
+export function evidenceOfRate(ratePerMs: number, visits = 4): ChangeEvidence {
+  // −ln((n − X + 0.5) / (n + 0.5)) = 1 at a mean interval of 1 / rate
+  const changes = (visits + 0.5) * (1 - Math.exp(-1));
+  return { visits, changes, exposureMs: visits / ratePerMs };
+}
+
+/**
+ * Items per ms a feed publishes, from its items' dates (epoch ms) as read at `now`: the newest
+ * `window` dates at or before `now`, k of them, over the time from the oldest of them to `now`
+ * (so a feed gone quiet reads slow); undefined with fewer than two dates.
+ */
+export function publishingRate(dates: readonly number[], now: number, window = 10): number | undefined {
+  const recent = [...new Set(dates.filter((d) => d <= now))].sort((a, b) => b - a).slice(0, window);
+  if (recent.length < 2) return undefined;
+  const span = now - recent.at(-1)!;
+  return span > 0 ? (recent.length - 1) / span : undefined;
+}

@@ -5,6 +5,7 @@ import { pageChanged } from '../common/change.js';
 import { fingerprintHex } from '../common/fingerprint.js';
 import { intervalBounds } from './recrawl-interval.js';
 import type { IntervalChoice } from './refetch-planner.js';
+import type { ChangeEvidence } from './change-rate.js';
 import { numberBytes, readNumber } from './host-state.js';
 
 /** Per-URL history, keyed by the URL's 8-byte fingerprint. */
@@ -165,6 +166,32 @@ export class RecrawlSchedule {
     this.due.put(dueKey(now, fp), EMPTY);
     this.cursor = Math.min(this.cursor, now);
     return true;
+  }
+
+  /**
+   * A feed's items say it publishes `ratePerMs` items per ms: that becomes its evidence (four
+   * visits' worth at that rate, see change-rate.ts) and, when that brings its next poll forward
+   * and none is queued, its next poll (`intervalMs` after its last fetch, at least `now`).
+   * Returns whether the poll moved.
+   */
+  notePublishing(url: string, evidence: ChangeEvidence, intervalMs: number, now: number): boolean {
+    const fp = keyOf(url);
+    const h = this.history.get(fp);
+    if (h === undefined || h.kind !== 'FEED') return false;
+    h.rateVisits = evidence.visits;
+    h.rateChanges = evidence.changes;
+    h.rateExposureMs = evidence.exposureMs;
+    const due = Math.max(now, h.lastFetch + intervalMs);
+    const moved = h.queuedAt === 0 && due < h.nextDue;
+    if (moved) {
+      this.due.delete(dueKey(h.nextDue, fp));
+      h.nextDue = due;
+      h.intervalMs = intervalMs;
+      this.due.put(dueKey(due, fp), EMPTY);
+      if (due < this.cursor) this.cursor = due;
+    }
+    this.history.put(fp, h);
+    return moved;
   }
 
   /** The earliest due time in the index, or undefined when nothing is scheduled. */

@@ -36,7 +36,7 @@ const SITE_DECAY = 0.995;
  * busy site goes to --recrawl-max; a fast page is not pulled back to its site's mean).
  */
 const PRIOR_WEIGHT = 2;
-const PRIOR_FADE = 4;
+const PRIOR_FADE = 2;
 /** A template's evidence is its pages' prior (rather than the site's) once it weighs this many visits. */
 const TEMPLATE_EVIDENCE = 3;
 /** Hosts whose rate histogram a site keeps. */

@@ -3,7 +3,8 @@ import type { Metrics } from '../../core/metrics.js';
 import type { FetchRequest, FrontEntry, HostState, LinkBatch, PageRecord } from '../../schemas/types.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { safeSite } from './host-state.js';
-import { importance } from './recrawl-interval.js';
+import { importance, intervalBounds } from './recrawl-interval.js';
+import { evidenceOfRate, publishingRate } from './change-rate.js';
 import type { RecrawlSchedule } from './recrawl-schedule.js';
 import type { RefetchPlanner } from './refetch-planner.js';
 import { urlShape } from './url-shape.js';
@@ -20,6 +21,9 @@ export type RevisitFields = Pick<
   | 'previousSimhash'
 >;
 
+/** Feeds whose items came before their page record, remembered at once. */
+const MAX_PENDING_RATES = 10_000;
+
 const FIRST_VISIT: RevisitFields = {
   ifNoneMatch: null,
   ifModifiedSince: null,
@@ -33,9 +37,13 @@ const FIRST_VISIT: RevisitFields = {
 /**
  * The frontier's side of freshness, over its RecrawlSchedule: page records in, due URLs out as
  * front entries, revisit fields for leases, sitemaps named in robots.txt as links. Owns no state
- * of its own beyond the schedule's stores.
+ * of its own beyond the schedule's stores, but for feeds' publishing rates read before the feed's
+ * page record (a bounded map in RAM).
  */
 export class Revisits {
+  /** Feeds' publishing rates read before the feed's page record came (RAM only: a hint, lost in a crash). */
+  private readonly pendingRates = new Map<string, { rate: number; readAt: number }>();
+
   constructor(
     private readonly schedule: RecrawlSchedule,
     private readonly planner: RefetchPlanner,
@@ -57,6 +65,11 @@ export class Revisits {
     const result = this.schedule.recordVisit(page, (previous, changed) =>
       this.planner.plan(page, previous, changed, weight, budgetPerMs),
     );
+    const pending = page.kind === 'FEED' ? this.pendingRates.get(page.url) : undefined;
+    if (pending !== undefined && pending.readAt <= page.fetchTime) {
+      this.pendingRates.delete(page.url);
+      this.applyRate(page.url, pending.rate, page.fetchTime);
+    }
     if (result !== 'first' && result !== 'repeat') this.metrics().inc(M.revisitOutcomes, 1, result);
   }
 
@@ -105,10 +118,41 @@ export class Revisits {
    */
   noteLastmods(batch: LinkBatch, now: number): number {
     let n = 0;
-    for (const link of batch.links)
-      if (link.lastmod != null && this.schedule.dueNowIfNewer(link.url, link.lastmod, now)) n++;
+    const dates: number[] = [];
+    for (const link of batch.links) {
+      if (link.lastmod == null) continue;
+      dates.push(link.lastmod);
+      if (this.schedule.dueNowIfNewer(link.url, link.lastmod, now)) n++;
+    }
     if (n > 0) this.metrics().inc(M.revisitsEarly, n);
+    if (batch.sourceUrl != null && this.config.recrawlPolicy === 'optimal')
+      this.notePublishing(batch.sourceUrl, dates, batch.discoveredAt, now);
     return n;
+  }
+
+  /**
+   * A feed's item dates are its publishing rate, better evidence than its polls: it is polled
+   * about once per item from now on (within its lane), from the first read. A sitemap's dates are
+   * its pages' changes, not its own: only feeds.
+   */
+  private notePublishing(feedUrl: string, dates: readonly number[], readAt: number, now: number): void {
+    const history = this.schedule.get(feedUrl);
+    if (history !== undefined && history.kind !== 'FEED') return;
+    const rate = publishingRate(dates, readAt);
+    if (rate === undefined) return;
+    // the feed's page record (the read these dates come from) may come after its items
+    if (history === undefined || history.lastFetch < readAt) {
+      if (this.pendingRates.size >= MAX_PENDING_RATES) this.pendingRates.delete(this.pendingRates.keys().next().value!);
+      this.pendingRates.set(feedUrl, { rate, readAt });
+      return;
+    }
+    this.applyRate(feedUrl, rate, now);
+  }
+
+  private applyRate(feedUrl: string, rate: number, now: number): void {
+    const { min, max } = intervalBounds('FEED', this.config);
+    const interval = Math.min(max, Math.max(min, 1 / rate));
+    this.schedule.notePublishing(feedUrl, evidenceOfRate(rate), interval, now);
   }
 
   /**

@@ -84,11 +84,12 @@ test('on two mixes of change rates, continuous crawls beat a fixed interval by h
           `median delay ${formatDelays([figures.feedMedianSec])} > ${1.5 * web.layout.feedSec} s; delays ${formatDelays(figures.feedDelays)}`,
         );
       });
-      // a schedule may rightly leave never-changing pages alone (their sitemap lastmod never
-      // moves); the share is judged over the revisits it did make
+      // never-changing pages are revisited at least once in the window (their first interval is
+      // below it; they then lengthen toward --recrawl-max): the share is judged over those revisits
       await t.test(`${mix.name}: at least 90 % of revisits of never-changing pages are answered 304`, () => {
+        assert.ok(adaptive.neverRevisits >= 10, `only ${adaptive.neverRevisits} revisits of never-changing pages`);
         assert.ok(
-          adaptive.neverRevisits === 0 || adaptive.neverNotModifiedShare >= 0.9,
+          adaptive.neverNotModifiedShare >= 0.9,
           `${adaptive.neverNotModified} of ${adaptive.neverRevisits} revisits were 304s`,
         );
       });

@@ -351,3 +351,50 @@ test('--recrawl-policy optimal: a page that never changes lengthens to --recrawl
     await h.close();
   }
 });
+
+for (const itemsFirst of [true, false])
+  test(`a feed's item dates set its polling from its first read (${itemsFirst ? "items before the feed's page record" : 'page record first'}): an item every 20 s, a poll about every 20 s`, async () => {
+    // a wide feed lane, [5 s, 600 s]: with no dates a feed's first interval would be √(5 × 600) ≈ 55 s
+    const h = await FrontierHarness.open(validateCrawlConfig({ ...config, feedMaxIntervalMs: 600_000 }));
+    const FEED = 'http://fresh.test/feed.xml';
+    try {
+      const feed = await firstVisit(h, [
+        { url: FEED, depth: 0, redirectHops: 0, kind: 'FEED' } as LinkBatch['links'][0],
+      ]);
+      assert.equal(feed.kind, 'FEED');
+      const fetchedAt = h.clock;
+      h.feed(TOPICS.fetchResults, SITE, answer(feed, fetchedAt));
+      // the items (on another host, whose leases go unanswered here; newest 5 s before the read,
+      // then every 20 s), then the feed's page record
+      const items: LinkBatch = {
+        site: SITE,
+        sourceUrl: FEED,
+        discoveredAt: fetchedAt,
+        fromFeed: true,
+        links: [5, 25, 45, 65, 85].map((ago, i) => ({
+          url: `http://items.fresh.test/item${i}`,
+          depth: 1,
+          redirectHops: 0,
+          kind: 'PAGE' as const,
+          lastmod: fetchedAt - ago * 1000,
+        })),
+      };
+      const pageRecord = record(feed, fetchedAt, { contentType: 'application/rss+xml' });
+      if (!itemsFirst) h.feed(TOPICS.pageRecords, SITE, pageRecord);
+      h.feed(TOPICS.links, SITE, items);
+      if (itemsFirst) h.feed(TOPICS.pageRecords, SITE, pageRecord);
+      const before = h.requests.length;
+      let next: FetchRequest | undefined;
+      for (let waited = 0; waited < 60_000 && next === undefined; waited += 1_000) {
+        await h.advance(1_000, 500);
+        next = h.requests.slice(before).find((q) => q.url === FEED);
+      }
+      // 5 items over the 85 s up to the read: one every ~21 s
+      assert.ok(
+        next !== undefined && h.clock - fetchedAt >= 19_000 && h.clock - fetchedAt <= 25_000,
+        `polled again after ${h.clock - fetchedAt} ms`,
+      );
+    } finally {
+      await h.close();
+    }
+  });
