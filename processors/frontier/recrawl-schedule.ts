@@ -181,12 +181,12 @@ export class RecrawlSchedule {
     h.rateVisits = evidence.visits;
     h.rateChanges = evidence.changes;
     h.rateExposureMs = evidence.exposureMs;
-    const due = Math.max(now, h.lastFetch + intervalMs);
+    const due = Math.round(Math.max(now, h.lastFetch + intervalMs));
     const moved = h.queuedAt === 0 && due < h.nextDue;
     if (moved) {
       this.due.delete(dueKey(h.nextDue, fp));
       h.nextDue = due;
-      h.intervalMs = intervalMs;
+      h.intervalMs = Math.round(intervalMs);
       this.due.put(dueKey(due, fp), EMPTY);
       if (due < this.cursor) this.cursor = due;
     }

@@ -42,7 +42,7 @@ const FIRST_VISIT: RevisitFields = {
  */
 export class Revisits {
   /** Feeds' publishing rates read before the feed's page record came (RAM only: a hint, lost in a crash). */
-  private readonly pendingRates = new Map<string, { rate: number; readAt: number }>();
+  private readonly pendingRates = new Map<string, number>();
 
   constructor(
     private readonly schedule: RecrawlSchedule,
@@ -66,9 +66,9 @@ export class Revisits {
       this.planner.plan(page, previous, changed, weight, budgetPerMs),
     );
     const pending = page.kind === 'FEED' ? this.pendingRates.get(page.url) : undefined;
-    if (pending !== undefined && pending.readAt <= page.fetchTime) {
+    if (pending !== undefined) {
       this.pendingRates.delete(page.url);
-      this.applyRate(page.url, pending.rate, page.fetchTime);
+      this.applyRate(page.url, pending, page.fetchTime);
     }
     if (result !== 'first' && result !== 'repeat') this.metrics().inc(M.revisitOutcomes, 1, result);
   }
@@ -140,10 +140,11 @@ export class Revisits {
     if (history !== undefined && history.kind !== 'FEED') return;
     const rate = publishingRate(dates, readAt);
     if (rate === undefined) return;
-    // the feed's page record (the read these dates come from) may come after its items
-    if (history === undefined || history.lastFetch < readAt) {
+    // the feed's page record (of the read these dates come from) may come after its items: until
+    // it does, the feed is new or still marked queued
+    if (history === undefined || history.queuedAt > 0) {
       if (this.pendingRates.size >= MAX_PENDING_RATES) this.pendingRates.delete(this.pendingRates.keys().next().value!);
-      this.pendingRates.set(feedUrl, { rate, readAt });
+      this.pendingRates.set(feedUrl, rate);
       return;
     }
     this.applyRate(feedUrl, rate, now);
@@ -151,7 +152,7 @@ export class Revisits {
 
   private applyRate(feedUrl: string, rate: number, now: number): void {
     const { min, max } = intervalBounds('FEED', this.config);
-    const interval = Math.min(max, Math.max(min, 1 / rate));
+    const interval = Math.round(Math.min(max, Math.max(min, 1 / rate)));
     this.schedule.notePublishing(feedUrl, evidenceOfRate(rate), interval, now);
   }
 
