@@ -17,7 +17,7 @@ import { urlShape } from './url-shape.js';
 export interface IntervalChoice {
   readonly intervalMs: number;
   readonly evidence: ChangeEvidence;
-  /** Its bucket in the site's rate histogram; -1: none. */
+  /** Its bucket in its host's rate histogram; -1: none. */
   readonly bucket: number;
 }
 
@@ -47,7 +47,7 @@ export const TEMPLATE_RATE_SLOTS = 16;
 const GROWTH = 2;
 /** A host's price is solved again after this many changes to its histogram (or when its budget changes). */
 const PRICE_REUSE = 16;
-/** Sites whose price is remembered. */
+/** Hosts whose price is remembered. */
 const PRICE_CACHE = 10_000;
 
 interface CachedPrice {
@@ -60,13 +60,13 @@ interface CachedPrice {
  * Chooses each fetched URL's next interval. Policy `optimal`: the URL's change rate is
  * estimated from its revisits (change-rate.ts), with its URL template's evidence as the prior
  * once the template has some, else its site's (a new page starts from what pages like it do),
- * and the interval is the staleness-optimal one at its
- * host's price (refetch-policy.ts): the host's pages together want at most `budgetPerMs` fetches,
- * the share of the host's politeness capacity revisits get. Sitemaps and feeds are polled at their
- * own estimated rate (about one poll per change), within their lane. Policy `adaptive`: the
+ * and the interval is the staleness- (or age-) optimal one at its host's price
+ * (refetch-policy.ts): the host's pages together want at most `budgetPerMs` fetches, the share of
+ * the host's politeness capacity revisits get. Sitemaps and feeds are polled at their own
+ * estimated rate (about one poll per change), within their lane. Policy `adaptive`: the
  * halve/grow rule (recrawl-interval.ts `nextInterval`).
  *
- * Owns a cache of site prices only; the histogram and evidence live in the site states.
+ * Owns a cache of host prices only; histograms and evidence live in the site states.
  */
 export class RefetchPlanner {
   private readonly prices = new Map<string, CachedPrice>();
@@ -79,8 +79,8 @@ export class RefetchPlanner {
   /**
    * The next interval of `page`'s URL after a visit that found `changed` (`previous`: its
    * history, undefined on a first visit); `importance` ≤ 1 (recrawl-interval.ts) makes it sooner.
-   * `budgetPerMs`: revisit fetches per ms the page's host can take. Updates the site's histogram
-   * and evidence.
+   * `budgetPerMs`: revisit fetches per ms the page's host can take. Updates its host's histogram
+   * and its site's and template's evidence.
    */
   plan(
     page: PageRecord,
