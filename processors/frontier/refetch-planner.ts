@@ -92,7 +92,8 @@ export class RefetchPlanner {
     const kind = page.kind ?? 'PAGE';
     const bounds = intervalBounds(kind, this.config);
     const observed = previous === undefined ? undefined : page.fetchTime - previous.lastFetch;
-    const own = previous === undefined ? NO_EVIDENCE : observe(evidenceOf(previous), observed!, changed);
+    const own =
+      previous === undefined ? firstEvidence(page, this.config) : observe(evidenceOf(previous), observed!, changed);
     if (this.config.recrawlPolicy === 'adaptive') {
       const intervalMs =
         previous === undefined
@@ -133,6 +134,22 @@ export class RefetchPlanner {
     this.prices.set(host, { price, budgetPerMs, uses: 0 });
     return price;
   }
+}
+
+/** A Last-Modified this recent says nothing of the page's history (dynamic pages send the time of the request). */
+const FRESH_LAST_MODIFIED_MS = 60_000;
+
+/**
+ * A page's evidence at its first visit: none, or what its Last-Modified says, one observation of
+ * no change from then to the fetch (at most --recrawl-max), so a page unchanged for years is not
+ * watched for weeks to learn it. A Last-Modified within the last minute, in the future or
+ * unparseable says nothing.
+ */
+export function firstEvidence(page: PageRecord, config: CrawlConfig): ChangeEvidence {
+  const modified = page.lastModified == null ? NaN : Date.parse(page.lastModified);
+  const age = page.fetchTime - modified;
+  if (!(age >= FRESH_LAST_MODIFIED_MS)) return NO_EVIDENCE;
+  return observe(NO_EVIDENCE, Math.min(age, config.recrawlMaxMs), false);
 }
 
 /** A URL's own evidence as its history holds it. */

@@ -178,3 +178,33 @@ test("each host of a site spends its own budget: a busy host's pages do not slow
     [`www.${SITE}`, `blog.${SITE}`],
   );
 });
+
+test("a page's Last-Modified is evidence from its first visit: one unchanged for a year is let go sooner; one sent as of now says nothing", () => {
+  const planner = new RefetchPlanner(config, sites());
+  const fetchTime = Date.parse('2026-12-03T09:00:00Z');
+  /** The interval after the first visit and after one unchanged revisit, `firstMs` later. */
+  const twoVisits = (path: string, lastModified: string | null): number[] => {
+    const first = { ...page(`http://${SITE}/${path}`, fetchTime), lastModified };
+    const a = planner.plan(first, undefined, false, 1, 0.5 / SECOND);
+    const previous = {
+      url: first.url,
+      lastFetch: fetchTime,
+      intervalMs: a.intervalMs,
+      rateVisits: a.evidence.visits,
+      rateChanges: a.evidence.changes,
+      rateExposureMs: a.evidence.exposureMs,
+      rateBucket: a.bucket,
+    } as UrlHistory;
+    const b = planner.plan({ ...first, fetchTime: fetchTime + a.intervalMs }, previous, false, 1, 0.5 / SECOND);
+    return [a.intervalMs, b.intervalMs];
+  };
+  const old = twoVisits('old.html', 'Tue, 03 Dec 2025 09:00:00 GMT');
+  const none = twoVisits('none.html', null);
+  const now = twoVisits('now.html', 'Thu, 03 Dec 2026 09:00:00 GMT');
+  const garbled = twoVisits('garbled.html', 'yesterday-ish');
+  assert.ok(old[0]! <= none[0]!, `first intervals ${old[0]} vs ${none[0]}`);
+  assert.equal(old[1], config.recrawlMaxMs, `after a year unchanged and one revisit: ${old[1]} ms`);
+  assert.ok(none[1]! < config.recrawlMaxMs / 4, `without Last-Modified: ${none[1]} ms`);
+  assert.deepEqual(now, none);
+  assert.deepEqual(garbled, none);
+});
