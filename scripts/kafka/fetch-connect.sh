@@ -11,7 +11,9 @@ CONNECT_HOME="$CACHE_DIR/kafka-connect-$KAFKA_VERSION"
 # 3.x converter resolves with its dependencies (3.0.7: no jar, 3.1.7: missing ones); 2.6.13.Final does,
 # and reads Confluent-framed records through the registry's v2 API, which 3.0.9 still serves
 CONVERTER_VERSION="${CONVERTER_VERSION:-2.6.13.Final}"
-MVN=(mvn -B -q -ntp)
+# Maven's output goes to stderr: stdout is the one line callers read (even with -q, mvn prints
+# colour resets there on a first, downloading run)
+MVN=(mvn -B -q -ntp -Dstyle.color=never)
 
 if [ ! -f "$CONNECT_HOME/.complete" ]; then
   work="$(mktemp -d)"
@@ -48,9 +50,9 @@ POM
 POM
   rm -rf "$CONNECT_HOME"
   mkdir -p "$CONNECT_HOME/libs" "$CONNECT_HOME/plugins/apicurio-converter"
-  "${MVN[@]}" -f "$work/runtime.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CONNECT_HOME/libs"
+  "${MVN[@]}" -f "$work/runtime.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CONNECT_HOME/libs" >&2
   "${MVN[@]}" -f "$work/converter.xml" dependency:copy-dependencies -DincludeScope=runtime \
-    -DexcludeGroupIds=org.apache.kafka,org.slf4j,org.apache.logging.log4j -DoutputDirectory="$CONNECT_HOME/plugins/apicurio-converter"
+    -DexcludeGroupIds=org.apache.kafka,org.slf4j,org.apache.logging.log4j -DoutputDirectory="$CONNECT_HOME/plugins/apicurio-converter" >&2
   touch "$CONNECT_HOME/.complete"
   echo "kafka connect $KAFKA_VERSION: $(ls "$CONNECT_HOME/libs" | wc -l) jars; converter: $(ls "$CONNECT_HOME/plugins/apicurio-converter" | wc -l) jars" >&2
 fi

@@ -92,7 +92,11 @@ test(
     const expected = await pageRecordsOf(brokers, registry, topic);
     assert.equal(expected.length, PAGES.length);
 
-    const home = (await run('bash', [FETCH_CONNECT], { encoding: 'utf8', timeout: 300_000 })).stdout.trim();
+    // the script's last line is the directory (a first, downloading run may print more before it)
+    const home = (await run('bash', [FETCH_CONNECT], { encoding: 'utf8', timeout: 300_000 })).stdout
+      .trim()
+      .split('\n')
+      .at(-1)!;
     const { worker, sink, out } = connectConfig(dir, home, brokers, registry, topic, await freePort());
     const connect = spawn(
       process.env['JAVA'] ?? 'java',
