@@ -10,7 +10,7 @@ import { ISSUE_MIX, LONG_TAIL_MIX, formatDelays, judgeMix, type FreshMix } from 
 // fresher than half a fixed interval's staleness with the same fetches, fetches feed items within
 // 1.5 feed periods (median), answers ≥ 90 % of revisits of unchanged pages with 304s, finds the
 // pages only a sitemap lists, and stays polite. Both crawls run at once (two servers, two CLI
-// processes) so that CI waits about 5 minutes, not 10; each has only the flags a user would
+// processes) so that CI waits about 7 minutes, not 12; each has only the flags a user would
 // pass: no --feed-max-interval. How each mix's length and warm-up were chosen: freshness-mixes.ts.
 
 interface MixRun {
