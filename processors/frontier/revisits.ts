@@ -65,10 +65,12 @@ export class Revisits {
     const result = this.schedule.recordVisit(page, (previous, changed) =>
       this.planner.plan(page, previous, changed, weight, budgetPerMs),
     );
-    const pending = page.kind === 'FEED' ? this.pendingRates.get(page.url) : undefined;
+    // a rate read before this record: a feed's is applied now; a sitemap's (first read: its kind
+    // was not known yet) is dropped, as sitemaps learn from their polls
+    const pending = this.pendingRates.get(page.url);
     if (pending !== undefined) {
       this.pendingRates.delete(page.url);
-      this.applyRate(page.url, pending, page.fetchTime);
+      if (page.kind === 'FEED') this.applyRate(page.url, pending, page.fetchTime);
     }
     if (result !== 'first' && result !== 'repeat') this.metrics().inc(M.revisitOutcomes, 1, result);
   }
