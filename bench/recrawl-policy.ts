@@ -1,6 +1,7 @@
 import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { importance } from '../processors/frontier/recrawl-interval.js';
 import { RefetchPlanner } from '../processors/frontier/refetch-planner.js';
+import { emptySiteState } from '../processors/frontier/site-policy.js';
 import {
   bucketRate,
   optimalInterval,
@@ -85,21 +86,6 @@ const options: SimOptions = {
   seed: SEED + 1,
 };
 
-function newSiteState(site: string): SiteState {
-  return {
-    site,
-    admitted: 0,
-    linkingSites: [],
-    seeded: false,
-    recentPages: 0,
-    recentDuplicates: 0,
-    dupCut: false,
-    control: null,
-    templates: [],
-    cycleStartedAt: 0,
-  };
-}
-
 /** The shipped planner as a chooser: a PageRecord and a UrlHistory reused, filled from the arrays. */
 function plannerChooser(pop: Population, config: CrawlConfig, budget: number) {
   const siteNames = Array.from({ length: pop.sites }, (_, s) => `site${s}.example`);
@@ -107,7 +93,7 @@ function plannerChooser(pop: Population, config: CrawlConfig, budget: number) {
   const planner = new RefetchPlanner(config, {
     ratesOf: (site) => {
       let s = states.get(site);
-      if (s === undefined) states.set(site, (s = newSiteState(site)));
+      if (s === undefined) states.set(site, (s = emptySiteState(site)));
       return s;
     },
     ratesChanged: () => undefined,

@@ -9,6 +9,7 @@ import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import type { ChangeloggedStore } from '../state/state-store.js';
 import type { PageRecord, SiteState } from '../schemas/types.js';
 import { RefetchPlanner } from '../processors/frontier/refetch-planner.js';
+import { emptySiteState } from '../processors/frontier/site-policy.js';
 import { figure, machineLine } from './machine.js';
 import { buildStores } from '../runtime/task-state.js';
 
@@ -81,21 +82,7 @@ try {
   const planner = new RefetchPlanner(config, {
     ratesOf: (site) => {
       let s = siteStates.get(site);
-      if (s === undefined) {
-        s = {
-          site,
-          admitted: 0,
-          linkingSites: [],
-          seeded: false,
-          recentPages: 0,
-          recentDuplicates: 0,
-          dupCut: false,
-          control: null,
-          templates: [],
-          cycleStartedAt: 0,
-        };
-        siteStates.set(site, s);
-      }
+      if (s === undefined) siteStates.set(site, (s = emptySiteState(site)));
       return s;
     },
     ratesChanged: () => undefined,

@@ -24,6 +24,28 @@ export function slowGapMs(control: SiteControl | undefined): number {
   return control !== undefined && control.minGapMs > 0 ? control.minGapMs + GAP_SAFETY_MS : 0;
 }
 
+/** The state of a site nothing is known of yet: nothing admitted, no evidence, no controls. */
+export function emptySiteState(site: string): SiteState {
+  return {
+    site,
+    admitted: 0,
+    linkingSites: [],
+    seeded: false,
+    recentPages: 0,
+    recentDuplicates: 0,
+    dupCut: false,
+    control: null,
+    overrides: null,
+    templates: [],
+    cycleStartedAt: 0,
+    hostRates: [],
+    rateVisits: 0,
+    rateChanges: 0,
+    rateExposureMs: 0,
+    templateRates: [],
+  };
+}
+
 /** RAM for recently used site states. */
 const SITE_CACHE_BYTES = 32 * 2 ** 20;
 
@@ -85,24 +107,7 @@ export class SitePolicy {
   private state(site: string): SiteState {
     const cached = this.recent.get(site);
     if (cached !== undefined) return cached;
-    const state = (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? {
-      site,
-      admitted: 0,
-      linkingSites: [],
-      seeded: false,
-      recentPages: 0,
-      recentDuplicates: 0,
-      dupCut: false,
-      control: null,
-      overrides: null,
-      templates: [],
-      cycleStartedAt: 0,
-      hostRates: [],
-      rateVisits: 0,
-      rateChanges: 0,
-      rateExposureMs: 0,
-      templateRates: [],
-    };
+    const state = (this.known.mightHave(site) ? this.store.get(site) : undefined) ?? emptySiteState(site);
     this.recent.set(site, state);
     return state;
   }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { RefetchPlanner } from '../../../processors/frontier/refetch-planner.js';
+import { emptySiteState } from '../../../processors/frontier/site-policy.js';
 import type { PageRecord, SiteState, UrlHistory } from '../../../schemas/types.js';
 
 const SECOND = 1000;
@@ -14,21 +15,7 @@ function sites(): { ratesOf(site: string): SiteState; ratesChanged(): void; stat
     states,
     ratesOf: (site) => {
       let s = states.get(site);
-      if (s === undefined) {
-        s = {
-          site,
-          admitted: 0,
-          linkingSites: [],
-          seeded: false,
-          recentPages: 0,
-          recentDuplicates: 0,
-          dupCut: false,
-          control: null,
-          templates: [],
-          cycleStartedAt: 0,
-        };
-        states.set(site, s);
-      }
+      if (s === undefined) states.set(site, (s = emptySiteState(site)));
       return s;
     },
     ratesChanged: () => undefined,
