@@ -258,8 +258,14 @@ export function softNotFoundSite(host: string): SiteSpec {
  * linked from 30 small sites, a date archive linked from 25, a forum linked from 40, and seven
  * traps — a path calendar, a query calendar, session ids in the path and in the query, faceted
  * search, ever-deeper paths, a soft-404 site — each linked from every small site's home page.
+ *
+ * Addresses, as hosting is laid out: with `addresses` > 1, a quarter of the small sites (every
+ * fourth) sit on one shared-hosting address, 127.0.0.1, and every other host — numbered sites and
+ * traps included — on one of 127.0.0.2 … 127.0.0.`addresses`, drawn at random (seeded), so a big
+ * site may share its address with small ones and a trap. `addresses` = 1 serves every host on
+ * 127.0.0.1.
  */
-export function realWeb(small = 240, articles = 300, items = 200): RealWeb {
+export function realWeb(small = 240, articles = 300, items = 200, addresses = 24): RealWeb {
   const traps = [
     endlessCalendarSite('events.test'),
     queryCalendarSite('agenda.test'),
@@ -317,5 +323,17 @@ export function realWeb(small = 240, articles = 300, items = 200): RealWeb {
     normalPages.set(host, ['/', '/about', '/contact', slug]);
   }
   sites.push(...traps);
-  return { sites, normalPages, trapHosts: traps.map((t) => t.host) };
+  return { sites: placed(sites, addresses), normalPages, trapHosts: traps.map((t) => t.host) };
+}
+
+/** `sites` with their addresses: see {@link realWeb}. */
+function placed(sites: SiteSpec[], addresses: number): SiteSpec[] {
+  if (addresses <= 1) return sites;
+  const random = seededRandom(addresses);
+  let small = 0;
+  return sites.map((site) => {
+    const shared = /^w\d+\.test$/.test(site.host) && small++ % 4 === 0;
+    const address = shared ? '127.0.0.1' : `127.0.0.${2 + Math.floor(random() * (addresses - 1))}`;
+    return { ...site, address };
+  });
 }

@@ -72,6 +72,11 @@ export interface SiteSpec {
   readonly subdomains?: boolean;
   /** Its home page is one of the seed URLs. */
   readonly seed?: boolean;
+  /**
+   * The loopback address (127.0.0.0/8) it is served on; default 127.0.0.1. Sites that share one
+   * share the per-IP limit, as hosts on one server do on the real web.
+   */
+  readonly address?: string;
   readonly robots?: RobotsSpec;
   /** Keyed by path without query and without `;jsessionid=` parameters. */
   readonly pages: Readonly<Record<string, PageSpec>>;

@@ -6,6 +6,7 @@ import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { renderPage, standardWeb, type SiteSpec } from './sites.js';
 import { listenHttps } from './tls.js';
 import { fillPorts, originReply, type Scheme } from './origins.js';
+import { DEFAULT_ADDRESS, listenOn, loopbackAddress } from './addresses.js';
 
 /** The most plaintext one TLS record carries (RFC 8446 §5.1). */
 const TLS_RECORD_BYTES = 16_384;
@@ -46,6 +47,8 @@ export interface RequestLogEntry {
   ifModifiedSince?: string;
   /** The connection closed before the response finished. */
   aborted?: boolean;
+  /** The server address the request came in on (`SiteSpec.address`; absent in older logs: 127.0.0.1). */
+  address?: string;
 }
 
 export interface SyntheticWebOptions {
@@ -71,18 +74,17 @@ interface Reply {
 const KEEP_ALIVE_MS = 15_000;
 const FORCE_CLOSE_MS = 1_000;
 
-/** The one address the web listens on; every host it serves resolves here. */
-const LISTEN_ADDRESS = '127.0.0.1';
-
 const now = (): number => performance.timeOrigin + performance.now();
 
 /**
- * A loopback HTTP server on 127.0.0.1 that serves many virtual hosts, chosen by the Host header,
- * and logs every request it receives, unknown hosts included. Page-hit counters (used by
- * throttled sites) start at zero for each server.
+ * A loopback HTTP server that serves many virtual hosts, chosen by the Host header, and logs every
+ * request it receives, unknown hosts included. It listens on 127.0.0.1 and on every other loopback
+ * address a site names (`SiteSpec.address`), all on one port; a request for a site that reaches
+ * another address than the site's is answered 421 (Misdirected Request). Page-hit counters (used
+ * by throttled sites) start at zero for each server.
  */
 export class SyntheticWeb {
-  readonly #server: Server;
+  readonly #servers: Server[];
   readonly #byHost: ReadonlyMap<string, SiteSpec>;
   readonly #logFile: string | undefined;
   readonly #finished: RequestLogEntry[] = [];
@@ -95,17 +97,20 @@ export class SyntheticWeb {
   #closing: Promise<void> | undefined;
 
   private constructor(
-    server: Server,
+    servers: Server[],
     readonly port: number,
     readonly sites: readonly SiteSpec[],
     logFile: string | undefined,
   ) {
-    this.#server = server;
+    this.#servers = servers;
     this.#byHost = new Map(sites.map((s) => [s.host, s]));
     this.#logFile = logFile;
   }
 
-  /** Validates the options, then listens on 127.0.0.1 (never any other address). */
+  /**
+   * Validates the options, then listens on 127.0.0.1 and the sites' other loopback addresses, one
+   * port for all (never any address outside 127.0.0.0/8).
+   */
   static async start(options: SyntheticWebOptions = {}): Promise<SyntheticWeb> {
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -123,21 +128,42 @@ export class SyntheticWeb {
       seen.add(site.host);
     }
 
+    const addresses = [DEFAULT_ADDRESS];
+    for (const site of sites) {
+      const address = loopbackAddress(site.host, site.address ?? DEFAULT_ADDRESS);
+      if (!addresses.includes(address)) addresses.push(address);
+    }
+    if (options.tls !== undefined && addresses.length > 1) {
+      throw new InvalidOptionError('tls is served on 127.0.0.1 only: no site of an https web may name another address');
+    }
+
     let web: SyntheticWeb | undefined;
-    const server = createServer((req, res) => {
-      if (web === undefined)
-        res.destroy(); // unreachable: web is set in the tick listening completes
-      else web.#handle(req, res, 'http');
-    });
-    server.keepAliveTimeout = KEEP_ALIVE_MS;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, LISTEN_ADDRESS, () => {
-        server.off('error', reject);
-        resolve();
+    const open = (): Server => {
+      const server = createServer((req, res) => {
+        if (web === undefined)
+          res.destroy(); // unreachable: web is set in the tick listening completes
+        else web.#handle(req, res, 'http');
       });
-    });
-    web = new SyntheticWeb(server, (server.address() as AddressInfo).port, sites, options.logFile);
+      server.keepAliveTimeout = KEEP_ALIVE_MS;
+      return server;
+    };
+    const servers = [open()];
+    await listenOn(servers[0]!, port, DEFAULT_ADDRESS);
+    const chosen = (servers[0]!.address() as AddressInfo).port;
+    try {
+      // the same port on every address: a URL names the port, the resolver the address
+      for (const address of addresses.slice(1)) {
+        const server = open();
+        await listenOn(server, chosen, address);
+        servers.push(server);
+      }
+    } catch (err) {
+      await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+      // a free port on 127.0.0.1 taken on another loopback address: rare, so one more pick
+      if (port === 0 && (err as NodeJS.ErrnoException).code === 'EADDRINUSE') return SyntheticWeb.start(options);
+      throw err;
+    }
+    web = new SyntheticWeb(servers, chosen, sites, options.logFile);
     if (options.tls !== undefined) {
       const https = await listenHttps(options.tls, (req, res) => web!.#handle(req, res, 'https'));
       https.keepAliveTimeout = KEEP_ALIVE_MS;
@@ -158,12 +184,14 @@ export class SyntheticWeb {
   }
 
   /**
-   * The address a host of this web is served on (every one on 127.0.0.1, where the server
-   * listens), undefined for a host it does not serve: the per-IP judge's map
-   * (`PolitenessOptions.ipOf`), so every judged crawl is judged per address too.
+   * The address a host of this web is served on (its site's `address`, else 127.0.0.1), undefined
+   * for a host it does not serve: the per-IP judge's map (`PolitenessOptions.ipOf`), so every
+   * judged crawl is judged per address too.
    */
-  readonly ipOf = (host: string): string | undefined =>
-    this.#byHost.has(host) || this.#bySuffix(host) !== undefined ? LISTEN_ADDRESS : undefined;
+  readonly ipOf = (host: string): string | undefined => {
+    const site = this.#byHost.get(host) ?? this.#bySuffix(host);
+    return site === undefined ? undefined : (site.address ?? DEFAULT_ADDRESS);
+  };
 
   /** Home URLs of the sites marked `seed`, in declaration order. */
   seedUrls(): string[] {
@@ -189,7 +217,7 @@ export class SyntheticWeb {
         });
         server.closeIdleConnections();
       });
-    this.#closing ??= Promise.all([this.#server, ...(this.#https ? [this.#https] : [])].map(closeOne)).then(() => {
+    this.#closing ??= Promise.all([...this.#servers, ...(this.#https ? [this.#https] : [])].map(closeOne)).then(() => {
       for (const timer of this.#timers) clearTimeout(timer);
     });
     return this.#closing;
@@ -213,6 +241,8 @@ export class SyntheticWeb {
     if (ifNoneMatch !== undefined) entry.ifNoneMatch = ifNoneMatch;
     const ifModifiedSince = req.headers['if-modified-since'];
     if (ifModifiedSince !== undefined) entry.ifModifiedSince = ifModifiedSince;
+    const address = req.socket.localAddress;
+    if (address !== undefined) entry.address = address;
     req.resume(); // bodies are never read; drain so keep-alive continues
 
     let logged = false;
@@ -303,6 +333,10 @@ export class SyntheticWeb {
   #reply(entry: RequestLogEntry, req: IncomingMessage, scheme: Scheme): Reply {
     const site = this.#byHost.get(entry.host) ?? this.#bySuffix(entry.host);
     if (site === undefined) return text(404, `no site is served at ${entry.host || '(no Host header)'}\n`);
+    const served = site.address ?? DEFAULT_ADDRESS;
+    if (entry.address !== undefined && entry.address !== served) {
+      return text(421, `${entry.host} is served on ${served}, not on ${entry.address}\n`);
+    }
     const pathname = pagePath(entry.path);
     const query = entry.path.indexOf('?');
     const byOrigin = originReply(site, scheme, pathname, query < 0 ? '' : entry.path.slice(query), {

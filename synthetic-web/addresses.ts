@@ -1,0 +1,51 @@
+import type { Server } from 'node:http';
+import { isIPv4 } from 'node:net';
+import { InvalidOptionError } from '../core/errors.js';
+
+/** Where a site is served when its spec names no address, and the address every port is chosen on. */
+export const DEFAULT_ADDRESS = '127.0.0.1';
+
+/**
+ * Checks that `address` is an IPv4 loopback address (127.0.0.0/8): the test web never listens
+ * anywhere else. Returns it; throws InvalidOptionError naming the site otherwise.
+ */
+export function loopbackAddress(host: string, address: string): string {
+  if (!isIPv4(address) || !address.startsWith('127.')) {
+    throw new InvalidOptionError(
+      `site ${host}: address must be an IPv4 loopback address (127.0.0.0/8), got ${JSON.stringify(address)}`,
+    );
+  }
+  return address;
+}
+
+/** Resolves when `server` listens on `address:port`; rejects with the listen error (EADDRINUSE…). */
+export function listenOn(server: Server, port: number, address: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/**
+ * `--resolve` and `--allow-ip` arguments that send a crawler to each site's address: one exact
+ * rule per site served away from {@link DEFAULT_ADDRESS} (and a `*.` rule when it serves its
+ * subdomains), and one `--allow-ip ADDRESS/32` per such address. Sites on the default address
+ * need none beyond the harness's `*.test=127.0.0.1`; the most specific `--resolve` rule wins.
+ */
+export function crawlerAddressArgs(
+  sites: readonly { host: string; subdomains?: boolean; address?: string }[],
+): string[] {
+  const args: string[] = [];
+  const addresses = new Set<string>();
+  for (const site of sites) {
+    if (site.address === undefined || site.address === DEFAULT_ADDRESS) continue;
+    addresses.add(site.address);
+    args.push('--resolve', `${site.host}=${site.address}`);
+    if (site.subdomains) args.push('--resolve', `*.${site.host}=${site.address}`);
+  }
+  for (const address of addresses) args.push('--allow-ip', `${address}/32`);
+  return args;
+}
