@@ -53,6 +53,8 @@ export type CrawlErrorCode =
   | 'CS_TOPOLOGY'
   | 'CS_CORRUPT_RECORD'
   | 'CS_SCHEMA'
+  // the schema registry could not be asked (unreachable, an error status): worth a retry
+  | 'CS_REGISTRY'
   | 'CS_STORE'
   | 'CS_DISK_FULL'
   // the WARC object store (--warc-store) refused, failed or could not be reached

@@ -43,14 +43,17 @@ export function loadSchema(name: SchemaName): { text: string; type: avro.Type } 
 export interface SchemaRegistry {
   /** Registers (or finds) the schema under subject and returns its global id. Idempotent. */
   register(subject: string, schemaText: string): Promise<number>;
-  /** The writer schema of an id; throws CS_SCHEMA when the id is unknown. */
+  /**
+   * The writer schema (JSON text) of an id. Throws CS_SCHEMA when the registry does not know the
+   * id; any other failure (the registry unreachable) is worth a retry.
+   */
   schemaById(id: number): Promise<string>;
 }
 
 /**
  * An Avro serde in the Confluent wire format. Writes with the registered id of its own schema;
- * reads any id whose writer schema it was given in `writers` (resolving to its own schema), and
- * refuses others with CS_CORRUPT_RECORD.
+ * reads any id whose writer schema it was given in `writers` or has {@link AvroSerde.learn}ed
+ * since (resolving to its own schema), and refuses others with CS_CORRUPT_RECORD.
  */
 export class AvroSerde<T> implements Serde<T> {
   private readonly resolvers = new Map<number, avro.Resolver | null>();
@@ -63,6 +66,32 @@ export class AvroSerde<T> implements Serde<T> {
     this.resolvers.set(schemaId, null);
     for (const [id, writer] of writers) {
       if (id !== schemaId) this.resolvers.set(id, type.createResolver(writer));
+    }
+  }
+
+  /** Whether a value framed with `schemaId` can be read now (its own id, or a writer learned). */
+  knows(schemaId: number): boolean {
+    return this.resolvers.has(schemaId);
+  }
+
+  /**
+   * Reads values framed with `schemaId` from now on, as written with `writerSchema` (JSON text)
+   * and resolved to this serde's schema. Idempotent. Throws CS_SCHEMA when the writer cannot be
+   * resolved to this schema (an incompatible version): its values stay unreadable.
+   */
+  learn(schemaId: number, writerSchema: string): void {
+    if (this.resolvers.has(schemaId)) return;
+    try {
+      this.resolvers.set(
+        schemaId,
+        this.type.createResolver(avro.Type.forSchema(JSON.parse(writerSchema) as avro.Schema)),
+      );
+    } catch (err) {
+      throw new CrawlError(
+        'CS_SCHEMA',
+        `schema id ${schemaId} cannot be read as ${(this.type as { name?: string }).name ?? '?'}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 

@@ -1,3 +1,4 @@
+import { CrawlError } from '../core/errors.js';
 import type { SchemaRegistry } from './index.js';
 
 /**
@@ -13,6 +14,8 @@ export class MemoryRegistry implements SchemaRegistry {
   }
 
   async schemaById(id: number): Promise<string> {
-    return this.schemas[id - 1]!;
+    const text = this.schemas[id - 1];
+    if (text === undefined) throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to this registry`);
+    return text;
   }
 }

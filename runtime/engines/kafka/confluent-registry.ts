@@ -70,14 +70,33 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
     return id;
   }
 
+  /** `GET /schemas/ids/{id}`: a 404 is CS_SCHEMA (no such id), any other failure CS_REGISTRY (worth a retry). */
   async schemaById(id: number): Promise<string> {
+    const url = `${this.url.replace(/\/+$/, '')}/schemas/ids/${id}`;
+    let res: Response;
     try {
-      return JSON.stringify(await this.client.getSchema(id));
+      res = await fetch(url, { headers: this.headers, signal: AbortSignal.timeout(10_000) });
     } catch (err) {
-      throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to ${this.url}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new CrawlError(
+        'CS_REGISTRY',
+        `registry ${this.url} unreachable for schema id ${id}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw new CrawlError('CS_SCHEMA', `schema id ${id} is unknown to ${this.url}`);
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new CrawlError('CS_REGISTRY', `registry ${this.url} answered ${res.status} for schema id ${id}`);
+    }
+    const body = (await res.json()) as { schema?: unknown };
+    if (typeof body.schema !== 'string')
+      throw new CrawlError('CS_REGISTRY', `registry ${this.url} sent no schema text for id ${id}`);
+    return body.schema;
   }
 
   /**

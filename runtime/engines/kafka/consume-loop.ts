@@ -2,6 +2,7 @@ import { M } from '../../../core/metric-catalogue.js';
 import type { CrawlError } from '../../../core/errors.js';
 import type { Metrics } from '../../../core/metrics.js';
 import { sleep } from '../../engine-base.js';
+import type { ConsumedRawRecord } from '../../record.js';
 import type { Subtopology } from '../../topology.js';
 import type { GroupConsumerHandlers } from './kafka-port.js';
 import type { TaskManager } from './task-manager.js';
@@ -18,6 +19,12 @@ export interface ConsumeLoopHost {
   readonly metrics: Metrics;
   /** Whether the engine runs: a fetch loop waiting for a task's backlog to drain stops waiting when not. */
   running(): boolean;
+  /**
+   * Makes the batch's values readable: writer schemas registered after this instance started (a
+   * newer instance's records in a rolling upgrade) fetched from the registry. Settles only when
+   * every id is learned or known to be unreadable, or the engine stops (it retries meanwhile).
+   */
+  learnWriters(records: readonly ConsumedRawRecord[]): Promise<void>;
   /** Records handed to tasks: part of the engine's progress. */
   fetched(records: number): void;
   /** kafkajs joined the group again (after a crash) and assigned these partitions of `sub`. */
@@ -42,6 +49,7 @@ export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsu
       // a task restores before it runs: keep the membership alive meanwhile (kafkajs heartbeats only between batches)
       const task = slot && (await whileHeartbeating(slot.opening, heartbeat));
       if (!task) return;
+      await whileHeartbeating(host.learnWriters(records), heartbeat);
       host.fetched(records.length);
       task.enqueue(records);
       while (task.backlog() > HIGH_WATER && host.running() && manager.slot(sub.id, partition)?.task === task) {

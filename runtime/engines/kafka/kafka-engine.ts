@@ -4,10 +4,10 @@ import type { Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
-import type { StreamRecord } from '../../record.js';
+import type { ConsumedRawRecord, StreamRecord } from '../../record.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import type { Subtopology, Topology } from '../../topology.js';
-import { EngineBase } from '../../engine-base.js';
+import { EngineBase, sleep } from '../../engine-base.js';
 import { serializeFor } from '../../output-collector.js';
 import { deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
@@ -55,6 +55,7 @@ export class KafkaEngine extends EngineBase implements Engine {
   private admin!: KafkaAdmin;
   private tasks!: TaskManager;
   private serdes!: SerdeSet;
+  private registryComplainedAt = -Infinity;
   /** The member's consumer of each sub-topology's group, by sub-topology id. */
   private readonly consumers = new Map<number, GroupConsumer>();
   /** The built topology, for routing queries (set by start). */
@@ -147,6 +148,28 @@ export class KafkaEngine extends EngineBase implements Engine {
     return subtopologies.filter(this.options.runs ?? (() => true));
   }
 
+  /**
+   * The serdes learn the writer schemas of `records` they do not know; while the registry cannot
+   * be asked, again every 1–10 s (said once a minute), until it can or the engine stops: a record
+   * is never dead-lettered for a registry outage.
+   */
+  private async learnWriters(records: readonly ConsumedRawRecord[]): Promise<void> {
+    const say = (line: string) => this.logger.warn(line);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.serdes.learnWriters(records, say);
+      } catch (err) {
+        if (this.state !== 'running') return;
+        const now = Date.now();
+        if (now - this.registryComplainedAt >= 60_000) {
+          this.registryComplainedAt = now;
+          say(`cannot read new writer schemas, retrying: ${(err as Error).message}`);
+        }
+        await sleep(Math.min(10_000, 1_000 * 2 ** attempt));
+      }
+    }
+  }
+
   /** Joins the consumer group of each sub-topology this instance runs. */
   private async joinGroups(subtopologies: readonly Subtopology[]): Promise<void> {
     for (const sub of this.runs(subtopologies)) {
@@ -154,6 +177,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         manager: this.tasks,
         metrics: this.metrics,
         running: () => this.state === 'running',
+        learnWriters: (records) => this.learnWriters(records),
         fetched: (n) => (this.fetchedRecords += n),
         assigned: (s, partitions) => {
           // joined again after a crash kafkajs restarted it: consuming once more
