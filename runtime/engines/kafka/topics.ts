@@ -1,6 +1,6 @@
 import { taskIdString } from '../../../core/ids.js';
 import { CrawlError } from '../../../core/errors.js';
-import { deadLetterTopicOf } from '../../dead-letter.js';
+import { BROKER_DEFAULT_MAX_MESSAGE_BYTES, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
 
@@ -55,7 +55,11 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
         });
     }
   }
-  defs.push({ name: deadLetterTopicOf(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
+  defs.push({
+    name: deadLetterTopicOf(topology.applicationId),
+    partitions: 1,
+    config: { 'cleanup.policy': 'delete', 'max.message.bytes': String(deadLetterMaxMessageBytes(topology)) },
+  });
   return defs.map((d) => ({
     ...d,
     ...(options.replicationFactor !== undefined ? { replicationFactor: options.replicationFactor } : {}),
@@ -111,6 +115,33 @@ export async function checkTopics(admin: KafkaAdmin, topology: Topology, brokers
         .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
         .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
     );
+}
+
+/**
+ * The dead-letter topic of `topology` and the `max.message.bytes` it has on the cluster (its own
+ * or the broker's default, as the broker reports it), which bounds every dead letter the engine
+ * writes there: a larger one is written as a reference (`deadLetterOf`), never refused with the
+ * commit it belongs to. A topic made by an older `topics create` holds 1 MiB: `warning` then says
+ * so and how to raise it, since the records it cannot hold whole are kept only as references.
+ */
+export async function deadLetterTopicLimit(
+  admin: KafkaAdmin,
+  topology: Topology,
+): Promise<{ topic: string; maxBytes: number; warning?: string }> {
+  const topic = deadLetterTopicOf(topology.applicationId);
+  const wanted = deadLetterMaxMessageBytes(topology);
+  const has = Number((await admin.describeTopic(topic, ['max.message.bytes'])).config['max.message.bytes']);
+  // a broker that does not say (an ACL without DescribeConfigs) gets the Kafka default assumed
+  const maxBytes = Number.isInteger(has) && has > 0 ? has : BROKER_DEFAULT_MAX_MESSAGE_BYTES;
+  if (maxBytes >= wanted) return { topic, maxBytes };
+  return {
+    topic,
+    maxBytes,
+    warning:
+      `the dead-letter topic ${topic} holds records of up to ${maxBytes} bytes, the inputs up to ${wanted}: ` +
+      `larger dead letters are written as a reference (source, size, SHA-256) without their value; ` +
+      `raise it with kafka-configs --alter --entity-type topics --entity-name ${topic} --add-config max.message.bytes=${wanted}`,
+  };
 }
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
