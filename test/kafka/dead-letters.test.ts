@@ -30,7 +30,8 @@ async function deadLetterOfLargePage(
   const dir = tempDir('kafka-dead-letters');
   const topology: Topology = crawlTopology({
     config: validateCrawlConfig({}),
-    partitions: 1,
+    // 4 partitions, as test/kafka/topics.test.ts expects of every changelog on the cluster
+    partitions: 4,
     warcDir: join(dir, 'warc'),
     applicationId,
   });

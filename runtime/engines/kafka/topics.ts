@@ -1,5 +1,5 @@
 import { taskIdString } from '../../../core/ids.js';
-import { CrawlError } from '../../../core/errors.js';
+import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 import { BROKER_DEFAULT_MAX_MESSAGE_BYTES, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
@@ -20,12 +20,65 @@ export const CHANGELOG_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** How `topics create` makes topics on a real cluster; the defaults suit one test broker. */
 export interface TopicOptions {
-  /** Replicas of every topic; 1 when omitted. */
+  /** Replicas of every topic; 1 when omitted (`topics create` asks `replicationFor` what the cluster holds). */
   readonly replicationFactor?: number;
   /** `min.insync.replicas` of every topic; the broker's default when omitted. */
   readonly minInsyncReplicas?: number;
   /** `retention.ms` of the topics the crawl keeps (page-records, control); -1 (forever) when omitted. */
   readonly keptRetentionMs?: number;
+}
+
+/** Replicas a topic gets by default on a cluster that can hold them: one broker may fail, and one more may be restarted. */
+export const DEFAULT_REPLICATION_FACTOR = 3;
+/** `min.insync.replicas` with DEFAULT_REPLICATION_FACTOR: an acknowledged write is on two brokers. */
+export const DEFAULT_MIN_INSYNC_REPLICAS = 2;
+
+/** The replication `topics create` uses on a cluster, and one line saying why. */
+export interface Replication {
+  readonly replicationFactor: number;
+  /** Undefined: the broker's default. */
+  readonly minInsyncReplicas?: number;
+  readonly said: string;
+}
+
+/**
+ * The replication of every topic `topics create` makes on a cluster of `brokers` brokers: what
+ * `options` gives explicitly, else replication factor 3 with min.insync.replicas 2 when the
+ * cluster has at least 3 brokers, else as many replicas as it has brokers (the broker's
+ * min.insync.replicas), which `said` points out. Throws InvalidOptionError for a replication
+ * factor the cluster cannot hold or a min.insync.replicas above the replication factor.
+ */
+export function replicationFor(brokers: number, options: TopicOptions = {}): Replication {
+  const plural = (n: number) => `${n} broker${n === 1 ? '' : 's'}`;
+  const explicit = options.replicationFactor;
+  if (explicit !== undefined && explicit > brokers)
+    throw new InvalidOptionError(
+      `--replication-factor ${explicit} exceeds the cluster's ${plural(brokers)}: no topic could be created`,
+    );
+  const replicationFactor = explicit ?? Math.min(DEFAULT_REPLICATION_FACTOR, brokers);
+  const minInsyncReplicas =
+    options.minInsyncReplicas ??
+    (replicationFactor >= DEFAULT_REPLICATION_FACTOR ? DEFAULT_MIN_INSYNC_REPLICAS : undefined);
+  if (minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor)
+    throw new InvalidOptionError(
+      `--min-insync-replicas ${minInsyncReplicas} exceeds the replication factor ${replicationFactor}` +
+        `${explicit === undefined ? ` (the cluster has ${plural(brokers)})` : ''}: no write could ever be acknowledged`,
+    );
+  const why =
+    explicit !== undefined
+      ? '--replication-factor'
+      : replicationFactor < DEFAULT_REPLICATION_FACTOR
+        ? `the cluster has ${plural(brokers)}, fewer than the ${DEFAULT_REPLICATION_FACTOR} replicas a topic gets by default: a broker lost loses ${replicationFactor === 1 ? 'its partitions' : 'redundancy'}`
+        : `the cluster has ${plural(brokers)}`;
+  const isr =
+    minInsyncReplicas === undefined
+      ? "the broker's min.insync.replicas"
+      : `min.insync.replicas ${minInsyncReplicas}${options.minInsyncReplicas !== undefined ? ' (--min-insync-replicas)' : ''}`;
+  return {
+    replicationFactor,
+    ...(minInsyncReplicas !== undefined ? { minInsyncReplicas } : {}),
+    said: `replication factor ${replicationFactor} (${why}), ${isr}`,
+  };
 }
 
 /**
