@@ -2,7 +2,7 @@ import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { validateCrawlConfig } from '../processors/common/crawl-config.js';
 import { KafkaPort } from '../runtime/engines/kafka/kafka-port.js';
 import type { TopicDefinition } from '../runtime/engines/kafka/kafka-port.js';
-import { topicDefinitions, type TopicOptions } from '../runtime/engines/kafka/topics.js';
+import { replicationFor, topicDefinitions, type TopicOptions } from '../runtime/engines/kafka/topics.js';
 import { crawlTopology } from '../topology/crawl-topology.js';
 import { resolveSettings, type ResolvedSettings } from './config-sources.js';
 import { kafkaEndpoints } from './run-options.js';
@@ -20,9 +20,10 @@ export const TOPICS_USAGE = commandUsage(
   ],
   `  creates every topic of the topology with its partition count (default 4), compacted changelogs
   and max.message.bytes for 'fetched', 'links' and 'parsed-pages'; existing topics are left alone
-  (a partition count other than --partitions is an error). --replication-factor (default 1) and
-  --min-insync-replicas apply to every topic created; --keep-retention-ms is how long
-  page-records and control keep records (default -1: forever)`,
+  (a partition count other than --partitions is an error). --replication-factor and
+  --min-insync-replicas apply to every topic created (default: 3 and 2 on a cluster of 3 or more
+  brokers, else one replica per broker and the broker's min.insync.replicas, said in the output);
+  --keep-retention-ms is how long page-records and control keep records (default -1: forever)`,
 );
 
 const ACTIONS = ['create', 'list', 'manifest'] as const;
@@ -41,15 +42,14 @@ export async function runTopics(
     );
   if (extra !== undefined) throw new InvalidOptionError(`topics ${action} takes no argument ${JSON.stringify(extra)}`);
   const get = (name: string) => resolved.values.get(name)?.value;
-  const defs = topicDefinitions(
-    crawlTopology({
-      config: validateCrawlConfig({}),
-      partitions: get('partitions') as number,
-      warcDir: tmpdir(),
-      applicationId: get('app-id') as string,
-    }),
-    topicOptions(resolved),
-  );
+  const topology = crawlTopology({
+    config: validateCrawlConfig({}),
+    partitions: get('partitions') as number,
+    warcDir: tmpdir(),
+    applicationId: get('app-id') as string,
+  });
+  const options = topicOptions(resolved);
+  const defs = topicDefinitions(topology, options);
   if (action === 'list') {
     for (const d of defs)
       out(
@@ -67,10 +67,18 @@ export async function runTopics(
   const port = new KafkaPort(brokers, 'crawlstream-admin', undefined, securityFromSettings(resolved, env).kafka);
   const admin = await port.admin();
   try {
-    const created = await admin.createTopics(defs);
-    const counts = await admin.partitionCounts(defs.map((d) => d.name));
+    // the default depends on the cluster: asked here, not at the edge
+    const replication = replicationFor(await admin.brokerCount(), options);
+    out(replication.said);
+    const made = topicDefinitions(topology, {
+      ...options,
+      replicationFactor: replication.replicationFactor,
+      ...(replication.minInsyncReplicas !== undefined ? { minInsyncReplicas: replication.minInsyncReplicas } : {}),
+    });
+    const created = await admin.createTopics(made);
+    const counts = await admin.partitionCounts(made.map((d) => d.name));
     let mismatched = 0;
-    for (const d of defs) {
+    for (const d of made) {
       const has = counts.get(d.name);
       const state = created.includes(d.name) ? 'created' : has === d.partitions ? 'exists ' : 'WRONG  ';
       if (state === 'WRONG  ') mismatched++;
@@ -94,15 +102,18 @@ export async function runTopics(
   return 0;
 }
 
-/** The `topics create` settings for real clusters, checked together. */
+/**
+ * The `topics create` settings for real clusters, checked together as far as they go without the
+ * cluster: a default replication factor depends on its brokers (`replicationFor` checks the rest).
+ */
 function topicOptions({ values }: ResolvedSettings): TopicOptions {
   const int = (name: string): number | undefined => values.get(name)?.value as number | undefined;
   const replicationFactor = int('replication-factor');
   const minInsyncReplicas = int('min-insync-replicas');
   const keptRetentionMs = int('keep-retention-ms');
-  if (minInsyncReplicas !== undefined && minInsyncReplicas > (replicationFactor ?? 1))
+  if (minInsyncReplicas !== undefined && replicationFactor !== undefined && minInsyncReplicas > replicationFactor)
     throw new InvalidOptionError(
-      `--min-insync-replicas ${minInsyncReplicas} exceeds --replication-factor ${replicationFactor ?? 1}: no write could ever be acknowledged`,
+      `--min-insync-replicas ${minInsyncReplicas} exceeds --replication-factor ${replicationFactor}: no write could ever be acknowledged`,
     );
   return {
     ...(replicationFactor !== undefined ? { replicationFactor } : {}),

@@ -376,6 +376,12 @@ export const METRICS = {
     ['code'],
     'runtime',
   ),
+  dead_letters_oversized: counter(
+    'crawlstream_dead_letters_oversized',
+    'Dead letters whose value did not fit the dead-letter topic, written as a reference (source, size, SHA-256).',
+    [],
+    'runtime',
+  ),
   changelog_records_compacted: counter(
     'crawlstream_changelog_records_compacted',
     'Changelog records compacted away.',

@@ -1,5 +1,4 @@
-import type { Metrics } from '../core/metrics.js';
-import { deadLetterOf } from './dead-letter.js';
+import type { DeadLetters } from './dead-letter.js';
 import type { ConsumedRawRecord, RecordHeaders } from './record.js';
 import { partitionFor } from './partitioner.js';
 import type { SerdeSet } from './serdes.js';
@@ -25,10 +24,8 @@ export class OutputCollector {
   private records: OutputRecord[] = [];
 
   constructor(
-    /** The application's dead-letter topic (one partition). */
-    private readonly deadLetterTopic: string,
-    private readonly metrics: Metrics,
-    private readonly say: (line: string) => void,
+    /** The engine's dead letters: their topic (one partition), size and log. */
+    private readonly deadLetters: DeadLetters,
   ) {}
 
   get size(): number {
@@ -48,10 +45,10 @@ export class OutputCollector {
     );
   }
 
-  /** Adds the dead letter of `record`, which failed with `error` (counted and said, see `deadLetterOf`). */
+  /** Adds the dead letter of `record`, which failed with `error` (sized, counted and said: `DeadLetters.of`). */
   deadLetter(record: ConsumedRawRecord, error: unknown): void {
-    const d = deadLetterOf(record, error, this.metrics, this.say);
-    this.collect(this.deadLetterTopic, 0, d.key, d.value, d.timestamp, d.headers);
+    const d = this.deadLetters.of(record, error);
+    this.collect(this.deadLetters.topic, 0, d.key, d.value, d.timestamp, d.headers);
   }
 
   /** Everything collected, handed over to a commit; the collector starts empty again. */

@@ -6,7 +6,7 @@ import { Metrics } from '../../core/metrics.js';
 import type { SchemaRegistry } from '../../schemas/index.js';
 import { MemoryRegistry } from '../../schemas/memory-registry.js';
 import type { StateStore } from '../../state/state-store.js';
-import { deadLetterOf, type DeadLetter } from '../dead-letter.js';
+import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf, type DeadLetter } from '../dead-letter.js';
 import type { Processor } from '../processor.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../record.js';
 import { RecordDriver } from '../record-driver.js';
@@ -246,9 +246,15 @@ export class TopologyTestDriver {
     const raws = records.map((r) => this.encode(topic, r.key, r.value, r.timestamp ?? this.time));
     for (const raw of raws) this.uncommitted.push(raw); // no spread: a bench pipes more records than a call takes arguments
     let fatal: unknown;
+    const letters = new DeadLetters(
+      deadLetterTopicOf(this.topology.applicationId),
+      deadLetterMaxMessageBytes(this.topology),
+      this.metrics,
+      () => undefined,
+    );
     const loop = new RecordDriver(this.taskNow, {
       advance: () => undefined,
-      deadLetter: (r, error) => void this.deadLettered.push(deadLetterOf(r, error, this.metrics, () => undefined)),
+      deadLetter: (r, error) => void this.deadLettered.push(letters.of(r, error)),
       fatal: (error) => void (fatal ??= error),
     });
     const running = () => fatal === undefined;

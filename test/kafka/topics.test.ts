@@ -66,6 +66,40 @@ test(
 );
 
 test(
+  'topics create on a single broker makes topics of one replica, says so, and leaves min.insync.replicas to the broker',
+  { timeout: 120_000 },
+  async () => {
+    const { brokers } = kafkaInfra();
+    const appId = `replication-${Date.now().toString(36)}`;
+    const r = cli(['topics', 'create', '--brokers', brokers, '--app-id', appId, '--partitions', '4']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout.split('\n')[0]!, /^replication factor 1 \(the cluster has 1 broker, fewer than the 3 /);
+    const port = new KafkaPort([brokers], 'crawlstream-test');
+    const admin = await port.admin();
+    try {
+      // min.insync.replicas 2 on one replica would refuse every write
+      const links = await admin.describeTopic(`${appId}.links`, ['min.insync.replicas']);
+      assert.equal(links.config['min.insync.replicas'], '1');
+      const refused = cli([
+        'topics',
+        'create',
+        '--brokers',
+        brokers,
+        '--app-id',
+        `${appId}-b`,
+        '--replication-factor',
+        '3',
+      ]);
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /--replication-factor 3 exceeds the cluster's 1 broker/);
+    } finally {
+      await admin.close();
+      await port.close();
+    }
+  },
+);
+
+test(
   'a partition count other than the topics have is refused with a clear error by topics create, inject and run',
   { timeout: 180_000 },
   async () => {

@@ -6,6 +6,7 @@ import { silentLogger } from '../../core/logger.js';
 import { M } from '../../core/metric-catalogue.js';
 import { Metrics } from '../../core/metrics.js';
 import { rangeKey } from '../../runtime/changelog-source.js';
+import { DeadLetters } from '../../runtime/dead-letter.js';
 import { KafkaTask, type KafkaTaskHost } from '../../runtime/engines/kafka/kafka-task.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
@@ -48,7 +49,7 @@ async function rig(cluster = new ScriptedCluster(), dataDir = tempDataDir()): Pr
   const host: KafkaTaskHost = {
     groupId: GROUP,
     commitIntervalMs: 3_600_000,
-    deadLetterTopic: 'scripted-dead-letters',
+    deadLetters: new DeadLetters('scripted-dead-letters', Infinity, metrics, () => undefined),
     metrics,
     log: () => undefined,
     lost: (_t, err) => lost.push(err),

@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { CrawlError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { Metrics } from '../../core/metrics.js';
+import { DeadLetters } from '../../runtime/dead-letter.js';
 import { TaskManager } from '../../runtime/engines/kafka/task-manager.js';
 import { brokerFault, whileHeartbeating } from '../../runtime/engines/kafka/task-slot.js';
 import type { EngineState } from '../../runtime/engine-base.js';
@@ -88,7 +89,7 @@ async function member(cluster = new ScriptedCluster()): Promise<Member> {
     topology,
     dataDir,
     commitIntervalMs: 20,
-    deadLetterTopic: 'scripted-dead-letters',
+    deadLetters: new DeadLetters('scripted-dead-letters', Infinity, new Metrics(), () => undefined),
     serdes,
     metrics: new Metrics(),
     logger: createLogger({ level: 'info', write: (l) => lines.push(l) }),

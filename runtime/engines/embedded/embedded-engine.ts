@@ -30,7 +30,7 @@ import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
-import { deadLetterTopicOf } from '../../dead-letter.js';
+import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 
 export interface EmbeddedEngineOptions {
@@ -69,7 +69,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private punctuateTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private commitSoon: NodeJS.Immediate | undefined;
-  private readonly deadLetterTopic: string;
+  private readonly deadLetters: DeadLetters;
   private readonly directory: TaskDirectory;
   /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
   private readonly coLocated = new Map<string, unknown>();
@@ -79,9 +79,15 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     private readonly options: EmbeddedEngineOptions,
   ) {
     super(options.logger);
-    this.deadLetterTopic = deadLetterTopicOf(topology.applicationId);
+    // sized as on Kafka, so a dead letter reads the same on both engines
+    this.deadLetters = new DeadLetters(
+      deadLetterTopicOf(topology.applicationId),
+      deadLetterMaxMessageBytes(topology),
+      this.metrics,
+      (l) => this.say(l),
+    );
     this.directory = new TaskDirectory(options.dataDir);
-    this.outputs = new OutputCollector(this.deadLetterTopic, this.metrics, (l) => this.say(l));
+    this.outputs = new OutputCollector(this.deadLetters);
   }
 
   async start(): Promise<void> {
@@ -98,7 +104,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       for (const store of sub.stores)
         if (store.changelog) this.log.ensureTopic(this.topology.changelogTopic(store.name), sub.partitions);
     }
-    this.log.ensureTopic(this.deadLetterTopic, 1);
+    this.log.ensureTopic(this.deadLetters.topic, 1);
     // tasks tail their source topics: their latest appends are read from memory
     for (const sub of subtopologies) for (const topic of sub.sourceTopics) this.log.cacheTail(topic);
     for (const sub of subtopologies) {

@@ -140,6 +140,15 @@ export class KafkaAdmin {
     }
   }
 
+  /** How many brokers the cluster has now (those registered with the controller). */
+  async brokerCount(): Promise<number> {
+    try {
+      return (await this.admin.describeCluster()).brokers.length;
+    } catch (err) {
+      throw kafkaError('cannot describe the cluster', err);
+    }
+  }
+
   async deleteGroups(groupIds: string[]): Promise<void> {
     await this.admin.deleteGroups(groupIds).catch(() => undefined);
   }

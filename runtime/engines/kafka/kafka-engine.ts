@@ -9,7 +9,7 @@ import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { EngineBase, sleep } from '../../engine-base.js';
 import { serializeFor } from '../../output-collector.js';
-import { deadLetterTopicOf } from '../../dead-letter.js';
+import { DeadLetters } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 import { ConfluentSchemaRegistry } from './confluent-registry.js';
 import { KafkaPort, type GroupConsumer, type KafkaAdmin } from './kafka-port.js';
@@ -17,7 +17,7 @@ import type { ClusterSecurity } from './kafka-security.js';
 import type { KafkaCompression } from './kafka-codecs.js';
 import { KafkaChangelogSource } from './kafka-changelog-source.js';
 import { claimStateDir } from './cluster-identity.js';
-import { checkTopics, committedInputs, groupIdOf, transactionalIdOf } from './topics.js';
+import { checkTopics, committedInputs, deadLetterTopicLimit, groupIdOf, transactionalIdOf } from './topics.js';
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
 import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
@@ -91,6 +91,8 @@ export class KafkaEngine extends EngineBase implements Engine {
       const admin = await port.admin();
       this.admin = admin;
       await checkTopics(admin, this.topology, this.options.brokers);
+      const deadLetterLimit = await deadLetterTopicLimit(admin, this.topology);
+      if (deadLetterLimit.warning) this.logger.warn(deadLetterLimit.warning);
       const clusterId = await admin.clusterId();
       const claim = claimStateDir(this.options.dataDir, clusterId);
       if (claim.kind === 'wiped')
@@ -106,7 +108,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         topology: this.topology,
         dataDir: this.options.dataDir,
         commitIntervalMs: this.options.commitIntervalMs ?? KAFKA_ENGINE_SETTINGS.commitIntervalMs.default,
-        deadLetterTopic: deadLetterTopicOf(this.topology.applicationId),
+        deadLetters: new DeadLetters(deadLetterLimit.topic, deadLetterLimit.maxBytes, this.metrics, (l) => this.say(l)),
         serdes,
         metrics: this.metrics,
         logger: this.logger,

@@ -7,6 +7,7 @@ import type { StreamTask } from '../../task.js';
 import { rangeKey } from '../../changelog-source.js';
 import { graceWait } from '../../engine-base.js';
 import { OutputCollector, type OutputRecord } from '../../output-collector.js';
+import type { DeadLetters } from '../../dead-letter.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -20,7 +21,7 @@ import type { TopicPartitionOffset, TransactionalProducer } from './kafka-port.j
 export interface KafkaTaskHost {
   readonly groupId: string;
   readonly commitIntervalMs: number;
-  readonly deadLetterTopic: string;
+  readonly deadLetters: DeadLetters;
   readonly metrics: Metrics;
   log(line: string): void;
   /** The task cannot go on (fenced, or a commit failed): the engine drops it until the next assignment. */
@@ -62,7 +63,7 @@ export class KafkaTask {
     private readonly state: TaskStores,
     private readonly host: KafkaTaskHost,
   ) {
-    this.outputs = new OutputCollector(host.deadLetterTopic, host.metrics, (l) => host.log(l));
+    this.outputs = new OutputCollector(host.deadLetters);
     this.driver = new RecordDriver(task, {
       advance: (r) => this.advance(r),
       deadLetter: (r, err) => this.outputs.deadLetter(r, err),

@@ -2,6 +2,7 @@ import type { Logger } from '../../../core/logger.js';
 import type { Metrics } from '../../../core/metrics.js';
 import { taskIdString } from '../../../core/ids.js';
 import type { ChangelogSource } from '../../changelog-source.js';
+import type { DeadLetters } from '../../dead-letter.js';
 import type { TaskStatus } from '../../engine.js';
 import { TaskDirectory } from '../../task-directory.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
@@ -28,7 +29,8 @@ export interface TaskManagerOptions {
   readonly topology: Topology;
   readonly dataDir: string;
   readonly commitIntervalMs: number;
-  readonly deadLetterTopic: string;
+  /** The engine's dead letters, shared by its tasks (one rate limit for the log). */
+  readonly deadLetters: DeadLetters;
   readonly serdes: SerdeSet;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -212,7 +214,7 @@ export class TaskManager {
     return {
       groupId: this.o.groupIdOf(sub),
       commitIntervalMs: this.o.commitIntervalMs,
-      deadLetterTopic: this.o.deadLetterTopic,
+      deadLetters: this.o.deadLetters,
       metrics: this.o.metrics,
       log: (l) => this.say(l),
       lost: (task, err) => {

@@ -1,6 +1,6 @@
 import { taskIdString } from '../../../core/ids.js';
-import { CrawlError } from '../../../core/errors.js';
-import { deadLetterTopicOf } from '../../dead-letter.js';
+import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
+import { BROKER_DEFAULT_MAX_MESSAGE_BYTES, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import type { KafkaAdmin, TopicDefinition, TopicPartitionOffset } from './kafka-port.js';
 
@@ -20,12 +20,65 @@ export const CHANGELOG_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** How `topics create` makes topics on a real cluster; the defaults suit one test broker. */
 export interface TopicOptions {
-  /** Replicas of every topic; 1 when omitted. */
+  /** Replicas of every topic; 1 when omitted (`topics create` asks `replicationFor` what the cluster holds). */
   readonly replicationFactor?: number;
   /** `min.insync.replicas` of every topic; the broker's default when omitted. */
   readonly minInsyncReplicas?: number;
   /** `retention.ms` of the topics the crawl keeps (page-records, control); -1 (forever) when omitted. */
   readonly keptRetentionMs?: number;
+}
+
+/** Replicas a topic gets by default on a cluster that can hold them: one broker may fail, and one more may be restarted. */
+export const DEFAULT_REPLICATION_FACTOR = 3;
+/** `min.insync.replicas` with DEFAULT_REPLICATION_FACTOR: an acknowledged write is on two brokers. */
+export const DEFAULT_MIN_INSYNC_REPLICAS = 2;
+
+/** The replication `topics create` uses on a cluster, and one line saying why. */
+export interface Replication {
+  readonly replicationFactor: number;
+  /** Undefined: the broker's default. */
+  readonly minInsyncReplicas?: number;
+  readonly said: string;
+}
+
+/**
+ * The replication of every topic `topics create` makes on a cluster of `brokers` brokers: what
+ * `options` gives explicitly, else replication factor 3 with min.insync.replicas 2 when the
+ * cluster has at least 3 brokers, else as many replicas as it has brokers (the broker's
+ * min.insync.replicas), which `said` points out. Throws InvalidOptionError for a replication
+ * factor the cluster cannot hold or a min.insync.replicas above the replication factor.
+ */
+export function replicationFor(brokers: number, options: TopicOptions = {}): Replication {
+  const plural = (n: number) => `${n} broker${n === 1 ? '' : 's'}`;
+  const explicit = options.replicationFactor;
+  if (explicit !== undefined && explicit > brokers)
+    throw new InvalidOptionError(
+      `--replication-factor ${explicit} exceeds the cluster's ${plural(brokers)}: no topic could be created`,
+    );
+  const replicationFactor = explicit ?? Math.min(DEFAULT_REPLICATION_FACTOR, brokers);
+  const minInsyncReplicas =
+    options.minInsyncReplicas ??
+    (replicationFactor >= DEFAULT_REPLICATION_FACTOR ? DEFAULT_MIN_INSYNC_REPLICAS : undefined);
+  if (minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor)
+    throw new InvalidOptionError(
+      `--min-insync-replicas ${minInsyncReplicas} exceeds the replication factor ${replicationFactor}` +
+        `${explicit === undefined ? ` (the cluster has ${plural(brokers)})` : ''}: no write could ever be acknowledged`,
+    );
+  const why =
+    explicit !== undefined
+      ? '--replication-factor'
+      : replicationFactor < DEFAULT_REPLICATION_FACTOR
+        ? `the cluster has ${plural(brokers)}, fewer than the ${DEFAULT_REPLICATION_FACTOR} replicas a topic gets by default: a broker lost loses ${replicationFactor === 1 ? 'its partitions' : 'redundancy'}`
+        : `the cluster has ${plural(brokers)}`;
+  const isr =
+    minInsyncReplicas === undefined
+      ? "the broker's min.insync.replicas"
+      : `min.insync.replicas ${minInsyncReplicas}${options.minInsyncReplicas !== undefined ? ' (--min-insync-replicas)' : ''}`;
+  return {
+    replicationFactor,
+    ...(minInsyncReplicas !== undefined ? { minInsyncReplicas } : {}),
+    said: `replication factor ${replicationFactor} (${why}), ${isr}`,
+  };
 }
 
 /**
@@ -55,7 +108,11 @@ export function topicDefinitions(topology: Topology, options: TopicOptions = {})
         });
     }
   }
-  defs.push({ name: deadLetterTopicOf(topology.applicationId), partitions: 1, config: { 'cleanup.policy': 'delete' } });
+  defs.push({
+    name: deadLetterTopicOf(topology.applicationId),
+    partitions: 1,
+    config: { 'cleanup.policy': 'delete', 'max.message.bytes': String(deadLetterMaxMessageBytes(topology)) },
+  });
   return defs.map((d) => ({
     ...d,
     ...(options.replicationFactor !== undefined ? { replicationFactor: options.replicationFactor } : {}),
@@ -111,6 +168,33 @@ export async function checkTopics(admin: KafkaAdmin, topology: Topology, brokers
         .map((t) => `${t.name} has ${counts.get(t.name)}, the topology needs ${t.partitions}`)
         .join('; ')} (--partitions must match the topics, or the topics must be recreated)`,
     );
+}
+
+/**
+ * The dead-letter topic of `topology` and the `max.message.bytes` it has on the cluster (its own
+ * or the broker's default, as the broker reports it), which bounds every dead letter the engine
+ * writes there: a larger one is written as a reference (`deadLetterOf`), never refused with the
+ * commit it belongs to. A topic made by an older `topics create` holds 1 MiB: `warning` then says
+ * so and how to raise it, since the records it cannot hold whole are kept only as references.
+ */
+export async function deadLetterTopicLimit(
+  admin: KafkaAdmin,
+  topology: Topology,
+): Promise<{ topic: string; maxBytes: number; warning?: string }> {
+  const topic = deadLetterTopicOf(topology.applicationId);
+  const wanted = deadLetterMaxMessageBytes(topology);
+  const has = Number((await admin.describeTopic(topic, ['max.message.bytes'])).config['max.message.bytes']);
+  // a broker that does not say (an ACL without DescribeConfigs) gets the Kafka default assumed
+  const maxBytes = Number.isInteger(has) && has > 0 ? has : BROKER_DEFAULT_MAX_MESSAGE_BYTES;
+  if (maxBytes >= wanted) return { topic, maxBytes };
+  return {
+    topic,
+    maxBytes,
+    warning:
+      `the dead-letter topic ${topic} holds records of up to ${maxBytes} bytes, the inputs up to ${wanted}: ` +
+      `larger dead letters are written as a reference (source, size, SHA-256) without their value; ` +
+      `raise it with kafka-configs --alter --entity-type topics --entity-name ${topic} --add-config max.message.bytes=${wanted}`,
+  };
 }
 
 /** The consumer group of a sub-topology: `<app>-<its processors, joined by +>`, e.g. `crawlstream-frontier`. */
