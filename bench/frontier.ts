@@ -49,7 +49,7 @@ console.log(machineLine());
 const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-frontier-'));
 try {
   // the seen-set sized for the N URLs it will hold, as a deployment would size it: an undersized
-  // Bloom filter is rebuilt (a scan of every stored fingerprint) each time it doubles
+  // Bloom filter grows by segments at tighter rates (more bits per URL than one sized filter)
   const config = validateCrawlConfig({
     sitePageBudget: 1_000_000,
     activeHostSlots: HOSTS,

@@ -50,7 +50,8 @@ export interface ConfiguredTerm {
  */
 export function configuredTerms(role: SizedRole, config: CrawlConfig, partitions: number): ConfiguredTerm[] {
   if (role === 'frontier') {
-    const bloom = bloomSizing(config.seenExpectedUrls, config.seenFalsePositiveRate).bits / 8;
+    // the first segments, at half the target rate (state/scalable-bloom.ts)
+    const bloom = bloomSizing(config.seenExpectedUrls, config.seenFalsePositiveRate / 2).bits / 8;
     return [
       {
         what: `${partitions} seen-set Bloom filters (--seen-expected-urls, --seen-fp-rate)`,

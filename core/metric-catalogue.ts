@@ -337,7 +337,11 @@ export const METRICS = {
     'Tasks whose Bloom filter is over its target.',
     'seen-set',
   ),
-  seen_set_bloom_rebuilds: gauge('crawlstream_seen_set_bloom_rebuilds', 'Bloom filter rebuilds.', 'seen-set'),
+  seen_set_bloom_rebuilds: gauge(
+    'crawlstream_seen_set_bloom_rebuilds',
+    'Bloom filter segments added since the task opened (growth; never a rescan of the store).',
+    'seen-set',
+  ),
   seen_set_unmerged: gauge('crawlstream_seen_set_unmerged', 'Fingerprints not yet merged into blocks.', 'seen-set'),
   seen_set_runs: gauge('crawlstream_seen_set_runs', 'Runs of unmerged fingerprints in the store.', 'seen-set'),
   seen_set_sweeps: gauge('crawlstream_seen_set_sweeps', 'Sweeps of the exact layer since start.', 'seen-set'),

@@ -1,54 +1,42 @@
-import { BloomFilter, bloomSizing } from './bloom-filter.js';
 import { fmix32 } from '../core/hashing.js';
+import { ScalableBloom } from './scalable-bloom.js';
 
-/** Each filter of the chain is sized for this false-positive rate at its capacity. */
+/** The chain's false-positive rate, all its filters together. */
 const RATE = 0.01;
 
 /**
  * "Definitely not stored" for the string keys of a store, so that looking up a key the store has
  * never held (a new host, a new site) skips the store read, which costs 7–40 µs on RocksDB. A
- * scalable Bloom filter: a chain of filters of doubling capacity, never rebuilt, so it needs no
- * count up front and no rescan as it grows. A key noted is never reported absent; an absent key
- * is reported "maybe" with a chance of about 1 % per filter in the chain (one needless read).
+ * scalable Bloom filter (`ScalableBloom`: a chain of filters of doubling capacity, never rebuilt),
+ * so it needs no count up front and no rescan as it grows. A key noted is never reported absent;
+ * an absent key is reported "maybe" with a chance of at most about 1 % (one needless read).
  *
  * The owner notes every key the store holds (a full scan) and every key it writes; keys deleted
  * from the store stay in the filter (a needless read). Not thread-safe.
  */
 export class KeyFilter {
-  private readonly filters: BloomFilter[] = [];
-  private capacity: number;
-  private inLast = 0;
+  private readonly bloom: ScalableBloom;
   private readonly scratch = Buffer.allocUnsafe(8);
 
   constructor(initialCapacity = 65_536) {
-    this.capacity = initialCapacity;
-    this.filters.push(new BloomFilter(bloomSizing(initialCapacity, RATE)));
+    this.bloom = new ScalableBloom(initialCapacity, RATE);
   }
 
   /** Records `key` as (maybe) stored. */
   note(key: string): void {
-    if (this.mightHave(key)) return;
-    if (this.inLast >= this.capacity) {
-      this.capacity *= 2;
-      this.filters.push(new BloomFilter(bloomSizing(this.capacity, RATE)));
-      this.inLast = 0;
-    }
-    this.filters[this.filters.length - 1]!.add(this.scratch);
-    this.inLast++;
+    this.hash(key);
+    this.bloom.add(this.scratch);
   }
 
   /** False: `key` was never noted. True: it probably was. */
   mightHave(key: string): boolean {
     this.hash(key);
-    for (let i = this.filters.length - 1; i >= 0; i--) if (this.filters[i]!.mightContain(this.scratch)) return true;
-    return false;
+    return this.bloom.mightContain(this.scratch);
   }
 
   /** RAM of the bit arrays. */
   get byteLength(): number {
-    let n = 0;
-    for (const f of this.filters) n += f.byteLength;
-    return n;
+    return this.bloom.byteLength;
   }
 
   /** Two 32-bit hashes of the key's UTF-16 code units (FNV-1a steps, murmur3's finalizer) into `scratch`. */

@@ -1,7 +1,8 @@
 import { M } from '../core/metric-catalogue.js';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
-import { BloomFilter, bloomSizing, expectedFill, type BloomSizing } from './bloom-filter.js';
+import { bloomSizing, type BloomSizing } from './bloom-filter.js';
+import { ScalableBloom } from './scalable-bloom.js';
 import {
   ExactFingerprints,
   type ExactLayerOptions,
@@ -12,14 +13,15 @@ import {
 export type { FingerprintStore } from './seen-exact.js';
 
 export interface SeenSetOptions {
-  /** Fingerprints this partition is expected to hold (n); sizes the first filter. */
+  /** Fingerprints this partition is expected to hold (n); sizes the first filter segments. */
   readonly expectedCount: number;
-  /** Target Bloom false-positive rate (p) at `expectedCount`, e.g. 0.01. */
+  /** Target Bloom false-positive rate (p) of all segments together, e.g. 0.01. */
   readonly falsePositiveRate: number;
-  /** `warning` turns on when the fill reaches that of this many × the sized-for count. Default 1. */
-  readonly warnAtLoad?: number;
-  /** The filter is rebuilt, twice the size, when its fill passes that of this many × the sized-for count. Default 1.25. */
-  readonly rebuildAtLoad?: number;
+  /**
+   * Default true: the filter grows by segments as the partition does. False: it keeps the size
+   * `init()` gave it (RAM fixed; past that count more new URLs take a store read).
+   */
+  readonly growFilter?: boolean;
   /** Tuning of the exact layer's blocks and sweeps (see `ExactFingerprints`); defaults suit a crawl. */
   readonly exact?: Omit<ExactLayerOptions, 'expectedCount'>;
 }
@@ -28,17 +30,21 @@ export interface SeenSetOptions {
 export interface SeenSetStats {
   /** Fingerprints recorded (those found at init plus those admitted since). */
   readonly count: number;
+  /** Bits of all the filter's segments. */
   readonly bloomBits: number;
+  /** Hashes of the newest segment. */
   readonly bloomHashes: number;
+  readonly bloomSegments: number;
   /** RAM of the Bloom bit array. */
   readonly bloomBytes: number;
   /** Fraction of Bloom bits set. */
   readonly fill: number;
-  /** fill^k: the current chance a new fingerprint needs a store read. */
+  /** The current chance a new fingerprint needs a store read (the segments' union). */
   readonly estimatedFalsePositiveRate: number;
   readonly targetFalsePositiveRate: number;
-  /** The fill is past the warning threshold: a rebuild (a full scan of the store) is coming. */
+  /** The estimated rate is above the target (segments grew from an over-full start, or copies were counted twice). */
   readonly warning: boolean;
+  /** Segments added since the filter was built at `init()`: growth, never a scan of the store. */
   readonly rebuilds: number;
   /** Fingerprints the Bloom called "maybe seen" that the store then confirmed or refuted. */
   readonly storeChecks: number;
@@ -59,26 +65,22 @@ const COUNT_KEY = Buffer.from('count');
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
  * The filter is built at `init()` from the stored fingerprints, sized for max(expectedCount,
- * 2 × stored), and rebuilt the same way (a synchronous scan of the store) when its fill passes
- * the rebuild threshold; `warning` says the threshold is near. Bits set by writes the runtime
- * later discards (a failed commit) stay set: that only costs a store read, never a lost URL.
- * After a failed commit the task must be closed and a new one `init()`ed (both engines do): the
- * exact layer's RAM part follows the store's pending writes.
+ * 2 × stored), and grows by segments (`ScalableBloom`) as the partition does: never a rescan of
+ * the store while the crawl runs, never a size it cannot hold (a segment stays under 2^32 bits; a
+ * larger count takes several). Bits set by writes the runtime later discards (a failed commit)
+ * stay set: that only costs a store read, never a lost URL. After a failed commit the task must be
+ * closed and a new one `init()`ed (both engines do): the exact layer's RAM part follows the
+ * store's pending writes.
  *
  * Not thread-safe; one instance per task, used from `process()` and punctuators.
  */
 export class SeenSet {
   private readonly target: number;
-  private readonly warnAtLoad: number;
-  private readonly rebuildAtLoad: number;
   private readonly expectedCount: number;
+  private readonly growFilter: boolean;
   private readonly exact: ExactFingerprints;
-  private bloom!: BloomFilter;
-  private sizedFor = 0;
-  private warnFill = 1;
-  private rebuildFill = 1;
+  private bloom!: ScalableBloom;
   private recorded = 0;
-  private rebuildCount = 0;
   private storeChecks = 0;
   private falsePositives = 0;
 
@@ -86,18 +88,10 @@ export class SeenSet {
     private readonly store: FingerprintStore,
     options: SeenSetOptions,
   ) {
-    const warnAtLoad = options.warnAtLoad ?? 1;
-    const rebuildAtLoad = options.rebuildAtLoad ?? 1.25;
-    if (!(warnAtLoad > 0) || !(rebuildAtLoad >= warnAtLoad)) {
-      throw new InvalidOptionError(
-        `seen-set needs 0 < warnAtLoad <= rebuildAtLoad, got ${warnAtLoad} and ${rebuildAtLoad}`,
-      );
-    }
-    bloomSizing(options.expectedCount, options.falsePositiveRate); // validates both
+    validateSizing(options.expectedCount, options.falsePositiveRate);
     this.expectedCount = options.expectedCount;
     this.target = options.falsePositiveRate;
-    this.warnAtLoad = warnAtLoad;
-    this.rebuildAtLoad = rebuildAtLoad;
+    this.growFilter = options.growFilter ?? true;
     this.exact = new ExactFingerprints(store, { ...options.exact, expectedCount: options.expectedCount });
   }
 
@@ -105,9 +99,11 @@ export class SeenSet {
   init(): void {
     const raw = this.store.get(COUNT_KEY);
     const count = raw === undefined || raw.length !== 8 ? undefined : Number(raw.readBigUInt64BE(0));
-    this.rebuild(count ?? 0, (each) => this.exact.load(count ?? 0, each), false);
+    const bloom = new ScalableBloom(Math.max(this.expectedCount, 2 * (count ?? 0)), this.target, this.growFilter);
+    const stored = this.exact.load(count ?? 0, (bytes, offset) => bloom.add(bytes, offset));
+    this.bloom = bloom;
     // the count is written with every admit, so it is exact; a store without one counts its scan
-    if (count !== undefined) this.recorded = count;
+    this.recorded = count ?? stored;
   }
 
   /**
@@ -165,7 +161,6 @@ export class SeenSet {
       this.exact.flush(this.recorded);
       this.store.put(COUNT_KEY, countBytes(this.recorded));
     }
-    if (this.bloom.fill() > this.rebuildFill) this.rebuild(this.recorded, (each) => this.exact.forEach(each), true);
     return out;
   }
 
@@ -185,17 +180,18 @@ export class SeenSet {
   }
 
   stats(): SeenSetStats {
-    const fill = this.bloom.fill();
+    const estimated = this.bloom.estimatedFalsePositiveRate();
     return {
       count: this.recorded,
       bloomBits: this.bloom.bits,
       bloomHashes: this.bloom.hashes,
+      bloomSegments: this.bloom.segmentCount,
       bloomBytes: this.bloom.byteLength,
-      fill,
-      estimatedFalsePositiveRate: this.bloom.estimatedFalsePositiveRate(),
+      fill: this.bloom.fill(),
+      estimatedFalsePositiveRate: estimated,
       targetFalsePositiveRate: this.target,
-      warning: fill >= this.warnFill,
-      rebuilds: this.rebuildCount,
+      warning: estimated > this.target,
+      rebuilds: this.bloom.grown,
       storeChecks: this.storeChecks,
       bloomFalsePositives: this.falsePositives,
       exact: this.exact.stats(),
@@ -218,34 +214,22 @@ export class SeenSet {
     metrics.setGauge(M.cacheBytes, owner, s.bloomBytes, 'seen-bloom');
   }
 
-  /** The current filter's sizing and the count it was sized for (for tests and benches). */
-  sizing(): BloomSizing & { sizedFor: number } {
-    return { bits: this.bloom.bits, hashes: this.bloom.hashes, sizedFor: this.sizedFor };
+  /** The filter's bits, newest hashes, segments and the count they were sized for (for tests and benches). */
+  sizing(): BloomSizing & { sizedFor: number; segments: number } {
+    return {
+      bits: this.bloom.bits,
+      hashes: this.bloom.hashes,
+      sizedFor: this.bloom.capacity,
+      segments: this.bloom.segmentCount,
+    };
   }
+}
 
-  /**
-   * A fresh filter for max(expectedCount, 2 × count) entries, filled by `scan` (one pass over the
-   * store); `recorded` becomes what the scan found until the caller knows better.
-   */
-  private rebuild(
-    count: number,
-    scan: (each: (bytes: Buffer, offset: number) => void) => number,
-    grown: boolean,
-  ): void {
-    const sizedFor = Math.max(this.expectedCount, 2 * count);
-    const sizing = bloomSizing(sizedFor, this.target);
-    const bloom = new BloomFilter(sizing);
-    const stored = scan((bytes, offset) => bloom.add(bytes, offset));
-    this.bloom = bloom;
-    this.sizedFor = sizedFor;
-    if (!grown) this.recorded = stored;
-    this.warnFill = expectedFill(sizing, this.warnAtLoad * sizedFor);
-    this.rebuildFill = expectedFill(sizing, this.rebuildAtLoad * sizedFor);
-    if (grown) this.rebuildCount++;
-    // an over-full filter (a count lost with an uncommitted write, or copies in runs and blocks): grow it now
-    if (bloom.fill() > this.rebuildFill)
-      this.rebuild(Math.max(count, stored), (each) => this.exact.forEach(each), grown);
-  }
+/** Validates the seen-set's sizing options eagerly, naming what is wrong. */
+function validateSizing(expectedCount: number, falsePositiveRate: number): void {
+  if (!Number.isSafeInteger(expectedCount) || expectedCount < 1)
+    throw new InvalidOptionError(`seen-set expected count must be a positive integer, got ${expectedCount}`);
+  bloomSizing(1, falsePositiveRate); // the rate, in (0, 1)
 }
 
 /** 8-byte fingerprints back to back in one new buffer. */

@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAX_BLOOM_BITS } from '../../state/bloom-filter.js';
+import { ScalableBloom } from '../../state/scalable-bloom.js';
+
+import { syntheticFingerprint as fp } from './seen-set-memory-store.js';
+
+test('a scalable Bloom grows by doubling segments, forgets nothing, and keeps its union rate under the target', () => {
+  const bloom = new ScalableBloom(1_000, 0.01);
+  let maybe = 0;
+  for (let i = 0; i < 100_000; i++) if (bloom.add(fp(i))) maybe++;
+  assert.ok(maybe / 100_000 <= 0.01, `${maybe} of 100,000 new entries reported as maybe there`);
+  // 1 k, 2 k, 4 k … 128 k of capacity
+  assert.equal(bloom.segmentCount, 8);
+  assert.equal(bloom.grown, 7);
+  assert.ok(bloom.capacity >= 100_000);
+  for (let i = 0; i < 100_000; i++) if (!bloom.mightContain(fp(i))) assert.fail(`${i} lost`);
+  assert.ok(bloom.ratedFalsePositiveRate() <= 0.01, `rated ${bloom.ratedFalsePositiveRate()}`);
+  let wrong = 0;
+  for (let i = 1_000_000; i < 1_300_000; i++) if (bloom.mightContain(fp(i))) wrong++;
+  assert.ok(wrong / 300_000 <= 0.01, `measured ${wrong / 300_000}`);
+  assert.ok(bloom.add(fp(5)), 'an entry added before is reported as maybe there');
+});
+
+test('a capacity past one filter’s 2^32 bits is spread over segments that each stay under it', () => {
+  const bloom = new ScalableBloom(1_000_000_000, 0.01);
+  assert.ok(bloom.segmentCount >= 3, `${bloom.segmentCount} segments`);
+  assert.ok(bloom.capacity >= 1_000_000_000);
+  assert.ok(bloom.largestSegmentBits <= MAX_BLOOM_BITS, `${bloom.largestSegmentBits} bits in one segment`);
+  assert.ok(bloom.bits > 2 ** 32, `${bloom.bits} bits in all`);
+  assert.ok(bloom.ratedFalsePositiveRate() <= 0.01, `rated ${bloom.ratedFalsePositiveRate()}`);
+});
+
+test('a bloom that may not grow keeps its size, and its rate rises with the fill', () => {
+  const bloom = new ScalableBloom(1_000, 0.01, false);
+  const bits = bloom.bits;
+  for (let i = 0; i < 20_000; i++) bloom.add(fp(i));
+  assert.equal(bloom.bits, bits);
+  assert.equal(bloom.segmentCount, 1);
+  assert.ok(bloom.estimatedFalsePositiveRate() > 0.1, `${bloom.estimatedFalsePositiveRate()}`);
+});
+
+test('rates outside (0, 1) are refused', () => {
+  for (const rate of [0, 1, -0.1, Number.NaN])
+    assert.throws(() => new ScalableBloom(10, rate), { code: 'CS_INVALID_OPTION' });
+});
