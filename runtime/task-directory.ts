@@ -1,8 +1,18 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
-import { openRocks, type RocksPort } from '../state/rocks.js';
+import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
 
 /** The live RocksDB of a task, inside its task directory. */
 const LIVE_DIR = 'rocksdb';
@@ -20,6 +30,7 @@ export class TaskDirectory {
   constructor(
     /** The data directory (`--data`). */
     readonly dataDir: string,
+    private readonly options: TaskDirectoryOptions = {},
   ) {}
 
   /** `<data>/state`: every task's directory (its disk usage is reported as a whole). */
@@ -29,7 +40,7 @@ export class TaskDirectory {
 
   /** The directory of task `id` (neither created nor checked). */
   task(id: TaskId): TaskDir {
-    return new TaskDir(join(this.root, taskIdString(id)), taskIdString(id), this.dataDir);
+    return new TaskDir(join(this.root, taskIdString(id)), taskIdString(id), this.dataDir, this.options.onWait);
   }
 
   /** The partitions of sub-topology `subtopology` with a task directory (state kept from an earlier run); [] when none. */
@@ -52,6 +63,11 @@ export class TaskDirectory {
   }
 }
 
+export interface TaskDirectoryOptions {
+  /** Called when an opening must wait for an earlier owner in this process to close the RocksDB at `path`. */
+  readonly onWait?: (task: TaskDir, path: string) => void;
+}
+
 /** One task's directory. Owns nothing open: each method opens and hands over, or works on the disk. */
 export class TaskDir {
   constructor(
@@ -59,6 +75,7 @@ export class TaskDir {
     /** `<sub>_<p>`, as logs and metrics name the task. */
     readonly name: string,
     private readonly dataDir: string,
+    private readonly onWait?: (task: TaskDir, path: string) => void,
   ) {}
 
   /** The live RocksDB's path. */
@@ -77,18 +94,26 @@ export class TaskDir {
   }
 
   /**
-   * Opens the live RocksDB (created when missing); the caller owns and closes it. Throws CS_STORE
-   * naming the running instance when another process holds it.
+   * Opens the live RocksDB (created when missing); the caller owns and closes it. In this process
+   * a RocksDB has one owner at a time: while an earlier opening of the same path is not closed yet
+   * (a revoked task still committing, an opening cut short still restoring), this waits for its
+   * close, so the task's next owner opens what the previous one left. Throws CS_STORE naming the
+   * running instance when another process holds it.
    */
   openLive(): Promise<RocksPort> {
     return this.open(this.live);
   }
 
-  /** Opens the RocksDB at `path` (the live copy or a rebuild's), with `openLive`'s lock error. */
+  /** Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive` does. */
   async open(path: string): Promise<RocksPort> {
+    const release = await takeOwnership(resolve(path), () => this.onWait?.(this, path));
     try {
-      return await openRocks(path);
+      return await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
+        touch(this.path);
+        release();
+      });
     } catch (err) {
+      release();
       throw lockedOr(err, path, this.dataDir);
     }
   }
@@ -111,6 +136,45 @@ export class TaskDir {
   /** Makes the complete, closed RocksDB at `rebuilt` the live copy (`swapIn`). */
   swapIn(rebuilt: string): void {
     swapIn(this.path, rebuilt);
+  }
+}
+
+/**
+ * Per RocksDB path opened through a task directory: the promise that settles when its last owner
+ * in this process released it. Each new owner chains behind it, so owners take a path in turn (a
+ * second open while the first is still closing would fail on RocksDB's lock, in-process).
+ */
+const owners = new Map<string, Promise<void>>();
+
+/**
+ * Waits for `path`'s earlier owners in this process to release it (calling `waiting` first when
+ * there is one); resolves with this owner's release, which may be called more than once.
+ */
+async function takeOwnership(path: string, waiting: () => void): Promise<() => void> {
+  const previous = owners.get(path);
+  if (previous) waiting();
+  let release!: () => void;
+  const mine = new Promise<void>((r) => (release = r));
+  const tail = previous ? previous.then(() => mine) : mine;
+  // registered before the first await: an owner that comes later in this tick queues behind this one
+  owners.set(path, tail);
+  await previous;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    release();
+    if (owners.get(path) === tail) owners.delete(path);
+  };
+}
+
+/** Sets `dir`'s modification time to now: when its last owner let go, the start of its idle time. */
+function touch(dir: string): void {
+  try {
+    const now = new Date();
+    utimesSync(dir, now, now);
+  } catch {
+    // removed meanwhile (a wipe): nothing left to date
   }
 }
 

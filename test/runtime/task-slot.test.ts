@@ -179,6 +179,39 @@ test('a rebalance mid-commit: the revoked task fails its last commit, closes wit
   }
 });
 
+test('a partition assigned back while its revoked task still closes waits for that close, then restores what it committed', async () => {
+  const m = await member();
+  try {
+    m.manager.assign(m.sub, new Set([1]));
+    const task = (await m.manager.slot(0, 1)!.opening)!;
+    const producer = m.port.producers[0]!;
+    task.enqueue(words(m, [0, 1]));
+    await until(() => m.cluster.records(CHANGELOG, 1).length === 1, 'the first commit');
+    // the next commit hangs: the revoked task's close waits for it, its RocksDB still open
+    const held = new Held<void>();
+    producer.answers.push(held);
+    task.enqueue(words(m, [2]));
+    await until(() => producer.commits.length === 2, 'a commit under way');
+    m.manager.assign(m.sub, new Set());
+    m.manager.assign(m.sub, new Set([1]));
+    // the reopening reaches the RocksDB while the revoked task holds it: it must wait, not fail
+    await until(
+      () => m.failures.length > 0 || m.lines.some((l) => /task 0_1 waits for its previous opening or closing/.test(l)),
+      'the reopening to wait or fail',
+    );
+    assert.deepEqual(m.failures, [], 'a reopening never fails on its own previous owner');
+    held.reject(new CrawlError('CS_FENCED', 'scripted: fenced by the new owner'));
+    const again = (await m.manager.slot(0, 1)!.opening)!;
+    assert.ok(again, 'the partition reopened');
+    assert.notEqual(again, task);
+    assert.equal(producer.closed, true, 'the revoked task closed first');
+    assert.equal(count(m), 2, 'what the revoked task committed, restored; its fenced commit not');
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
 test('a live task whose commit is fenced is dropped: its partition pauses and the member joins its group again', async () => {
   const m = await member();
   try {

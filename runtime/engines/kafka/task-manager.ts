@@ -65,7 +65,10 @@ export class TaskManager {
   opened = 0;
 
   constructor(private readonly o: TaskManagerOptions) {
-    this.directory = new TaskDirectory(o.dataDir);
+    this.directory = new TaskDirectory(o.dataDir, {
+      // a partition revoked and assigned back at once: its previous task may still be committing or restoring
+      onWait: (dir) => this.say(`task ${dir.name} waits for its previous opening or closing on this member to let go`),
+    });
   }
 
   /** The slot of a partition's task, if this member owns it. */
