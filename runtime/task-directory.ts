@@ -9,7 +9,7 @@ import {
   statSync,
   utimesSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
@@ -55,6 +55,36 @@ export class TaskDirectory {
       .map((name) => TASK_NAME.exec(name))
       .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) === subtopology)
       .map((m) => Number(m[2]));
+  }
+
+  /**
+   * Removes the task directories nothing here uses, as Kafka Streams' cleanRemovedTasks does with
+   * `state.cleanup.delay.ms`: a directory goes when no RocksDB under it has an owner in this
+   * process (open, or an opening waiting for it), `keep` does not claim its task (assigned to this
+   * instance, perhaps still opening), and nothing in it changed for more than `delayMs` before
+   * `now` (`lastUsed`). Directories of tasks this instance no longer runs otherwise stay forever,
+   * and a task assigned back after long would trust a checkpoint far behind its changelog.
+   * Returns the names of the directories removed. Synchronous: no opening starts half-way through.
+   */
+  removeUnused(delayMs: number, now: number, keep: (id: TaskId) => boolean): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.root);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const name of names) {
+      const m = TASK_NAME.exec(name);
+      if (!m || keep({ subtopology: Number(m[1]), partition: Number(m[2]) })) continue;
+      const path = join(this.root, name);
+      if (ownedUnder(path)) continue;
+      const used = lastUsed(path);
+      if (used === undefined || now - used <= delayMs) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(name);
+    }
+    return removed;
   }
 
   /** Removes every task's local state (a data dir bound to another cluster); idempotent. */
@@ -166,6 +196,45 @@ async function takeOwnership(path: string, waiting: () => void): Promise<() => v
     release();
     if (owners.get(path) === tail) owners.delete(path);
   };
+}
+
+/** Whether a RocksDB under `dir` has an owner (open, or an opening waiting) in this process. */
+function ownedUnder(dir: string): boolean {
+  const prefix = resolve(dir) + sep;
+  for (const path of owners.keys()) if (path.startsWith(prefix)) return true;
+  return false;
+}
+
+/**
+ * When task directory `dir` was last used (epoch ms), or undefined when it is gone: the latest
+ * modification time of the directory, its entries and theirs. Its RocksDB appends to its WAL at
+ * every commit that writes, and its last owner's close dates the directory (`touch`).
+ */
+export function lastUsed(dir: string): number | undefined {
+  let latest = mtimeOf(dir);
+  if (latest === undefined) return undefined;
+  for (const child of listed(dir)) {
+    latest = Math.max(latest, mtimeOf(child) ?? 0);
+    for (const file of listed(child)) latest = Math.max(latest, mtimeOf(file) ?? 0);
+  }
+  return latest;
+}
+
+function mtimeOf(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The paths in directory `path`; [] when it is a file or gone. */
+function listed(path: string): string[] {
+  try {
+    return readdirSync(path).map((name) => join(path, name));
+  } catch {
+    return [];
+  }
 }
 
 /** Sets `dir`'s modification time to now: when its last owner let go, the start of its idle time. */

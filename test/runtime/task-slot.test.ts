@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
 import { CrawlError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { Metrics } from '../../core/metrics.js';
 import { TaskManager } from '../../runtime/engines/kafka/task-manager.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
 import { brokerFault, whileHeartbeating } from '../../runtime/engines/kafka/task-slot.js';
 import type { EngineState } from '../../runtime/engine-base.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
@@ -206,6 +208,43 @@ test('a partition assigned back while its revoked task still closes waits for th
     assert.notEqual(again, task);
     assert.equal(producer.closed, true, 'the revoked task closed first');
     assert.equal(count(m), 2, 'what the revoked task committed, restored; its fenced commit not');
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('task directories of partitions this member no longer holds are removed once unused for the cleanup delay', async () => {
+  const m = await member();
+  const directory = new TaskDirectory(m.dataDir);
+  // as if nothing had touched the task directory for `ms`: every file and directory in it dated back
+  const unusedFor = (name: string, ms: number): void => {
+    const then = new Date(Date.now() - ms);
+    const dir = join(directory.root, name);
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((n) => join(dir, n));
+    for (const path of [...files, dir]) utimesSync(path, then, then);
+  };
+  try {
+    // a directory left by a task of another sub-topology, unused for an hour
+    mkdirSync(join(directory.root, '3_0', 'rocksdb'), { recursive: true });
+    unusedFor('3_0', 3_600_000);
+    m.manager.assign(m.sub, new Set([0, 1]));
+    assert.ok(await m.manager.slot(0, 0)!.opening);
+    assert.ok(await m.manager.slot(0, 1)!.opening);
+    // partition 0 moves to another member; its directory stays until it has been unused for the delay
+    m.manager.assign(m.sub, new Set([1]));
+    await until(() => m.port.producers[0]!.closed, 'the revoked task closed');
+    assert.deepEqual(m.manager.cleanUp(60_000), ['3_0'], 'only the long-unused directory goes');
+    assert.deepEqual(directory.localPartitions(0).sort(), [0, 1]);
+    unusedFor('0_0', 120_000);
+    unusedFor('0_1', 120_000);
+    assert.deepEqual(m.manager.cleanUp(60_000), ['0_0'], 'the held partition stays, however old its files');
+    assert.deepEqual(directory.localPartitions(0), [1]);
+    assert.deepEqual(directory.localPartitions(3), []);
+    assert.ok(
+      m.lines.some((l) => /removed the local state of task 0_0: not assigned/.test(l)),
+      m.lines.join('\n'),
+    );
     assert.deepEqual(m.failures, []);
   } finally {
     await stop(m);
