@@ -34,6 +34,14 @@ export interface ChangelogSource {
    * records (embedded: `to`; Kafka: the offset after the last record read, as the Kafka engine's
    * restore records it, or `from` when none was read).
    */
+  /**
+   * How long a delete stays in `topic` as a tombstone before compaction may remove it, and with it
+   * every trace of the deleted key: a local copy that has not followed this changelog for longer
+   * may miss deletes, and its checkpoint must not be trusted (the task restores from nothing).
+   * Kafka: the topic's `delete.retention.ms`. Embedded: Infinity — its compactor removes only
+   * records below the checkpoint of the one local copy, which has applied them already.
+   */
+  tombstoneRetentionMs(topic: string): Promise<number>;
   read(
     ranges: readonly ReplayRange[],
     onRecords: (topic: string, partition: number, records: readonly ChangelogRecord[]) => void,

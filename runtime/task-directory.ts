@@ -38,9 +38,14 @@ export class TaskDirectory {
     return join(this.dataDir, STATE_DIR);
   }
 
-  /** The directory of task `id` (neither created nor checked). */
-  task(id: TaskId): TaskDir {
-    return new TaskDir(join(this.root, taskIdString(id)), taskIdString(id), this.dataDir, this.options.onWait);
+  /**
+   * The directory of task `id` (neither created nor checked). With `staleAfterMs`, its live
+   * RocksDB is wiped before it opens when the directory was last used longer ago than that
+   * (`TaskDir.openLive`).
+   */
+  task(id: TaskId, staleAfterMs?: number): TaskDir {
+    const name = taskIdString(id);
+    return new TaskDir(join(this.root, name), name, this.dataDir, this.options, staleAfterMs);
   }
 
   /** The partitions of sub-topology `subtopology` with a task directory (state kept from an earlier run); [] when none. */
@@ -78,7 +83,11 @@ export class TaskDirectory {
       const m = TASK_NAME.exec(name);
       if (!m || keep({ subtopology: Number(m[1]), partition: Number(m[2]) })) continue;
       const path = join(this.root, name);
-      if (ownedUnder(path)) continue;
+      if (ownedUnder(path)) {
+        // in use: dated now, so after a crash its idle time counts from here, not from its last write
+        touch(path);
+        continue;
+      }
       const used = lastUsed(path);
       if (used === undefined || now - used <= delayMs) continue;
       rmSync(path, { recursive: true, force: true });
@@ -96,6 +105,8 @@ export class TaskDirectory {
 export interface TaskDirectoryOptions {
   /** Called when an opening must wait for an earlier owner in this process to close the RocksDB at `path`. */
   readonly onWait?: (task: TaskDir, path: string) => void;
+  /** Called before a live RocksDB unused for `unusedMs` (more than `staleAfterMs`) is wiped. */
+  readonly onStale?: (task: TaskDir, unusedMs: number, staleAfterMs: number) => void;
 }
 
 /** One task's directory. Owns nothing open: each method opens and hands over, or works on the disk. */
@@ -105,7 +116,9 @@ export class TaskDir {
     /** `<sub>_<p>`, as logs and metrics name the task. */
     readonly name: string,
     private readonly dataDir: string,
-    private readonly onWait?: (task: TaskDir, path: string) => void,
+    private readonly hooks: TaskDirectoryOptions = {},
+    /** How long the live RocksDB may go unused and still be trusted; undefined: always. */
+    private readonly staleAfterMs?: number,
   ) {}
 
   /** The live RocksDB's path. */
@@ -129,15 +142,25 @@ export class TaskDir {
    * (a revoked task still committing, an opening cut short still restoring), this waits for its
    * close, so the task's next owner opens what the previous one left. Throws CS_STORE naming the
    * running instance when another process holds it.
+   *
+   * With `staleAfterMs` (the changelogs' tombstone retention), a live copy whose directory was
+   * last used (`lastUsed`: its last write, or its last owner's close) longer ago is wiped first,
+   * once this opening owns it: a delete written to its changelog meanwhile may have been compacted
+   * away, tombstone and all, and restoring from its checkpoint would bring the key back. The task
+   * then restores from the changelogs' start.
    */
   openLive(): Promise<RocksPort> {
-    return this.open(this.live);
+    return this.open(this.live, () => this.wipeIfStale());
   }
 
-  /** Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive` does. */
-  async open(path: string): Promise<RocksPort> {
-    const release = await takeOwnership(resolve(path), () => this.onWait?.(this, path));
+  /**
+   * Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive`
+   * does; `owned` runs once this opening owns the path, before RocksDB opens it.
+   */
+  async open(path: string, owned?: () => void): Promise<RocksPort> {
+    const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
+      owned?.();
       return await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
         touch(this.path);
         release();
@@ -146,6 +169,16 @@ export class TaskDir {
       release();
       throw lockedOr(err, path, this.dataDir);
     }
+  }
+
+  private wipeIfStale(): void {
+    if (this.staleAfterMs === undefined || !this.hasLive()) return;
+    const used = lastUsed(this.path);
+    if (used === undefined) return;
+    const unusedMs = Date.now() - used;
+    if (unusedMs <= this.staleAfterMs) return;
+    this.hooks.onStale?.(this, unusedMs, this.staleAfterMs);
+    this.wipeLive();
   }
 
   /** Removes the live RocksDB (a copy ahead of its changelogs): the task restores from nothing. Close it first. */

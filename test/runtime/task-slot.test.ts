@@ -7,6 +7,7 @@ import { createLogger } from '../../core/logger.js';
 import { Metrics } from '../../core/metrics.js';
 import { TaskManager } from '../../runtime/engines/kafka/task-manager.js';
 import { TaskDirectory } from '../../runtime/task-directory.js';
+import { rangeKey } from '../../runtime/changelog-source.js';
 import { brokerFault, whileHeartbeating } from '../../runtime/engines/kafka/task-slot.js';
 import type { EngineState } from '../../runtime/engine-base.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
@@ -243,6 +244,51 @@ test('task directories of partitions this member no longer holds are removed onc
     assert.deepEqual(directory.localPartitions(3), []);
     assert.ok(
       m.lines.some((l) => /removed the local state of task 0_0: not assigned/.test(l)),
+      m.lines.join('\n'),
+    );
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('local state unused for longer than its changelog keeps a delete is wiped and restored, not trusted from its checkpoint', async () => {
+  const m = await member();
+  const directory = new TaskDirectory(m.dataDir);
+  m.cluster.deleteRetentionMs = 60_000;
+  const reopen = async (): Promise<void> => {
+    m.manager.assign(m.sub, new Set());
+    await until(() => m.port.producers.every((p) => p.closed), 'the revoked task closed');
+    m.manager.assign(m.sub, new Set([1]));
+    assert.ok(await m.manager.slot(0, 1)!.opening, 'the partition reopened');
+  };
+  try {
+    m.manager.assign(m.sub, new Set([1]));
+    const task = (await m.manager.slot(0, 1)!.opening)!;
+    task.enqueue(words(m, [0]));
+    await until(() => m.cluster.records(CHANGELOG, 1).length === 1, 'the commit of a=1');
+    // used a moment ago: its checkpoint is trusted, the restore reads only what lies past it
+    await reopen();
+    assert.equal(count(m), 1);
+    assert.equal(m.cluster.reads.at(-1)?.[0]?.from, 1, 'from its checkpoint, past the record committed');
+    m.manager.assign(m.sub, new Set());
+    await until(() => m.port.producers.every((p) => p.closed), 'the revoked task closed');
+    // another member deleted a; compaction then removed a's record and, past delete.retention.ms, the tombstone
+    m.cluster.append([{ topic: CHANGELOG, partition: 1, key: Buffer.from('a'), value: null, timestamp: 2 }]);
+    m.cluster.logs.set(rangeKey(CHANGELOG, 1), []);
+    // and this member's copy went unused for longer than that
+    const then = new Date(Date.now() - 120_000);
+    const dir = join(directory.root, '0_1');
+    for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) utimesSync(join(dir, name), then, then);
+    utimesSync(dir, then, then);
+    m.manager.assign(m.sub, new Set([1]));
+    assert.ok(await m.manager.slot(0, 1)!.opening, 'the partition reopened');
+    assert.equal(count(m), undefined, 'the deleted key stays deleted');
+    assert.equal(m.cluster.reads.at(-1)?.[0]?.from, 0, 'restored from the changelog start');
+    assert.ok(
+      m.lines.some((l) =>
+        /task 0_1: its local state was last used 1\d\d s ago.*delete\.retention\.ms 60000.*wiped/.test(l),
+      ),
       m.lines.join('\n'),
     );
     assert.deepEqual(m.failures, []);

@@ -74,6 +74,11 @@ export class TaskManager {
     this.directory = new TaskDirectory(o.dataDir, {
       // a partition revoked and assigned back at once: its previous task may still be committing or restoring
       onWait: (dir) => this.say(`task ${dir.name} waits for its previous opening or closing on this member to let go`),
+      onStale: (dir, unusedMs, staleAfterMs) =>
+        this.o.logger.warn(
+          `task ${dir.name}: its local state was last used ${Math.round(unusedMs / 1000)} s ago, longer than its changelogs keep a delete ` +
+            `(delete.retention.ms ${staleAfterMs}): a delete may have been compacted away, so it is wiped and restored from the changelogs`,
+        ),
     });
     const delay = o.stateCleanupDelayMs;
     // first after a whole delay, as Kafka Streams' cleaner: a restarted member's directories wait for its assignment
@@ -191,7 +196,7 @@ export class TaskManager {
     try {
       // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
       committed = await port.committedInputs(sub, partition);
-      const dir = this.directory.task(id);
+      const dir = this.directory.task(id, await this.tombstoneRetention(sub));
       state = await openTaskState({
         id,
         sub,
@@ -241,6 +246,18 @@ export class TaskManager {
     slot.task = kafkaTask;
     this.opened++;
     return kafkaTask;
+  }
+
+  /** The shortest tombstone retention of `sub`'s changelogs: how long its local state may go unused and be trusted. */
+  private async tombstoneRetention(sub: Subtopology): Promise<number> {
+    let ms = Infinity;
+    for (const store of sub.stores)
+      if (store.changelog)
+        ms = Math.min(
+          ms,
+          await this.o.port.changelogs.tombstoneRetentionMs(this.o.topology.changelogTopic(store.name)),
+        );
+    return ms;
   }
 
   private taskHost(sub: Subtopology): KafkaTaskHost {
