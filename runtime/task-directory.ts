@@ -2,12 +2,14 @@ import {
   closeSync,
   existsSync,
   fsyncSync,
+  mkdirSync,
   openSync,
   readdirSync,
   renameSync,
   rmSync,
   statSync,
   utimesSync,
+  writeFileSync,
 } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { CrawlError } from '../core/errors.js';
@@ -16,6 +18,12 @@ import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.
 
 /** The live RocksDB of a task, inside its task directory. */
 const LIVE_DIR = 'rocksdb';
+/**
+ * The file of a task directory whose modification time says when a live owner last followed the
+ * task's changelogs (opened, closed, or found in use by a cleanup pass): the age `openLive` judges
+ * staleness by. RocksDB's own files are no measure: a replay opening the copy dates them too.
+ */
+const FOLLOWED = 'followed';
 /** The folder of a data directory that holds one directory per task. */
 const STATE_DIR = 'state';
 const TASK_NAME = /^(\d+)_(\d+)$/;
@@ -86,6 +94,7 @@ export class TaskDirectory {
       if (ownedUnder(path)) {
         // in use: dated now, so after a crash its idle time counts from here, not from its last write
         touch(path);
+        if (existsSync(join(path, FOLLOWED))) touch(join(path, FOLLOWED));
         continue;
       }
       const used = lastUsed(path);
@@ -143,26 +152,32 @@ export class TaskDir {
    * close, so the task's next owner opens what the previous one left. Throws CS_STORE naming the
    * running instance when another process holds it.
    *
-   * With `staleAfterMs` (the changelogs' tombstone retention), a live copy whose directory was
-   * last used (`lastUsed`: its last write, or its last owner's close) longer ago is wiped first,
-   * once this opening owns it: a delete written to its changelog meanwhile may have been compacted
-   * away, tombstone and all, and restoring from its checkpoint would bring the key back. The task
-   * then restores from the changelogs' start.
+   * With `staleAfterMs` (the changelogs' tombstone retention) the opening is a live owner that
+   * follows the changelogs: once it owns the copy, a copy no live owner followed for longer (the
+   * `followed` file's date; for a directory without one, `lastUsed`) is wiped first. A delete
+   * written to its changelog meanwhile may have been compacted away, tombstone and all, and
+   * restoring from its checkpoint would bring the key back; the task restores from the start.
+   * Such an opening dates `followed` when it opens and when it closes.
    */
   openLive(): Promise<RocksPort> {
-    return this.open(this.live, () => this.wipeIfStale());
+    return this.openOwned(this.live, this.staleAfterMs !== undefined);
   }
 
-  /**
-   * Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive`
-   * does; `owned` runs once this opening owns the path, before RocksDB opens it.
-   */
-  async open(path: string, owned?: () => void): Promise<RocksPort> {
+  /** Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive` does. */
+  open(path: string): Promise<RocksPort> {
+    return this.openOwned(path, false);
+  }
+
+  private async openOwned(path: string, follows: boolean): Promise<RocksPort> {
     const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
-      owned?.();
+      if (follows) {
+        this.wipeIfStale();
+        this.markFollowed();
+      }
       return await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
         touch(this.path);
+        if (follows) this.markFollowed();
         release();
       });
     } catch (err) {
@@ -173,12 +188,22 @@ export class TaskDir {
 
   private wipeIfStale(): void {
     if (this.staleAfterMs === undefined || !this.hasLive()) return;
-    const used = lastUsed(this.path);
+    const used = mtimeOf(join(this.path, FOLLOWED)) ?? lastUsed(this.path);
     if (used === undefined) return;
     const unusedMs = Date.now() - used;
     if (unusedMs <= this.staleAfterMs) return;
     this.hooks.onStale?.(this, unusedMs, this.staleAfterMs);
     this.wipeLive();
+  }
+
+  /** Dates `followed` now: a live owner follows the changelogs from here. */
+  private markFollowed(): void {
+    try {
+      mkdirSync(this.path, { recursive: true });
+      writeFileSync(join(this.path, FOLLOWED), `${new Date().toISOString()}\n`);
+    } catch {
+      // removed meanwhile (a cleanup, a wipe of every task): nothing left to date
+    }
   }
 
   /** Removes the live RocksDB (a copy ahead of its changelogs): the task restores from nothing. Close it first. */
@@ -270,7 +295,7 @@ function listed(path: string): string[] {
   }
 }
 
-/** Sets `dir`'s modification time to now: when its last owner let go, the start of its idle time. */
+/** Sets the modification time of `dir` (or a file) to now: when its last owner let go, the start of its idle time. */
 function touch(dir: string): void {
   try {
     const now = new Date();
