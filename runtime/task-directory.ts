@@ -11,10 +11,11 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { join, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
+import { ownedUnder, takeOwnership } from './task-owners.js';
 
 /** The live RocksDB of a task, inside its task directory. */
 const LIVE_DIR = 'rocksdb';
@@ -171,15 +172,14 @@ export class TaskDir {
   private async openOwned(path: string, follows: boolean): Promise<RocksPort> {
     const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
-      if (follows) {
-        this.wipeIfStale();
-        this.markFollowed();
-      }
-      return await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
+      if (follows) this.wipeIfStale();
+      const db = await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
         touch(this.path);
         if (follows) this.markFollowed();
         release();
       });
+      if (follows) this.markFollowed();
+      return db;
     } catch (err) {
       release();
       throw lockedOr(err, path, this.dataDir);
@@ -225,42 +225,6 @@ export class TaskDir {
   swapIn(rebuilt: string): void {
     swapIn(this.path, rebuilt);
   }
-}
-
-/**
- * Per RocksDB path opened through a task directory: the promise that settles when its last owner
- * in this process released it. Each new owner chains behind it, so owners take a path in turn (a
- * second open while the first is still closing would fail on RocksDB's lock, in-process).
- */
-const owners = new Map<string, Promise<void>>();
-
-/**
- * Waits for `path`'s earlier owners in this process to release it (calling `waiting` first when
- * there is one); resolves with this owner's release, which may be called more than once.
- */
-async function takeOwnership(path: string, waiting: () => void): Promise<() => void> {
-  const previous = owners.get(path);
-  if (previous) waiting();
-  let release!: () => void;
-  const mine = new Promise<void>((r) => (release = r));
-  const tail = previous ? previous.then(() => mine) : mine;
-  // registered before the first await: an owner that comes later in this tick queues behind this one
-  owners.set(path, tail);
-  await previous;
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    release();
-    if (owners.get(path) === tail) owners.delete(path);
-  };
-}
-
-/** Whether a RocksDB under `dir` has an owner (open, or an opening waiting) in this process. */
-function ownedUnder(dir: string): boolean {
-  const prefix = resolve(dir) + sep;
-  for (const path of owners.keys()) if (path.startsWith(prefix)) return true;
-  return false;
 }
 
 /**
