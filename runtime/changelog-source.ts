@@ -28,13 +28,6 @@ export interface ChangelogSource {
    */
   endOffsets(topic: string, partitions: number): Promise<number[]>;
   /**
-   * Hands over every committed record of each range, in offset order per partition, in batches
-   * (offsets may have gaps: compaction, transaction markers). Resolves once every range was read
-   * to its `to`, with per `topic\0partition` the checkpoint a store that applied all of them
-   * records (embedded: `to`; Kafka: the offset after the last record read, as the Kafka engine's
-   * restore records it, or `from` when none was read).
-   */
-  /**
    * How long a delete stays in `topic` as a tombstone before compaction may remove it, and with it
    * every trace of the deleted key: a local copy that has not followed this changelog for longer
    * may miss deletes, and its checkpoint must not be trusted (the task restores from nothing).
@@ -42,6 +35,13 @@ export interface ChangelogSource {
    * records below the checkpoint of the one local copy, which has applied them already.
    */
   tombstoneRetentionMs(topic: string): Promise<number>;
+  /**
+   * Hands over every committed record of each range, in offset order per partition, in batches
+   * (offsets may have gaps: compaction, transaction markers). Resolves once every range was read
+   * to its `to`, with per `topic\0partition` the checkpoint a store that applied all of them
+   * records (embedded: `to`; Kafka: the offset after the last record read, as the Kafka engine's
+   * restore records it, or `from` when none was read).
+   */
   read(
     ranges: readonly ReplayRange[],
     onRecords: (topic: string, partition: number, records: readonly ChangelogRecord[]) => void,
