@@ -19,6 +19,7 @@ export interface RunCommand {
   readonly registryUrl: string;
   readonly commitIntervalMs: number | undefined;
   readonly sessionTimeoutMs: number | undefined;
+  readonly stateCleanupDelayMs: number | undefined;
   /** `--kafka-compression`: the codec of every batch this instance produces. */
   readonly compression: KafkaCompression;
   /** `--app-id`: the topology's application id (default APPLICATION_ID). */
@@ -53,6 +54,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
     ...kafkaEndpoints(get('brokers') as string | undefined, get('registry') as string | undefined, RUN_USAGE),
     commitIntervalMs: get('commit-interval') as number,
     sessionTimeoutMs: get('session-timeout') as number,
+    stateCleanupDelayMs: get('state-cleanup-delay') as number,
     compression: get('kafka-compression') as KafkaCompression,
     applicationId: get('app-id') as string,
     security: securityFromSettings(resolved, env),

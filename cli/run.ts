@@ -40,6 +40,7 @@ export async function runRole(
     runs: roleFilter(cmd.role),
     ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
     ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
+    ...(cmd.stateCleanupDelayMs !== undefined ? { stateCleanupDelayMs: cmd.stateCleanupDelayMs } : {}),
     security: cmd.security,
     compression: cmd.compression,
     logger,

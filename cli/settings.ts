@@ -207,6 +207,16 @@ const DEFINED: readonly Setting[] = [
     commands: ['run'],
   },
   {
+    name: 'state-cleanup-delay',
+    kind: 'int',
+    unit: 'ms',
+    arg: 'MS',
+    default: String(KAFKA_ENGINE_SETTINGS.stateCleanupDelayMs.default),
+    min: KAFKA_ENGINE_SETTINGS.stateCleanupDelayMs.min,
+    help: "how long a task's local state stays once no partition of this instance uses it (Kafka Streams' state.cleanup.delay.ms)",
+    commands: ['run'],
+  },
+  {
     name: 'kafka-compression',
     kind: 'string',
     arg: 'C',

@@ -28,6 +28,14 @@ export interface ChangelogSource {
    */
   endOffsets(topic: string, partitions: number): Promise<number[]>;
   /**
+   * How long a delete stays in `topic` as a tombstone before compaction may remove it, and with it
+   * every trace of the deleted key: a local copy that has not followed this changelog for longer
+   * may miss deletes, and its checkpoint must not be trusted (the task restores from nothing).
+   * Kafka: the topic's `delete.retention.ms`. Embedded: Infinity — its compactor removes only
+   * records below the checkpoint of the one local copy, which has applied them already.
+   */
+  tombstoneRetentionMs(topic: string): Promise<number>;
+  /**
    * Hands over every committed record of each range, in offset order per partition, in batches
    * (offsets may have gaps: compaction, transaction markers). Resolves once every range was read
    * to its `to`, with per `topic\0partition` the checkpoint a store that applied all of them

@@ -1,11 +1,30 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
-import { openRocks, type RocksPort } from '../state/rocks.js';
+import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
+import { ownedUnder, takeOwnership } from './task-owners.js';
 
 /** The live RocksDB of a task, inside its task directory. */
 const LIVE_DIR = 'rocksdb';
+/**
+ * The file of a task directory whose modification time says when a live owner last followed the
+ * task's changelogs (opened, closed, or found in use by a cleanup pass): the age `openLive` judges
+ * staleness by. RocksDB's own files are no measure: a replay opening the copy dates them too.
+ */
+const FOLLOWED = 'followed';
 /** The folder of a data directory that holds one directory per task. */
 const STATE_DIR = 'state';
 const TASK_NAME = /^(\d+)_(\d+)$/;
@@ -20,6 +39,7 @@ export class TaskDirectory {
   constructor(
     /** The data directory (`--data`). */
     readonly dataDir: string,
+    private readonly options: TaskDirectoryOptions = {},
   ) {}
 
   /** `<data>/state`: every task's directory (its disk usage is reported as a whole). */
@@ -27,9 +47,14 @@ export class TaskDirectory {
     return join(this.dataDir, STATE_DIR);
   }
 
-  /** The directory of task `id` (neither created nor checked). */
-  task(id: TaskId): TaskDir {
-    return new TaskDir(join(this.root, taskIdString(id)), taskIdString(id), this.dataDir);
+  /**
+   * The directory of task `id` (neither created nor checked). With `staleAfterMs`, its live
+   * RocksDB is wiped before it opens when the directory was last used longer ago than that
+   * (`TaskDir.openLive`).
+   */
+  task(id: TaskId, staleAfterMs?: number): TaskDir {
+    const name = taskIdString(id);
+    return new TaskDir(join(this.root, name), name, this.dataDir, this.options, staleAfterMs);
   }
 
   /** The partitions of sub-topology `subtopology` with a task directory (state kept from an earlier run); [] when none. */
@@ -46,10 +71,52 @@ export class TaskDirectory {
       .map((m) => Number(m[2]));
   }
 
+  /**
+   * Removes the task directories nothing here uses, as Kafka Streams' cleanRemovedTasks does with
+   * `state.cleanup.delay.ms`: a directory goes when no RocksDB under it has an owner in this
+   * process (open, or an opening waiting for it), `keep` does not claim its task (assigned to this
+   * instance, perhaps still opening), and nothing in it changed for more than `delayMs` before
+   * `now` (`lastUsed`). Directories of tasks this instance no longer runs otherwise stay forever,
+   * and a task assigned back after long would trust a checkpoint far behind its changelog.
+   * Returns the names of the directories removed. Synchronous: no opening starts half-way through.
+   */
+  removeUnused(delayMs: number, now: number, keep: (id: TaskId) => boolean): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.root);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const name of names) {
+      const m = TASK_NAME.exec(name);
+      if (!m || keep({ subtopology: Number(m[1]), partition: Number(m[2]) })) continue;
+      const path = join(this.root, name);
+      if (ownedUnder(path)) {
+        // in use: dated now, so after a crash its idle time counts from here, not from its last write
+        touch(path);
+        if (existsSync(join(path, FOLLOWED))) touch(join(path, FOLLOWED));
+        continue;
+      }
+      const used = lastUsed(path);
+      if (used === undefined || now - used <= delayMs) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(name);
+    }
+    return removed;
+  }
+
   /** Removes every task's local state (a data dir bound to another cluster); idempotent. */
   wipeAll(): void {
     rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+export interface TaskDirectoryOptions {
+  /** Called when an opening must wait for an earlier owner in this process to close the RocksDB at `path`. */
+  readonly onWait?: (task: TaskDir, path: string) => void;
+  /** Called before a live RocksDB unused for `unusedMs` (more than `staleAfterMs`) is wiped. */
+  readonly onStale?: (task: TaskDir, unusedMs: number, staleAfterMs: number) => void;
 }
 
 /** One task's directory. Owns nothing open: each method opens and hands over, or works on the disk. */
@@ -59,6 +126,9 @@ export class TaskDir {
     /** `<sub>_<p>`, as logs and metrics name the task. */
     readonly name: string,
     private readonly dataDir: string,
+    private readonly hooks: TaskDirectoryOptions = {},
+    /** How long the live RocksDB may go unused and still be trusted; undefined: always. */
+    private readonly staleAfterMs?: number,
   ) {}
 
   /** The live RocksDB's path. */
@@ -77,19 +147,62 @@ export class TaskDir {
   }
 
   /**
-   * Opens the live RocksDB (created when missing); the caller owns and closes it. Throws CS_STORE
-   * naming the running instance when another process holds it.
+   * Opens the live RocksDB (created when missing); the caller owns and closes it. In this process
+   * a RocksDB has one owner at a time: while an earlier opening of the same path is not closed yet
+   * (a revoked task still committing, an opening cut short still restoring), this waits for its
+   * close, so the task's next owner opens what the previous one left. Throws CS_STORE naming the
+   * running instance when another process holds it.
+   *
+   * With `staleAfterMs` (the changelogs' tombstone retention) the opening is a live owner that
+   * follows the changelogs: once it owns the copy, a copy no live owner followed for longer (the
+   * `followed` file's date; for a directory without one, `lastUsed`) is wiped first. A delete
+   * written to its changelog meanwhile may have been compacted away, tombstone and all, and
+   * restoring from its checkpoint would bring the key back; the task restores from the start.
+   * Such an opening dates `followed` when it opens and when it closes.
    */
   openLive(): Promise<RocksPort> {
-    return this.open(this.live);
+    return this.openOwned(this.live, this.staleAfterMs !== undefined);
   }
 
-  /** Opens the RocksDB at `path` (the live copy or a rebuild's), with `openLive`'s lock error. */
-  async open(path: string): Promise<RocksPort> {
+  /** Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive` does. */
+  open(path: string): Promise<RocksPort> {
+    return this.openOwned(path, false);
+  }
+
+  private async openOwned(path: string, follows: boolean): Promise<RocksPort> {
+    const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
-      return await openRocks(path);
+      if (follows) this.wipeIfStale();
+      const db = await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
+        touch(this.path);
+        if (follows) this.markFollowed();
+        release();
+      });
+      if (follows) this.markFollowed();
+      return db;
     } catch (err) {
+      release();
       throw lockedOr(err, path, this.dataDir);
+    }
+  }
+
+  private wipeIfStale(): void {
+    if (this.staleAfterMs === undefined || !this.hasLive()) return;
+    const used = mtimeOf(join(this.path, FOLLOWED)) ?? lastUsed(this.path);
+    if (used === undefined) return;
+    const unusedMs = Date.now() - used;
+    if (unusedMs <= this.staleAfterMs) return;
+    this.hooks.onStale?.(this, unusedMs, this.staleAfterMs);
+    this.wipeLive();
+  }
+
+  /** Dates `followed` now: a live owner follows the changelogs from here. */
+  private markFollowed(): void {
+    try {
+      mkdirSync(this.path, { recursive: true });
+      writeFileSync(join(this.path, FOLLOWED), `${new Date().toISOString()}\n`);
+    } catch {
+      // removed meanwhile (a cleanup, a wipe of every task): nothing left to date
     }
   }
 
@@ -111,6 +224,48 @@ export class TaskDir {
   /** Makes the complete, closed RocksDB at `rebuilt` the live copy (`swapIn`). */
   swapIn(rebuilt: string): void {
     swapIn(this.path, rebuilt);
+  }
+}
+
+/**
+ * When task directory `dir` was last used (epoch ms), or undefined when it is gone: the latest
+ * modification time of the directory, its entries and theirs. Its RocksDB appends to its WAL at
+ * every commit that writes, and its last owner's close dates the directory (`touch`).
+ */
+export function lastUsed(dir: string): number | undefined {
+  let latest = mtimeOf(dir);
+  if (latest === undefined) return undefined;
+  for (const child of listed(dir)) {
+    latest = Math.max(latest, mtimeOf(child) ?? 0);
+    for (const file of listed(child)) latest = Math.max(latest, mtimeOf(file) ?? 0);
+  }
+  return latest;
+}
+
+function mtimeOf(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The paths in directory `path`; [] when it is a file or gone. */
+function listed(path: string): string[] {
+  try {
+    return readdirSync(path).map((name) => join(path, name));
+  } catch {
+    return [];
+  }
+}
+
+/** Sets the modification time of `dir` (or a file) to now: when its last owner let go, the start of its idle time. */
+function touch(dir: string): void {
+  try {
+    const now = new Date();
+    utimesSync(dir, now, now);
+  } catch {
+    // removed meanwhile (a wipe): nothing left to date
   }
 }
 

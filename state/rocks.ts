@@ -79,7 +79,15 @@ export interface RocksMemoryBounds {
 /** The bounds of a task's database and of the embedded log's unless told otherwise. */
 export const DEFAULT_ROCKS_MEMORY: RocksMemoryBounds = { memtableBytes: 16 * 2 ** 20, blockCacheBytes: 8 * 2 ** 20 };
 
-export async function openRocks(path: string, memory: RocksMemoryBounds = DEFAULT_ROCKS_MEMORY): Promise<RocksPort> {
+/**
+ * Opens (creating when missing) the RocksDB at `path`. `onClosed` runs once the database's `close`
+ * has settled, resolved or not: its owner hands the path to whoever waits for it.
+ */
+export async function openRocks(
+  path: string,
+  memory: RocksMemoryBounds = DEFAULT_ROCKS_MEMORY,
+  onClosed?: () => void,
+): Promise<RocksPort> {
   for (const [name, v] of Object.entries(memory))
     if (!Number.isSafeInteger(v) || v < 2 ** 20 || v >= 2 ** 32)
       throw new CrawlError('CS_INTERNAL', `RocksDB ${name} must be whole bytes from 1 MiB to 4 GiB, got ${v}`);
@@ -97,7 +105,7 @@ export async function openRocks(path: string, memory: RocksMemoryBounds = DEFAUL
   } catch (err) {
     throw new CrawlError('CS_STORE', `cannot open RocksDB at ${path}: ${(err as Error).message}`, { cause: err });
   }
-  return new NxteditionRocks(path, db);
+  return new NxteditionRocks(path, db, onClosed);
 }
 
 function storeError(op: string, path: string, err: unknown): CrawlError {
@@ -124,6 +132,7 @@ class NxteditionRocks implements RocksPort {
   constructor(
     readonly path: string,
     private readonly db: Binding,
+    private readonly onClosed: (() => void) | undefined,
   ) {
     this.batch = db.batch() as unknown as RawBatch;
   }
@@ -216,6 +225,10 @@ class NxteditionRocks implements RocksPort {
   }
 
   async close(): Promise<void> {
-    await this.db.close();
+    try {
+      await this.db.close();
+    } finally {
+      this.onClosed?.();
+    }
   }
 }

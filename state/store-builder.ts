@@ -9,7 +9,11 @@ export interface StoreContext {
   readonly taskId: TaskId;
   /** The task's own RocksDB; shared by the task's stores, each under its own key prefix. */
   readonly db: RocksPort;
-  /** A directory private to this task and store, for stores that keep files (WARC). */
+  /**
+   * A directory private to this task and store, for stores that keep files. It is state, like the
+   * RocksDB beside it: it goes with the task directory once that is unused (Kafka's
+   * `--state-cleanup-delay`), so a store's products belong elsewhere (the WARC store's `--data`/warc).
+   */
   readonly dir: string;
 }
 

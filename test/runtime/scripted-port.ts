@@ -126,6 +126,13 @@ export class ScriptedCluster implements ChangelogSource {
     return bases;
   }
 
+  /** What `tombstoneRetentionMs` answers for every changelog (a Kafka topic's delete.retention.ms). */
+  deleteRetentionMs = Infinity;
+
+  tombstoneRetentionMs(): Promise<number> {
+    return Promise.resolve(this.deleteRetentionMs);
+  }
+
   endOffsets(topic: string, partitions: number): Promise<number[]> {
     return Promise.resolve(Array.from({ length: partitions }, (_, p) => this.endOf(topic, p)));
   }

@@ -1,11 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
 import { CrawlError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { Metrics } from '../../core/metrics.js';
 import { DeadLetters } from '../../runtime/dead-letter.js';
 import { TaskManager } from '../../runtime/engines/kafka/task-manager.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
+import { rangeKey } from '../../runtime/changelog-source.js';
 import { brokerFault, whileHeartbeating } from '../../runtime/engines/kafka/task-slot.js';
 import type { EngineState } from '../../runtime/engine-base.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
@@ -174,6 +177,124 @@ test('a rebalance mid-commit: the revoked task fails its last commit, closes wit
     assert.equal(count(m), 2);
     assert.equal(m.consumer.rejoins, 0, 'a revoked task never makes the member rejoin');
     assert.ok(!m.consumer.calls.includes('pause words-1'));
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('a partition assigned back while its revoked task still closes waits for that close, then restores what it committed', async () => {
+  const m = await member();
+  try {
+    m.manager.assign(m.sub, new Set([1]));
+    const task = (await m.manager.slot(0, 1)!.opening)!;
+    const producer = m.port.producers[0]!;
+    task.enqueue(words(m, [0, 1]));
+    await until(() => m.cluster.records(CHANGELOG, 1).length === 1, 'the first commit');
+    // the next commit hangs: the revoked task's close waits for it, its RocksDB still open
+    const held = new Held<void>();
+    producer.answers.push(held);
+    task.enqueue(words(m, [2]));
+    await until(() => producer.commits.length === 2, 'a commit under way');
+    m.manager.assign(m.sub, new Set());
+    m.manager.assign(m.sub, new Set([1]));
+    // the reopening reaches the RocksDB while the revoked task holds it: it must wait, not fail
+    await until(
+      () => m.failures.length > 0 || m.lines.some((l) => /task 0_1 waits for its previous opening or closing/.test(l)),
+      'the reopening to wait or fail',
+    );
+    assert.deepEqual(m.failures, [], 'a reopening never fails on its own previous owner');
+    held.reject(new CrawlError('CS_FENCED', 'scripted: fenced by the new owner'));
+    const again = (await m.manager.slot(0, 1)!.opening)!;
+    assert.ok(again, 'the partition reopened');
+    assert.notEqual(again, task);
+    assert.equal(producer.closed, true, 'the revoked task closed first');
+    assert.equal(count(m), 2, 'what the revoked task committed, restored; its fenced commit not');
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('task directories of partitions this member no longer holds are removed once unused for the cleanup delay', async () => {
+  const m = await member();
+  const directory = new TaskDirectory(m.dataDir);
+  // as if nothing had touched the task directory for `ms`: every file and directory in it dated back
+  const unusedFor = (name: string, ms: number): void => {
+    const then = new Date(Date.now() - ms);
+    const dir = join(directory.root, name);
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((n) => join(dir, n));
+    for (const path of [...files, dir]) utimesSync(path, then, then);
+  };
+  try {
+    // a directory left by a task of another sub-topology, unused for an hour
+    mkdirSync(join(directory.root, '3_0', 'rocksdb'), { recursive: true });
+    unusedFor('3_0', 3_600_000);
+    m.manager.assign(m.sub, new Set([0, 1]));
+    assert.ok(await m.manager.slot(0, 0)!.opening);
+    assert.ok(await m.manager.slot(0, 1)!.opening);
+    // partition 0 moves to another member; its directory stays until it has been unused for the delay
+    m.manager.assign(m.sub, new Set([1]));
+    await until(() => m.port.producers[0]!.closed, 'the revoked task closed');
+    assert.deepEqual(m.manager.cleanUp(60_000), ['3_0'], 'only the long-unused directory goes');
+    assert.deepEqual(directory.localPartitions(0).sort(), [0, 1]);
+    unusedFor('0_0', 120_000);
+    unusedFor('0_1', 120_000);
+    assert.deepEqual(m.manager.cleanUp(60_000), ['0_0'], 'the held partition stays, however old its files');
+    assert.deepEqual(directory.localPartitions(0), [1]);
+    assert.deepEqual(directory.localPartitions(3), []);
+    assert.ok(
+      m.lines.some((l) => /removed the local state of task 0_0: not assigned/.test(l)),
+      m.lines.join('\n'),
+    );
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('local state unused for longer than its changelog keeps a delete is wiped and restored, not trusted from its checkpoint', async () => {
+  const m = await member();
+  const directory = new TaskDirectory(m.dataDir);
+  m.cluster.deleteRetentionMs = 60_000;
+  const reopen = async (): Promise<void> => {
+    m.manager.assign(m.sub, new Set());
+    await until(() => m.port.producers.every((p) => p.closed), 'the revoked task closed');
+    m.manager.assign(m.sub, new Set([1]));
+    assert.ok(await m.manager.slot(0, 1)!.opening, 'the partition reopened');
+  };
+  try {
+    m.manager.assign(m.sub, new Set([1]));
+    const task = (await m.manager.slot(0, 1)!.opening)!;
+    task.enqueue(words(m, [0]));
+    await until(() => m.cluster.records(CHANGELOG, 1).length === 1, 'the commit of a=1');
+    // used a moment ago: its checkpoint is trusted, the restore reads only what lies past it
+    await reopen();
+    assert.equal(count(m), 1);
+    assert.equal(m.cluster.reads.at(-1)?.[0]?.from, 1, 'from its checkpoint, past the record committed');
+    m.manager.assign(m.sub, new Set());
+    await until(() => m.port.producers.every((p) => p.closed), 'the revoked task closed');
+    // another member deleted a; compaction then removed a's record and, past delete.retention.ms, the tombstone
+    m.cluster.append([{ topic: CHANGELOG, partition: 1, key: Buffer.from('a'), value: null, timestamp: 2 }]);
+    m.cluster.logs.set(rangeKey(CHANGELOG, 1), []);
+    // and this member's copy went unused for longer than that
+    const then = new Date(Date.now() - 120_000);
+    const dir = join(directory.root, '0_1');
+    for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) utimesSync(join(dir, name), then, then);
+    utimesSync(dir, then, then);
+    // a replay opens the copy meanwhile: RocksDB's files are new, yet no owner followed the changelog
+    const db = await directory.task({ subtopology: 0, partition: 1 }).openLive();
+    await db.close();
+    m.manager.assign(m.sub, new Set([1]));
+    assert.ok(await m.manager.slot(0, 1)!.opening, 'the partition reopened');
+    assert.equal(count(m), undefined, 'the deleted key stays deleted');
+    assert.equal(m.cluster.reads.at(-1)?.[0]?.from, 0, 'restored from the changelog start');
+    assert.ok(
+      m.lines.some((l) =>
+        /task 0_1: its local state was last used 1\d\d s ago.*delete\.retention\.ms 60000.*wiped/.test(l),
+      ),
+      m.lines.join('\n'),
+    );
     assert.deepEqual(m.failures, []);
   } finally {
     await stop(m);

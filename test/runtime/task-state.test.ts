@@ -18,7 +18,7 @@ import {
   type LocalTaskState,
 } from '../../runtime/task-state.js';
 import type { KeyValueStore } from '../../state/state-store.js';
-import { CHANGELOG, STORE, ScriptedCluster, countTopology, tempDataDir } from './scripted-port.js';
+import { CHANGELOG, STORE, ScriptedCluster, countTopology, tempDataDir, until } from './scripted-port.js';
 
 const ID = { subtopology: 0, partition: 1 };
 
@@ -180,17 +180,29 @@ test('a store whose checkpoint lies past its changelog end is wiped, with a warn
   }
 });
 
-test('a task directory refuses a second open of the same RocksDB in this process with CS_STORE naming the cause', async () => {
+test('a second open of a task in this process waits for the first owner to close, then opens what it committed', async () => {
   const dataDir = tempDataDir();
   const cluster = new ScriptedCluster();
-  const state = await open(dataDir, cluster);
+  const { topology, sub } = countTopology();
+  const logger = createLogger({ level: 'info', write: () => undefined });
+  const waits: string[] = [];
+  const dir = new TaskDirectory(dataDir, { onWait: (task) => waits.push(task.name) }).task(ID);
+  const first = await openTaskState({ id: ID, sub, topology, dir, source: cluster, logger });
+  commit(first, cluster, { a: 1 });
+  const second = openTaskState({ id: ID, sub, topology, dir, source: cluster, logger });
+  let state: LocalTaskState | undefined;
   try {
-    await assert.rejects(
-      open(dataDir, cluster),
-      (err) => isCrawlError(err) && err.code === 'CS_STORE' && /still held by this process/.test(err.message),
-    );
+    // the second opening waits (it would fail on RocksDB's lock, held by this very process)
+    await until(() => waits.length > 0, 'the second opening to wait');
+    assert.deepEqual(waits, ['0_1']);
   } finally {
-    await closeTaskState(state);
+    await closeTaskState(first);
+  }
+  try {
+    state = await second;
+    assert.deepEqual(contents(state), { a: 1 });
+  } finally {
+    if (state) await closeTaskState(state);
     rmSync(dataDir, { recursive: true, force: true });
   }
 });

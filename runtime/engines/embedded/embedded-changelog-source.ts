@@ -44,6 +44,11 @@ export class EmbeddedChangelogSource implements ChangelogSource {
     }
   }
 
+  /** Infinity: the embedded compactor never removes a record its store's one local copy has not applied. */
+  tombstoneRetentionMs(): Promise<number> {
+    return Promise.resolve(Infinity);
+  }
+
   endOffsets(topic: string, partitions: number): Promise<number[]> {
     let stored: number;
     try {

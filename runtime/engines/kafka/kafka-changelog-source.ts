@@ -3,6 +3,10 @@ import { rangeKey, type ChangelogRecord, type ChangelogSource, type ReplayRange 
 import { readChangelogs } from './changelog-reader.js';
 import type { KafkaAdmin, KafkaPort } from './kafka-port.js';
 
+const DELETE_RETENTION = 'delete.retention.ms';
+/** Kafka's `log.cleaner.delete.retention.ms` default: one day. */
+const KAFKA_DEFAULT_DELETE_RETENTION_MS = 86_400_000;
+
 /**
  * Changelogs on Kafka: `<app>-<store>-changelog` topics, read committed. End offsets are last
  * stable offsets; a transaction's commit marker takes an offset no record has, so the checkpoint
@@ -32,6 +36,18 @@ export class KafkaChangelogSource implements ChangelogSource {
           `topic ${topic} has ${ends.size} partitions on Kafka, the topology declares ${partitions}; pass --partitions ${ends.size}`,
         );
       return Array.from({ length: partitions }, (_, p) => ends.get(p) ?? 0);
+    } finally {
+      if (admin !== this.shared) await admin.close();
+    }
+  }
+
+  async tombstoneRetentionMs(topic: string): Promise<number> {
+    const admin = this.shared ?? (await this.port.admin());
+    try {
+      const { config } = await admin.describeTopic(this.port.naming.physicalTopic(topic), [DELETE_RETENTION]);
+      const ms = Number(config[DELETE_RETENTION]);
+      // a broker answers the topic's effective value; without one, Kafka's default applies
+      return Number.isFinite(ms) && ms >= 0 ? ms : KAFKA_DEFAULT_DELETE_RETENTION_MS;
     } finally {
       if (admin !== this.shared) await admin.close();
     }

@@ -33,6 +33,8 @@ export interface KafkaEngineOptions {
   readonly commitIntervalMs?: number;
   /** Consumer-group session timeout: how soon a dead instance's partitions move. */
   readonly sessionTimeoutMs?: number;
+  /** How long a task directory of no partition this member holds stays on disk; default 10 min. */
+  readonly stateCleanupDelayMs?: number;
   /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
   readonly logger?: Logger;
   /** TLS/SASL to the brokers and credentials of the registry; default PLAINTEXT, no credentials. */
@@ -123,6 +125,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         engineState: () => this.state,
         fail: (err) => void this.fail(err),
         onRestored: (n) => (this.restored += n),
+        stateCleanupDelayMs: this.options.stateCleanupDelayMs ?? KAFKA_ENGINE_SETTINGS.stateCleanupDelayMs.default,
       });
       this.serdes = serdes;
     } catch (err) {

@@ -47,6 +47,11 @@ export interface TaskManagerOptions {
   fail(err: unknown): void;
   /** Called with each batch of changelog records restored: progress while a long restore runs. */
   onRestored(records: number): void;
+  /**
+   * `--state-cleanup-delay`: how long a task directory no task of this member uses stays on disk
+   * (`TaskDirectory.removeUnused`); checked every delay (at least every second). Undefined: kept.
+   */
+  readonly stateCleanupDelayMs?: number;
 }
 
 /**
@@ -65,9 +70,44 @@ export class TaskManager {
   private readonly directory: TaskDirectory;
   /** Tasks opened: with the commit counter, part of the engine's progress. */
   opened = 0;
+  private readonly cleaner: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: TaskManagerOptions) {
-    this.directory = new TaskDirectory(o.dataDir);
+    this.directory = new TaskDirectory(o.dataDir, {
+      // a partition revoked and assigned back at once: its previous task may still be committing or restoring
+      onWait: (dir) => this.say(`task ${dir.name} waits for its previous opening or closing on this member to let go`),
+      onStale: (dir, unusedMs, staleAfterMs) =>
+        this.o.logger.warn(
+          `task ${dir.name}: its local state was last used ${Math.round(unusedMs / 1000)} s ago, longer than its changelogs keep a delete ` +
+            `(delete.retention.ms ${staleAfterMs}): a delete may have been compacted away, so it is wiped and restored from the changelogs`,
+        ),
+    });
+    const delay = o.stateCleanupDelayMs;
+    // first after a whole delay, as Kafka Streams' cleaner: a restarted member's directories wait for its assignment
+    if (delay !== undefined) this.cleaner = setInterval(() => this.cleanUpOrSay(delay), Math.max(delay, 1_000)).unref();
+  }
+
+  private cleanUpOrSay(delayMs: number): void {
+    try {
+      this.cleanUp(delayMs);
+    } catch (err) {
+      // a directory that cannot be removed now (permissions, a disk fault) is tried again next time
+      this.say(`cleaning up task directories: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Removes the task directories of partitions this member neither holds nor opens, unused for
+   * more than `delayMs` (`TaskDirectory.removeUnused`); logs each. Returns the names removed.
+   */
+  cleanUp(delayMs: number, now = Date.now()): string[] {
+    const removed = this.directory.removeUnused(delayMs, now, (id) => {
+      const key = taskIdString(id);
+      return this.slots.has(key) || (this.assigned.get(id.subtopology)?.has(id.partition) ?? false);
+    });
+    for (const name of removed)
+      this.say(`removed the local state of task ${name}: not assigned to this member for over ${delayMs} ms`);
+    return removed;
   }
 
   /** The slot of a partition's task, if this member owns it. */
@@ -158,7 +198,7 @@ export class TaskManager {
     try {
       // inputs below the offsets committed now (after the fence) are done and skipped: see committedInputs
       committed = await port.committedInputs(sub, partition);
-      const dir = this.directory.task(id);
+      const dir = this.directory.task(id, await this.tombstoneRetention(sub));
       state = await openTaskState({
         id,
         sub,
@@ -208,6 +248,18 @@ export class TaskManager {
     slot.task = kafkaTask;
     this.opened++;
     return kafkaTask;
+  }
+
+  /** The shortest tombstone retention of `sub`'s changelogs: how long its local state may go unused and be trusted. */
+  private async tombstoneRetention(sub: Subtopology): Promise<number> {
+    let ms = Infinity;
+    for (const store of sub.stores)
+      if (store.changelog)
+        ms = Math.min(
+          ms,
+          await this.o.port.changelogs.tombstoneRetentionMs(this.o.topology.changelogTopic(store.name)),
+        );
+    return ms;
   }
 
   private taskHost(sub: Subtopology): KafkaTaskHost {
@@ -272,6 +324,7 @@ export class TaskManager {
    * is committed and the next owner redoes it. A task still opening stops there.
    */
   async closeAll(commit: boolean, graceMs?: number): Promise<void> {
+    clearInterval(this.cleaner);
     const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
     this.slots.clear();
     await Promise.allSettled(tasks.map((t) => t?.close(commit, graceMs)));
