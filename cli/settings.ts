@@ -242,7 +242,7 @@ const DEFINED: readonly Setting[] = [
     unit: 'count',
     arg: 'N',
     min: 1,
-    help: 'topics create: replicas of every topic created (default 1)',
+    help: 'topics create: replicas of every topic created (default: 3 on a cluster of 3 or more brokers, else one per broker)',
     commands: ['topics'],
   },
   {
@@ -251,7 +251,7 @@ const DEFINED: readonly Setting[] = [
     unit: 'count',
     arg: 'N',
     min: 1,
-    help: 'topics create: min.insync.replicas of every topic created (at most --replication-factor)',
+    help: "topics create: min.insync.replicas of every topic created, at most --replication-factor (default: 2 with 3 replicas, else the broker's own)",
     commands: ['topics'],
   },
   {
