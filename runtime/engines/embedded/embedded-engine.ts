@@ -164,6 +164,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       requestCommit: () => this.requestCommit(),
       deadLetter: (r, e) => this.outputs.deadLetter(r, e),
       fatal: (e) => void this.fail(e),
+      pauses: this.pauses,
     };
     return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), state };
   }

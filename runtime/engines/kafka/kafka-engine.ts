@@ -123,6 +123,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         engineState: () => this.state,
         fail: (err) => void this.fail(err),
         onRestored: (n) => (this.restored += n),
+        pauses: this.pauses,
       });
       this.serdes = serdes;
     } catch (err) {
