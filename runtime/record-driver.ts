@@ -199,7 +199,7 @@ export class RecordDriver {
     const pauses = this.pauses!;
     let fault = err;
     for (;;) {
-      if (!(await pauses.wait(this.task.name, resourceFault(fault)!, fault as Error, running))) return false;
+      if (!(await pauses.wait(`task ${this.task.name}`, resourceFault(fault)!, fault as Error, running))) return false;
       try {
         const result = this.task.process(r);
         if (result instanceof Promise) {
@@ -218,7 +218,7 @@ export class RecordDriver {
         }
         this.failed(r, e);
       }
-      pauses.resume(this.task.name);
+      pauses.resume(`task ${this.task.name}`);
       return true;
     }
   }

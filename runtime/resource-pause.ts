@@ -29,7 +29,8 @@ interface Pause {
 }
 
 /**
- * The tasks of one engine that a resource fault has paused, for `/healthz` (EngineBase.healthOf:
+ * The tasks of one engine that a resource fault has paused (or, while it starts, the stores it
+ * could not open), for `/healthz` (EngineBase.healthOf:
  * live, not ready, `reason` naming the fault), the gauge `crawlstream_tasks_paused{reason}` and
  * the log: one line when a task pauses, one when it resumes, never one per retry.
  *
@@ -50,8 +51,8 @@ export class TaskPauses {
   }
 
   /**
-   * Marks `task` paused by `err` (logged the first time only) and waits `retryMs` before its
-   * record is tried again. Resolves true when it is time to retry, false as soon as `running()`
+   * Marks `task` (`task 1_0`, or what else waits: `the embedded log`) paused by `err` (logged the
+   * first time only) and waits `retryMs` before its record is tried again. Resolves true when it is time to retry, false as soon as `running()`
    * turns false: the task is stopping, and its pause ends with it.
    */
   async wait(task: string, reason: PauseReason, err: Error, running: () => boolean): Promise<boolean> {
@@ -59,7 +60,7 @@ export class TaskPauses {
       this.paused.set(task, { reason, message: err.message, since: this.now() });
       this.metrics.setGauge(M.tasksPaused, task, 1, reason);
       this.logger.warn(
-        `task ${task} paused: ${err.message}; its record is tried again every ${this.retryMs / 1000} s, nothing is dead-lettered`,
+        `${task} paused: ${err.message}; tried again every ${this.retryMs / 1000} s, nothing is dead-lettered`,
         { reason },
       );
     }
@@ -77,7 +78,7 @@ export class TaskPauses {
     if (pause === undefined) return;
     this.end(task);
     const seconds = Math.round((this.now() - pause.since) / 1000);
-    this.logger.info(`task ${task} resumed after ${seconds} s paused (${pause.reason})`);
+    this.logger.info(`${task} resumed after ${seconds} s paused (${pause.reason})`);
   }
 
   /** Tasks paused now. */
@@ -91,7 +92,7 @@ export class TaskPauses {
     if (first === undefined) return undefined;
     const [task, pause] = first;
     const others = this.paused.size - 1;
-    return `paused: task ${task}: ${pause.message}${others > 0 ? ` (and ${others} more task${others === 1 ? '' : 's'})` : ''}`;
+    return `paused: ${task}: ${pause.message}${others > 0 ? ` (and ${others} more)` : ''}`;
   }
 
   private end(task: string): void {

@@ -177,6 +177,52 @@ test(
   },
 );
 
+test(
+  'a crawl started on a full data disk waits, live and paused, instead of failing, and crawls once space is freed',
+  { timeout: 300_000, skip: process.getuid?.() !== 0 ? 'mounting a small filesystem needs root' : false },
+  async (t) => {
+    const web = await SyntheticWeb.start();
+    const dir = tempDir('state-disk-full');
+    const data = join(dir, 'data');
+    mountSmallDisk(data, '64m');
+    t.after(async () => {
+      unmount(data);
+      await web.close();
+      removeDir(dir);
+    });
+    const filler = join(data, 'filler');
+    fill(filler);
+    const seeds = writeSeeds(dir, web.seedUrls());
+    const crawl = startCli(crawlArgs(seeds, data, ['--metrics-port', '0', '--log-format', 'json']));
+    let stderr = '';
+    let address: string | undefined;
+    crawl.child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      address ??= /"address":"([^"]+)"/.exec(stderr)?.[1];
+    });
+    let ended = false;
+    void crawl.exited.then(() => (ended = true));
+    let paused: { status: number; body: Health } | undefined;
+    while (!ended && paused === undefined) {
+      if (address !== undefined) {
+        const res = await fetch(`http://${address}/healthz`);
+        const body = (await res.json()) as Health;
+        if (body.reason?.startsWith('paused:')) paused = { status: res.status, body };
+      }
+      await sleep(200);
+    }
+    assert.ok(paused, `/healthz never said paused; the crawl ended: ${ended}\n${stderr}`);
+    assert.equal(paused.status, 200, 'waiting for space, the instance must stay live');
+    assert.match(paused.body.reason!, /disk full/);
+    assert.equal(paused.body.ready, false);
+
+    unlinkSync(filler);
+    const run = await crawl.exited;
+    assert.equal(run.code, 0, `crawl exited ${run.code}\n${stderr}`);
+    assert.ok(exportPageRecords(data).length > 20, 'the crawl recorded too few pages');
+  },
+);
+
 // keeps the helpers of this file honest: a mount point left behind would fill /tmp with dirs
 test('fill leaves a small filesystem without room for one byte', { skip: process.getuid?.() !== 0 }, (t) => {
   const dir = mkdtempSync('/tmp/crawlstream-fill-');
