@@ -41,7 +41,13 @@ export async function runCrawl(
     : undefined;
   if (ops) logger.info(`/metrics, /healthz and /readyz on http://${ops.address}`, { address: ops.address });
   const started = Date.now();
-  await engine.start();
+  try {
+    await engine.start();
+  } catch (e) {
+    // as `run` does: a refused start leaves no endpoint open behind it, so the process exits with the error
+    await ops?.close();
+    throw e;
+  }
   let stopping: string | undefined;
   const stop = (why: string) => {
     if (stopping) return;

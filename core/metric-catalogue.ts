@@ -410,6 +410,13 @@ export const METRICS = {
   state_disk_bytes: gauge('crawlstream_state_disk_bytes', 'Bytes of local state on disk.', 'runtime', 'bytes'),
   tasks_running: gauge('crawlstream_tasks_running', 'Tasks restored and running.', 'runtime'),
   tasks_restoring: gauge('crawlstream_tasks_restoring', 'Tasks restoring their stores.', 'runtime'),
+  tasks_paused: {
+    type: 'gauge',
+    name: 'crawlstream_tasks_paused',
+    help: 'Tasks that stopped taking records until a resource comes back, by reason (disk-full: a WARC or state disk is full); each retries its record every few seconds.',
+    labels: ['reason'],
+    panel: 'runtime',
+  },
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricId = keyof typeof METRICS;

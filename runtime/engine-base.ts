@@ -3,6 +3,7 @@ import { taskIdString, type TaskId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
 import type { EngineHealth } from './engine.js';
+import { TaskPauses } from './resource-pause.js';
 
 /** An engine's life: started once, stopped once (by `stop` or a fatal error). */
 export type EngineState = 'new' | 'running' | 'stopping' | 'stopped';
@@ -21,11 +22,14 @@ export abstract class EngineBase {
   protected failed = false;
   protected failure: string | undefined;
   protected readonly logger: Logger;
+  /** Tasks paused by a resource fault (a full disk); their record drivers retry, `/healthz` says so. */
+  protected readonly pauses: TaskPauses;
   private resolveDone!: () => void;
   private rejectDone!: (err: unknown) => void;
 
   constructor(logger: Logger | undefined) {
     this.logger = logger ?? silentLogger;
+    this.pauses = new TaskPauses(this.metrics, this.logger);
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -84,7 +88,10 @@ export abstract class EngineBase {
 
   /**
    * `/healthz`'s answer from the engine's own readings: not live once failed (the failure is the
-   * reason) or while `down` says why part of it is not running (a crashed consumer).
+   * reason) or while `down` says why part of it is not running (a crashed consumer). While a task
+   * is paused by a resource fault it is live (a restart would not free the disk) but not ready,
+   * the pause is the reason, and nothing is pending: the work waits for the resource, so it is
+   * not a stall that should fail the probe.
    */
   protected healthOf(h: {
     readonly ready: boolean;
@@ -94,16 +101,17 @@ export abstract class EngineBase {
     readonly pending?: string | undefined;
     readonly down?: string | undefined;
   }): EngineHealth {
-    const reason = this.failure !== undefined ? `failed: ${this.failure}` : h.down;
+    const paused = this.pauses.describe();
+    const reason = this.failure !== undefined ? `failed: ${this.failure}` : (h.down ?? paused);
     return {
       live: !this.failed && h.down === undefined,
-      ready: h.ready,
+      ready: h.ready && paused === undefined,
       state: this.failed ? 'failed' : this.state,
       tasks: h.tasks,
       restoring: h.restoring,
       ...(reason !== undefined ? { reason } : {}),
       progress: h.progress,
-      ...(h.pending !== undefined ? { pending: h.pending } : {}),
+      ...(h.pending !== undefined && paused === undefined ? { pending: h.pending } : {}),
     };
   }
 

@@ -40,7 +40,10 @@ export interface EngineHealth {
   /** Tasks assigned to this instance, and how many of them are still restoring. */
   readonly tasks: number;
   readonly restoring: number;
-  /** Why `live` is false (the fatal error, a crashed consumer), for people; absent while live. */
+  /**
+   * Why `live` is false (the fatal error, a crashed consumer), or why a live engine is not ready
+   * (`paused: …`, a task paused by a full disk: resource-pause.ts), for people; else absent.
+   */
   readonly reason?: string;
   /**
    * A reading that changes whenever the engine moves work forward: a record taken for processing,

@@ -68,7 +68,12 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
  * `process` may return a promise: the engine then awaits it (or, for processors declared with
  * `concurrency > 1`, keeps up to that many in flight) before treating the record as done.
  * `isIdle` lets `--until-idle` know whether the processor still holds work of its own (queued
- * URLs, open leases); omit it when the processor holds none.
+ * URLs, open leases); omit it when the processor holds none. *
+ * A `process` that fails with a resource fault (`resourceFault` in resource-pause.ts: a full
+ * disk) must have had no effect: the engine pauses the task and hands the same record in again
+ * until it succeeds. A processor declared with `lookahead > 1` that keeps its records in order
+ * must then fail the records handed in after it the same way, without effect, so that none of
+ * them takes effect before it.
  */
 export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {
   init?(context: ProcessorContext<KOut, VOut>): void;

@@ -1,5 +1,6 @@
 import { CrawlError, isCrawlError } from '../core/errors.js';
 import type { ConsumedRawRecord } from './record.js';
+import { resourceFault, type TaskPauses } from './resource-pause.js';
 import type { StreamTask } from './task.js';
 
 /** What a driver reports to its engine's runner. */
@@ -16,6 +17,11 @@ export interface RecordDriverHost {
  * The one record loop both engines share: hands records to a StreamTask, counts work in flight,
  * routes failures (CS_TOPOLOGY is fatal, anything else a dead letter) and advances positions.
  * Engines differ only in where records come from and how commits happen.
+ *
+ * With `pauses`, an 'after' record that fails with a resource fault (resource-pause.ts) is not
+ * dead-lettered: the task pauses, keeps its position before the record and tries it again until
+ * it succeeds or the task stops. Without it (or for 'before' records) such a failure is a dead
+ * letter like any other.
  */
 export class RecordDriver {
   private inFlight = 0;
@@ -26,6 +32,7 @@ export class RecordDriver {
   constructor(
     private readonly task: StreamTask,
     private readonly host: RecordDriverHost,
+    private readonly pauses?: TaskPauses,
   ) {}
 
   /** Records started and not finished. */
@@ -60,7 +67,8 @@ export class RecordDriver {
           }
         }
       } catch (err) {
-        this.failed(r, err);
+        if (this.pausedBy(err) === undefined) this.failed(r, err);
+        else if (!(await this.retryPaused(r, err, running))) return i;
       }
       this.host.advance(r);
     }
@@ -73,20 +81,45 @@ export class RecordDriver {
    * in the same run of the microtask queue as the last of them, so a commit (a macrotask) never holds a record's
    * effects without the positions of the records before it. Stops starting records when
    * `running()` turns false, finishes those started; returns how many were started.
+   *
+   * A record that fails with a resource fault pauses the task: no record is started until every
+   * one started has settled, then each that failed so is retried alone, in order (retryPaused).
+   * A processor that keeps records in order fails the records after such a one the same way,
+   * without effect (runtime/processor.ts), so they take effect after it, as without the pause.
+   * Stopped while paused, it returns how many records it took.
    */
   private async processAhead(records: readonly ConsumedRawRecord[], running: () => boolean): Promise<number> {
-    const window: { record: ConsumedRawRecord; done: boolean; settled: Promise<void> }[] = [];
+    const window: { record: ConsumedRawRecord; done: boolean; settled: Promise<void>; fault?: unknown }[] = [];
     const advanceDone = () => {
       while (window.length > 0 && window[0]!.done) this.host.advance(window.shift()!.record);
     };
+    let paused = false;
+    const retryFaulted = async (): Promise<boolean> => {
+      await Promise.all(window.map((e) => e.settled));
+      for (const e of [...window]) {
+        if (e.fault === undefined) continue;
+        if (!(await this.retryPaused(e.record, e.fault, running))) return false;
+        e.done = true;
+        delete e.fault;
+        advanceDone();
+      }
+      paused = false;
+      return true;
+    };
     let started = 0;
     for (; started < records.length; started++) {
-      while (window.length >= this.task.lookahead) await window[0]!.settled;
+      while (window.length >= this.task.lookahead && !paused) await window[0]!.settled;
+      if (paused && !(await retryFaulted())) return started - window.length;
       if (!running()) break;
       const r = records[started]!;
-      const entry = { record: r, done: false, settled: Promise.resolve() };
+      const entry: (typeof window)[number] = { record: r, done: false, settled: Promise.resolve() };
       window.push(entry);
       const finish = (err?: unknown) => {
+        if (err !== undefined && this.pausedBy(err) !== undefined) {
+          entry.fault = err;
+          paused = true;
+          return;
+        }
         if (err !== undefined) this.failed(r, err);
         entry.done = true;
         advanceDone();
@@ -112,7 +145,8 @@ export class RecordDriver {
         this.settle();
       });
     }
-    while (window.length > 0) await window[0]!.settled;
+    await Promise.all(window.map((e) => e.settled));
+    if (paused && !(await retryFaulted())) return started - window.length;
     return started;
   }
 
@@ -149,6 +183,44 @@ export class RecordDriver {
 
   private settle(): void {
     if (this.busy() === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** The reason `err` pauses the task instead of dead-lettering its record; undefined without `pauses`. */
+  private pausedBy(err: unknown): string | undefined {
+    return this.pauses === undefined ? undefined : resourceFault(err);
+  }
+
+  /**
+   * Tries `r`, which failed with the resource fault `err`, again after each pause until it
+   * succeeds (the task resumes) or fails with a fault of its own (a dead letter, as without the
+   * pause). Returns false, with `r` not taken, when `running()` turned false first.
+   */
+  private async retryPaused(r: ConsumedRawRecord, err: unknown, running: () => boolean): Promise<boolean> {
+    const pauses = this.pauses!;
+    let fault = err;
+    for (;;) {
+      if (!(await pauses.wait(`task ${this.task.name}`, resourceFault(fault)!, fault as Error, running))) return false;
+      try {
+        const result = this.task.process(r);
+        if (result instanceof Promise) {
+          this.inFlight++;
+          try {
+            await result;
+          } finally {
+            this.inFlight--;
+            this.settle();
+          }
+        }
+      } catch (e) {
+        if (resourceFault(e) !== undefined) {
+          fault = e;
+          continue;
+        }
+        this.failed(r, e);
+      }
+      pauses.resume(`task ${this.task.name}`);
+      return true;
+    }
   }
 
   private failed(r: ConsumedRawRecord, err: unknown): void {

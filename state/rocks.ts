@@ -79,9 +79,14 @@ export interface RocksMemoryBounds {
 /** The bounds of a task's database and of the embedded log's unless told otherwise. */
 export const DEFAULT_ROCKS_MEMORY: RocksMemoryBounds = { memtableBytes: 16 * 2 ** 20, blockCacheBytes: 8 * 2 ** 20 };
 
+/** RocksDB's words for a full disk or quota. */
+const DISK_FULL = /no space|ENOSPC|quota/i;
+
 /**
- * Opens (creating when missing) the RocksDB at `path`. `onClosed` runs once the database's `close`
- * has settled, resolved or not: its owner hands the path to whoever waits for it.
+ * Opens (creating when needed) the RocksDB at `path`. Throws CS_DISK_FULL when its disk is full
+ * (opening writes a new MANIFEST and WAL, so a full disk refuses even an existing database),
+ * CS_STORE for any other failure. `onClosed` runs once the database's `close` has settled,
+ * resolved or not: its owner hands the path to whoever waits for it.
  */
 export async function openRocks(
   path: string,
@@ -103,14 +108,22 @@ export async function openRocks(
   try {
     await db.open();
   } catch (err) {
-    throw new CrawlError('CS_STORE', `cannot open RocksDB at ${path}: ${(err as Error).message}`, { cause: err });
+    // the binding says "Database is not open"; a full disk is a few causes down
+    let root = err as Error;
+    for (let i = 0; i < 5 && root.cause instanceof Error; i++) root = root.cause;
+    const full = DISK_FULL.test(root.message);
+    throw new CrawlError(
+      full ? 'CS_DISK_FULL' : 'CS_STORE',
+      `cannot open RocksDB at ${path}: ${full ? `disk full: ${root.message}` : (err as Error).message}`,
+      { cause: err },
+    );
   }
   return new NxteditionRocks(path, db, onClosed);
 }
 
 function storeError(op: string, path: string, err: unknown): CrawlError {
   const message = (err as Error).message ?? String(err);
-  const code = /no space|ENOSPC/i.test(message) ? 'CS_DISK_FULL' : 'CS_STORE';
+  const code = DISK_FULL.test(message) ? 'CS_DISK_FULL' : 'CS_STORE';
   return new CrawlError(code, `RocksDB ${op} failed at ${path}: ${message}`, { cause: err });
 }
 

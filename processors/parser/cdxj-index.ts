@@ -163,7 +163,7 @@ function writeCdxjLines(warcPath: string, lines: Buffer[]): { path: string; line
     } catch {
       // nothing to remove
     }
-    throw writeError(err, basename(path));
+    throw writeError(err, basename(path), dirname(path) || '.');
   }
   fsyncDir(dirname(path) || '.');
   return { path, lines: sorted.length };

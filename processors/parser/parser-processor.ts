@@ -17,6 +17,7 @@ import { PageRecorder } from './page-recorder.js';
 import { WARC_STORE, warcStore, type WarcStore } from './warc-store.js';
 import { WarcShipping, uploadsStore } from './warc-shipping.js';
 import { objectUri } from '../common/warc-store-target.js';
+import { resourceFault } from '../../runtime/resource-pause.js';
 
 /** Fingerprints of the URLs whose page record is published. Changelogged; site-keyed. */
 export const RECORDED_STORE = 'parser-recorded';
@@ -71,8 +72,12 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   private pool: ParsePool | undefined;
   private shipping: WarcShipping | undefined;
   private robotsToken = '';
-  /** Settles when the last record handed in has taken effect; undefined when none is pending. */
-  private tail: Promise<void> | undefined;
+  /**
+   * Settles when the last record handed in has taken effect or failed: with the resource fault
+   * that failed it or one before it (see `inOrder`), else undefined. Itself undefined when no
+   * record is pending.
+   */
+  private tail: Promise<Error | undefined> | undefined;
   private pending = 0;
 
   constructor(private readonly config: CrawlConfig) {}
@@ -153,7 +158,9 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   /**
    * Runs `work` once every record handed in before has taken effect and `ready` (the page's
    * analysis) has settled: at once, synchronously, when nothing is pending. A failed record fails
-   * alone: the next one still runs.
+   * alone: the next one still runs; except after a resource fault (a full WARC disk), which the
+   * runtime retries: every record handed in after it then fails with the same fault, without
+   * running, so none takes effect before it (runtime/processor.ts).
    */
   private inOrder(
     ready: Promise<HtmlAnalysis | undefined> | undefined,
@@ -161,16 +168,24 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   ): void | Promise<void> {
     if (this.tail === undefined && ready === undefined) return work(undefined);
     const before = this.tail;
-    const done = (before === undefined ? ready! : Promise.all([ready, before]).then(([a]) => a)).then(work);
+    const done = (
+      before === undefined
+        ? ready!
+        : Promise.all([ready, before]).then(([a, blocked]) => {
+            if (blocked !== undefined) throw blocked;
+            return a;
+          })
+    ).then(work);
     this.pending++;
     this.tail = done.then(
-      () => this.settle(),
-      () => this.settle(),
+      () => this.settle(undefined),
+      (err: unknown) => this.settle(resourceFault(err) === undefined ? undefined : (err as Error)),
     );
     return done;
   }
 
-  private settle(): void {
+  private settle(fault: Error | undefined): Error | undefined {
     if (--this.pending === 0) this.tail = undefined;
+    return fault;
   }
 }

@@ -41,11 +41,16 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-/** A failed write as a CrawlError: CS_DISK_FULL when the disk or quota is full. */
-export function writeError(err: unknown, file: string): CrawlError {
+/**
+ * A failed write of `file` in `dir` as a CrawlError: CS_DISK_FULL, its message beginning
+ * `disk full at <dir>`, when the disk or quota is full (the runtime then pauses the task until
+ * space returns: runtime/resource-pause.ts); CS_INTERNAL otherwise.
+ */
+export function writeError(err: unknown, file: string, dir: string): CrawlError {
   const code = (err as NodeJS.ErrnoException).code;
   const diskFull = code === 'ENOSPC' || code === 'EDQUOT';
-  return new CrawlError(diskFull ? 'CS_DISK_FULL' : 'CS_INTERNAL', `writing WARC file ${file} failed: ${String(err)}`, {
+  const what = `writing WARC file ${file} failed: ${String(err)}`;
+  return new CrawlError(diskFull ? 'CS_DISK_FULL' : 'CS_INTERNAL', diskFull ? `disk full at ${dir}: ${what}` : what, {
     cause: err,
   });
 }

@@ -1,4 +1,14 @@
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  unlinkSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
@@ -380,7 +390,7 @@ export class WarcWriter {
       }
     } catch (err) {
       this.abandonTail(start);
-      throw writeError(err, file.name);
+      throw writeError(err, file.name, this.dir);
     }
     return locations;
   }
@@ -419,7 +429,7 @@ export class WarcWriter {
     } catch (err) {
       closeSync(fd);
       unlinkSync(join(this.dir, name + OPEN_SUFFIX));
-      throw writeError(err, name);
+      throw writeError(err, name, this.dir);
     }
     // the new directory entry must survive a crash for flushed records in it to be found
     fsyncDir(this.dir);
@@ -435,9 +445,18 @@ export class WarcWriter {
     this.current = undefined;
     fsyncSync(file.fd);
     closeSync(file.fd);
-    this.finalize(join(this.dir, file.name + OPEN_SUFFIX), this.index);
+    let indexFailure: unknown;
+    try {
+      this.finalize(join(this.dir, file.name + OPEN_SUFFIX), this.index);
+    } catch (err) {
+      // an index that could not be written (a full disk) still leaves the file renamed: it is
+      // closed and announced like any other; the next open() writes the missing index
+      if (!existsSync(join(this.dir, file.name))) throw err;
+      indexFailure = err;
+    }
     fsyncDir(this.dir);
     this.onFileClosed?.(file.name);
+    if (indexFailure !== undefined) throw indexFailure;
   }
 
   /** Gives a complete `.open` file its final name, indexing it first when asked to (from `index` when collected). */

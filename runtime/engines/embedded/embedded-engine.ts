@@ -32,6 +32,7 @@ import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
+import { resourceFault } from '../../resource-pause.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -96,7 +97,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     mkdirSync(dataDir, { recursive: true });
     const subtopologies = this.topology.build();
     this.subtopologies = subtopologies;
-    this.log = await EmbeddedLog.open(join(dataDir, 'log'));
+    this.log = await this.whenSpace('the embedded log', () => EmbeddedLog.open(join(dataDir, 'log')));
     this.compactor = new ChangelogCompactor(this.log);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
@@ -109,7 +110,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     for (const sub of subtopologies) for (const topic of sub.sourceTopics) this.log.cacheTail(topic);
     for (const sub of subtopologies) {
       for (let partition = 0; partition < sub.partitions; partition++)
-        this.tasks.push(await this.openTask(sub, partition));
+        this.tasks.push(
+          await this.whenSpace(`task ${taskIdString({ subtopology: sub.id, partition })}`, () =>
+            this.openTask(sub, partition),
+          ),
+        );
     }
     this.log.onAppend((topic, partition) => {
       for (const t of this.tasks)
@@ -129,6 +134,25 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     this.say(
       `embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`,
     );
+  }
+
+  /**
+   * `open()`, tried again every few seconds while it fails with a full disk, paused meanwhile
+   * (`/healthz` live, not ready, saying so), so an instance restarted on a full disk waits for
+   * space instead of failing again at once. A stop during the wait rethrows the fault.
+   */
+  private async whenSpace<T>(what: string, open: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        const opened = await open();
+        this.pauses.resume(what);
+        return opened;
+      } catch (err) {
+        const reason = resourceFault(err);
+        if (reason === undefined) throw err;
+        if (!(await this.pauses.wait(what, reason, err as Error, () => this.state === 'new'))) throw err;
+      }
+    }
   }
 
   private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
@@ -164,6 +188,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       requestCommit: () => this.requestCommit(),
       deadLetter: (r, e) => this.outputs.deadLetter(r, e),
       fatal: (e) => void this.fail(e),
+      pauses: this.pauses,
     };
     return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), state };
   }

@@ -3,6 +3,7 @@ import { RecordDriver } from '../../record-driver.js';
 import type { StreamTask } from '../../task.js';
 import { graceWait } from '../../engine-base.js';
 import type { EmbeddedLog } from './log-store.js';
+import type { TaskPauses } from '../../resource-pause.js';
 
 /** What a runner needs from its engine. */
 export interface RunnerHost {
@@ -12,6 +13,8 @@ export interface RunnerHost {
   requestCommit(): void;
   deadLetter(record: ConsumedRawRecord, error: unknown): void;
   fatal(error: unknown): void;
+  /** Where a task paused by a resource fault is recorded while its record is retried. */
+  readonly pauses?: TaskPauses;
 }
 
 /**
@@ -33,11 +36,15 @@ export class TaskRunner {
     private readonly host: RunnerHost,
     private readonly pollBatch: number,
   ) {
-    this.driver = new RecordDriver(task, {
-      advance: (r) => this.advance(r),
-      deadLetter: (r, err) => host.deadLetter(r, err),
-      fatal: (err) => host.fatal(err),
-    });
+    this.driver = new RecordDriver(
+      task,
+      {
+        advance: (r) => this.advance(r),
+        deadLetter: (r, err) => host.deadLetter(r, err),
+        fatal: (err) => host.fatal(err),
+      },
+      host.pauses,
+    );
     for (const topic of task.subtopology.sourceTopics) {
       const partition = task.id.partition;
       const committed = host.log.committedPosition(group, topic, partition);

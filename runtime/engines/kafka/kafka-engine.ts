@@ -126,6 +126,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         fail: (err) => void this.fail(err),
         onRestored: (n) => (this.restored += n),
         stateCleanupDelayMs: this.options.stateCleanupDelayMs ?? KAFKA_ENGINE_SETTINGS.stateCleanupDelayMs.default,
+        pauses: this.pauses,
       });
       this.serdes = serdes;
     } catch (err) {

@@ -8,6 +8,7 @@ import { rangeKey } from '../../changelog-source.js';
 import { graceWait } from '../../engine-base.js';
 import { OutputCollector, type OutputRecord } from '../../output-collector.js';
 import type { DeadLetters } from '../../dead-letter.js';
+import type { TaskPauses } from '../../resource-pause.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -28,6 +29,8 @@ export interface KafkaTaskHost {
   lost(task: KafkaTask, err: CrawlError): void;
   /** A fault that no retry can fix (a topology bug): the engine stops. */
   fatal(err: unknown): void;
+  /** Where a task paused by a resource fault is recorded while its record is retried. */
+  readonly pauses?: TaskPauses;
 }
 
 const MAX_TAKE = 500;
@@ -64,11 +67,15 @@ export class KafkaTask {
     private readonly host: KafkaTaskHost,
   ) {
     this.outputs = new OutputCollector(host.deadLetters);
-    this.driver = new RecordDriver(task, {
-      advance: (r) => this.advance(r),
-      deadLetter: (r, err) => this.outputs.deadLetter(r, err),
-      fatal: (err) => host.fatal(err),
-    });
+    this.driver = new RecordDriver(
+      task,
+      {
+        advance: (r) => this.advance(r),
+        deadLetter: (r, err) => this.outputs.deadLetter(r, err),
+        fatal: (err) => host.fatal(err),
+      },
+      host.pauses,
+    );
   }
 
   get name(): string {

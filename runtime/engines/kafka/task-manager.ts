@@ -14,6 +14,7 @@ import type { GroupConsumer, TopicPartitionOffset, TransactionalProducer } from 
 import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { brokerFault, TaskSlot } from './task-slot.js';
+import type { TaskPauses } from '../../resource-pause.js';
 
 /** What the task manager needs of the cluster: the Kafka engine's port, or a scripted one in tests. */
 export interface TaskPort {
@@ -52,6 +53,8 @@ export interface TaskManagerOptions {
    * (`TaskDirectory.removeUnused`); checked every delay (at least every second). Undefined: kept.
    */
   readonly stateCleanupDelayMs?: number;
+  /** The engine's record of tasks paused by a resource fault (resource-pause.ts). */
+  readonly pauses?: TaskPauses;
 }
 
 /**
@@ -267,6 +270,7 @@ export class TaskManager {
       groupId: this.o.groupIdOf(sub),
       commitIntervalMs: this.o.commitIntervalMs,
       deadLetters: this.o.deadLetters,
+      ...(this.o.pauses !== undefined ? { pauses: this.o.pauses } : {}),
       metrics: this.o.metrics,
       log: (l) => this.say(l),
       lost: (task, err) => {
