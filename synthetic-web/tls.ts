@@ -64,18 +64,13 @@ function openssl(...parts: string[][]): void {
     throw new CrawlError('CS_INTERNAL', `openssl ${args[0]} failed (${r.status ?? r.error?.message}): ${r.stderr}`);
 }
 
-/** An https server on 127.0.0.1 (never any other address), on a free port, serving `handle`. */
-export async function listenHttps(
+/**
+ * An https server, not yet listening, serving `handle` with `tls`'s key and certificate; the test
+ * web listens with one on each of its loopback addresses (`listenEverywhere`).
+ */
+export function httpsServer(
   tls: { key: string; cert: string },
   handle: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<Server> {
-  const server = createServer({ key: tls.key, cert: tls.cert }, handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return server;
+): Server {
+  return createServer({ key: tls.key, cert: tls.cert }, handle);
 }
