@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { renderPage, standardWeb, type SiteSpec } from './sites.js';
 import type { Server as HttpsServer } from 'node:https';
-import { httpsServer } from './tls.js';
+import { httpsServer, type HostCertificate } from './tls.js';
 import { fillPorts, originReply, type Scheme } from './origins.js';
 import { DEFAULT_ADDRESS, listenEverywhere, loopbackAddress } from './addresses.js';
 
@@ -60,9 +60,10 @@ export interface SyntheticWebOptions {
   logFile?: string;
   /**
    * Also serve https with this key and certificate (PEM; see tls.ts), on every address the web
-   * listens on, all on one more free port (`httpsPort`).
+   * listens on, all on one more free port (`httpsPort`); to a client naming a host of one of
+   * `hosts` (SNI), with that one's certificate instead (`makeHostCertificates`).
    */
-  tls?: { key: string; cert: string };
+  tls?: { key: string; cert: string; hosts?: readonly HostCertificate[] };
 }
 
 interface Reply {
@@ -196,6 +197,14 @@ export class SyntheticWeb {
   /** A copy of the finished requests, in arrival order; requests still in flight are not included. */
   requests(): RequestLogEntry[] {
     return this.#finished.map((e) => ({ ...e })).sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * The finished requests from the `from`-th to finish on (0-based), in the order they finished:
+   * a cheap way to follow a long crawl. The entries are the log's own; read them, never change them.
+   */
+  finishedSince(from: number): readonly RequestLogEntry[] {
+    return this.#finished.slice(from);
   }
 
   /**

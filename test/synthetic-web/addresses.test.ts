@@ -5,11 +5,12 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { TLSSocket } from 'node:tls';
 import { InvalidOptionError } from '../../core/errors.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
 import { realWeb } from '../../synthetic-web/real-web.js';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import { makeTestCertificates, type TestCertificates } from '../../synthetic-web/tls.js';
+import { makeHostCertificates, makeTestCertificates, type TestCertificates } from '../../synthetic-web/tls.js';
 
 /** The status of GET `/` for `host`, sent to `address` on the web's port. */
 function statusAt(web: SyntheticWeb, address: string, host: string): Promise<number> {
@@ -160,6 +161,42 @@ test('with tls, https is served on every address of the web, on one port, and re
         ['https', 'c.test', '127.0.0.9', 200],
       ],
     );
+  } finally {
+    await web.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with host certificates, an https client naming a host (SNI) is served the certificate for it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'crawlstream-addresses-sni-'));
+  // the default certificate names a.test only: b.test and c.test verify only with their own
+  const certs = makeTestCertificates(dir, ['a.test']);
+  const hosts = makeHostCertificates(dir, [['b.test'], ['c.test', 'd.test']]);
+  const web = await SyntheticWeb.start({
+    sites: [site('a.test'), site('b.test', '127.0.0.7'), site('c.test', '127.0.0.7'), site('d.test')],
+    tls: { ...certs, hosts },
+  });
+  try {
+    for (const [address, host] of [
+      ['127.0.0.1', 'a.test'],
+      ['127.0.0.7', 'b.test'],
+      ['127.0.0.7', 'c.test'],
+      ['127.0.0.1', 'd.test'],
+    ] as const)
+      assert.equal((await httpsAt(web, certs, address, host)).status, 200, host);
+    const peer = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(
+        { host: '127.0.0.7', port: web.httpsPort, servername: 'c.test', ca: certs.caPem, agent: false },
+        (res) => {
+          res.resume();
+          resolve(String((res.socket as TLSSocket).getPeerCertificate().subjectaltname));
+        },
+      );
+      req.setHeader('host', 'c.test');
+      req.once('error', reject);
+      req.end();
+    });
+    assert.equal(peer, 'DNS:c.test, DNS:d.test');
   } finally {
     await web.close();
     rmSync(dir, { recursive: true, force: true });
