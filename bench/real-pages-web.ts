@@ -1,0 +1,103 @@
+import { PORT, prose, type PageSpec, type SiteSpec } from '../synthetic-web/sites.js';
+import { HTTPS_PORT } from '../synthetic-web/origins.js';
+import { seededRandom } from '../synthetic-web/seeded-random.js';
+import { makeHostCertificates, makeTestCertificates, type HostCertificate } from '../synthetic-web/tls.js';
+
+/**
+ * The web of the end-to-end bench: `sites` sites of `pages` pages each, every site a seed whose home
+ * links its pages and three other sites. The classic shape (issue #18) puts every host on
+ * 127.0.0.1 over http with ~1.5 KB pages; the real shape (#37) adds what a real crawl pays for:
+ * pages of `pageKb` KiB, `httpsShare` of the hosts https-only (their http origin answers 301 to
+ * https, and one of the three links to each arrives over http), a robots.txt per origin, and the
+ * hosts drawn over `addresses` loopback addresses (127.1.x.y), several hosts sharing each.
+ */
+export interface BenchWebShape {
+  readonly sites: number;
+  readonly pages: number;
+  /** Pages of about this many KiB of HTML (distinct prose); 0 keeps ~1.5 KB pages. */
+  readonly pageKb: number;
+  /** 0 (every host on 127.0.0.1) or more addresses to draw the hosts over. */
+  readonly addresses: number;
+  /** Share (0 to 1) of hosts that are https-only; needs `certDir`. */
+  readonly httpsShare: number;
+  /** Whether every site serves a robots.txt (otherwise robots.txt is 404: allow all). */
+  readonly robots: boolean;
+  /** Appended to every host name (Kafka runs keep state on the broker, so each run needs its own). */
+  readonly hostSuffix?: string;
+}
+
+export interface BenchWeb {
+  readonly sites: SiteSpec[];
+  /** Hosts that are https-only. */
+  readonly httpsHosts: ReadonlySet<string>;
+  readonly total: number;
+}
+
+const ROBOTS = 'User-agent: *\nDisallow: /private/\n';
+// a real certificate names a few hosts (a site and its aliases, or a small SAN bundle), not thousands
+const HOSTS_PER_CERTIFICATE = 10;
+
+/** The web of `shape`; deterministic. */
+export function benchWeb(shape: BenchWebShape): BenchWeb {
+  const name = (i: number) => `c${String(i).padStart(5, '0')}${shape.hostSuffix ?? ''}.test`;
+  // spread evenly: site i is https when the running share crosses a whole number at i
+  const https = (i: number) => Math.floor((i + 1) * shape.httpsShare) > Math.floor(i * shape.httpsShare);
+  const random = seededRandom(shape.addresses + 37);
+  const httpsHosts = new Set<string>();
+  const sites = Array.from({ length: shape.sites }, (_, i): SiteSpec => {
+    const paths = Array.from({ length: shape.pages - 1 }, (_, j) => `/page-${j}.html`);
+    // the third link always names http, as links on the real web often do: to an https-only
+    // host it costs a redirect and that origin's own robots.txt
+    const others = [1, 17, 331].map((d, k) => {
+      const j = (i + d) % shape.sites;
+      return https(j) && k < 2 ? `https://${name(j)}:${HTTPS_PORT}/` : `http://${name(j)}:${PORT}/`;
+    });
+    const pages: Record<string, PageSpec> = {
+      '/': { title: `${name(i)} home`, links: [...paths, ...others, ...(shape.robots ? ['/private/'] : [])] },
+    };
+    for (const p of paths)
+      pages[p] = { title: `${name(i)} ${p}`, links: ['/', paths[0]!], html: filler(`${name(i)}${p}`, shape.pageKb) };
+    if (https(i)) httpsHosts.add(name(i));
+    return {
+      host: name(i),
+      seed: true,
+      pages,
+      ...(shape.robots ? { robots: { status: 200, body: ROBOTS } } : {}),
+      ...(https(i) ? { origins: { httpToHttps: true } } : {}),
+      ...(shape.addresses > 0 ? { address: addressOf(Math.floor(random() * shape.addresses)) } : {}),
+    };
+  });
+  return { sites, httpsHosts, total: shape.sites * shape.pages };
+}
+
+/** The k-th address of the bench web (0-based): 127.1.x.y, never 127.0.0.1. */
+function addressOf(k: number): string {
+  return `127.1.${Math.floor(k / 250)}.${1 + (k % 250)}`;
+}
+
+/** About `kb` KiB of paragraphs of prose seeded by `seed` ('' when `kb` is 0). */
+function filler(seed: string, kb: number): string {
+  const paragraphs: string[] = [];
+  // 250 pseudo-words are ~1.9 KB
+  for (let k = 0; k * 1.9 < kb; k++) paragraphs.push(`<p>${prose(`${seed}#${k}`, 250)}</p>`);
+  return paragraphs.join('\n');
+}
+
+/**
+ * A CA, a default certificate and certificates for the https hosts in groups of
+ * {@link HOSTS_PER_CERTIFICATE}, made in `dir` (a few seconds of openssl for 2,000 hosts).
+ */
+export function benchCertificates(
+  dir: string,
+  httpsHosts: ReadonlySet<string>,
+): { caFile: string; caPem: string; tls: { key: string; cert: string; hosts: HostCertificate[] } } {
+  const ca = makeTestCertificates(dir, ['default.test']);
+  const hosts = [...httpsHosts];
+  const groups: string[][] = [];
+  for (let i = 0; i < hosts.length; i += HOSTS_PER_CERTIFICATE) groups.push(hosts.slice(i, i + HOSTS_PER_CERTIFICATE));
+  return {
+    caFile: ca.caFile,
+    caPem: ca.caPem,
+    tls: { key: ca.key, cert: ca.cert, hosts: makeHostCertificates(dir, groups) },
+  };
+}
