@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crawlerAddressArgs } from '../synthetic-web/addresses.js';
 import { checkPoliteness } from '../synthetic-web/politeness.js';
+import type { SiteSpec } from '../synthetic-web/sites.js';
 import { SyntheticWeb, type SyntheticWebOptions } from '../synthetic-web/synthetic-web.js';
 import { formatProfileSummary, profileFiles, summarizeProfile } from './cpu-profile.js';
 import { measureCrawl, printRun, type CrawlRun } from './crawl-measure.js';
@@ -34,8 +35,10 @@ const PAGE_KB = Number(process.env['CRAWL_BENCH_PAGE_KB'] ?? (REAL ? 24 : 0));
 const ADDRESSES = Number(process.env['CRAWL_BENCH_ADDRESSES'] ?? Math.ceil(SITES / 8));
 /** Share of https-only hosts (real mode). */
 const HTTPS_SHARE = Number(process.env['CRAWL_BENCH_HTTPS_SHARE'] ?? 0.5);
-/** Requests the naive crawler keeps in flight (real mode); 0 skips it. */
+/** Requests the naive crawler keeps in flight. */
 const NAIVE_CONCURRENCY = Number(process.env['CRAWL_BENCH_NAIVE_CONCURRENCY'] ?? 128);
+/** Which crawlers run, in this order, comma-separated: crawlstream, naive (default: both in real mode). */
+const CRAWLERS = (process.env['CRAWL_BENCH_CRAWLERS'] ?? (REAL ? 'crawlstream,naive' : 'crawlstream')).split(',');
 /**
  * How the crawlers trust the web's CA (real mode): `env` (default) adds it to Node's default store
  * (NODE_EXTRA_CA_CERTS), as the built-in roots serve a real crawl; `flag` passes `--ca-file` to
@@ -76,8 +79,13 @@ function checkEnvironment(): void {
   );
   need(HTTPS_SHARE >= 0 && HTTPS_SHARE <= 1, 'CRAWL_BENCH_HTTPS_SHARE must be a number from 0 to 1', HTTPS_SHARE);
   need(
-    Number.isInteger(NAIVE_CONCURRENCY) && NAIVE_CONCURRENCY >= 0,
-    'CRAWL_BENCH_NAIVE_CONCURRENCY must be an integer ≥ 0',
+    CRAWLERS.length > 0 && CRAWLERS.every((c) => c === 'crawlstream' || c === 'naive'),
+    'CRAWL_BENCH_CRAWLERS must list crawlstream and/or naive, comma-separated',
+    CRAWLERS.join(','),
+  );
+  need(
+    Number.isInteger(NAIVE_CONCURRENCY) && NAIVE_CONCURRENCY >= 1,
+    'CRAWL_BENCH_NAIVE_CONCURRENCY must be an integer ≥ 1',
     NAIVE_CONCURRENCY,
   );
 }
@@ -99,10 +107,45 @@ async function main(): Promise<void> {
   const certs = httpsHosts.size > 0 ? benchCertificates(dir, httpsHosts) : undefined;
   const options: SyntheticWebOptions = { sites, ...(certs === undefined ? {} : { tls: certs.tls }) };
 
-  let web = await SyntheticWeb.start(options);
-  const seedsOf = (w: SyntheticWeb) => sites.map((s) => (httpsHosts.has(s.host) ? w.httpsUrl(s.host) : w.url(s.host)));
-  const seeds = join(dir, 'seeds.txt');
-  writeFileSync(seeds, `${seedsOf(web).join('\n')}\n`);
+  // each crawler gets a fresh copy of the web: its own log, page counters from zero, new ports
+  const fresh = async () => {
+    const web = await SyntheticWeb.start(options);
+    const seeds = sites.map((s) => (httpsHosts.has(s.host) ? web.httpsUrl(s.host) : web.url(s.host)));
+    return { web, seeds };
+  };
+  const addressCount = new Set(sites.map((s) => s.address ?? '127.0.0.1')).size;
+  process.stdout.write(
+    `web: ${SITES} sites × ${PAGES} pages = ${total} pages${PAGE_KB > 0 ? ` of ~${PAGE_KB} KiB` : ''}, ` +
+      `${httpsHosts.size} https-only hosts, ${addressCount} addresses, robots.txt ${REAL ? 'per origin' : 'absent (404)'}` +
+      `${certs ? `; CA trusted by ${CA === 'env' ? 'NODE_EXTRA_CA_CERTS' : "--ca-file / the agent's ca"}` : ''}\n`,
+  );
+  const env: Record<string, string> = certs && CA === 'env' ? { NODE_EXTRA_CA_CERTS: certs.caFile } : {};
+  const bench: Bench = { dir, sites, total, env, ...(certs === undefined ? {} : { certs }) };
+  const runs = new Map<string, CrawlRun>();
+  for (const crawler of CRAWLERS)
+    runs.set(
+      crawler,
+      crawler === 'naive' ? await runNaive(bench, await fresh()) : await runCrawlstream(bench, await fresh()),
+    );
+  const crawl = runs.get('crawlstream');
+  const naive = runs.get('naive');
+  if (crawl !== undefined && naive !== undefined) printRatio(crawl, naive);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+interface Bench {
+  readonly dir: string;
+  readonly sites: readonly SiteSpec[];
+  readonly total: number;
+  readonly env: Readonly<Record<string, string>>;
+  readonly certs?: { caFile: string; caPem: string };
+}
+
+/** Runs `crawlstream crawl` (or `run --role all` on Kafka) on `web`, then prints its figures, verdict and profile. */
+async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb; seeds: string[] }): Promise<CrawlRun> {
+  const { dir, sites, certs } = bench;
+  const seedFile = join(dir, 'seeds.txt');
+  writeFileSync(seedFile, `${seeds.join('\n')}\n`);
   const where = REAL
     ? // the crawler's own per-IP limits: the hosts share addresses as on the real web
       [
@@ -116,12 +159,12 @@ async function main(): Promise<void> {
   let args: string[];
   let brokerPid: number | undefined;
   if (BROKERS === undefined) {
-    args = ['crawl', '--seeds', seeds, '--data', data, '--until-idle', '--quiet', ...where, ...EXTRA];
+    args = ['crawl', '--seeds', seedFile, '--data', data, '--until-idle', '--quiet', ...where, ...EXTRA];
   } else {
     if (REGISTRY === undefined) throw new Error('CRAWL_BENCH_REGISTRY is required with CRAWL_BENCH_BROKERS');
     const kafka = ['--brokers', BROKERS];
     execFileSync(process.execPath, [CLI, 'topics', 'create', ...kafka], { stdio: 'inherit' });
-    execFileSync(process.execPath, [CLI, 'inject', '--seeds', seeds, ...kafka, '--registry', REGISTRY], {
+    execFileSync(process.execPath, [CLI, 'inject', '--seeds', seedFile, ...kafka, '--registry', REGISTRY], {
       stdio: 'inherit',
     });
     args = ['run', '--role', 'all', '--data', data, ...kafka, '--registry', REGISTRY, '--quiet', '--no-system-dns'];
@@ -129,80 +172,76 @@ async function main(): Promise<void> {
     const pidFile = join(process.env['CRAWLSTREAM_KAFKA_RUN'] ?? join(process.cwd(), '.cache', 'run'), 'kafka.pid');
     if (existsSync(pidFile)) brokerPid = Number(readFileSync(pidFile, 'latin1').trim());
   }
-  const addressCount = new Set(sites.map((s) => s.address ?? '127.0.0.1')).size;
-  process.stdout.write(
-    `web: ${SITES} sites × ${PAGES} pages = ${total} pages${PAGE_KB > 0 ? ` of ~${PAGE_KB} KiB` : ''}, ` +
-      `${httpsHosts.size} https-only hosts, ${addressCount} addresses, robots.txt ${REAL ? 'per origin' : 'absent (404)'}\n`,
-  );
-  process.stdout.write(
-    `crawler: crawlstream ${shownArgs(args)}${certs ? `; CA trusted by ${CA === 'env' ? 'NODE_EXTRA_CA_CERTS' : '--ca-file'}` : ''}\n`,
-  );
-
+  process.stdout.write(`crawler: crawlstream ${shownArgs(args)}\n`);
   const profileDir = join(dir, 'profile');
   const nodeArgs = [...NODE_ARGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
-  const env: Record<string, string> = certs && CA === 'env' ? { NODE_EXTRA_CA_CERTS: certs.caFile } : {};
   const brokerCpu0 = brokerPid === undefined ? 0 : processUsage(brokerPid).cpuS;
-  const crawl = await measureCrawl({
+  const run = await measureCrawl({
     label: 'crawlstream',
     argv: [...nodeArgs, CLI, ...args],
-    env,
+    env: bench.env,
     web,
-    total,
+    total: bench.total,
     limitS: LIMIT_S,
     progressS: 10,
   });
   const brokerCpuS = brokerPid === undefined ? 0 : processUsage(brokerPid).cpuS - brokerCpu0;
-  const log = web.requests();
-  await web.close();
-  const report = checkPoliteness(log, sites, { userAgent: 'crawlstream', ...(REAL ? { ipOf: web.ipOf } : {}) });
-  printRun(crawl);
+  await judgeAndPrint(run, web, sites, 'crawlstream');
   if (brokerPid !== undefined)
     process.stdout.write(
-      `crawlstream broker CPU per page (whole run): ${((brokerCpuS * 1000) / crawl.cpuPages).toFixed(2)} ms\n`,
+      `crawlstream broker CPU per page (whole run): ${((brokerCpuS * 1000) / run.cpuPages).toFixed(2)} ms\n`,
     );
-  process.stdout.write(
-    `crawlstream politeness violations: ${report.violations.length} in the server log of ${log.length} requests${byKind(report.violations)}\n`,
-  );
-  for (const v of report.violations.slice(0, 3)) process.stdout.write(`  ${v.kind} ${v.host} #${v.seq}: ${v.detail}\n`);
   if (PROFILE) {
     process.stdout.write('(figures of a profiled run: --cpu-prof slows the crawler)\n');
     for (const file of profileFiles([profileDir]))
       process.stdout.write(`${formatProfileSummary(summarizeProfile(file)).join('\n')}\n`);
   }
+  return run;
+}
 
-  if (REAL && NAIVE_CONCURRENCY > 0) {
-    // a fresh copy of the same web: its own log, page counters from zero, new ports
-    web = await SyntheticWeb.start(options);
-    const config: NaiveCrawlerConfig = {
-      seeds: seedsOf(web),
-      addresses: Object.fromEntries(sites.map((s) => [s.host, s.address ?? '127.0.0.1'])),
-      caPem: certs !== undefined && CA === 'flag' ? certs.caPem : '',
-      concurrency: NAIVE_CONCURRENCY,
-    };
-    const configFile = join(dir, 'naive.json');
-    writeFileSync(configFile, JSON.stringify(config));
-    process.stdout.write(
-      `crawler: naive (bench/naive-crawler.ts), ${NAIVE_CONCURRENCY} requests in flight, no robots.txt, no limits\n`,
-    );
-    const naive = await measureCrawl({
-      label: 'naive',
-      argv: [NAIVE, configFile],
-      env,
-      web,
-      total,
-      limitS: LIMIT_S,
-      progressS: 10,
-    });
-    const naiveLog = web.requests();
-    await web.close();
-    const naiveReport = checkPoliteness(naiveLog, sites, { userAgent: 'naive-crawler', ipOf: web.ipOf });
-    printRun(naive);
-    process.stdout.write(
-      `naive politeness violations: ${naiveReport.violations.length} in the server log of ${naiveLog.length} requests${byKind(naiveReport.violations)}\n`,
-    );
-    printRatio(crawl, naive);
-  }
-  rmSync(dir, { recursive: true, force: true });
+/** Runs bench/naive-crawler.ts on `web`, then prints its figures and how impolite it was. */
+async function runNaive(bench: Bench, { web, seeds }: { web: SyntheticWeb; seeds: string[] }): Promise<CrawlRun> {
+  const config: NaiveCrawlerConfig = {
+    seeds,
+    addresses: Object.fromEntries(bench.sites.map((s) => [s.host, s.address ?? '127.0.0.1'])),
+    caPem: bench.certs !== undefined && CA === 'flag' ? bench.certs.caPem : '',
+    concurrency: NAIVE_CONCURRENCY,
+  };
+  const configFile = join(bench.dir, 'naive.json');
+  writeFileSync(configFile, JSON.stringify(config));
+  process.stdout.write(
+    `crawler: naive (bench/naive-crawler.ts), ${NAIVE_CONCURRENCY} requests in flight, no robots.txt, no limits\n`,
+  );
+  const run = await measureCrawl({
+    label: 'naive',
+    argv: [NAIVE, configFile],
+    env: bench.env,
+    web,
+    total: bench.total,
+    limitS: LIMIT_S,
+    progressS: 10,
+  });
+  await judgeAndPrint(run, web, bench.sites, 'naive-crawler');
+  return run;
+}
+
+/** Closes `web`, prints `run`'s figures and the judge's verdict on the web's log (per address too in real mode). */
+async function judgeAndPrint(
+  run: CrawlRun,
+  web: SyntheticWeb,
+  sites: readonly SiteSpec[],
+  userAgent: string,
+): Promise<void> {
+  const log = web.requests();
+  await web.close();
+  const report = checkPoliteness(log, sites, { userAgent, ...(REAL ? { ipOf: web.ipOf } : {}) });
+  printRun(run);
+  process.stdout.write(
+    `${run.label} politeness violations: ${report.violations.length} in the server log of ${log.length} requests${byKind(report.violations)}\n`,
+  );
+  if (userAgent === 'crawlstream')
+    for (const v of report.violations.slice(0, 3))
+      process.stdout.write(`  ${v.kind} ${v.host} #${v.seq}: ${v.detail}\n`);
 }
 
 /** ` (kind n, …)` of `violations`, most frequent first; '' when there are none. */

@@ -41,8 +41,10 @@ function checkConfig(value: unknown): NaiveCrawlerConfig {
 
 /** Crawls from the seeds until nothing is left; resolves with counts of what it did. */
 export async function naiveCrawl(config: NaiveCrawlerConfig): Promise<{ pages: number; errors: number }> {
+  // a Map, not the config's object: a link to a host named like an Object.prototype member must not resolve
+  const addresses = new Map(Object.entries(config.addresses));
   const lookup: LookupFunction = (hostname, options, callback) => {
-    const address = config.addresses[hostname.toLowerCase()];
+    const address = addresses.get(hostname.toLowerCase());
     if (address === undefined) {
       callback(Object.assign(new Error(`${hostname} is not a host of the test web`), { code: 'ENOTFOUND' }), '', 4);
     } else if (options.all) {
@@ -63,7 +65,7 @@ export async function naiveCrawl(config: NaiveCrawlerConfig): Promise<{ pages: n
     } catch {
       return;
     }
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || config.addresses[url.hostname] === undefined) return;
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !addresses.has(url.hostname)) return;
     url.hash = '';
     const key = url.href;
     if (seen.has(key)) return;
@@ -109,7 +111,7 @@ export async function naiveCrawl(config: NaiveCrawlerConfig): Promise<{ pages: n
           const next = new URL(reply.location, at);
           next.hash = '';
           // a redirect target seen already was (or will be) fetched on its own
-          if (seen.has(next.href) || config.addresses[next.hostname] === undefined) break;
+          if (seen.has(next.href) || !addresses.has(next.hostname)) break;
           seen.add(next.href);
           at = next;
           continue;
