@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     ...(BROKERS === undefined ? {} : { hostSuffix: `-${Date.now().toString(36)}` }),
   };
   const { sites, httpsHosts, total } = benchWeb(shape);
-  const certs = httpsHosts.size > 0 ? benchCertificates(dir, httpsHosts) : undefined;
+  const certs = httpsHosts.size > 0 ? benchCertificates(httpsHosts) : undefined;
   const options: SyntheticWebOptions = { sites, ...(certs === undefined ? {} : { tls: certs.tls }) };
 
   // each crawler gets a fresh copy of the web: its own log, page counters from zero, new ports

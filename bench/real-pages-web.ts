@@ -1,3 +1,7 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PORT, prose, type PageSpec, type SiteSpec } from '../synthetic-web/sites.js';
 import { HTTPS_PORT } from '../synthetic-web/origins.js';
 import { seededRandom } from '../synthetic-web/seeded-random.js';
@@ -55,8 +59,17 @@ export function benchWeb(shape: BenchWebShape): BenchWeb {
     const pages: Record<string, PageSpec> = {
       '/': { title: `${name(i)} home`, links: [...paths, ...others, ...(shape.robots ? ['/private/'] : [])] },
     };
-    for (const p of paths)
-      pages[p] = { title: `${name(i)} ${p}`, links: ['/', paths[0]!], html: filler(`${name(i)}${p}`, shape.pageKb) };
+    for (const p of paths) {
+      const own = ownParagraph(`${name(i)}${p}`, shape.pageKb);
+      pages[p] = {
+        title: `${name(i)} ${p}`,
+        links: ['/', paths[0]!],
+        // put together when served: 36,000 pages of 24 KiB held whole would take ~1 GB of the bench's memory
+        get html() {
+          return filler(own, shape.pageKb);
+        },
+      };
+    }
     if (https(i)) httpsHosts.add(name(i));
     return {
       host: name(i),
@@ -81,32 +94,57 @@ function addressOf(k: number): string {
 const POOL = 2_048;
 let pool: string[] | undefined;
 
-/** About `kb` KiB of paragraphs of prose seeded by `seed` ('' when `kb` is 0): one of its own, the rest from the pool. */
-function filler(seed: string, kb: number): string {
+/** A page's own paragraph of prose seeded by `seed` ('' when `kb` is 0) and the pool draws that follow it. */
+function ownParagraph(seed: string, kb: number): { text: string; draws: Uint16Array } {
+  if (kb <= 0) return { text: '', draws: new Uint16Array(0) };
+  const random = seededRandom([...seed].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261));
+  const draws: number[] = [];
+  // 250 pseudo-words are ~1.9 KB
+  for (let k = 1; k * 1.9 < kb; k++) draws.push(Math.floor(random() * POOL));
+  return { text: `<p>${prose(seed, 250)}</p>`, draws: Uint16Array.from(draws) };
+}
+
+/** About `kb` KiB of paragraphs: the page's own, then its draws from the pool. */
+function filler(own: { text: string; draws: Uint16Array }, kb: number): string {
   if (kb <= 0) return '';
   pool ??= Array.from({ length: POOL }, (_, k) => `<p>${prose(`pool#${k}`, 250)}</p>`);
-  const paragraphs = [`<p>${prose(seed, 250)}</p>`];
-  const random = seededRandom([...seed].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261));
-  // 250 pseudo-words are ~1.9 KB
-  for (let k = 1; k * 1.9 < kb; k++) paragraphs.push(pool[Math.floor(random() * POOL)]!);
+  const paragraphs = [own.text];
+  for (const d of own.draws) paragraphs.push(pool[d]!);
   return paragraphs.join('\n');
 }
 
 /**
  * A CA, a default certificate and certificates for the https hosts in groups of
- * {@link HOSTS_PER_CERTIFICATE}, made in `dir` (a few seconds of openssl for 2,000 hosts).
+ * {@link HOSTS_PER_CERTIFICATE}. Made with openssl (~400 runs of it for 2,000 hosts: half a minute
+ * on a busy machine) once a day per set of hosts, in a folder of the temp dir named by their hash,
+ * and read from there by later runs.
  */
-export function benchCertificates(
-  dir: string,
-  httpsHosts: ReadonlySet<string>,
-): { caFile: string; caPem: string; tls: { key: string; cert: string; hosts: HostCertificate[] } } {
-  const ca = makeTestCertificates(dir, ['default.test']);
+export function benchCertificates(httpsHosts: ReadonlySet<string>): BenchCertificates {
   const hosts = [...httpsHosts];
+  const dir = join(
+    tmpdir(),
+    `crawlstream-bench-certs-${createHash('sha256').update(hosts.join('\n')).digest('hex').slice(0, 16)}`,
+  );
+  const made = join(dir, 'made.json');
+  // the CA is valid 2 days (tls.ts): a day-old set still outlasts any run
+  if (existsSync(made) && Date.now() - statSync(made).mtimeMs < 86_400_000)
+    return JSON.parse(readFileSync(made, 'utf8')) as BenchCertificates;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const ca = makeTestCertificates(dir, ['default.test']);
   const groups: string[][] = [];
   for (let i = 0; i < hosts.length; i += HOSTS_PER_CERTIFICATE) groups.push(hosts.slice(i, i + HOSTS_PER_CERTIFICATE));
-  return {
+  const certs: BenchCertificates = {
     caFile: ca.caFile,
     caPem: ca.caPem,
     tls: { key: ca.key, cert: ca.cert, hosts: makeHostCertificates(dir, groups) },
   };
+  writeFileSync(made, JSON.stringify(certs));
+  return certs;
+}
+
+export interface BenchCertificates {
+  readonly caFile: string;
+  readonly caPem: string;
+  readonly tls: { key: string; cert: string; hosts: HostCertificate[] };
 }

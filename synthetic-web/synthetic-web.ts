@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { renderPage, standardWeb, type SiteSpec } from './sites.js';
 import type { Server as HttpsServer } from 'node:https';
-import { httpsServer, type HostCertificate } from './tls.js';
+import { httpsServers, type HostCertificate } from './tls.js';
 import { fillPorts, originReply, type Scheme } from './origins.js';
 import { DEFAULT_ADDRESS, listenEverywhere, loopbackAddress } from './addresses.js';
 
@@ -156,9 +156,9 @@ export class SyntheticWeb {
     const plain = await listenEverywhere(() => keptAlive(createServer(handler('http'))), port, addresses);
     let secure: { servers: HttpsServer[]; port: number } = { servers: [], port: 0 };
     if (options.tls !== undefined) {
-      const tls = options.tls;
+      const open = httpsServers(options.tls, handler('https'));
       try {
-        secure = await listenEverywhere(() => keptAlive(httpsServer(tls, handler('https'))), 0, addresses);
+        secure = await listenEverywhere(() => keptAlive(open()), 0, addresses);
       } catch (err) {
         await Promise.all(plain.servers.map((s) => new Promise((resolve) => s.close(resolve))));
         throw err;

@@ -85,25 +85,27 @@ function openssl(...parts: string[][]): void {
 }
 
 /**
- * An https server, not yet listening, serving `handle` with `tls`'s key and certificate, or, to a
- * client that names (SNI) a host of one of `tls.hosts`, with that one's; the test web listens with
- * one on each of its loopback addresses (`listenEverywhere`).
+ * A maker of https servers, not yet listening, serving `handle` with `tls`'s key and certificate,
+ * or, to a client that names (SNI) a host of one of `tls.hosts`, with that one's. The test web
+ * listens with one on each of its loopback addresses (`listenEverywhere`); the certificates' secure
+ * contexts are made once here and shared by all of them (made per server, 500 addresses × 200
+ * certificates took minutes and gigabytes).
  */
-export function httpsServer(
+export function httpsServers(
   tls: { key: string; cert: string; hosts?: readonly HostCertificate[] },
   handle: (req: IncomingMessage, res: ServerResponse) => void,
-): Server {
+): () => Server {
   const byName = new Map<string, SecureContext>();
   for (const one of tls.hosts ?? []) {
     const context = createSecureContext({ key: one.key, cert: one.cert });
     for (const host of one.hosts) byName.set(host, context);
   }
-  return createServer(
-    {
-      key: tls.key,
-      cert: tls.cert,
-      ...(byName.size === 0 ? {} : { SNICallback: (name, done) => done(null, byName.get(name.toLowerCase())) }),
-    },
-    handle,
-  );
+  const sni =
+    byName.size === 0
+      ? {}
+      : {
+          SNICallback: (name: string, done: (err: Error | null, ctx?: SecureContext) => void) =>
+            done(null, byName.get(name.toLowerCase())),
+        };
+  return () => createServer({ key: tls.key, cert: tls.cert, ...sni }, handle);
 }
