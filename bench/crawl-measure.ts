@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
 import type { RequestLogEntry, SyntheticWeb } from '../synthetic-web/synthetic-web.js';
 import { figure } from './machine.js';
 import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
@@ -18,6 +19,8 @@ export interface CrawlRun {
   readonly peakMiB: number;
   /** Its live threads' CPU at the last look before the figures were taken, main thread first. */
   readonly threads: readonly ThreadUsage[];
+  /** The machine's 1-minute load average when the crawler started and when the figures were taken. */
+  readonly load: readonly [number, number];
   /** CPU ms this (the web's) process spent per request while the crawler ran. */
   readonly serverMsPerRequest: number;
 }
@@ -51,6 +54,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const pid = child.pid!;
   const serverCpu0 = process.cpuUsage();
+  const load0 = loadavg()[0]!;
   const requests0 = o.web.finishedSince(0).length;
   const started = performance.now();
   const startedAt = performance.timeOrigin + started;
@@ -109,6 +113,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     cpuPages,
     peakMiB: last.peakMiB,
     threads,
+    load: [load0, loadavg()[0]!],
     serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
   };
 }
@@ -124,6 +129,9 @@ export function printRun(run: CrawlRun): void {
   figure(name('CPU'), run.cpuS / run.s, 'cores');
   figure(name('peak RSS'), run.peakMiB, 'MiB');
   figure(name('server CPU per request'), run.serverMsPerRequest, 'ms');
+  process.stdout.write(
+    `${name('load average')}: ${run.load[0].toFixed(1)} at the start, ${run.load[1].toFixed(1)} at the end\n`,
+  );
   for (const t of topThreads(run.threads, 5)) {
     process.stdout.write(
       `${name('thread')} ${t.name}: ${((t.cpuS * 1000) / run.cpuPages).toFixed(2)} ms/page, busy ${(t.cpuS / run.s).toFixed(2)} cores\n`,
