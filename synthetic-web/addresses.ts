@@ -1,5 +1,4 @@
-import type { Server } from 'node:http';
-import { isIPv4 } from 'node:net';
+import { isIPv4, type AddressInfo, type Server } from 'node:net';
 import { InvalidOptionError } from '../core/errors.js';
 
 /** Where a site is served when its spec names no address, and the address every port is chosen on. */
@@ -27,6 +26,38 @@ export function listenOn(server: Server, port: number, address: string): Promise
       resolve();
     });
   });
+}
+
+// a free port picked on 127.0.0.1 can be taken on another loopback address; rare, so a few more picks
+const PORT_PICKS = 5;
+
+/**
+ * Listens with a fresh server from `open` on each of `addresses`, all on one port: `port`, or when
+ * it is 0 a free one picked on the first address (picked again, up to a few times, when another
+ * address has it taken). Resolves with the servers in the order of `addresses` and the port; on
+ * failure closes what it opened and rejects with the listen error.
+ */
+export async function listenEverywhere<S extends Server>(
+  open: () => S,
+  port: number,
+  addresses: readonly string[],
+): Promise<{ servers: S[]; port: number }> {
+  for (let pick = 1; ; pick++) {
+    const servers: S[] = [];
+    try {
+      let chosen = port;
+      for (const address of addresses) {
+        const server = open();
+        servers.push(server);
+        await listenOn(server, chosen, address);
+        if (chosen === 0) chosen = (server.address() as AddressInfo).port;
+      }
+      return { servers, port: chosen };
+    } catch (err) {
+      await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+      if (port !== 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || pick >= PORT_PICKS) throw err;
+    }
+  }
 }
 
 /**

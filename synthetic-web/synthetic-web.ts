@@ -1,12 +1,12 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { renderPage, standardWeb, type SiteSpec } from './sites.js';
-import { listenHttps } from './tls.js';
+import type { Server as HttpsServer } from 'node:https';
+import { httpsServers, type HostCertificate } from './tls.js';
 import { fillPorts, originReply, type Scheme } from './origins.js';
-import { DEFAULT_ADDRESS, listenOn, loopbackAddress } from './addresses.js';
+import { DEFAULT_ADDRESS, listenEverywhere, loopbackAddress } from './addresses.js';
 
 /** The most plaintext one TLS record carries (RFC 8446 §5.1). */
 const TLS_RECORD_BYTES = 16_384;
@@ -58,8 +58,12 @@ export interface SyntheticWebOptions {
   sites?: SiteSpec[];
   /** Appends one JSON line per finished request. */
   logFile?: string;
-  /** Also serve https on another free loopback port, with this key and certificate (PEM); see tls.ts. */
-  tls?: { key: string; cert: string };
+  /**
+   * Also serve https with this key and certificate (PEM; see tls.ts), on every address the web
+   * listens on, all on one more free port (`httpsPort`); to a client naming a host of one of
+   * `hosts` (SNI), with that one's certificate instead (`makeHostCertificates`).
+   */
+  tls?: { key: string; cert: string; hosts?: readonly HostCertificate[] };
 }
 
 interface Reply {
@@ -81,23 +85,24 @@ const now = (): number => performance.timeOrigin + performance.now();
  * request it receives, unknown hosts included. It listens on 127.0.0.1 and on every other loopback
  * address a site names (`SiteSpec.address`), all on one port; a request for a site that reaches
  * another address than the site's is answered 421 (Misdirected Request). Page-hit counters (used
- * by throttled sites) start at zero for each server.
+ * by throttled sites) start at zero for each server. With `tls` it serves https the same way on
+ * every one of those addresses, on its own port, and the 421 rule holds there too; `{{HTTPS_PORT}}`
+ * in a page's HTML becomes that port, as `{{PORT}}` becomes the http one.
  */
 export class SyntheticWeb {
-  readonly #servers: Server[];
+  readonly #servers: (Server | HttpsServer)[];
   readonly #byHost: ReadonlyMap<string, SiteSpec>;
   readonly #logFile: string | undefined;
   readonly #finished: RequestLogEntry[] = [];
   readonly #pageHits = new Map<string, number>();
   readonly #timers = new Set<NodeJS.Timeout>();
-  #https: Server | undefined;
   /** The https port; 0 when the web serves http only. */
   httpsPort = 0;
   #seq = 0;
   #closing: Promise<void> | undefined;
 
   private constructor(
-    servers: Server[],
+    servers: (Server | HttpsServer)[],
     readonly port: number,
     readonly sites: readonly SiteSpec[],
     logFile: string | undefined,
@@ -109,7 +114,8 @@ export class SyntheticWeb {
 
   /**
    * Validates the options, then listens on 127.0.0.1 and the sites' other loopback addresses, one
-   * port for all (never any address outside 127.0.0.0/8).
+   * port for all (never any address outside 127.0.0.0/8), and with `tls` on each of them again for
+   * https, on one other port.
    */
   static async start(options: SyntheticWebOptions = {}): Promise<SyntheticWeb> {
     const port = options.port ?? 0;
@@ -133,43 +139,33 @@ export class SyntheticWeb {
       const address = loopbackAddress(site.host, site.address ?? DEFAULT_ADDRESS);
       if (!addresses.includes(address)) addresses.push(address);
     }
-    if (options.tls !== undefined && addresses.length > 1) {
-      throw new InvalidOptionError('tls is served on 127.0.0.1 only: no site of an https web may name another address');
-    }
 
     let web: SyntheticWeb | undefined;
-    const open = (): Server => {
-      const server = createServer((req, res) => {
+    const handler =
+      (scheme: Scheme) =>
+      (req: IncomingMessage, res: ServerResponse): void => {
         if (web === undefined)
           res.destroy(); // unreachable: web is set in the tick listening completes
-        else web.#handle(req, res, 'http');
-      });
+        else web.#handle(req, res, scheme);
+      };
+    const keptAlive = <S extends Server | HttpsServer>(server: S): S => {
       server.keepAliveTimeout = KEEP_ALIVE_MS;
       return server;
     };
-    const servers = [open()];
-    await listenOn(servers[0]!, port, DEFAULT_ADDRESS);
-    const chosen = (servers[0]!.address() as AddressInfo).port;
-    try {
-      // the same port on every address: a URL names the port, the resolver the address
-      for (const address of addresses.slice(1)) {
-        const server = open();
-        await listenOn(server, chosen, address);
-        servers.push(server);
-      }
-    } catch (err) {
-      await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-      // a free port on 127.0.0.1 taken on another loopback address: rare, so one more pick
-      if (port === 0 && (err as NodeJS.ErrnoException).code === 'EADDRINUSE') return SyntheticWeb.start(options);
-      throw err;
-    }
-    web = new SyntheticWeb(servers, chosen, sites, options.logFile);
+    // the same port on every address: a URL names the port, the resolver the address
+    const plain = await listenEverywhere(() => keptAlive(createServer(handler('http'))), port, addresses);
+    let secure: { servers: HttpsServer[]; port: number } = { servers: [], port: 0 };
     if (options.tls !== undefined) {
-      const https = await listenHttps(options.tls, (req, res) => web!.#handle(req, res, 'https'));
-      https.keepAliveTimeout = KEEP_ALIVE_MS;
-      web.#https = https;
-      web.httpsPort = (https.address() as AddressInfo).port;
+      const open = httpsServers(options.tls, handler('https'));
+      try {
+        secure = await listenEverywhere(() => keptAlive(open()), 0, addresses);
+      } catch (err) {
+        await Promise.all(plain.servers.map((s) => new Promise((resolve) => s.close(resolve))));
+        throw err;
+      }
     }
+    web = new SyntheticWeb([...plain.servers, ...secure.servers], plain.port, sites, options.logFile);
+    web.httpsPort = secure.port;
     return web;
   }
 
@@ -204,11 +200,19 @@ export class SyntheticWeb {
   }
 
   /**
+   * The finished requests from the `from`-th to finish on (0-based), in the order they finished:
+   * a cheap way to follow a long crawl. The entries are the log's own; read them, never change them.
+   */
+  finishedSince(from: number): readonly RequestLogEntry[] {
+    return this.#finished.slice(from);
+  }
+
+  /**
    * Stops listening and closes idle keep-alive sockets at once; responses in flight finish with
    * `Connection: close`, or are cut after ~1 s (and logged as aborted). Idempotent.
    */
   close(): Promise<void> {
-    const closeOne = (server: Server) =>
+    const closeOne = (server: Server | HttpsServer) =>
       new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS);
         server.close(() => {
@@ -217,7 +221,7 @@ export class SyntheticWeb {
         });
         server.closeIdleConnections();
       });
-    this.#closing ??= Promise.all([...this.#servers, ...(this.#https ? [this.#https] : [])].map(closeOne)).then(() => {
+    this.#closing ??= Promise.all(this.#servers.map(closeOne)).then(() => {
       for (const timer of this.#timers) clearTimeout(timer);
     });
     return this.#closing;
@@ -383,7 +387,10 @@ export class SyntheticWeb {
     if (page === undefined) return { ...text(404, `no page ${pathname} on ${site.host}\n`), delayMs: siteDelay };
 
     const rendered = renderPage(page, { port: this.port, host: entry.host, path: entry.path, pageHits });
-    let body = typeof rendered === 'string' ? Buffer.from(rendered, 'utf8') : rendered;
+    // links into https origins name the https port, as Locations do
+    const filled =
+      typeof rendered === 'string' ? fillPorts(rendered, { http: this.port, https: this.httpsPort }) : rendered;
+    let body = typeof filled === 'string' ? Buffer.from(filled, 'utf8') : filled;
     const headers: Record<string, string> = { 'content-type': page.contentType ?? 'text/html; charset=utf-8' };
     for (const [name, value] of Object.entries(page.headers ?? {}))
       headers[name.toLowerCase()] = fillPorts(value, { http: this.port, https: this.httpsPort });

@@ -18,6 +18,12 @@ const cases: { bench: string; args: string[]; env?: Record<string, string>; last
   { bench: 'frontier.js', args: ['20000', '200'], last: /^RSS after dispatch: /m },
   { bench: 'recrawl.js', args: [], env: { RECRAWL_BENCH_URLS: '5000' }, last: /\S/ },
   { bench: 'fetcher.js', args: [], env: { BENCH_HOSTS: '20', BENCH_FETCHES: '200', BENCH_PAGE_KB: '4' }, last: /\S/ },
+  {
+    bench: 'crawl.js',
+    args: [],
+    env: { CRAWL_BENCH_MODE: 'real', CRAWL_BENCH_CRAWLERS: 'naive', CRAWL_BENCH_SITES: '20' },
+    last: /^naive politeness violations: /m,
+  },
 ];
 
 for (const c of cases) {

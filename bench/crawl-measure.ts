@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
+import type { RequestLogEntry, SyntheticWeb } from '../synthetic-web/synthetic-web.js';
+import { figure } from './machine.js';
+import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
+
+/** What one crawler did on the web until 99 % of its pages were fetched (or it stopped, or time ran out). */
+export interface CrawlRun {
+  readonly label: string;
+  /** Distinct pages (host and path) answered 200, robots.txt aside, when the figures were taken. */
+  readonly pages: number;
+  readonly total: number;
+  readonly s: number;
+  readonly reached99: boolean;
+  /** CPU seconds of the crawler's process, all threads, at the last look (every 0.5 s) ... */
+  readonly cpuS: number;
+  /** ... when it had fetched this many pages: CPU per page is cpuS / cpuPages. */
+  readonly cpuPages: number;
+  readonly peakMiB: number;
+  /** Its live threads' CPU at the last look before the figures were taken, main thread first. */
+  readonly threads: readonly ThreadUsage[];
+  /** The machine's 1-minute load average when the crawler started and when the figures were taken. */
+  readonly load: readonly [number, number];
+  /** CPU ms this (the web's) process spent per request while the crawler ran. */
+  readonly serverMsPerRequest: number;
+}
+
+export interface MeasureOptions {
+  readonly label: string;
+  /** Arguments to `node` for the crawler's process (Node flags, script, its arguments). */
+  readonly argv: readonly string[];
+  /** Added to this process's environment for the crawler's. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly web: SyntheticWeb;
+  /** Pages a full crawl fetches. */
+  readonly total: number;
+  readonly limitS: number;
+  /** Prints a progress line every this many seconds (0: none). */
+  readonly progressS?: number;
+}
+
+const POLL_MS = 500;
+
+/**
+ * Runs a crawler as its own process against `web` and follows the web's log: at 99 % of `total`
+ * distinct pages, or when the crawler exits, or after `limitS`, it takes the figures and ends the
+ * crawler (SIGTERM, then waits for it to exit, so a `--cpu-prof` profile gets written).
+ */
+export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
+  const child = spawn(process.execPath, [...o.argv], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...o.env },
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const pid = child.pid!;
+  const serverCpu0 = process.cpuUsage();
+  const load0 = loadavg()[0]!;
+  const requests0 = o.web.finishedSince(0).length;
+  const started = performance.now();
+  const startedAt = performance.timeOrigin + started;
+  const pages = new Set<string>();
+  /** Seconds from the start to the end of the response that made 99 % of the pages (from the log, not the poll). */
+  let at99: { s: number; pages: number } | undefined;
+  let read = requests0;
+  const follow = (): void => {
+    const fresh: readonly RequestLogEntry[] = o.web.finishedSince(read);
+    read += fresh.length;
+    for (const e of fresh) {
+      if (e.status !== 200 || e.path === '/robots.txt') continue;
+      pages.add(`${e.host} ${e.path}`);
+      if (at99 === undefined && pages.size >= 0.99 * o.total)
+        at99 = { s: (e.end - startedAt) / 1000, pages: pages.size };
+    }
+  };
+  let last = { cpuS: 0, rssMiB: 0, peakMiB: 0 };
+  let threads: ThreadUsage[] = [];
+  let cpuPages = 0;
+  let nextLine = o.progressS ?? 0;
+  let s: number;
+  for (;;) {
+    const done = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(r, POLL_MS, false))]);
+    s = (performance.now() - started) / 1000;
+    follow();
+    if (done) break;
+    try {
+      last = processUsage(pid);
+      threads = threadUsage(pid);
+      cpuPages = pages.size;
+    } catch {
+      // ended between the race and the read: keep the last look
+    }
+    if (o.progressS !== undefined && o.progressS > 0 && s >= nextLine) {
+      process.stdout.write(
+        `  ${o.label} ${Math.round(s)} s: ${pages.size} pages, ${((last.cpuS * 1000) / Math.max(1, pages.size)).toFixed(2)} CPU ms/page, RSS ${Math.round(last.rssMiB)} MiB\n`,
+      );
+      nextLine += o.progressS;
+    }
+    if (at99 !== undefined || s > o.limitS) {
+      child.kill('SIGTERM');
+      await exited;
+      break;
+    }
+  }
+  const serverCpu = process.cpuUsage(serverCpu0);
+  const requests = read - requests0;
+  return {
+    label: o.label,
+    pages: at99?.pages ?? pages.size,
+    total: o.total,
+    s: at99?.s ?? s,
+    reached99: at99 !== undefined,
+    cpuS: last.cpuS,
+    cpuPages,
+    peakMiB: last.peakMiB,
+    threads,
+    load: [load0, loadavg()[0]!],
+    serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
+  };
+}
+
+/** Prints a run's figures, one a line, each named after the run's label. */
+export function printRun(run: CrawlRun): void {
+  const name = (what: string) => `${run.label} ${what}`;
+  if (!run.reached99) process.stdout.write(`${run.label}: 99 % of pages NOT reached; figures at the stop\n`);
+  figure(name('pages fetched'), run.pages, `of ${run.total}`);
+  figure(name(run.reached99 ? 'time to 99 % of pages' : 'time'), run.s, 's');
+  figure(name('pages/s'), run.pages / run.s, 'pages/s');
+  figure(name('CPU per page'), (run.cpuS * 1000) / run.cpuPages, 'ms');
+  figure(name('CPU'), run.cpuS / run.s, 'cores');
+  figure(name('peak RSS'), run.peakMiB, 'MiB');
+  figure(name('server CPU per request'), run.serverMsPerRequest, 'ms');
+  process.stdout.write(
+    `${name('load average')}: ${run.load[0].toFixed(1)} at the start, ${run.load[1].toFixed(1)} at the end\n`,
+  );
+  for (const t of topThreads(run.threads, 5)) {
+    process.stdout.write(
+      `${name('thread')} ${t.name}: ${((t.cpuS * 1000) / run.cpuPages).toFixed(2)} ms/page, busy ${(t.cpuS / run.s).toFixed(2)} cores\n`,
+    );
+  }
+}

@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux's clock ticks per second for /proc CPU times (USER_HZ, 100 on every common build). */
+const CLK_TCK = 100;
+
+/** CPU and memory of a live process, read from /proc. */
+export interface ProcessUsage {
+  /** CPU seconds, user + system, all threads (those that ended included). */
+  readonly cpuS: number;
+  readonly rssMiB: number;
+  /** Peak resident MiB (VmHWM). */
+  readonly peakMiB: number;
+}
+
+/** CPU seconds of one thread of a process, or of several taken together. */
+export interface ThreadUsage {
+  /** `main` for the process's first thread, else `NAME#TID` (`/proc/PID/task/TID/comm`), or a count of threads summed. */
+  readonly name: string;
+  readonly cpuS: number;
+}
+
+/** User + system CPU seconds from a /proc stat line (its fields after the command name). */
+function statCpuS(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/** Usage of process `pid`; throws ENOENT once it has ended. */
+export function processUsage(pid: number): ProcessUsage {
+  const cpuS = statCpuS(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+  const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { cpuS, rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 };
+}
+
+/**
+ * CPU of the live threads of process `pid`: the main thread first, then the others busiest first.
+ * Threads that ended are missing (their time stays only in {@link processUsage}); a thread that ends
+ * while this reads is skipped. Node names all its threads `node` (libuv's pool, V8's platform
+ * workers, worker_threads alike), so threads are told apart by id, not by name.
+ */
+export function threadUsage(pid: number): ThreadUsage[] {
+  const threads: ThreadUsage[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'latin1').trim();
+      const cpuS = statCpuS(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1'));
+      threads.push({ name: tid === String(pid) ? 'main' : `${comm}#${tid}`, cpuS });
+    } catch {
+      continue;
+    }
+  }
+  return threads.sort((a, b) => (a.name === 'main' ? -1 : b.name === 'main' ? 1 : b.cpuS - a.cpuS));
+}
+
+/** `threads` with those after the first `keep` summed into one entry named by their count. */
+export function topThreads(threads: readonly ThreadUsage[], keep: number): ThreadUsage[] {
+  const rest = threads.slice(keep);
+  if (rest.length <= 1) return [...threads];
+  return [...threads.slice(0, keep), { name: `${rest.length} others`, cpuS: rest.reduce((sum, t) => sum + t.cpuS, 0) }];
+}
