@@ -105,6 +105,10 @@ test(
         registry,
         ...partitions,
         ...LOOPBACK_WEB_ARGS,
+        // the standard web's image is let past the default suffix filter, as in test/e2e/crawl.test.ts,
+        // so its expectations (the image fetched, then refused by --accept-type) hold here too
+        '--allow-extension',
+        'png',
         '--quiet',
         '--session-timeout',
         '6000',
