@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { taskIdString } from '../../../core/ids.js';
-import type { RawRecord, StreamRecord } from '../../record.js';
+import type { ConsumedRawRecord, RawRecord, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
@@ -32,6 +32,7 @@ import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
+import { PoisonRecords, rewindTask } from '../../task-rewind.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -44,10 +45,19 @@ export interface EmbeddedEngineOptions {
   readonly logger?: Logger;
 }
 
+/** A task of the engine: its state and collector for its life, its StreamTask and runner until it is rewound. */
 interface OpenTask {
+  readonly sub: Subtopology;
+  readonly state: LocalTaskState;
+  /** The task's outputs and dead letters since the last commit: a rewind throws them away. */
+  readonly outputs: OutputCollector;
+  readonly poison: PoisonRecords;
+  /** Its punctuations still running: a rewind waits for them. */
+  readonly punctuating: Set<Promise<void>>;
   task: StreamTask;
   runner: TaskRunner;
-  state: LocalTaskState;
+  /** Set while the task is rewound (task-rewind.ts): commits and punctuation pass it by. */
+  rewinding: Promise<void> | undefined;
 }
 
 /**
@@ -63,7 +73,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private tasks: OpenTask[] = [];
   /** The built topology, for routing queries (set by start). */
   private subtopologies: readonly Subtopology[] = [];
-  private readonly outputs: OutputCollector;
+  /** What `produce` wrote, for the next commit. */
+  private readonly produced: OutputCollector;
   private commitWaiters: (() => void)[] = [];
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
@@ -87,7 +98,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       (l) => this.say(l),
     );
     this.directory = new TaskDirectory(options.dataDir);
-    this.outputs = new OutputCollector(this.deadLetters);
+    this.produced = new OutputCollector(this.deadLetters);
   }
 
   async start(): Promise<void> {
@@ -144,12 +155,28 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       await closeTaskState(state);
       throw err;
     }
-    const task = new StreamTask(
-      id,
+    const open = {
       sub,
+      state,
+      outputs: new OutputCollector(this.deadLetters),
+      poison: new PoisonRecords(),
+      punctuating: new Set<Promise<void>>(),
+      rewinding: undefined,
+    } as Omit<OpenTask, 'task' | 'runner'> as OpenTask;
+    open.task = this.streamTask(open, lifecycle);
+    open.runner = this.runnerOf(open);
+    return open;
+  }
+
+  /** A StreamTask for `open`'s partition over its stores, sending to its collector. */
+  private streamTask(open: OpenTask, lifecycle?: TaskLifecycle): StreamTask {
+    const id = { subtopology: open.sub.id, partition: open.state.id.partition };
+    return new StreamTask(
+      id,
+      open.sub,
       this.topology,
-      { send: (t, p, k, v, ts, h) => this.outputs.collect(t, p, k, v, ts, h) },
-      state.stores,
+      { send: (t, p, k, v, ts, h) => open.outputs.collect(t, p, k, v, ts, h) },
+      open.state.stores,
       this.serdes,
       this.metrics,
       Date.now,
@@ -157,21 +184,64 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       lifecycle,
       this.coLocated,
     );
-    const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
+  }
+
+  /** A runner of `open`'s task from the positions its group committed. */
+  private runnerOf(open: OpenTask): TaskRunner {
+    const group = `${this.topology.applicationId}:${open.sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
       log: this.log,
       nextCommit: () => this.nextCommit(),
       requestCommit: () => this.requestCommit(),
-      deadLetter: (r, e) => this.outputs.deadLetter(r, e),
+      deadLetter: (r, e) => open.outputs.deadLetter(r, e),
+      rewind: (r, e) => this.rewind(open, r, e),
       fatal: (e) => void this.fail(e),
     };
-    return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), state };
+    return new TaskRunner(open.task, group, host, this.options.pollBatch ?? 500, open.poison);
+  }
+
+  /**
+   * `record` failed after a processor saw it: the task stops taking records at once and, once
+   * its records and punctuations in flight have finished, throws away its outputs and pending
+   * writes, runs again as a new task over its stores from its committed positions, and
+   * dead-letters the record when it comes round (task-rewind.ts). Commits pass the task by
+   * meanwhile, so nothing of what is thrown away becomes durable.
+   */
+  private rewind(open: OpenTask, record: ConsumedRawRecord, error: Error): void {
+    open.poison.mark(record, error);
+    open.runner.halt();
+    open.rewinding ??= this.rewound(open)
+      .catch((err: unknown) => void this.fail(err))
+      .finally(() => (open.rewinding = undefined));
+  }
+
+  private async rewound(open: OpenTask): Promise<void> {
+    await open.runner.quiesce();
+    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
+    // failing: the shutdown closes the task as it is, and nothing more is committed
+    if (this.state === 'stopped') return;
+    open.outputs.drain();
+    open.task = await rewindTask(open.task, open.state, () => this.streamTask(open));
+    open.runner = this.runnerOf(open);
+    this.say(`task ${open.task.name}: a record failed after it was processed in part; rewound to the last commit`);
+    if (this.state === 'running') open.runner.start();
+    // the poison record comes round soon: its dead letter is committed before any other failure rewinds again
+    this.requestCommit();
+  }
+
+  /** Resolves once no task is being rewound. */
+  private async rewindsSettled(): Promise<void> {
+    for (;;) {
+      const pending = this.tasks.flatMap((t) => (t.rewinding ? [t.rewinding] : []));
+      if (pending.length === 0) return;
+      await Promise.allSettled(pending);
+    }
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
     this.checkProduce(topic);
     for (const r of serializeFor(this.topology, this.serdes, topic, records))
-      this.outputs.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
+      this.produced.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
     this.requestCommit();
     await this.nextCommit();
   }
@@ -207,11 +277,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private commit(): void {
     const waiters = this.commitWaiters;
     this.commitWaiters = [];
-    const out: OutputRecord[] = this.outputs.drain();
+    const out: OutputRecord[] = this.produced.drain();
     const positions: Position[] = [];
     const prepared: PreparedCommit[] = [];
     const now = Date.now();
     for (const t of this.tasks) {
+      // a task being rewound has nothing to commit: what it did since the last commit is thrown away
+      if (t.rewinding) continue;
+      for (const r of t.outputs.drain()) out.push(r);
       const commit = prepareCommit(t.state, t.task.id.partition, now);
       for (const r of commit.records) out.push(r);
       prepared.push(commit);
@@ -233,8 +306,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.state !== 'running') return;
     const now = Date.now();
     for (const t of this.tasks) {
+      if (t.rewinding) continue;
       try {
-        for (const p of t.task.punctuate(now)) p.catch((err) => void this.fail(err));
+        for (const p of t.task.punctuate(now)) {
+          const tracked: Promise<void> = p
+            .catch((err) => void this.fail(err))
+            .finally(() => t.punctuating.delete(tracked));
+          t.punctuating.add(tracked);
+        }
       } catch (err) {
         void this.fail(err);
         return;
@@ -294,8 +373,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
 
   isIdle(): boolean {
     if (this.state !== 'running') return false;
-    if (this.outputs.size > 0) return false;
-    for (const t of this.tasks) if (!t.runner.caughtUp() || !t.task.isIdle() || hasPendingWrites(t.state)) return false;
+    if (this.produced.size > 0) return false;
+    for (const t of this.tasks) {
+      if (t.rewinding || t.outputs.size > 0 || !t.runner.caughtUp()) return false;
+      if (!t.task.isIdle() || hasPendingWrites(t.state)) return false;
+    }
     return true;
   }
 
@@ -303,6 +385,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const nothing = this.beginStop();
     if (nothing) return nothing;
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
+    // a rewind under way reopens its task (not started): the last commit then holds none of its thrown-away work
+    await this.rewindsSettled();
     for (const t of this.tasks) t.task.suspend();
     this.commitOrDie();
     await this.shutdown();
@@ -324,6 +408,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.commitSoon) clearImmediate(this.commitSoon);
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
+    await this.rewindsSettled();
     for (const t of this.tasks) await closeTaskState(t.state, t.task);
     await this.log?.close();
   }
