@@ -191,7 +191,21 @@ export class TaskManager {
       this.o.logger.child({ task: slot.name }),
       lifecycle,
     );
-    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub));
+    const stores = state.stores;
+    // a rewind's new task: a lifecycle of its own (a closed one never runs again)
+    const rebuild = () =>
+      new StreamTask(
+        id,
+        sub,
+        this.o.topology,
+        { send: (t, p, k, v, ts, h) => kafkaTask.outputs.collect(t, p, k, v, ts, h) },
+        stores,
+        this.o.serdes,
+        this.o.metrics,
+        Date.now,
+        this.o.logger.child({ task: slot.name }),
+      );
+    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub), rebuild);
     kafkaTask.startAt(committed);
     if (this.o.engineState() !== 'running') {
       // stopping (SIGTERM during a restore): nothing ran, so nothing to commit; the next owner restores
@@ -284,7 +298,7 @@ export class TaskManager {
     for (const [sub, partitions] of this.assigned)
       for (const p of partitions) {
         tasks++;
-        if (this.slot(sub, p)?.lifecycle.state !== 'running') restoring++;
+        if (this.slot(sub, p)?.state !== 'running') restoring++;
       }
     return { tasks, restoring };
   }
@@ -304,7 +318,7 @@ export class TaskManager {
                 subtopology: sub,
                 partition: p,
                 processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
-                state: slot?.lifecycle.state ?? 'created',
+                state: slot?.state ?? 'created',
               },
         );
       }

@@ -1,6 +1,6 @@
 import { taskIdString } from '../../../core/ids.js';
 import { sleep } from '../../engine-base.js';
-import type { TaskLifecycle } from '../../task-lifecycle.js';
+import type { TaskLifecycle, TaskState } from '../../task-lifecycle.js';
 import { kafkaFaultCode } from './kafka-common.js';
 import type { KafkaTask } from './kafka-task.js';
 
@@ -22,6 +22,11 @@ export class TaskSlot {
     readonly lifecycle: TaskLifecycle,
   ) {
     this.name = taskIdString({ subtopology: sub, partition });
+  }
+
+  /** Where the partition's task is: the running task's state (a rewind gives it a new task), else the opening's. */
+  get state(): TaskState {
+    return this.task?.task.state ?? this.lifecycle.state;
   }
 
   /** Sets the opening; once only, right after the slot is created. */
