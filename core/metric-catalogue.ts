@@ -406,6 +406,11 @@ export const METRICS = {
   state_disk_bytes: gauge('crawlstream_state_disk_bytes', 'Bytes of local state on disk.', 'runtime', 'bytes'),
   tasks_running: gauge('crawlstream_tasks_running', 'Tasks restored and running.', 'runtime'),
   tasks_restoring: gauge('crawlstream_tasks_restoring', 'Tasks restoring their stores.', 'runtime'),
+  tasks_quarantined: gauge(
+    'crawlstream_tasks_quarantined',
+    'Tasks stopped alone because their init or a punctuator threw: their partitions wait, unprocessed, for a restart.',
+    'runtime',
+  ),
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricId = keyof typeof METRICS;

@@ -2,7 +2,7 @@ import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
-import type { EngineHealth } from './engine.js';
+import type { EngineHealth, QuarantinedTask } from './engine.js';
 
 /** An engine's life: started once, stopped once (by `stop` or a fatal error). */
 export type EngineState = 'new' | 'running' | 'stopping' | 'stopped';
@@ -93,6 +93,7 @@ export abstract class EngineBase {
     readonly progress: number;
     readonly pending?: string | undefined;
     readonly down?: string | undefined;
+    readonly quarantined?: readonly QuarantinedTask[];
   }): EngineHealth {
     const reason = this.failure !== undefined ? `failed: ${this.failure}` : h.down;
     return {
@@ -104,6 +105,7 @@ export abstract class EngineBase {
       ...(reason !== undefined ? { reason } : {}),
       progress: h.progress,
       ...(h.pending !== undefined ? { pending: h.pending } : {}),
+      ...(h.quarantined !== undefined && h.quarantined.length > 0 ? { quarantined: h.quarantined } : {}),
     };
   }
 

@@ -2,7 +2,7 @@ import { M } from '../../../core/metric-catalogue.js';
 import type { Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
+import type { Engine, EngineHealth, QuarantinedTask, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { taskIdString } from '../../../core/ids.js';
 import type { ConsumedRawRecord, RawRecord, StreamRecord } from '../../record.js';
@@ -14,6 +14,7 @@ import { TaskDirectory } from '../../task-directory.js';
 import {
   applyCommitted,
   closeTaskState,
+  discardPending,
   hasPendingWrites,
   openTaskState,
   prepareCommit,
@@ -33,6 +34,7 @@ import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 import { PoisonRecords, rewindTask } from '../../task-rewind.js';
+import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -58,6 +60,11 @@ interface OpenTask {
   runner: TaskRunner;
   /** Set while the task is rewound (task-rewind.ts): commits and punctuation pass it by. */
   rewinding: Promise<void> | undefined;
+  /** Set once its init or a punctuator threw (task-quarantine.ts): it takes no more work and commits nothing. */
+  quarantined: QuarantinedTask | undefined;
+  /** The closing of a quarantined task while it runs; then whether its stores are closed. */
+  closing: Promise<void> | undefined;
+  closed: boolean;
 }
 
 /**
@@ -127,8 +134,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
         if (t.task.id.partition === partition && t.task.subtopology.sourceTopics.includes(topic)) t.runner.notify();
     });
     this.state = 'running';
-    for (const t of this.tasks) t.task.init();
-    for (const t of this.tasks) t.runner.start();
+    for (const t of this.tasks) {
+      try {
+        t.task.init();
+      } catch (err) {
+        this.stopAlone(t, 'init', err);
+      }
+    }
+    for (const t of this.tasks) if (!t.quarantined) t.runner.start();
     const interval = this.options.commitIntervalMs ?? 100;
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
@@ -162,6 +175,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       poison: new PoisonRecords(),
       punctuating: new Set<Promise<void>>(),
       rewinding: undefined,
+      quarantined: undefined,
+      closing: undefined,
+      closed: false,
     } as Omit<OpenTask, 'task' | 'runner'> as OpenTask;
     open.task = this.streamTask(open, lifecycle);
     open.runner = this.runnerOf(open);
@@ -208,6 +224,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    * meanwhile, so nothing of what is thrown away becomes durable.
    */
   private rewind(open: OpenTask, record: ConsumedRawRecord, error: Error): void {
+    if (open.quarantined) return;
     open.poison.mark(record, error);
     open.runner.halt();
     open.rewinding ??= this.rewound(open)
@@ -219,9 +236,15 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     await open.runner.quiesce();
     while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
     // failing: the shutdown closes the task as it is, and nothing more is committed
-    if (this.state === 'stopped') return;
+    if (this.state === 'stopped' || open.quarantined) return;
     open.outputs.drain();
-    open.task = await rewindTask(open.task, open.state, () => this.streamTask(open));
+    try {
+      open.task = await rewindTask(open.task, open.state, () => this.streamTask(open));
+    } catch (err) {
+      // the new task's init threw: the task is quarantined (its old one is closed already)
+      this.stopAlone(open, 'init', err);
+      return;
+    }
     open.runner = this.runnerOf(open);
     this.say(`task ${open.task.name}: a record failed after it was processed in part; rewound to the last commit`);
     if (this.state === 'running') open.runner.start();
@@ -229,13 +252,46 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     this.requestCommit();
   }
 
-  /** Resolves once no task is being rewound. */
+  /** Resolves once no task is being rewound or closed by a quarantine. */
   private async rewindsSettled(): Promise<void> {
     for (;;) {
-      const pending = this.tasks.flatMap((t) => (t.rewinding ? [t.rewinding] : []));
+      const pending = this.tasks.flatMap((t) => [t.rewinding, t.closing].filter((p) => p !== undefined));
       if (pending.length === 0) return;
       await Promise.allSettled(pending);
     }
+  }
+
+  /**
+   * The task's `init` or a punctuator threw `err`: unless it is a topology bug (fatal), the task
+   * is quarantined (task-quarantine.ts). At once it takes no more records or punctuation and
+   * commits nothing more; once its work in flight has finished, its outputs and pending writes
+   * are thrown away and its processors and stores closed. Its committed input positions stay, so
+   * retention keeps its input for a restart. The other tasks go on.
+   */
+  private stopAlone(open: OpenTask, during: QuarantinedTask['during'], err: unknown): void {
+    if (!quarantines(err)) {
+      void this.fail(err);
+      return;
+    }
+    if (open.quarantined || this.state === 'stopped') return;
+    open.quarantined = quarantineOf(open.task.id, during, err);
+    this.logger.error(describeQuarantine(open.quarantined, err));
+    open.runner.halt();
+    open.closing = this.closeQuarantined(open)
+      .catch((e: unknown) => this.say(`closing quarantined task ${open.task.name}: ${(e as Error).message}`))
+      .finally(() => (open.closing = undefined));
+  }
+
+  private async closeQuarantined(open: OpenTask): Promise<void> {
+    if (open.rewinding) await open.rewinding;
+    await open.runner.quiesce();
+    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
+    open.outputs.drain();
+    discardPending(open.state);
+    // a processor whose init threw may fail to close too: its stores close all the same
+    await open.task.close().catch(() => undefined);
+    await closeTaskState(open.state);
+    open.closed = true;
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
@@ -282,8 +338,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const prepared: PreparedCommit[] = [];
     const now = Date.now();
     for (const t of this.tasks) {
-      // a task being rewound has nothing to commit: what it did since the last commit is thrown away
-      if (t.rewinding) continue;
+      // a task being rewound or quarantined has nothing to commit: what it did since the last commit is thrown away
+      if (t.rewinding || t.quarantined) continue;
       for (const r of t.outputs.drain()) out.push(r);
       const commit = prepareCommit(t.state, t.task.id.partition, now);
       for (const r of commit.records) out.push(r);
@@ -306,17 +362,17 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.state !== 'running') return;
     const now = Date.now();
     for (const t of this.tasks) {
-      if (t.rewinding) continue;
+      if (t.rewinding || t.quarantined) continue;
       try {
         for (const p of t.task.punctuate(now)) {
           const tracked: Promise<void> = p
-            .catch((err) => void this.fail(err))
+            .catch((err) => this.stopAlone(t, 'punctuator', err))
             .finally(() => t.punctuating.delete(tracked));
           t.punctuating.add(tracked);
         }
       } catch (err) {
-        void this.fail(err);
-        return;
+        this.stopAlone(t, 'punctuator', err);
+        continue;
       }
       if (t.task.commitRequested) this.requestCommit();
     }
@@ -344,7 +400,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       }
       const compacted = this.compactor.compactDue(
         this.tasks.flatMap((t) =>
-          t.state.changelogged.map(({ store, topic }) => ({
+          (t.quarantined ? [] : t.state.changelogged).map(({ store, topic }) => ({
             store,
             topic,
             partition: t.task.id.partition,
@@ -365,7 +421,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
       this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
     };
-    for (const t of this.tasks) report(taskIdString(t.task.id), t.state.db.memory());
+    for (const t of this.tasks) if (!t.quarantined) report(taskIdString(t.task.id), t.state.db.memory());
     const log = this.log.memory();
     report('log', log);
     this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
@@ -375,6 +431,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.state !== 'running') return false;
     if (this.produced.size > 0) return false;
     for (const t of this.tasks) {
+      // a quarantined task takes no more work until a restart: waiting for it would never end
+      if (t.quarantined) continue;
       if (t.rewinding || t.outputs.size > 0 || !t.runner.caughtUp()) return false;
       if (!t.task.isIdle() || hasPendingWrites(t.state)) return false;
     }
@@ -409,7 +467,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
     await this.rewindsSettled();
-    for (const t of this.tasks) await closeTaskState(t.state, t.task);
+    for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
     await this.log?.close();
   }
 
@@ -426,6 +484,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     let lag = 0;
     let inFlight = 0;
     for (const t of this.tasks) {
+      // its input waits for a restart: not pending work, or it would read as a stall
+      if (t.quarantined) continue;
       let behind = 0;
       for (const p of t.runner.positions.values()) {
         progress += p.offset;
@@ -443,6 +503,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
       progress,
       pending: describePending({ unread: lag, inFlight }),
+      quarantined: this.tasks.flatMap((t) => (t.quarantined ? [t.quarantined] : [])),
     });
   }
 
@@ -460,7 +521,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   }
 
   taskStatus(): TaskStatus[] {
-    return this.tasks.map((t) => statusOf(t.task));
+    return this.tasks.map((t) => (t.quarantined ? { ...statusOf(t.task), state: 'quarantined' } : statusOf(t.task)));
   }
 }
 
