@@ -9,6 +9,8 @@ import { graceWait } from '../../engine-base.js';
 import { OutputCollector, type OutputRecord } from '../../output-collector.js';
 import type { DeadLetters } from '../../dead-letter.js';
 import { PoisonRecords, rewindTask } from '../../task-rewind.js';
+import { quarantineOf, quarantines } from '../../task-quarantine.js';
+import type { QuarantinedTask } from '../../engine.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -27,6 +29,11 @@ export interface KafkaTaskHost {
   log(line: string): void;
   /** The task cannot go on (fenced, or a commit failed): the engine drops it until the next assignment. */
   lost(task: KafkaTask, err: CrawlError): void;
+  /**
+   * The task's init or a punctuator threw `err` (task-quarantine.ts): it has stopped taking work
+   * and commits nothing more; the engine closes it without committing and keeps its partition.
+   */
+  quarantine(task: KafkaTask, err: unknown): void;
   /** A fault that no retry can fix (a topology bug): the engine stops. */
   fatal(err: unknown): void;
 }
@@ -104,6 +111,29 @@ export class KafkaTask {
     return this.task.name;
   }
 
+  /** Set once the task's init or a punctuator threw (task-quarantine.ts). */
+  get quarantined(): QuarantinedTask | undefined {
+    return this.quarantine;
+  }
+
+  private quarantine: QuarantinedTask | undefined;
+
+  /**
+   * `during` threw `err`: unless it is a topology bug (fatal), the task takes no more records or
+   * punctuation and commits nothing more from now on, and the engine is told.
+   */
+  stopAlone(during: QuarantinedTask['during'], err: unknown): void {
+    if (!quarantines(err)) {
+      this.host.fatal(err);
+      return;
+    }
+    if (this.quarantine || this.closed) return;
+    this.quarantine = quarantineOf(this.task.id, during, err);
+    this.running = false;
+    this.notify();
+    this.host.quarantine(this, err);
+  }
+
   start(): void {
     this.running = true;
     this.loop = this.run().catch((err) => this.host.fatal(err));
@@ -115,6 +145,8 @@ export class KafkaTask {
    * processed twice.
    */
   enqueue(records: readonly ConsumedRawRecord[]): void {
+    // a quarantined task's partition is paused: what was in flight is fetched again by its next owner
+    if (this.quarantine || this.closed) return;
     for (const r of records) {
       const key = tp(r.topic, r.partition);
       const pos = this.positions.get(key);
@@ -220,12 +252,12 @@ export class KafkaTask {
     try {
       for (const p of this.task.punctuate(Date.now())) {
         const tracked = p
-          .catch((err) => this.host.fatal(err))
+          .catch((err) => this.stopAlone('punctuator', err))
           .finally(() => (this.punctuating = this.punctuating.filter((x) => x !== tracked)));
         this.punctuating.push(tracked);
       }
     } catch (err) {
-      this.host.fatal(err);
+      this.stopAlone('punctuator', err);
     }
   }
 
@@ -253,7 +285,12 @@ export class KafkaTask {
     }
     this.buffer = this.taken.concat(this.buffer);
     this.taken = [];
-    this.current = await rewindTask(this.current, this.state, this.rebuild!);
+    try {
+      this.current = await rewindTask(this.current, this.state, this.rebuild!);
+    } catch (err) {
+      this.stopAlone('init', err);
+      return;
+    }
     this.driver = this.driverOf(this.current);
     this.host.log(`task ${this.name}: a record failed after it was processed in part; rewound to the last commit`);
     // the poison record comes round at once: its dead letter is committed before another failure rewinds again
@@ -281,10 +318,12 @@ export class KafkaTask {
    * last committed changelog offset.
    */
   async commit(): Promise<void> {
-    if (this.committing) return;
+    if (this.committing || this.quarantine) return;
     this.committing = true;
     try {
       if (this.state.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
+      // a punctuator that failed meanwhile quarantined the task: nothing of it is committed
+      if (this.quarantine) return;
       const now = Date.now();
       const records: OutputRecord[] = this.outputs.drain();
       this.taken = [];
@@ -326,7 +365,7 @@ export class KafkaTask {
     this.notify();
     await this.loop;
     this.task.suspend();
-    if (commit) {
+    if (commit && !this.quarantine) {
       await graceWait(() => this.driver.busy(), graceMs);
       await this.commit().catch(() => undefined);
     } else discardPending(this.state);
