@@ -13,12 +13,14 @@ import type { QuarantinedTask } from './engine.js';
  * a member it would stop too; a rebalance that moves it anyway gives it to a member that
  * quarantines it in turn. A restart (a fixed build, repaired state) runs it again.
  *
- * A CS_TOPOLOGY error is a bug of the dataflow, the same on every partition: it stays fatal.
+ * Errors that are not about one partition's state stay fatal: CS_TOPOLOGY (a bug of the dataflow,
+ * the same on every partition) and CS_DISK_FULL (the machine's: every task would be quarantined
+ * in turn, while a stopped process says so with its exit code).
  */
 
 /** Whether `err`, thrown by a task's `init` or punctuator, quarantines the task (else the engine stops). */
 export function quarantines(err: unknown): boolean {
-  return !(isCrawlError(err) && err.code === 'CS_TOPOLOGY');
+  return !(isCrawlError(err) && (err.code === 'CS_TOPOLOGY' || err.code === 'CS_DISK_FULL'));
 }
 
 /** The report of task `id`, stopped now because `during` threw `err`. */
