@@ -417,6 +417,11 @@ export const METRICS = {
     labels: ['reason'],
     panel: 'runtime',
   },
+  tasks_quarantined: gauge(
+    'crawlstream_tasks_quarantined',
+    'Tasks stopped alone because their init or a punctuator threw: their partitions wait, unprocessed, for a restart.',
+    'runtime',
+  ),
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricId = keyof typeof METRICS;

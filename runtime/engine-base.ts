@@ -2,7 +2,7 @@ import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
-import type { EngineHealth } from './engine.js';
+import type { EngineHealth, QuarantinedTask } from './engine.js';
 import { TaskPauses } from './resource-pause.js';
 
 /** An engine's life: started once, stopped once (by `stop` or a fatal error). */
@@ -100,6 +100,7 @@ export abstract class EngineBase {
     readonly progress: number;
     readonly pending?: string | undefined;
     readonly down?: string | undefined;
+    readonly quarantined?: readonly QuarantinedTask[];
   }): EngineHealth {
     const paused = this.pauses.describe();
     const reason = this.failure !== undefined ? `failed: ${this.failure}` : (h.down ?? paused);
@@ -112,6 +113,7 @@ export abstract class EngineBase {
       ...(reason !== undefined ? { reason } : {}),
       progress: h.progress,
       ...(h.pending !== undefined && paused === undefined ? { pending: h.pending } : {}),
+      ...(h.quarantined !== undefined && h.quarantined.length > 0 ? { quarantined: h.quarantined } : {}),
     };
   }
 

@@ -58,6 +58,27 @@ export interface EngineHealth {
    * pending: it is not due, so waiting on it is not a stall.
    */
   readonly pending?: string;
+  /** The tasks stopped alone (task-quarantine.ts); absent when none. They leave `live` true. */
+  readonly quarantined?: readonly QuarantinedTask[];
+}
+
+/**
+ * A task stopped alone because its state makes it throw in its `init` or a punctuator (a record's
+ * failure is a dead letter instead): its work since the last commit is thrown away, its
+ * partition is kept by this instance and not processed until a restart; the rest goes on.
+ */
+export interface QuarantinedTask {
+  /** `subtopology_partition`. */
+  readonly task: string;
+  readonly subtopology: number;
+  readonly partition: number;
+  /** What threw. */
+  readonly during: 'init' | 'punctuator';
+  /** The error's code (CS_INTERNAL when it had none) and message. */
+  readonly code: string;
+  readonly error: string;
+  /** When it was stopped (epoch ms). */
+  readonly since: number;
 }
 
 /**
@@ -94,6 +115,6 @@ export interface TaskStatus {
   readonly partition: number;
   /** The processors it runs, e.g. `['frontier']`. */
   readonly processors: readonly string[];
-  /** created | restoring | running | suspended | closed (task-lifecycle.ts). */
+  /** created | restoring | running | suspended | closed (task-lifecycle.ts), or quarantined (task-quarantine.ts). */
   readonly state: string;
 }

@@ -35,8 +35,8 @@ export interface OpsServer {
  * (EngineHealth.live) and it has not stalled: work pending (EngineHealth.pending) without progress
  * for `stallMs` (stall-watch.ts). Else 503, with `reason` saying which. The body is the engine's
  * health as JSON, plus `stuckMs`, the time work has been pending without progress, and
- * `warnings`: conditions that need an operator but lose nothing (healthWarnings), which do not
- * make the probe fail.
+ * `warnings`: conditions that need an operator but do not make the probe fail (healthWarnings;
+ * quarantined tasks, quarantineWarnings: the rest of the process works).
  *
  * A scrape never blocks the event loop beyond reading counters: the state directory's size is
  * the last figure a background walk measured (disk-usage.ts), never walked during the scrape.
@@ -58,8 +58,10 @@ export async function startOpsServer({
   };
   const exporter = new PrometheusExporter(engine.metrics, () => {
     const health = read();
-    engine.metrics.setGauge(M.tasksRunning, 'engine', health.tasks - health.restoring);
+    const quarantined = health.quarantined?.length ?? 0;
+    engine.metrics.setGauge(M.tasksRunning, 'engine', health.tasks - health.restoring - quarantined);
     engine.metrics.setGauge(M.tasksRestoring, 'engine', health.restoring);
+    engine.metrics.setGauge(M.tasksQuarantined, 'engine', quarantined);
     const bytes = disk?.bytes();
     if (bytes !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', bytes);
   });
@@ -80,7 +82,7 @@ export async function startOpsServer({
       const health = read();
       const stalled = health.live && stalls.stalled(stuckMs);
       const ok = path === '/healthz' ? health.live && !stalled : health.ready;
-      const warnings = healthWarnings(engine);
+      const warnings = [...healthWarnings(engine), ...quarantineWarnings(health)];
       const reason = stalled
         ? `stalled: no progress for ${Math.round(stuckMs / 1000)} s with work pending (${health.pending}); --stall-timeout is ${Math.round(stallMs / 1000)} s`
         : health.reason;
@@ -134,4 +136,12 @@ export function healthWarnings(engine: Pick<Engine, 'metrics'>): string[] {
       `warc store unreachable from ${unreachable} parser task(s): ${engine.metrics.gauge(M.warcUploadPending)} closed WARC file(s) wait on local disk`,
     );
   return warnings;
+}
+
+/** `/healthz`'s warning for each quarantined task (task-quarantine.ts): the rest of the process works, so the probe passes. */
+export function quarantineWarnings(health: Pick<EngineHealth, 'quarantined'>): string[] {
+  return (health.quarantined ?? []).map(
+    (q) =>
+      `task ${q.task} quarantined: its ${q.during} threw ${q.code} (${q.error}); partition ${q.partition} waits for a restart`,
+  );
 }

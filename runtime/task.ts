@@ -105,16 +105,33 @@ export class StreamTask {
     if (!children) throw new CrawlError('CS_TOPOLOGY', `task ${this.name} does not read topic ${raw.topic}`);
     if (raw.value === null) return; // tombstones carry nothing for processors
     this.metrics.inc(M.recordsProcessed, 1, raw.topic);
-    const corrupt = raw.headers?.['x-crawlstream-corrupt'];
-    if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
-    const record: StreamRecord<unknown, unknown> = {
-      key: this.serdes.key(raw.topic).deserialize(raw.key),
-      value: this.serdes.value(raw.topic).deserialize(raw.value),
-      timestamp: raw.timestamp,
-      ...(raw.headers ? { headers: raw.headers } : {}),
-    };
+    let record: StreamRecord<unknown, unknown>;
+    try {
+      const corrupt = raw.headers?.['x-crawlstream-corrupt'];
+      if (corrupt !== undefined) throw new CrawlError('CS_CORRUPT_RECORD', corrupt);
+      record = {
+        key: this.serdes.key(raw.topic).deserialize(raw.key),
+        value: this.serdes.value(raw.topic).deserialize(raw.value),
+        timestamp: raw.timestamp,
+        ...(raw.headers ? { headers: raw.headers } : {}),
+      };
+    } catch (err) {
+      if (typeof err === 'object' && err !== null) this.unread.add(err);
+      throw err;
+    }
     const meta: RecordMetadata = { topic: raw.topic, partition: raw.partition, offset: raw.offset };
     return this.dispatch(children, record, meta);
+  }
+
+  /** Errors `process` threw before any processor saw the record (unreadable, corrupt): they left no effects. */
+  private readonly unread = new WeakSet<object>();
+
+  /**
+   * Whether `process` threw `err` before handing the record to a processor, so the record left
+   * nothing behind and its dead letter needs no rewind (task-rewind.ts).
+   */
+  failedUnread(err: unknown): boolean {
+    return typeof err === 'object' && err !== null && this.unread.has(err);
   }
 
   /** Routes a record to the named nodes; returns a promise only if some processor returned one. */

@@ -53,6 +53,7 @@ async function rig(cluster = new ScriptedCluster(), dataDir = tempDataDir()): Pr
     metrics,
     log: () => undefined,
     lost: (_t, err) => lost.push(err),
+    quarantine: (_t, err) => fatal.push(err),
     fatal: (err) => fatal.push(err),
   };
   let kafkaTask!: KafkaTask;

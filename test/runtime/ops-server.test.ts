@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CrawlError } from '../../core/errors.js';
 import { stringSerde } from '../../core/serde.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
@@ -13,7 +14,10 @@ import { Topology } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 
-/** Forwards every record; its punctuator throws once `broken` is set, which fails the engine. */
+/**
+ * Forwards every record; its punctuator throws a topology bug once `broken` is set, which fails
+ * the engine (any other error would only quarantine the task: task-quarantine.test.ts).
+ */
 class Relay implements Processor<string, LinkBatch, string, LinkBatch> {
   static broken = false;
   private ctx!: ProcessorContext<string, LinkBatch>;
@@ -21,7 +25,7 @@ class Relay implements Processor<string, LinkBatch, string, LinkBatch> {
   init(context: ProcessorContext<string, LinkBatch>): void {
     this.ctx = context;
     context.schedule(20, () => {
-      if (Relay.broken) throw new Error('a punctuator broke');
+      if (Relay.broken) throw new CrawlError('CS_TOPOLOGY', 'a punctuator broke');
     });
   }
 

@@ -2,10 +2,10 @@ import { M } from '../../../core/metric-catalogue.js';
 import type { Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
+import type { Engine, EngineHealth, QuarantinedTask, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { taskIdString } from '../../../core/ids.js';
-import type { RawRecord, StreamRecord } from '../../record.js';
+import type { ConsumedRawRecord, RawRecord, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
@@ -14,6 +14,7 @@ import { TaskDirectory } from '../../task-directory.js';
 import {
   applyCommitted,
   closeTaskState,
+  discardPending,
   hasPendingWrites,
   openTaskState,
   prepareCommit,
@@ -33,6 +34,8 @@ import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
+import { PoisonRecords, rewindTask } from '../../task-rewind.js';
+import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -45,10 +48,24 @@ export interface EmbeddedEngineOptions {
   readonly logger?: Logger;
 }
 
+/** A task of the engine: its state and collector for its life, its StreamTask and runner until it is rewound. */
 interface OpenTask {
+  readonly sub: Subtopology;
+  readonly state: LocalTaskState;
+  /** The task's outputs and dead letters since the last commit: a rewind throws them away. */
+  readonly outputs: OutputCollector;
+  readonly poison: PoisonRecords;
+  /** Its punctuations still running: a rewind waits for them. */
+  readonly punctuating: Set<Promise<void>>;
   task: StreamTask;
   runner: TaskRunner;
-  state: LocalTaskState;
+  /** Set while the task is rewound (task-rewind.ts): commits and punctuation pass it by. */
+  rewinding: Promise<void> | undefined;
+  /** Set once its init or a punctuator threw (task-quarantine.ts): it takes no more work and commits nothing. */
+  quarantined: QuarantinedTask | undefined;
+  /** The closing of a quarantined task while it runs; then whether its stores are closed. */
+  closing: Promise<void> | undefined;
+  closed: boolean;
 }
 
 /**
@@ -64,7 +81,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private tasks: OpenTask[] = [];
   /** The built topology, for routing queries (set by start). */
   private subtopologies: readonly Subtopology[] = [];
-  private readonly outputs: OutputCollector;
+  /** What `produce` wrote, for the next commit. */
+  private readonly produced: OutputCollector;
   private commitWaiters: (() => void)[] = [];
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
@@ -88,7 +106,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       (l) => this.say(l),
     );
     this.directory = new TaskDirectory(options.dataDir);
-    this.outputs = new OutputCollector(this.deadLetters);
+    this.produced = new OutputCollector(this.deadLetters);
   }
 
   async start(): Promise<void> {
@@ -121,8 +139,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
         if (t.task.id.partition === partition && t.task.subtopology.sourceTopics.includes(topic)) t.runner.notify();
     });
     this.state = 'running';
-    for (const t of this.tasks) t.task.init();
-    for (const t of this.tasks) t.runner.start();
+    for (const t of this.tasks) {
+      try {
+        t.task.init();
+      } catch (err) {
+        this.stopAlone(t, 'init', err);
+      }
+    }
+    for (const t of this.tasks) if (!t.quarantined) t.runner.start();
     const interval = this.options.commitIntervalMs ?? 100;
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
@@ -168,12 +192,31 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       await closeTaskState(state);
       throw err;
     }
-    const task = new StreamTask(
-      id,
+    const open = {
       sub,
+      state,
+      outputs: new OutputCollector(this.deadLetters),
+      poison: new PoisonRecords(),
+      punctuating: new Set<Promise<void>>(),
+      rewinding: undefined,
+      quarantined: undefined,
+      closing: undefined,
+      closed: false,
+    } as Omit<OpenTask, 'task' | 'runner'> as OpenTask;
+    open.task = this.streamTask(open, lifecycle);
+    open.runner = this.runnerOf(open);
+    return open;
+  }
+
+  /** A StreamTask for `open`'s partition over its stores, sending to its collector. */
+  private streamTask(open: OpenTask, lifecycle?: TaskLifecycle): StreamTask {
+    const id = { subtopology: open.sub.id, partition: open.state.id.partition };
+    return new StreamTask(
+      id,
+      open.sub,
       this.topology,
-      { send: (t, p, k, v, ts, h) => this.outputs.collect(t, p, k, v, ts, h) },
-      state.stores,
+      { send: (t, p, k, v, ts, h) => open.outputs.collect(t, p, k, v, ts, h) },
+      open.state.stores,
       this.serdes,
       this.metrics,
       Date.now,
@@ -181,22 +224,105 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       lifecycle,
       this.coLocated,
     );
-    const group = `${this.topology.applicationId}:${sub.sourceTopics.join(',')}`;
+  }
+
+  /** A runner of `open`'s task from the positions its group committed. */
+  private runnerOf(open: OpenTask): TaskRunner {
+    const group = `${this.topology.applicationId}:${open.sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
       log: this.log,
       nextCommit: () => this.nextCommit(),
       requestCommit: () => this.requestCommit(),
-      deadLetter: (r, e) => this.outputs.deadLetter(r, e),
+      deadLetter: (r, e) => open.outputs.deadLetter(r, e),
+      rewind: (r, e) => this.rewind(open, r, e),
       fatal: (e) => void this.fail(e),
       pauses: this.pauses,
     };
-    return { task, runner: new TaskRunner(task, group, host, this.options.pollBatch ?? 500), state };
+    return new TaskRunner(open.task, group, host, this.options.pollBatch ?? 500, open.poison);
+  }
+
+  /**
+   * `record` failed after a processor saw it: the task stops taking records at once and, once
+   * its records and punctuations in flight have finished, throws away its outputs and pending
+   * writes, runs again as a new task over its stores from its committed positions, and
+   * dead-letters the record when it comes round (task-rewind.ts). Commits pass the task by
+   * meanwhile, so nothing of what is thrown away becomes durable.
+   */
+  private rewind(open: OpenTask, record: ConsumedRawRecord, error: Error): void {
+    if (open.quarantined) return;
+    open.poison.mark(record, error);
+    open.runner.halt();
+    open.rewinding ??= this.rewound(open)
+      .catch((err: unknown) => void this.fail(err))
+      .finally(() => (open.rewinding = undefined));
+  }
+
+  private async rewound(open: OpenTask): Promise<void> {
+    await open.runner.quiesce();
+    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
+    // failing: the shutdown closes the task as it is, and nothing more is committed
+    if (this.state === 'stopped' || open.quarantined) return;
+    open.outputs.drain();
+    try {
+      open.task = await rewindTask(open.task, open.state, () => this.streamTask(open));
+    } catch (err) {
+      // the new task's init threw: the task is quarantined (its old one is closed already)
+      this.stopAlone(open, 'init', err);
+      return;
+    }
+    open.runner = this.runnerOf(open);
+    this.say(`task ${open.task.name}: a record failed after it was processed in part; rewound to the last commit`);
+    if (this.state === 'running') open.runner.start();
+    // the poison record comes round soon: its dead letter is committed before any other failure rewinds again
+    this.requestCommit();
+  }
+
+  /** Resolves once no task is being rewound or closed by a quarantine. */
+  private async rewindsSettled(): Promise<void> {
+    for (;;) {
+      const pending = this.tasks.flatMap((t) => [t.rewinding, t.closing].filter((p) => p !== undefined));
+      if (pending.length === 0) return;
+      await Promise.allSettled(pending);
+    }
+  }
+
+  /**
+   * The task's `init` or a punctuator threw `err`: unless it is a topology bug (fatal), the task
+   * is quarantined (task-quarantine.ts). At once it takes no more records or punctuation and
+   * commits nothing more; once its work in flight has finished, its outputs and pending writes
+   * are thrown away and its processors and stores closed. Its committed input positions stay, so
+   * retention keeps its input for a restart. The other tasks go on.
+   */
+  private stopAlone(open: OpenTask, during: QuarantinedTask['during'], err: unknown): void {
+    if (!quarantines(err)) {
+      void this.fail(err);
+      return;
+    }
+    if (open.quarantined || this.state === 'stopped') return;
+    open.quarantined = quarantineOf(open.task.id, during, err);
+    this.logger.error(describeQuarantine(open.quarantined, err));
+    open.runner.halt();
+    open.closing = this.closeQuarantined(open)
+      .catch((e: unknown) => this.say(`closing quarantined task ${open.task.name}: ${(e as Error).message}`))
+      .finally(() => (open.closing = undefined));
+  }
+
+  private async closeQuarantined(open: OpenTask): Promise<void> {
+    if (open.rewinding) await open.rewinding;
+    await open.runner.quiesce();
+    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
+    open.outputs.drain();
+    discardPending(open.state);
+    // a processor whose init threw may fail to close too: its stores close all the same
+    await open.task.close().catch(() => undefined);
+    await closeTaskState(open.state);
+    open.closed = true;
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
     this.checkProduce(topic);
     for (const r of serializeFor(this.topology, this.serdes, topic, records))
-      this.outputs.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
+      this.produced.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
     this.requestCommit();
     await this.nextCommit();
   }
@@ -232,11 +358,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private commit(): void {
     const waiters = this.commitWaiters;
     this.commitWaiters = [];
-    const out: OutputRecord[] = this.outputs.drain();
+    const out: OutputRecord[] = this.produced.drain();
     const positions: Position[] = [];
     const prepared: PreparedCommit[] = [];
     const now = Date.now();
     for (const t of this.tasks) {
+      // a task being rewound or quarantined has nothing to commit: what it did since the last commit is thrown away
+      if (t.rewinding || t.quarantined) continue;
+      for (const r of t.outputs.drain()) out.push(r);
       const commit = prepareCommit(t.state, t.task.id.partition, now);
       for (const r of commit.records) out.push(r);
       prepared.push(commit);
@@ -258,11 +387,17 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.state !== 'running') return;
     const now = Date.now();
     for (const t of this.tasks) {
+      if (t.rewinding || t.quarantined) continue;
       try {
-        for (const p of t.task.punctuate(now)) p.catch((err) => void this.fail(err));
+        for (const p of t.task.punctuate(now)) {
+          const tracked: Promise<void> = p
+            .catch((err) => this.stopAlone(t, 'punctuator', err))
+            .finally(() => t.punctuating.delete(tracked));
+          t.punctuating.add(tracked);
+        }
       } catch (err) {
-        void this.fail(err);
-        return;
+        this.stopAlone(t, 'punctuator', err);
+        continue;
       }
       if (t.task.commitRequested) this.requestCommit();
     }
@@ -290,7 +425,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       }
       const compacted = this.compactor.compactDue(
         this.tasks.flatMap((t) =>
-          t.state.changelogged.map(({ store, topic }) => ({
+          (t.quarantined ? [] : t.state.changelogged).map(({ store, topic }) => ({
             store,
             topic,
             partition: t.task.id.partition,
@@ -311,7 +446,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
       this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
     };
-    for (const t of this.tasks) report(taskIdString(t.task.id), t.state.db.memory());
+    for (const t of this.tasks) if (!t.quarantined) report(taskIdString(t.task.id), t.state.db.memory());
     const log = this.log.memory();
     report('log', log);
     this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
@@ -319,8 +454,13 @@ export class EmbeddedEngine extends EngineBase implements Engine {
 
   isIdle(): boolean {
     if (this.state !== 'running') return false;
-    if (this.outputs.size > 0) return false;
-    for (const t of this.tasks) if (!t.runner.caughtUp() || !t.task.isIdle() || hasPendingWrites(t.state)) return false;
+    if (this.produced.size > 0) return false;
+    for (const t of this.tasks) {
+      // a quarantined task takes no more work until a restart: waiting for it would never end
+      if (t.quarantined) continue;
+      if (t.rewinding || t.outputs.size > 0 || !t.runner.caughtUp()) return false;
+      if (!t.task.isIdle() || hasPendingWrites(t.state)) return false;
+    }
     return true;
   }
 
@@ -328,6 +468,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const nothing = this.beginStop();
     if (nothing) return nothing;
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
+    // a rewind under way reopens its task (not started): the last commit then holds none of its thrown-away work
+    await this.rewindsSettled();
     for (const t of this.tasks) t.task.suspend();
     this.commitOrDie();
     await this.shutdown();
@@ -349,7 +491,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.commitSoon) clearImmediate(this.commitSoon);
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
-    for (const t of this.tasks) await closeTaskState(t.state, t.task);
+    await this.rewindsSettled();
+    for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
     await this.log?.close();
   }
 
@@ -366,6 +509,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     let lag = 0;
     let inFlight = 0;
     for (const t of this.tasks) {
+      // its input waits for a restart: not pending work, or it would read as a stall
+      if (t.quarantined) continue;
       let behind = 0;
       for (const p of t.runner.positions.values()) {
         progress += p.offset;
@@ -383,6 +528,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       restoring: this.tasks.filter((t) => t.task.state === 'created' || t.task.state === 'restoring').length,
       progress,
       pending: describePending({ unread: lag, inFlight }),
+      quarantined: this.tasks.flatMap((t) => (t.quarantined ? [t.quarantined] : [])),
     });
   }
 
@@ -400,7 +546,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   }
 
   taskStatus(): TaskStatus[] {
-    return this.tasks.map((t) => statusOf(t.task));
+    return this.tasks.map((t) => (t.quarantined ? { ...statusOf(t.task), state: 'quarantined' } : statusOf(t.task)));
   }
 }
 

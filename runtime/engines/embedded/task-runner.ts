@@ -1,5 +1,6 @@
 import type { ConsumedRawRecord } from '../../record.js';
 import { RecordDriver } from '../../record-driver.js';
+import type { PoisonRecords } from '../../task-rewind.js';
 import type { StreamTask } from '../../task.js';
 import { graceWait } from '../../engine-base.js';
 import type { EmbeddedLog } from './log-store.js';
@@ -12,6 +13,8 @@ export interface RunnerHost {
   nextCommit(): Promise<void>;
   requestCommit(): void;
   deadLetter(record: ConsumedRawRecord, error: unknown): void;
+  /** An 'after' record failed after a processor saw it: the task is to be rewound (RecordDriverHost.rewind). */
+  rewind(record: ConsumedRawRecord, error: Error): void;
   fatal(error: unknown): void;
   /** Where a task paused by a resource fault is recorded while its record is retried. */
   readonly pauses?: TaskPauses;
@@ -35,15 +38,19 @@ export class TaskRunner {
     readonly group: string,
     private readonly host: RunnerHost,
     private readonly pollBatch: number,
+    /** The task's poison records, kept by the engine across rewinds. */
+    poison: PoisonRecords,
   ) {
     this.driver = new RecordDriver(
       task,
       {
         advance: (r) => this.advance(r),
         deadLetter: (r, err) => host.deadLetter(r, err),
+        rewind: (r, err) => host.rewind(r, err),
         fatal: (err) => host.fatal(err),
       },
       host.pauses,
+      poison,
     );
     for (const topic of task.subtopology.sourceTopics) {
       const partition = task.id.partition;
@@ -70,6 +77,13 @@ export class TaskRunner {
     const w = this.wake;
     this.wake = undefined;
     w?.();
+  }
+
+  /** Stops reading; resolves once the loop has ended and every record in flight has finished, however long that takes. */
+  async quiesce(): Promise<void> {
+    this.halt();
+    await this.loop;
+    await this.driver.whenIdle();
   }
 
   /** Stops reading; resolves when the loop has ended and work in flight has finished (or `graceMs` passed). */

@@ -296,6 +296,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         m.counter(M.commits),
       pending: running ? describePending({ unread, inFlight, uncommitted, opening: restoring }) : undefined,
       down: crash === undefined ? undefined : `${crash}; kafkajs restarts it`,
+      quarantined: this.tasks?.quarantined() ?? [],
     });
   }
 

@@ -9,6 +9,9 @@ import { graceWait } from '../../engine-base.js';
 import { OutputCollector, type OutputRecord } from '../../output-collector.js';
 import type { DeadLetters } from '../../dead-letter.js';
 import type { TaskPauses } from '../../resource-pause.js';
+import { PoisonRecords, rewindTask } from '../../task-rewind.js';
+import { quarantineOf, quarantines } from '../../task-quarantine.js';
+import type { QuarantinedTask } from '../../engine.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -27,6 +30,11 @@ export interface KafkaTaskHost {
   log(line: string): void;
   /** The task cannot go on (fenced, or a commit failed): the engine drops it until the next assignment. */
   lost(task: KafkaTask, err: CrawlError): void;
+  /**
+   * The task's init or a punctuator threw `err` (task-quarantine.ts): it has stopped taking work
+   * and commits nothing more; the engine closes it without committing and keeps its partition.
+   */
+  quarantine(task: KafkaTask, err: unknown): void;
   /** A fault that no retry can fix (a topology bug): the engine stops. */
   fatal(err: unknown): void;
   /** Where a task paused by a resource fault is recorded while its record is retried. */
@@ -40,10 +48,17 @@ const MAX_TAKE = 500;
  * commits. A commit is one Kafka transaction of the task's producer (transactional id per task):
  * its outputs, its stores' changelog records and its input offsets; local stores apply their
  * writes only after it committed. Stateful work never runs during a commit, so what a commit
- * snapshots is exactly what its changelog records describe.
+ * snapshots is exactly what its changelog records describe. A record that fails once a processor
+ * has seen it rewinds the task (task-rewind.ts): the records taken since the last commit are
+ * buffered again, ahead of the rest, and run through a new StreamTask over the same stores; the
+ * consumer, its fetch position and the group are not touched.
  */
 export class KafkaTask {
   private buffer: ConsumedRawRecord[] = [];
+  /** 'after' records taken since the last commit, in order: what a rewind runs again. */
+  private taken: ConsumedRawRecord[] = [];
+  private readonly poison = new PoisonRecords();
+  private current: StreamTask;
   /** Next offset to process per input partition; records below it are repeats after a rebalance. */
   private readonly positions = new Map<string, TopicPartitionOffset>();
   /** Fetch progress per input partition: next offset fetched and the partition's end. */
@@ -55,31 +70,72 @@ export class KafkaTask {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastCommit = Date.now();
-  private readonly driver: RecordDriver;
+  private driver: RecordDriver;
   private punctuating: Promise<void>[] = [];
   private committing = false;
 
   constructor(
-    readonly task: StreamTask,
+    task: StreamTask,
     private readonly producer: TransactionalProducer,
     /** The task's open state; the task owns it from here and closes it in `close`. */
     private readonly state: TaskStores,
     private readonly host: KafkaTaskHost,
+    /**
+     * A new StreamTask of the same partition over `state`'s stores, sending to `outputs`, not yet
+     * initialized: what a rewind runs. Without it a failed record is dead-lettered where it
+     * fails, whatever it did before failing kept.
+     */
+    private readonly rebuild?: () => StreamTask,
   ) {
     this.outputs = new OutputCollector(host.deadLetters);
-    this.driver = new RecordDriver(
+    this.current = task;
+    this.driver = this.driverOf(task);
+  }
+
+  /** The running StreamTask (a new one after each rewind). */
+  get task(): StreamTask {
+    return this.current;
+  }
+
+  private driverOf(task: StreamTask): RecordDriver {
+    return new RecordDriver(
       task,
       {
         advance: (r) => this.advance(r),
         deadLetter: (r, err) => this.outputs.deadLetter(r, err),
-        fatal: (err) => host.fatal(err),
+        ...(this.rebuild ? { rewind: (r: ConsumedRawRecord, err: Error) => this.poison.mark(r, err) } : {}),
+        fatal: (err) => this.host.fatal(err),
       },
-      host.pauses,
+      this.host.pauses,
+      this.poison,
     );
   }
 
   get name(): string {
     return this.task.name;
+  }
+
+  /** Set once the task's init or a punctuator threw (task-quarantine.ts). */
+  get quarantined(): QuarantinedTask | undefined {
+    return this.quarantine;
+  }
+
+  private quarantine: QuarantinedTask | undefined;
+
+  /**
+   * `during` threw `err`: unless it is a topology bug (fatal), the task takes no more records or
+   * punctuation and commits nothing more from now on, and the engine is told.
+   */
+  stopAlone(during: QuarantinedTask['during'], err: unknown): void {
+    if (!quarantines(err)) {
+      this.host.fatal(err);
+      return;
+    }
+    if (this.quarantine || this.closed) return;
+    this.quarantine = quarantineOf(this.task.id, during, err);
+    this.running = false;
+    this.notify();
+    this.host.quarantine(this, err);
   }
 
   start(): void {
@@ -93,6 +149,8 @@ export class KafkaTask {
    * processed twice.
    */
   enqueue(records: readonly ConsumedRawRecord[]): void {
+    // a quarantined task's partition is paused: what was in flight is fetched again by its next owner
+    if (this.quarantine || this.closed) return;
     for (const r of records) {
       const key = tp(r.topic, r.partition);
       const pos = this.positions.get(key);
@@ -167,6 +225,10 @@ export class KafkaTask {
         const records = this.buffer.splice(0, MAX_TAKE);
         if (this.task.commitInputs === 'before') await this.takeBefore(records);
         else await this.processAfter(records);
+        if (this.driver.rewinding) {
+          await this.rewind();
+          continue;
+        }
       }
       this.punctuate();
       const now = Date.now();
@@ -194,19 +256,49 @@ export class KafkaTask {
     try {
       for (const p of this.task.punctuate(Date.now())) {
         const tracked = p
-          .catch((err) => this.host.fatal(err))
+          .catch((err) => this.stopAlone('punctuator', err))
           .finally(() => (this.punctuating = this.punctuating.filter((x) => x !== tracked)));
         this.punctuating.push(tracked);
       }
     } catch (err) {
-      this.host.fatal(err);
+      this.stopAlone('punctuator', err);
     }
   }
 
   private async processAfter(records: ConsumedRawRecord[]): Promise<void> {
     const taken = await this.driver.processInOrder(records, () => this.running);
+    for (let i = 0; i < taken; i++) this.taken.push(records[i]!);
     // stopped part-way: the rest stays buffered (a graceful close commits only what was processed)
     if (taken < records.length) this.buffer.unshift(...records.slice(taken));
+  }
+
+  /**
+   * A record failed after a processor saw it (now poison): once the punctuations running have
+   * finished, the outputs and pending store writes since the last commit are thrown away, the
+   * positions go back to the first record taken since, those records are buffered again ahead of
+   * the rest, and a new StreamTask over the same stores takes them (task-rewind.ts).
+   */
+  private async rewind(): Promise<void> {
+    while (this.punctuating.length > 0) await Promise.allSettled(this.punctuating);
+    this.outputs.drain();
+    for (const r of this.taken) {
+      const key = tp(r.topic, r.partition);
+      const pos = this.positions.get(key);
+      if (pos === undefined || pos.offset > r.offset)
+        this.positions.set(key, { topic: r.topic, partition: r.partition, offset: r.offset });
+    }
+    this.buffer = this.taken.concat(this.buffer);
+    this.taken = [];
+    try {
+      this.current = await rewindTask(this.current, this.state, this.rebuild!);
+    } catch (err) {
+      this.stopAlone('init', err);
+      return;
+    }
+    this.driver = this.driverOf(this.current);
+    this.host.log(`task ${this.name}: a record failed after it was processed in part; rewound to the last commit`);
+    // the poison record comes round at once: its dead letter is committed before another failure rewinds again
+    this.current.commitRequested = true;
   }
 
   /** Commits the taken positions before any record is processed: a crash loses work, never repeats it. */
@@ -230,12 +322,15 @@ export class KafkaTask {
    * last committed changelog offset.
    */
   async commit(): Promise<void> {
-    if (this.committing) return;
+    if (this.committing || this.quarantine) return;
     this.committing = true;
     try {
       if (this.state.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
+      // a punctuator that failed meanwhile quarantined the task: nothing of it is committed
+      if (this.quarantine) return;
       const now = Date.now();
       const records: OutputRecord[] = this.outputs.drain();
+      this.taken = [];
       const prepared = prepareCommit(this.state, this.task.id.partition, now);
       for (const r of prepared.records) records.push(r);
       const offsets = [...this.dirty].map((k) => this.positions.get(k)!);
@@ -274,7 +369,7 @@ export class KafkaTask {
     this.notify();
     await this.loop;
     this.task.suspend();
-    if (commit) {
+    if (commit && !this.quarantine) {
       await graceWait(() => this.driver.busy(), graceMs);
       await this.commit().catch(() => undefined);
     } else discardPending(this.state);

@@ -3,7 +3,8 @@ import type { Metrics } from '../../../core/metrics.js';
 import { taskIdString } from '../../../core/ids.js';
 import type { ChangelogSource } from '../../changelog-source.js';
 import type { DeadLetters } from '../../dead-letter.js';
-import type { TaskStatus } from '../../engine.js';
+import type { QuarantinedTask, TaskStatus } from '../../engine.js';
+import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 import { TaskDirectory } from '../../task-directory.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { closeTaskState, openTaskState, restoreTaskState, type LocalTaskState } from '../../task-state.js';
@@ -144,8 +145,22 @@ export class TaskManager {
         this.slots.set(key, slot);
         slot.open(this.openTask(sub, p, slot).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
       }
-      if (consumer) for (const topic of sub.sourceTopics) consumer.resume(topic, p);
+      // a quarantined task's partition stays paused: this member keeps it, unprocessed
+      if (consumer && !this.slots.get(key)?.quarantined)
+        for (const topic of sub.sourceTopics) consumer.resume(topic, p);
     }
+  }
+
+  /**
+   * Keeps `slot`'s partition on this member, paused and uncommitted, without a task: its init or
+   * a punctuator threw (task-quarantine.ts). Handing it on would stop the next member the same way.
+   */
+  private quarantine(sub: Subtopology, slot: TaskSlot, q: QuarantinedTask, err: unknown): void {
+    slot.quarantined = q;
+    slot.task = undefined;
+    this.o.logger.error(describeQuarantine(q, err));
+    const consumer = this.o.consumerOf(sub);
+    for (const topic of sub.sourceTopics) consumer?.pause(topic, slot.partition);
   }
 
   private openFailed(sub: Subtopology, p: number, slot: TaskSlot, err: unknown): undefined {
@@ -234,7 +249,21 @@ export class TaskManager {
       this.o.logger.child({ task: slot.name }),
       lifecycle,
     );
-    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub));
+    const stores = state.stores;
+    // a rewind's new task: a lifecycle of its own (a closed one never runs again)
+    const rebuild = () =>
+      new StreamTask(
+        id,
+        sub,
+        this.o.topology,
+        { send: (t, p, k, v, ts, h) => kafkaTask.outputs.collect(t, p, k, v, ts, h) },
+        stores,
+        this.o.serdes,
+        this.o.metrics,
+        Date.now,
+        this.o.logger.child({ task: slot.name }),
+      );
+    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub), rebuild);
     kafkaTask.startAt(committed);
     if (this.o.engineState() !== 'running') {
       // stopping (SIGTERM during a restore): nothing ran, so nothing to commit; the next owner restores
@@ -246,7 +275,17 @@ export class TaskManager {
       await kafkaTask.close(false);
       return undefined;
     }
-    task.init();
+    try {
+      task.init();
+    } catch (err) {
+      if (!quarantines(err)) {
+        await kafkaTask.close(false);
+        throw err;
+      }
+      this.quarantine(sub, slot, quarantineOf(id, 'init', err), err);
+      await kafkaTask.close(false);
+      return undefined;
+    }
     kafkaTask.start();
     slot.task = kafkaTask;
     this.opened++;
@@ -291,8 +330,20 @@ export class TaskManager {
         this.drop(sub, task.task.id.partition, slot);
         void task.close(false);
       },
+      quarantine: (task, err) => {
+        const slot = this.slots.get(task.name);
+        if (slot?.task === task && task.quarantined) this.quarantine(sub, slot, task.quarantined, err);
+        void task.close(false);
+      },
       fatal: (err) => this.o.fail(err),
     };
+  }
+
+  /** The tasks of this member stopped alone (task-quarantine.ts), by sub-topology and partition. */
+  quarantined(): QuarantinedTask[] {
+    const out: QuarantinedTask[] = [];
+    for (const slot of this.slots.values()) if (slot.quarantined) out.push(slot.quarantined);
+    return out.sort((a, b) => a.subtopology - b.subtopology || a.partition - b.partition);
   }
 
   /** Joins the sub-topology's group again after a back-off (rejoin-schedule.ts); a member that cannot for five minutes stops. */
@@ -318,7 +369,9 @@ export class TaskManager {
 
   /** True when every slot has a running task with nothing left to do. */
   idle(): boolean {
-    for (const { task } of this.slots.values()) if (!task || !task.isIdle()) return false;
+    // a quarantined partition takes no more work until a restart: waiting for it would never end
+    for (const { task, quarantined } of this.slots.values())
+      if (!quarantined && (!task || !task.isIdle())) return false;
     return true;
   }
 
@@ -341,7 +394,8 @@ export class TaskManager {
     for (const [sub, partitions] of this.assigned)
       for (const p of partitions) {
         tasks++;
-        if (this.slot(sub, p)?.lifecycle.state !== 'running') restoring++;
+        const slot = this.slot(sub, p);
+        if (!slot?.quarantined && slot?.state !== 'running') restoring++;
       }
     return { tasks, restoring };
   }
@@ -356,13 +410,21 @@ export class TaskManager {
         out.push(
           slot?.task
             ? statusOf(slot.task.task)
-            : {
-                task: taskIdString({ subtopology: sub, partition: p }),
-                subtopology: sub,
-                partition: p,
-                processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
-                state: slot?.lifecycle.state ?? 'created',
-              },
+            : slot?.quarantined
+              ? {
+                  task: slot.name,
+                  subtopology: sub,
+                  partition: p,
+                  processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
+                  state: 'quarantined',
+                }
+              : {
+                  task: taskIdString({ subtopology: sub, partition: p }),
+                  subtopology: sub,
+                  partition: p,
+                  processors: spec?.nodes.filter((n) => n.kind === 'processor').map((n) => n.name) ?? [],
+                  state: slot?.state ?? 'created',
+                },
         );
       }
     }

@@ -1,6 +1,7 @@
 import { taskIdString } from '../../../core/ids.js';
 import { sleep } from '../../engine-base.js';
-import type { TaskLifecycle } from '../../task-lifecycle.js';
+import type { QuarantinedTask } from '../../engine.js';
+import type { TaskLifecycle, TaskState } from '../../task-lifecycle.js';
 import { kafkaFaultCode } from './kafka-common.js';
 import type { KafkaTask } from './kafka-task.js';
 
@@ -15,6 +16,8 @@ export class TaskSlot {
   private opened: Promise<KafkaTask | undefined> | undefined;
   /** Set once the task runs; the slot's task is the one that may commit for the partition. */
   task: KafkaTask | undefined;
+  /** Set when its task's init or a punctuator threw: the partition is kept, paused, without a task (task-quarantine.ts). */
+  quarantined: QuarantinedTask | undefined;
 
   constructor(
     readonly sub: number,
@@ -22,6 +25,11 @@ export class TaskSlot {
     readonly lifecycle: TaskLifecycle,
   ) {
     this.name = taskIdString({ subtopology: sub, partition });
+  }
+
+  /** Where the partition's task is: the running task's state (a rewind gives it a new task), else the opening's. */
+  get state(): TaskState {
+    return this.task?.task.state ?? this.lifecycle.state;
   }
 
   /** Sets the opening; once only, right after the slot is created. */

@@ -1,0 +1,92 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import kafkajs from 'kafkajs';
+import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
+import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
+import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
+import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
+import { removeDir, sleep, tempDir } from '../e2e/harness.js';
+import { keyOn, POISONED, quarantineTopology, word } from '../runtime/quarantine-topology.js';
+import { kafkaInfra } from './infra.js';
+
+test(
+  'a task whose punctuator throws is quarantined alone on Kafka: the member stays live and keeps the partition, paused and uncommitted, while its other partitions go on',
+  { timeout: 180_000 },
+  async (t) => {
+    const { brokers, registry } = kafkaInfra();
+    const applicationId = `quarantine-${Date.now().toString(36)}`;
+    // 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
+    const topology = quarantineTopology('punctuator', applicationId, `${applicationId}.`);
+    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
+    const admin = await port.admin();
+    const definitions = topicDefinitions(topology);
+    t.after(async () => {
+      await admin.close();
+      await port.close();
+      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
+      await raw.connect();
+      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
+      await raw.disconnect();
+    });
+    await admin.createTopics(definitions);
+    const dir = tempDir('kafka-quarantine');
+    t.after(() => removeDir(dir));
+    const engine = new KafkaEngine(topology, {
+      brokers: [brokers],
+      registryUrl: registry,
+      dataDir: join(dir, 'data'),
+      commitIntervalMs: 200,
+      sessionTimeoutMs: 6_000,
+    });
+    t.after(() => engine.stop().catch(() => undefined));
+    let failed: unknown;
+    engine.done.catch((err: unknown) => (failed = err));
+    await engine.start();
+
+    const deadline = Date.now() + 120_000;
+    while ((engine.health().quarantined?.length ?? 0) === 0) {
+      if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}`);
+      if (Date.now() > deadline) assert.fail(`no quarantine after 120 s: ${JSON.stringify(engine.health())}`);
+      await sleep(100);
+    }
+    await engine.produce(
+      'words',
+      [0, 1, 2, 3].map((p) => word(keyOn(p))),
+    );
+
+    const source = new KafkaChangelogSource(port, admin, false);
+    const marked = async (): Promise<string[]> => {
+      const ends = await source.endOffsets('marked', 4);
+      const keys: string[] = [];
+      const ranges = ends.map((to, partition) => ({ topic: 'marked', partition, from: 0, to })).filter((r) => r.to > 0);
+      if (ranges.length > 0)
+        await source.read(ranges, (_t, _p, records) => {
+          for (const r of records) keys.push(r.key.toString());
+        });
+      return keys.sort();
+    };
+    const others = [keyOn(0), keyOn(2), keyOn(3)].sort();
+    for (;;) {
+      const keys = await marked();
+      if (others.every((k) => keys.includes(k))) break;
+      if (Date.now() > deadline) assert.fail(`the other partitions were not processed after 120 s: ${keys}`);
+      await sleep(250);
+    }
+
+    assert.equal(failed, undefined, 'the engine did not stop');
+    const health = engine.health();
+    assert.equal(health.live, true);
+    assert.deepEqual(
+      health.quarantined?.map((q) => ({ task: q.task, during: q.during, code: q.code })),
+      [{ task: `0_${POISONED}`, during: 'punctuator', code: 'CS_STORE' }],
+    );
+    assert.equal(
+      engine.taskStatus().find((s) => s.partition === POISONED)?.state,
+      'quarantined',
+      'the member keeps the partition',
+    );
+    await engine.stop();
+    assert.deepEqual(await marked(), others, 'the quarantined partition processed nothing and committed nothing');
+  },
+);
