@@ -6,6 +6,7 @@ import type { CrawlConfig } from '../common/crawl-config.js';
 import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
+import { WireGate } from './wire-gate.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
 import { AcceptTypes } from '../common/accept-types.js';
@@ -51,6 +52,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private readonly siteOverrides: SiteOverrides;
   /** Leases waiting for their notBefore; `close` ends every wait at once (their task is gone). */
   private readonly waits = new LeaseWaits();
+  /** The per-IP gap at the wire: shared by the process's fetcher tasks when the engine runs them all. */
+  private gate!: WireGate;
 
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
@@ -59,6 +62,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
+    const gate = () => new WireGate(this.config.ipGapMs);
+    this.gate = context.coLocated('fetcher-wire-gate', gate) ?? gate();
     const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
@@ -105,6 +110,11 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       this.emit(req, lateOutcome(req, now, this.newestEpoch), null);
       return;
     }
+    // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
+    // start within the gap of one that left before it (a URL or name that does not resolve fails
+    // in the fetch below, as before)
+    const address = await this.addressOf(req.url);
+    if (address !== undefined && !(await this.gate.pass(address, (ms) => this.waits.wait(ms)))) return;
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
@@ -226,6 +236,15 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
         },
         FETCHED_SINK,
       );
+    }
+  }
+
+  /** The address a request to `url` connects to (the resolver's first), or undefined when it has none. */
+  private async addressOf(url: string): Promise<string | undefined> {
+    try {
+      return (await this.resolver.resolve(new URL(url).hostname))[0];
+    } catch {
+      return undefined;
     }
   }
 
