@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
@@ -18,38 +17,7 @@ import {
   tempDir,
   writeSeeds,
 } from './harness.js';
-
-/** Mounts a tmpfs of `size` at a fresh directory under `parent`; returns it. Root only (TOOLING.md). */
-function mountSmallDisk(dir: string, size: string): void {
-  mkdirSync(dir, { recursive: true });
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `mount failed: ${r.stderr}`);
-}
-
-function unmount(dir: string): void {
-  spawnSync('umount', [dir]);
-}
-
-/** Writes `file` until the filesystem refuses a single byte more (ENOSPC). */
-function fill(file: string): void {
-  const fd = openSync(file, 'w');
-  let at = 0;
-  try {
-    for (const chunk of [1 << 20, 4096, 1]) {
-      const buf = Buffer.alloc(chunk, 0x61);
-      for (;;) {
-        try {
-          at += writeSync(fd, buf, 0, chunk, at);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-          break;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
+import { fill, mountSmallDisk, unmount } from '../small-disk.js';
 
 interface Health {
   status: string;

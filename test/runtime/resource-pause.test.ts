@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import { Topology } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
+import { fill, mountSmallDisk, unmount } from '../small-disk.js';
 
 const APP = 'pause';
 const root = process.getuid?.() === 0;
@@ -60,27 +60,6 @@ const word = (w: string): StreamRecord<string, LinkBatch> => ({
   timestamp: 1_700_000_000_000,
 });
 
-/** Writes `file` until the filesystem refuses a single byte more. */
-function fill(file: string): void {
-  const fd = openSync(file, 'w');
-  let at = 0;
-  try {
-    for (const chunk of [1 << 20, 4096, 1]) {
-      const buf = Buffer.alloc(chunk, 0x61);
-      for (;;) {
-        try {
-          at += writeSync(fd, buf, 0, chunk, at);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-          break;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
 async function until(what: string, ok: () => boolean): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (!ok()) {
@@ -102,13 +81,11 @@ test(
     const dir = mkdtempSync(join(tmpdir(), 'crawlstream-pause-'));
     const disk = join(dir, 'disk');
     const data = join(dir, 'data');
-    spawnSync('mkdir', ['-p', disk]);
-    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', disk], { encoding: 'utf8' });
-    assert.equal(mounted.status, 0, `mount failed: ${mounted.stderr}`);
+    mountSmallDisk(disk, '1m');
     let engine: EmbeddedEngine | undefined;
     t.after(async () => {
       await engine?.stop();
-      spawnSync('umount', [disk]);
+      unmount(disk);
       rmSync(dir, { recursive: true, force: true });
     });
     const filler = join(disk, 'filler');

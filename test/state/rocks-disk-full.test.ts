@@ -1,32 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isCrawlError } from '../../core/errors.js';
 import { openRocks } from '../../state/rocks.js';
-
-/** Writes `file` until the filesystem refuses a single byte more. */
-function fill(file: string): void {
-  const fd = openSync(file, 'w');
-  let at = 0;
-  try {
-    for (const chunk of [1 << 20, 4096, 1]) {
-      const buf = Buffer.alloc(chunk, 0x61);
-      for (;;) {
-        try {
-          at += writeSync(fd, buf, 0, chunk, at);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-          break;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
+import { fill, mountSmallDisk, unmount } from '../small-disk.js';
 
 test(
   'a RocksDB on a full disk fails to open and to write as CS_DISK_FULL, and opens with its data once space returns',
@@ -35,10 +14,9 @@ test(
     const dir = mkdtempSync(join(tmpdir(), 'crawlstream-rocks-full-'));
     const disk = join(dir, 'disk');
     mkdirSync(disk);
-    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', disk], { encoding: 'utf8' });
-    assert.equal(mounted.status, 0, `mount failed: ${mounted.stderr}`);
+    mountSmallDisk(disk, '4m');
     t.after(() => {
-      spawnSync('umount', [disk]);
+      unmount(disk);
       rmSync(dir, { recursive: true, force: true });
     });
     const path = join(disk, 'db');
