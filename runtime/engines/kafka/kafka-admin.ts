@@ -1,7 +1,15 @@
 import type { Admin } from 'kafkajs';
 import { kafkaError, type TopicDefinition } from './kafka-common.js';
 
-/** Topic administration: creation with configs, offsets, committed group offsets. */
+/** How long a read waits out a broker fault (a broker down among several, a leader moving) before failing. */
+const TRANSIENT_FAULT_MS = 60_000;
+
+/**
+ * Topic administration: creation with configs, offsets, committed group offsets. A read that meets
+ * a transient broker fault (a connection refused by a broker that is down while the metadata still
+ * names it, a leader moving) asks again with back-off for up to a minute, as a Kafka client does;
+ * any other failure, or the fault outlasting the minute, is a CrawlError CS_KAFKA at once.
+ */
 export class KafkaAdmin {
   constructor(
     private readonly admin: Admin,
@@ -70,7 +78,7 @@ export class KafkaAdmin {
   }
 
   async listTopics(): Promise<string[]> {
-    return this.admin.listTopics();
+    return this.asked('cannot list the topics', () => this.admin.listTopics());
   }
 
   /** Partition count and the named config values of a topic. */
@@ -78,11 +86,15 @@ export class KafkaAdmin {
     topic: string,
     configNames: readonly string[],
   ): Promise<{ partitions: number; config: Record<string, string> }> {
-    const meta = await this.admin.fetchTopicMetadata({ topics: [topic] });
-    const described = await this.admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [{ type: 2, name: topic, configNames: [...configNames] }],
-    });
+    const meta = await this.asked(`cannot read the metadata of ${topic}`, () =>
+      this.admin.fetchTopicMetadata({ topics: [topic] }),
+    );
+    const described = await this.asked(`cannot read the configs of ${topic}`, () =>
+      this.admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: 2, name: topic, configNames: [...configNames] }],
+      }),
+    );
     const config: Record<string, string> = {};
     for (const e of described.resources[0]?.configEntries ?? []) config[e.configName] = e.configValue;
     return { partitions: meta.topics[0]?.partitions.length ?? 0, config };
@@ -109,43 +121,44 @@ export class KafkaAdmin {
    * previous owner, they are final: that owner can commit no more.
    */
   async committedOffsets(groupId: string, topics: readonly string[], partition: number): Promise<Map<string, number>> {
-    try {
-      const answer = await this.admin.fetchOffsets({ groupId, topics: [...topics] });
-      const out = new Map<string, number>();
-      for (const t of answer)
-        for (const p of t.partitions)
-          if (p.partition === partition && Number(p.offset) >= 0) out.set(t.topic, Number(p.offset));
-      return out;
-    } catch (err) {
-      throw kafkaError(`cannot read the offsets ${groupId} committed`, err);
-    }
+    const answer = await this.asked(`cannot read the offsets ${groupId} committed`, () =>
+      this.admin.fetchOffsets({ groupId, topics: [...topics] }),
+    );
+    const out = new Map<string, number>();
+    for (const t of answer)
+      for (const p of t.partitions)
+        if (p.partition === partition && Number(p.offset) >= 0) out.set(t.topic, Number(p.offset));
+    return out;
   }
 
   /** The partition count of each named topic that exists. */
   async partitionCounts(topics: readonly string[]): Promise<Map<string, number>> {
-    try {
-      const meta = await this.admin.fetchTopicMetadata({ topics: [...topics] });
-      return new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
-    } catch (err) {
-      throw kafkaError(`cannot read the metadata of ${topics.join(', ')}`, err);
-    }
+    const meta = await this.asked(`cannot read the metadata of ${topics.join(', ')}`, () =>
+      this.admin.fetchTopicMetadata({ topics: [...topics] }),
+    );
+    return new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
   }
 
   /** The cluster's id (KRaft: the one `kafka-storage format` gave it); stable for the cluster's life. */
   async clusterId(): Promise<string> {
-    try {
-      return (await this.admin.describeCluster()).clusterId;
-    } catch (err) {
-      throw kafkaError('cannot describe the cluster', err);
-    }
+    return (await this.asked('cannot describe the cluster', () => this.admin.describeCluster())).clusterId;
   }
 
   /** How many brokers the cluster has now (those registered with the controller). */
   async brokerCount(): Promise<number> {
-    try {
-      return (await this.admin.describeCluster()).brokers.length;
-    } catch (err) {
-      throw kafkaError('cannot describe the cluster', err);
+    return (await this.asked('cannot describe the cluster', () => this.admin.describeCluster())).brokers.length;
+  }
+
+  /** `read()`, asked again while it meets a transient fault (see the class comment). */
+  private async asked<T>(what: string, read: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + TRANSIENT_FAULT_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await read();
+      } catch (err) {
+        if (!isTransientFault(err) || Date.now() >= deadline) throw kafkaError(what, err);
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 2_000)));
+      }
     }
   }
 
@@ -157,4 +170,29 @@ export class KafkaAdmin {
     this.onClose();
     await this.admin.disconnect();
   }
+}
+
+/** kafkajs' names of faults that a broker's restart or a moving leader causes, whatever their `retriable`. */
+const TRANSIENT = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSMetadataNotLoaded',
+]);
+
+/**
+ * A broker fault that asking again may cure: a connection-class error, or one kafkajs marks
+ * retriable, also when it reached us as its retries spent. An authentication or authorization
+ * failure, a bad request, an unknown error or a topic that does not exist (kafkajs calls that
+ * retriable: a new topic's metadata may lag; callers that create topics wait for them apart) is not.
+ */
+export function isTransientFault(err: unknown): boolean {
+  type Fault = { name?: string; type?: string; retriable?: boolean; cause?: unknown };
+  for (let e = err as Fault | undefined; e; e = e.cause as Fault | undefined) {
+    if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return false;
+    if (TRANSIENT.has(e.name ?? '') || e.retriable === true) return true;
+    if (e.name !== 'KafkaJSNumberOfRetriesExceeded') return false;
+  }
+  return false;
 }
