@@ -104,18 +104,9 @@ export async function openTaskState(o: OpenTaskStateOptions): Promise<LocalTaskS
  */
 async function openRestorable(o: OpenTaskStateOptions): Promise<TaskStores> {
   const unrestorable = storesWithoutChangelog(o.sub.stores);
-  const marked = o.dir.corruption();
-  if (marked !== undefined && unrestorable.length === 0) {
-    o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, marked));
-    o.dir.wipeLive();
-  } else if (marked !== undefined) {
-    o.logger.warn(
-      `task ${o.dir.name}: a read found its RocksDB corrupt (${marked}), but ${describeUnrestorable(unrestorable)}: ` +
-        `opened as it is; repair or remove ${o.dir.live}`,
-    );
-  }
+  let state: TaskStores;
   try {
-    return await openTaskStores(o.id, o.sub, o.topology, o.dir);
+    state = await openTaskStores(o.id, o.sub, o.topology, o.dir);
   } catch (err) {
     if (!isCrawlError(err) || err.code !== 'CS_STORE_CORRUPT') throw err;
     if (unrestorable.length > 0)
@@ -128,6 +119,20 @@ async function openRestorable(o: OpenTaskStateOptions): Promise<TaskStores> {
     o.dir.wipeLive();
     return openTaskStores(o.id, o.sub, o.topology, o.dir);
   }
+  // read once this opening owns the copy: an earlier owner may have marked it until its close
+  const marked = o.dir.corruption();
+  if (marked === undefined) return state;
+  if (unrestorable.length > 0) {
+    o.logger.warn(
+      `task ${o.dir.name}: a read found its RocksDB corrupt (${marked}), but ${describeUnrestorable(unrestorable)}: ` +
+        `opened as it is; repair or remove ${o.dir.live}`,
+    );
+    return state;
+  }
+  o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, marked));
+  await closeTaskState(state);
+  o.dir.wipeLive();
+  return openTaskStores(o.id, o.sub, o.topology, o.dir);
 }
 
 /** The stores of `builders` that keep state in the task's RocksDB without a changelog to restore it from. */
