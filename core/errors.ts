@@ -56,6 +56,9 @@ export type CrawlErrorCode =
   // the schema registry could not be asked (unreachable, an error status): worth a retry
   | 'CS_REGISTRY'
   | 'CS_STORE'
+  // RocksDB reports its files corrupt (a torn MANIFEST, a bad block checksum, a missing file): a
+  // task's copy is wiped and restored from its changelogs (runtime/task-state.ts)
+  | 'CS_STORE_CORRUPT'
   | 'CS_DISK_FULL'
   // the WARC object store (--warc-store) refused, failed or could not be reached
   | 'CS_OBJECT_STORE'

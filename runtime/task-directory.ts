@@ -4,6 +4,7 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
+  readFileSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -25,6 +26,11 @@ const LIVE_DIR = 'rocksdb';
  * staleness by. RocksDB's own files are no measure: a replay opening the copy dates them too.
  */
 const FOLLOWED = 'followed';
+/**
+ * The file of a task directory that says its live RocksDB was found corrupt while open (a read met
+ * a bad block checksum), with RocksDB's message: its next opening wipes it (`openTaskState`).
+ */
+const CORRUPT_MARK = 'corrupt';
 /** The folder of a data directory that holds one directory per task. */
 const STATE_DIR = 'state';
 const TASK_NAME = /^(\d+)_(\d+)$/;
@@ -161,23 +167,24 @@ export class TaskDir {
    * Such an opening dates `followed` when it opens and when it closes.
    */
   openLive(): Promise<RocksPort> {
-    return this.openOwned(this.live, this.staleAfterMs !== undefined);
+    return this.openOwned(this.live, this.staleAfterMs !== undefined, true);
   }
 
   /** Opens the RocksDB at `path` (the live copy or a rebuild's), one owner at a time as `openLive` does. */
   open(path: string): Promise<RocksPort> {
-    return this.openOwned(path, false);
+    return this.openOwned(path, false, false);
   }
 
-  private async openOwned(path: string, follows: boolean): Promise<RocksPort> {
+  private async openOwned(path: string, follows: boolean, live: boolean): Promise<RocksPort> {
     const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
       if (follows) this.wipeIfStale();
-      const db = await openRocks(path, DEFAULT_ROCKS_MEMORY, () => {
+      const onClosed = () => {
         touch(this.path);
         if (follows) this.markFollowed();
         release();
-      });
+      };
+      const db = await openRocks(path, DEFAULT_ROCKS_MEMORY, onClosed, live ? (m) => this.markCorrupt(m) : undefined);
       if (follows) this.markFollowed();
       return db;
     } catch (err) {
@@ -206,9 +213,35 @@ export class TaskDir {
     }
   }
 
-  /** Removes the live RocksDB (a copy ahead of its changelogs): the task restores from nothing. Close it first. */
+  /**
+   * Removes the live RocksDB (a copy ahead of its changelogs, or corrupt) and the mark of a
+   * corruption found in it: the task restores from nothing. Close it first.
+   */
   wipeLive(): void {
     rmSync(this.live, { recursive: true, force: true });
+    rmSync(join(this.path, CORRUPT_MARK), { force: true });
+  }
+
+  /**
+   * Records that the live RocksDB, open, was found corrupt (RocksDB's `message`): `corruption()`
+   * says so until `wipeLive`. Best effort: a directory removed meanwhile has nothing to mark.
+   */
+  markCorrupt(message: string): void {
+    try {
+      mkdirSync(this.path, { recursive: true });
+      writeFileSync(join(this.path, CORRUPT_MARK), `${message}\n`);
+    } catch {
+      // removed meanwhile: nothing left to wipe
+    }
+  }
+
+  /** RocksDB's message when the live RocksDB was found corrupt while open (`markCorrupt`), else undefined. */
+  corruption(): string | undefined {
+    try {
+      return readFileSync(join(this.path, CORRUPT_MARK), 'utf8').trim();
+    } catch {
+      return undefined;
+    }
   }
 
   /** Recovers from a rebuild that did not finish (`recoverTaskDir`); one sentence per thing done. */

@@ -5,7 +5,7 @@ import type { Metrics } from '../core/metrics.js';
 import type { RocksPort } from '../state/rocks.js';
 import type { ChangeloggedStore, StateStore } from '../state/state-store.js';
 import { isChangelogged, type StoreBuilder } from '../state/store-builder.js';
-import { CrawlError } from '../core/errors.js';
+import { CrawlError, isCrawlError } from '../core/errors.js';
 import { rangeKey, type ChangelogRecord, type ChangelogSource } from './changelog-source.js';
 import type { TaskDir } from './task-directory.js';
 import type { Subtopology, Topology } from './topology.js';
@@ -65,12 +65,15 @@ export interface StaleStore {
  * was built against records the changelogs do not have (topics deleted and created again, a state
  * directory of another cluster, an unclean election): a checkpoint only moves after a commit that
  * wrote the changelog up to it. Like Kafka Streams with a corrupted task, the local state is then
- * wiped, with a warning, and opened empty. The caller owns the result (`closeTaskState`); on a
- * failure nothing is left open.
+ * wiped, with a warning, and opened empty. So is a live RocksDB that RocksDB finds corrupt at the
+ * opening (CS_STORE_CORRUPT: a torn MANIFEST, a bad SST) or that a read found corrupt while it was
+ * open (`TaskDir.markCorrupt`): see `openRestorable`. Either way the caller's restore then reads
+ * the changelogs from offset 0. The caller owns the result (`closeTaskState`); on a failure
+ * nothing is left open.
  */
 export async function openTaskState(o: OpenTaskStateOptions): Promise<LocalTaskState> {
   for (const line of o.dir.recover()) o.logger.info(`task ${o.dir.name}: ${line}`);
-  let state = await openTaskStores(o.id, o.sub, o.topology, o.dir);
+  let state = await openRestorable(o);
   try {
     const ends = new Map<string, number>();
     for (const { topic } of state.changelogged)
@@ -87,6 +90,68 @@ export async function openTaskState(o: OpenTaskStateOptions): Promise<LocalTaskS
     await closeTaskState(state);
     throw err;
   }
+}
+
+/**
+ * `openTaskStores`, with a corrupt live RocksDB wiped (one warning naming its path, RocksDB's
+ * message and the stores to restore) and opened empty: when RocksDB reports corruption at the
+ * opening or while the stores are built (CS_STORE_CORRUPT), and when a read marked it corrupt
+ * while it was open (`TaskDir.corruption`). Only a RocksDB whose every store is restorable is
+ * wiped: each store that keeps state in it (`StoreBuilder.inRocks`) has a changelog. Otherwise a
+ * corruption found at the opening stays fatal (CS_STORE_CORRUPT naming the stores without a
+ * changelog and the path to repair or remove), and a marked one is opened as it is, with a
+ * warning. No other failure wipes anything: a held lock, a full disk (CS_DISK_FULL), permissions.
+ */
+async function openRestorable(o: OpenTaskStateOptions): Promise<TaskStores> {
+  const unrestorable = storesWithoutChangelog(o.sub.stores);
+  let state: TaskStores;
+  try {
+    state = await openTaskStores(o.id, o.sub, o.topology, o.dir);
+  } catch (err) {
+    if (!isCrawlError(err) || err.code !== 'CS_STORE_CORRUPT') throw err;
+    if (unrestorable.length > 0)
+      throw new CrawlError(
+        'CS_STORE_CORRUPT',
+        `task ${o.dir.name}: ${err.message}; not wiped: ${describeUnrestorable(unrestorable)}; repair or remove ${o.dir.live}`,
+        { cause: err },
+      );
+    o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, err.message));
+    o.dir.wipeLive();
+    return openTaskStores(o.id, o.sub, o.topology, o.dir);
+  }
+  // read once this opening owns the copy: an earlier owner may have marked it until its close
+  const marked = o.dir.corruption();
+  if (marked === undefined) return state;
+  if (unrestorable.length > 0) {
+    o.logger.warn(
+      `task ${o.dir.name}: a read found its RocksDB corrupt (${marked}), but ${describeUnrestorable(unrestorable)}: ` +
+        `opened as it is; repair or remove ${o.dir.live}`,
+    );
+    return state;
+  }
+  o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, marked));
+  await closeTaskState(state);
+  o.dir.wipeLive();
+  return openTaskStores(o.id, o.sub, o.topology, o.dir);
+}
+
+/** The stores of `builders` that keep state in the task's RocksDB without a changelog to restore it from. */
+export function storesWithoutChangelog(builders: readonly StoreBuilder[]): string[] {
+  return builders.filter((b) => b.inRocks !== false && !b.changelog).map((b) => b.name);
+}
+
+function describeUnrestorable(stores: readonly string[]): string {
+  const which = stores.length === 1 ? `store ${stores[0]} keeps` : `stores ${stores.join(', ')} keep`;
+  return `${which} state in it with no changelog to restore it from`;
+}
+
+/** One line for the log: the task's RocksDB is corrupt (`why`, RocksDB's words), and what is done about it. */
+export function describeCorrupt(task: string, builders: readonly StoreBuilder[], why: string): string {
+  const restored = builders.filter((b) => b.changelog).map((b) => b.name);
+  return (
+    `task ${task}: its RocksDB is corrupt (${why.replace(/\s+/g, ' ')}); wiping the task's local state and restoring it from the changelogs` +
+    (restored.length > 0 ? ` (${restored.join(', ')})` : '')
+  );
 }
 
 /**

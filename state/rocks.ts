@@ -11,7 +11,9 @@ export interface RocksWrite {
 /**
  * The only door to RocksDB: a small synchronous port, so the binding can be swapped in this one
  * file. All calls are synchronous and run on the caller's thread; `write` is atomic, and with
- * `sync` it returns only once the batch is in the fsynced WAL.
+ * `sync` it returns only once the batch is in the fsynced WAL. A call fails with a CrawlError:
+ * CS_DISK_FULL, CS_STORE_CORRUPT when RocksDB finds its files corrupt (a bad block checksum met
+ * by a read), CS_STORE otherwise.
  */
 export interface RocksPort {
   readonly path: string;
@@ -83,15 +85,47 @@ export const DEFAULT_ROCKS_MEMORY: RocksMemoryBounds = { memtableBytes: 16 * 2 *
 const DISK_FULL = /no space|ENOSPC|quota/i;
 
 /**
+ * RocksDB's words for files it cannot trust: its "Corruption:" status (a torn or garbled MANIFEST,
+ * CURRENT without its newline, an SST's bad magic number, size or block checksum, an SST the
+ * MANIFEST names but the disk lacks), and a CURRENT naming a MANIFEST that is not there (an
+ * "IO error" to RocksDB, but only a torn copy of the directory leaves one).
+ */
+const CORRUPT = /\bCorruption:|While opening a file for sequentially reading: \S*\/MANIFEST-\d+: No such file/;
+
+/** The messages of `err` and of its causes (the binding says "Database is not open"; the reason is a few causes down). */
+function reasons(err: unknown): string {
+  const found: string[] = [];
+  for (let e: unknown = err; e instanceof Error && found.length < 6; e = e.cause) found.push(e.message);
+  return found.length > 0 ? found.join('\n') : String(err);
+}
+
+/** The innermost message of `err`: RocksDB's own status. */
+function rootMessage(err: unknown): string {
+  let root = err as Error;
+  for (let i = 0; i < 5 && root.cause instanceof Error; i++) root = root.cause;
+  return root?.message ?? String(err);
+}
+
+/** Whether `err` (its message or a cause's) is RocksDB saying its files are corrupt (CORRUPT). */
+export function isRocksCorruption(err: unknown): boolean {
+  return CORRUPT.test(reasons(err));
+}
+
+/**
  * Opens (creating when needed) the RocksDB at `path`. Throws CS_DISK_FULL when its disk is full
  * (opening writes a new MANIFEST and WAL, so a full disk refuses even an existing database),
- * CS_STORE for any other failure. `onClosed` runs once the database's `close` has settled,
- * resolved or not: its owner hands the path to whoever waits for it.
+ * CS_STORE_CORRUPT when RocksDB finds its files corrupt (`isRocksCorruption`; the message names
+ * `path` and says RocksDB's status), CS_STORE for any other failure (its lock held, permissions).
+ * `onClosed` runs once the database's `close` has settled, resolved or not: its owner hands the
+ * path to whoever waits for it. `onCorrupt` runs, once, when a read or write of the open database
+ * fails with corruption (an SST block whose checksum does not match), with RocksDB's message; the
+ * failing call still throws CS_STORE_CORRUPT.
  */
 export async function openRocks(
   path: string,
   memory: RocksMemoryBounds = DEFAULT_ROCKS_MEMORY,
   onClosed?: () => void,
+  onCorrupt?: (message: string) => void,
 ): Promise<RocksPort> {
   for (const [name, v] of Object.entries(memory))
     if (!Number.isSafeInteger(v) || v < 2 ** 20 || v >= 2 ** 32)
@@ -108,22 +142,21 @@ export async function openRocks(
   try {
     await db.open();
   } catch (err) {
-    // the binding says "Database is not open"; a full disk is a few causes down
-    let root = err as Error;
-    for (let i = 0; i < 5 && root.cause instanceof Error; i++) root = root.cause;
-    const full = DISK_FULL.test(root.message);
-    throw new CrawlError(
-      full ? 'CS_DISK_FULL' : 'CS_STORE',
-      `cannot open RocksDB at ${path}: ${full ? `disk full: ${root.message}` : (err as Error).message}`,
-      { cause: err },
-    );
+    const root = rootMessage(err);
+    if (DISK_FULL.test(root))
+      throw new CrawlError('CS_DISK_FULL', `cannot open RocksDB at ${path}: disk full: ${root}`, { cause: err });
+    if (isRocksCorruption(err))
+      throw new CrawlError('CS_STORE_CORRUPT', `cannot open RocksDB at ${path}: its files are corrupt: ${root}`, {
+        cause: err,
+      });
+    throw new CrawlError('CS_STORE', `cannot open RocksDB at ${path}: ${(err as Error).message}`, { cause: err });
   }
-  return new NxteditionRocks(path, db, onClosed);
+  return new NxteditionRocks(path, db, onClosed, onCorrupt);
 }
 
 function storeError(op: string, path: string, err: unknown): CrawlError {
   const message = (err as Error).message ?? String(err);
-  const code = DISK_FULL.test(message) ? 'CS_DISK_FULL' : 'CS_STORE';
+  const code = DISK_FULL.test(message) ? 'CS_DISK_FULL' : isRocksCorruption(err) ? 'CS_STORE_CORRUPT' : 'CS_STORE';
   return new CrawlError(code, `RocksDB ${op} failed at ${path}: ${message}`, { cause: err });
 }
 
@@ -146,16 +179,38 @@ class NxteditionRocks implements RocksPort {
     readonly path: string,
     private readonly db: Binding,
     private readonly onClosed: (() => void) | undefined,
+    private onCorrupt: ((message: string) => void) | undefined,
   ) {
     this.batch = db.batch() as unknown as RawBatch;
   }
 
+  /** `err`, thrown by `op`, as a CrawlError; the first corruption found is told to `onCorrupt`. */
+  private failed(op: string, err: unknown): CrawlError {
+    if (err instanceof CrawlError) return err;
+    const error = storeError(op, this.path, err);
+    if (error.code === 'CS_STORE_CORRUPT' && this.onCorrupt) {
+      const told = this.onCorrupt;
+      this.onCorrupt = undefined;
+      told(error.message);
+    }
+    return error;
+  }
+
   get(key: Buffer): Buffer | undefined {
-    return this.db._getManySync([key], RAW)[0];
+    try {
+      return this.db._getManySync([key], RAW)[0];
+    } catch (err) {
+      throw this.failed('get', err);
+    }
   }
 
   getMany(keys: Buffer[]): (Buffer | undefined)[] {
-    return keys.length === 0 ? [] : this.db._getManySync(keys, RAW);
+    if (keys.length === 0) return [];
+    try {
+      return this.db._getManySync(keys, RAW);
+    } catch (err) {
+      throw this.failed('get', err);
+    }
   }
 
   write(batch: readonly RocksWrite[], options: { sync?: boolean } = {}): void {
@@ -169,7 +224,7 @@ class NxteditionRocks implements RocksPort {
       }
       b._writeSync(options.sync === true ? { sync: true } : NO_OPTIONS);
     } catch (err) {
-      throw storeError('write', this.path, err);
+      throw this.failed('write', err);
     } finally {
       b._clear();
     }
@@ -189,9 +244,16 @@ class NxteditionRocks implements RocksPort {
       keys: true,
       values: true,
     });
+    const size = Math.max(1, Math.min(1000, options.batch ?? 1000));
     try {
       for (;;) {
-        const { rows, finished } = it._nextvSync(Math.max(1, Math.min(1000, options.batch ?? 1000)), {});
+        let next: { rows: Buffer[]; finished: boolean };
+        try {
+          next = it._nextvSync(size, {});
+        } catch (err) {
+          throw this.failed('read', err);
+        }
+        const { rows, finished } = next;
         for (let i = 0; i < rows.length; i += 2) yield [rows[i]!, rows[i + 1]!];
         if (finished) return;
       }
@@ -213,7 +275,7 @@ class NxteditionRocks implements RocksPort {
         if (finished) return;
       }
     } catch (err) {
-      throw err instanceof CrawlError ? err : storeError('deleteRange', this.path, err);
+      throw this.failed('deleteRange', err);
     } finally {
       it._closeSync();
       this.db.detachResource(it);

@@ -25,6 +25,12 @@ export interface StoreContext {
 export interface StoreBuilder<S extends StateStore = StateStore> {
   readonly name: string;
   readonly changelog: boolean;
+  /**
+   * False for a store that keeps nothing in the task's RocksDB (its state is files of its own, as
+   * the WARC store's); default true. A task's RocksDB found corrupt is wiped and restored from the
+   * changelogs only when every store keeping state in it has a changelog (runtime/task-state.ts).
+   */
+  readonly inRocks?: boolean;
   build(context: StoreContext): S;
 }
 

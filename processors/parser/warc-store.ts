@@ -39,6 +39,8 @@ export function warcStore(dir: string, maxFileBytes: number, gzipLevel?: number)
   return {
     name: WARC_STORE,
     changelog: false,
+    // its WARC files are in `dir`, not the task's RocksDB: a corrupt RocksDB can still be restored
+    inRocks: false,
     build: (context) => {
       let store: WarcStore | undefined;
       const writer = new WarcWriter({

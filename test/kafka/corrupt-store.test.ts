@@ -1,0 +1,150 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import kafkajs from 'kafkajs';
+import { createLogger } from '../../core/logger.js';
+import { stringSerde, type Serde } from '../../core/serde.js';
+import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
+import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
+import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
+import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
+import { partitionFor } from '../../runtime/partitioner.js';
+import type { Processor, ProcessorContext } from '../../runtime/processor.js';
+import type { StreamRecord } from '../../runtime/record.js';
+import { TaskDirectory } from '../../runtime/task-directory.js';
+import { Topology } from '../../runtime/topology.js';
+import type { LinkBatch } from '../../schemas/types.js';
+import { openRocks } from '../../state/rocks.js';
+import { RocksKeyValueStore } from '../../state/rocks-store.js';
+import type { KeyValueStore } from '../../state/state-store.js';
+import { keyValueStore } from '../../state/store-builder.js';
+import { removeDir, sleep, tempDir } from '../e2e/harness.js';
+import { corruptionsAtOpen, flushToSst } from '../state/rocks-corruption.js';
+import { kafkaInfra } from './infra.js';
+
+const COUNTS = 'counts';
+// 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
+const PARTITIONS = 4;
+
+const countSerde: Serde<number> = {
+  serialize: (n) => Buffer.from(String(n)),
+  deserialize: (b) => Number(b.toString()),
+};
+
+/** Counts records per key; forwards the running count in `discoveredAt`. */
+class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
+  private ctx!: ProcessorContext<string, LinkBatch>;
+  private store!: KeyValueStore<string, number>;
+
+  init(context: ProcessorContext<string, LinkBatch>): void {
+    this.ctx = context;
+    this.store = context.getStateStore<KeyValueStore<string, number>>(COUNTS);
+  }
+
+  process(record: StreamRecord<string, LinkBatch>): void {
+    const n = (this.store.get(record.key) ?? 0) + 1;
+    this.store.put(record.key, n);
+    this.ctx.forward({ key: record.key, value: { ...record.value, discoveredAt: n }, timestamp: record.timestamp });
+  }
+}
+
+const word = (w: string): StreamRecord<string, LinkBatch> => ({
+  key: w,
+  value: { site: w, sourceUrl: null, discoveredAt: 1, links: [] },
+  timestamp: Date.now(),
+});
+
+test(
+  'a task whose RocksDB has a truncated MANIFEST is wiped and restored from its Kafka changelog: the member starts and every count goes on',
+  { timeout: 300_000 },
+  async (t) => {
+    const { brokers, registry } = kafkaInfra();
+    const applicationId = `corrupt-${Date.now().toString(36)}`;
+    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
+      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+      .addTopic({ name: 'totals', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+      .addSource('words-source', 'words')
+      .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
+      .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
+      .addSink('totals-sink', 'totals', 'counter');
+    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
+    const admin = await port.admin();
+    const definitions = topicDefinitions(topology);
+    t.after(async () => {
+      await admin.close();
+      await port.close();
+      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
+      await raw.connect();
+      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
+      await raw.disconnect();
+    });
+    await admin.createTopics(definitions);
+    const dir = tempDir('kafka-corrupt-store');
+    t.after(() => removeDir(dir));
+    const data = join(dir, 'data');
+    const words = Array.from({ length: 40 }, (_, i) => `word-${i}`);
+    const source = new KafkaChangelogSource(port, admin, false);
+
+    /** Runs an engine on `data` until `expected` totals are committed; returns its log lines. */
+    const runUntil = async (produce: string[], expected: number): Promise<string[]> => {
+      const lines: string[] = [];
+      const engine = new KafkaEngine(topology, {
+        brokers: [brokers],
+        registryUrl: registry,
+        dataDir: data,
+        commitIntervalMs: 200,
+        sessionTimeoutMs: 6_000,
+        logger: createLogger({ write: (l) => lines.push(l) }),
+      });
+      let failed: unknown;
+      engine.done.catch((err: unknown) => (failed = err));
+      try {
+        await engine.start();
+        await engine.produce('words', produce.map(word));
+        const deadline = Date.now() + 120_000;
+        for (;;) {
+          if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}\n${lines.join('\n')}`);
+          if ((await countTotals()) >= expected) break;
+          if (Date.now() > deadline) assert.fail(`fewer than ${expected} totals after 120 s\n${lines.join('\n')}`);
+          await sleep(250);
+        }
+      } finally {
+        await engine.stop().catch(() => undefined);
+      }
+      assert.equal(failed, undefined, String(failed));
+      return lines;
+    };
+    const countTotals = async (): Promise<number> => {
+      const ends = await source.endOffsets('totals', PARTITIONS);
+      let count = 0;
+      const ranges = ends.map((to, partition) => ({ topic: 'totals', partition, from: 0, to })).filter((r) => r.to > 0);
+      if (ranges.length > 0) await source.read(ranges, (_t, _p, records) => (count += records.length));
+      return count;
+    };
+
+    await runUntil([...words, ...words], 2 * words.length);
+    const partition = partitionFor(Buffer.from(words[0]!), PARTITIONS);
+    const live = new TaskDirectory(data).task({ subtopology: 0, partition }).live;
+    await flushToSst(live);
+    corruptionsAtOpen['a truncated MANIFEST']!(live);
+
+    const lines = await runUntil(words, 3 * words.length);
+    const warning = lines.find((l) => l.includes(`task 0_${partition}: its RocksDB is corrupt`));
+    assert.ok(warning, lines.join('\n'));
+    assert.ok(warning.includes(`cannot open RocksDB at ${live}: its files are corrupt: Corruption:`), warning);
+    assert.ok(lines.some((l) => new RegExp(`task 0_${partition}: restored \\d+ changelog records`).test(l)));
+    assert.equal(await countTotals(), 3 * words.length, 'no total was made twice');
+    // every word, those of the wiped task included, counted on from its restored count
+    const counts: Record<string, number> = {};
+    for (let p = 0; p < PARTITIONS; p++) {
+      const db = await openRocks(new TaskDirectory(data).task({ subtopology: 0, partition: p }).live);
+      try {
+        for (const [k, v] of new RocksKeyValueStore(COUNTS, db, stringSerde, countSerde).entries())
+          counts[k.toString()] = countSerde.deserialize(v);
+      } finally {
+        await db.close();
+      }
+    }
+    assert.deepEqual(counts, Object.fromEntries(words.map((w) => [w, 3])));
+  },
+);
