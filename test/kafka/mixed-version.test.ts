@@ -10,7 +10,7 @@ import { readChangelogs } from '../../runtime/engines/kafka/changelog-reader.js'
 import { valueSubject } from '../../runtime/serdes.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { crawlTopology, TOPICS } from '../../topology/crawl-topology.js';
-import { countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
+import { countByUrl, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
 import { buildAt, evolvedBuild, startBuild, THIS_BUILD, type Build, type BuildInstance } from './builds.js';
 import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js';
@@ -118,7 +118,15 @@ test(
       assert.equal(ended.code, 0, `${i.name} exited ${ended.code}/${ended.signal}\n${ended.stderr.slice(-4000)}`);
     };
     try {
-      const created = await sh(process.execPath, [newer.cli, 'topics', 'create', '--brokers', brokers, '--app-id', APP]);
+      const created = await sh(process.execPath, [
+        newer.cli,
+        'topics',
+        'create',
+        '--brokers',
+        brokers,
+        '--app-id',
+        APP,
+      ]);
       assert.equal(created.code, 0, created.stderr);
 
       // everything old: its schemas are each subject's version 1. The seeds first, alone: it
@@ -133,13 +141,22 @@ test(
       const fetcherOld = launch(old, 'fetcher-old', 'fetcher');
       const parserOld = launch(old, 'parser-old', 'parser');
       const began = Date.now();
-      await until(() => pageRequests() >= 12, 240_000, () => `the old build did not crawl: ${pageRequests()}\n${logs()}`);
+      await until(
+        () => pageRequests() >= 12,
+        240_000,
+        () => `the old build did not crawl: ${pageRequests()}\n${logs()}`,
+      );
 
       // fetchers and parsers upgraded: the new ones join the groups beside the old, then the old leave;
       // from here the old frontier reads only new-version fetch results, links and page records
       const fetcherNew = launch(newer, 'fetcher-new', 'fetcher');
       const parserNew = launch(newer, 'parser-new', 'parser');
-      for (const i of [fetcherNew, parserNew]) await until(() => ready(i), 120_000, () => `${i.name} not ready`);
+      for (const i of [fetcherNew, parserNew])
+        await until(
+          () => ready(i),
+          120_000,
+          () => `${i.name} not ready`,
+        );
       t.diagnostic(`new fetcher and parser ready after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       await Promise.all([retire(fetcherOld), retire(parserOld)]);
       const upgraded = pageRequests();
@@ -151,51 +168,34 @@ test(
         () => `the old frontier and the new fetcher and parser did not crawl: ${pageRequests()}\n${logs()}`,
       );
       const frontierNew = launch(newer, 'frontier-new', 'frontier');
-      await until(() => ready(frontierNew), 120_000, () => `frontier-new not ready`);
+      await until(
+        () => ready(frontierNew),
+        120_000,
+        () => `frontier-new not ready`,
+      );
       t.diagnostic(`new frontier ready after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       await retire(frontierOld);
       t.diagnostic(`old frontier gone after ${Date.now() - began} ms at ${pageRequests()} page requests`);
 
-      // done when every page is recorded and the web has seen no request for 10 s since
+      // done when the web has seen no request for 15 s and every page is recorded (records may
+      // trail the last fetch by a commit), or recording stops short of that
       const expected = new Set(
         sites.flatMap((s) => Object.keys(s.pages).map((path) => `http://${s.host}:${web.port}${path}`)),
       );
       const recordsOf = () => pageRecordsOf(brokers, registry, `${APP}.page-records`);
-      await until(
-        async () => new Set((await recordsOf()).map((r) => r.url)).size >= expected.size,
-        300_000,
-        () => `not every page was recorded: ${pageRequests()} page requests\n${logs()}`,
-      );
       let last = -1;
       let quietSince = Date.now();
-      while (Date.now() - quietSince < 10_000) {
+      while (Date.now() - quietSince < 15_000 && Date.now() - began < 420_000) {
         await sleep(1_000);
         const n = web.requests().length;
         if (n !== last) [last, quietSince] = [n, Date.now()];
       }
-      t.diagnostic(`crawl done after ${quietSince - began} ms: ${pageRequests()} page requests`);
+      t.diagnostic(`crawl quiet after ${quietSince - began} ms: ${pageRequests()} page requests`);
+      for (let tries = 0; tries < 10; tries++) {
+        if (new Set((await recordsOf()).map((r) => r.url)).size >= expected.size) break;
+        await sleep(3_000);
+      }
       for (const i of [fetcherNew, parserNew, frontierNew]) await retire(i);
-
-      const records = (await recordsOf()) as (Awaited<ReturnType<typeof recordsOf>>[number] & { schemaId: number })[];
-      const counts = countByUrl(records);
-      assert.deepEqual(
-        [...counts].filter(([, n]) => n !== 1),
-        [],
-        'a URL has more than one committed page record',
-      );
-      assert.deepEqual(new Set(counts.keys()), expected, `pages recorded and pages of the web differ\n${logs()}`);
-      assert.deepEqual(finallyFetchedUrls(web.requests(), web.port), expected, 'pages fetched and pages of the web differ');
-      const fetchedTwice = [...countByUrl(
-          web
-            .requests()
-            .filter((e) => e.path !== '/robots.txt')
-            .map((e) => ({ url: `${e.host}${e.path}` })),
-        )].filter(
-        ([, n]) => n > 1,
-      );
-      t.diagnostic(`pages fetched more than once (a lease lost in a hand-over): ${fetchedTwice.length}`);
-      const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream' });
-      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
       const port = new KafkaPort(
         [brokers],
@@ -207,10 +207,18 @@ test(
       try {
         const admin = await port.admin();
         const dead = await admin.endOffsets(`${APP}-dead-letters`).finally(() => admin.close());
+        const deadLines = instances.flatMap((i) =>
+          i
+            .stderr()
+            .split('\n')
+            .filter((l) => l.includes('dead letter'))
+            .slice(0, 5)
+            .map((l) => `${i.name}: ${l}`),
+        );
         assert.deepEqual(
           [...dead].filter(([, n]) => n > 0),
           [],
-          `records were dead-lettered\n${logs()}`,
+          `records were dead-lettered:\n${deadLines.join('\n')}`,
         );
 
         // both versions were written, and crossed: each topic holds records framed with both ids
@@ -222,19 +230,39 @@ test(
             port,
             [0, 1, 2, 3].map((partition) => ({ topic, partition, from: 0 })),
             (_t, _p, batch) => {
-              for (const r of batch)
-                if (r.value !== null && r.value[0] === 0)
-                  framed.set(r.value.readUInt32BE(1), (framed.get(r.value.readUInt32BE(1)) ?? 0) + 1);
+              for (const r of batch) {
+                if (r.value === null || r.value[0] !== 0) continue;
+                const id = r.value.readUInt32BE(1);
+                framed.set(id, (framed.get(id) ?? 0) + 1);
+              }
             },
           );
           t.diagnostic(`${topic}: ${ids.map((id) => `${framed.get(id) ?? 0} records of id ${id}`).join(', ')}`);
           assert.deepEqual([...framed.keys()].sort(), [...ids].sort(), `${topic}: ids framed in the topic`);
         }
-        const pageRecordIds = new Set(records.map((r) => r.schemaId));
-        assert.equal(pageRecordIds.size, 2, 'page records of both versions read by the independent reader');
       } finally {
         await port.close();
       }
+
+      const records = (await recordsOf()) as (Awaited<ReturnType<typeof recordsOf>>[number] & { schemaId: number })[];
+      const counts = countByUrl(records);
+      assert.deepEqual(
+        [...counts].filter(([, n]) => n !== 1),
+        [],
+        'a URL has more than one committed page record',
+      );
+      assert.deepEqual(new Set(counts.keys()), expected, `pages recorded and pages of the web differ\n${logs()}`);
+      assert.equal(new Set(records.map((r) => r.schemaId)).size, 2, 'the independent reader read both versions');
+      // fetched once: the old instances left their groups with their work committed, nothing was fetched again
+      const fetched = web.requests().filter((e) => e.path !== '/robots.txt');
+      assert.deepEqual(
+        new Set(fetched.map((e) => `http://${e.host}:${web.port}${e.path}`)),
+        expected,
+        'pages fetched and pages of the web differ',
+      );
+      assert.equal(fetched.length, expected.size, 'a page was fetched more than once');
+      const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream' });
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
     } finally {
       for (const i of instances) i.child.kill('SIGKILL');
       await web.close();
