@@ -103,8 +103,10 @@ export function startBuild(build: Build, name: string, args: readonly string[]):
   const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
   if (keep) {
     const file = createWriteStream(join(keep, `${name}.log`));
-    child.stdout!.pipe(file);
-    child.stderr!.pipe(file);
+    // two streams into one file: neither ends it, the process's end does
+    child.stdout!.pipe(file, { end: false });
+    child.stderr!.pipe(file, { end: false });
+    child.on('close', () => file.end());
   }
   return instance;
 }

@@ -85,6 +85,24 @@ test(
     const pageRequests = (): number => web.requests().filter((e) => e.path !== '/robots.txt').length;
     const logs = (): string =>
       instances.map((i) => `== ${i.name} (${i.build === old ? 'old' : 'new'})\n${i.stderr().slice(-3000)}`).join('\n');
+    /** The first dead letters each instance logged: a build that cannot read the other's records. */
+    const deadLetters = (): string[] =>
+      instances.flatMap((i) =>
+        i
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('dead letter'))
+          .slice(0, 5)
+          .map((l) => `${i.name}: ${l}`),
+      );
+    /** `cond`, but a dead letter fails the test at once: the crawl would stall on it. */
+    const crawling =
+      (cond: () => boolean): (() => boolean) =>
+      () => {
+        const dead = deadLetters();
+        if (dead.length > 0) assert.fail(`records were dead-lettered:\n${dead.join('\n')}`);
+        return cond();
+      };
     const common = [
       '--brokers',
       brokers,
@@ -142,7 +160,7 @@ test(
       const parserOld = launch(old, 'parser-old', 'parser');
       const began = Date.now();
       await until(
-        () => pageRequests() >= 12,
+        crawling(() => pageRequests() >= 12),
         240_000,
         () => `the old build did not crawl: ${pageRequests()}\n${logs()}`,
       );
@@ -155,7 +173,7 @@ test(
         await until(
           () => ready(i),
           120_000,
-          () => `${i.name} not ready`,
+          () => `${i.name} not ready\n${logs()}`,
         );
       t.diagnostic(`new fetcher and parser ready after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       await Promise.all([retire(fetcherOld), retire(parserOld)]);
@@ -163,7 +181,7 @@ test(
       t.diagnostic(`old fetcher and parser gone after ${Date.now() - began} ms at ${upgraded} page requests`);
 
       await until(
-        () => pageRequests() >= upgraded + 16,
+        crawling(() => pageRequests() >= upgraded + 16),
         240_000,
         () => `the old frontier and the new fetcher and parser did not crawl: ${pageRequests()}\n${logs()}`,
       );
@@ -171,7 +189,7 @@ test(
       await until(
         () => ready(frontierNew),
         120_000,
-        () => `frontier-new not ready`,
+        () => `frontier-new not ready\n${logs()}`,
       );
       t.diagnostic(`new frontier ready after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       await retire(frontierOld);
@@ -185,7 +203,8 @@ test(
       const recordsOf = () => pageRecordsOf(brokers, registry, `${APP}.page-records`);
       let last = -1;
       let quietSince = Date.now();
-      while (Date.now() - quietSince < 15_000 && Date.now() - began < 420_000) {
+      const quiet = crawling(() => Date.now() - quietSince >= 15_000 || Date.now() - began >= 420_000);
+      while (!quiet()) {
         await sleep(1_000);
         const n = web.requests().length;
         if (n !== last) [last, quietSince] = [n, Date.now()];
@@ -207,18 +226,10 @@ test(
       try {
         const admin = await port.admin();
         const dead = await admin.endOffsets(`${APP}-dead-letters`).finally(() => admin.close());
-        const deadLines = instances.flatMap((i) =>
-          i
-            .stderr()
-            .split('\n')
-            .filter((l) => l.includes('dead letter'))
-            .slice(0, 5)
-            .map((l) => `${i.name}: ${l}`),
-        );
         assert.deepEqual(
           [...dead].filter(([, n]) => n > 0),
           [],
-          `records were dead-lettered:\n${deadLines.join('\n')}`,
+          `records were dead-lettered:\n${deadLetters().join('\n')}`,
         );
 
         // both versions were written, and crossed: each topic holds records framed with both ids
