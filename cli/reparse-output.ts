@@ -30,7 +30,9 @@ const OUTPUT_TOPICS = [TOPICS.pageRecords, TOPICS.pageContent, TOPICS.links] as 
 export interface ReparseOutput {
   /**
    * The identities (`<warcFile>@<warcOffset>`) of the reparsed page records under
-   * `parserVersion` that are visible now: committed ones only (read_committed on Kafka).
+   * `parserVersion` that are visible now: committed ones only (read_committed on Kafka). On
+   * Kafka a record of a schema version registered after the output was opened is read too, its
+   * writer schema fetched from the registry (CS_REGISTRY when the registry cannot be asked).
    */
   present(parserVersion: number): Promise<Set<string>>;
   /** Writes the records as one atomic unit: all visible, or (after a crash or failure) none. */
@@ -164,10 +166,23 @@ export async function kafkaOutput(
           partition,
           from: 0,
         }));
+        // values this run cannot read yet: most likely of a version a newer crawler registered
+        // after this run built its serdes (a rolling upgrade under way)
+        const unread: { topic: string; value: Buffer }[] = [];
         await readChangelogs(port, ranges, (_t, _p, batch) => {
-          for (const r of batch)
-            if (r.value !== null) addIdentity(ids, serde.deserialize(r.value) as PageRecord, parserVersion);
+          for (const r of batch) {
+            if (r.value === null) continue;
+            try {
+              addIdentity(ids, serde.deserialize(r.value) as PageRecord, parserVersion);
+            } catch {
+              unread.push({ topic: TOPICS.pageRecords, value: r.value });
+            }
+          }
         });
+        // their writer schemas fetched from the registry, as the engine does; one still unreadable
+        // then (an id the registry does not know, an undecodable body) fails the run, as before
+        await serdes.learnWriters(unread);
+        for (const { value } of unread) addIdentity(ids, serde.deserialize(value) as PageRecord, parserVersion);
         return ids;
       },
       write: async (records) => {
