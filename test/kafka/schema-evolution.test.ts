@@ -192,3 +192,14 @@ test('an enum symbol is appended FULL_TRANSITIVE only because FetchKind has a de
   await client.register(noDefault, text(before));
   await assert.rejects(client.register(noDefault, text(bare)), refusedAsIncompatible);
 });
+
+test('instances that register a new subject at the same moment all start (the registry answers all but one rule creation 409)', async () => {
+  const { registry } = kafkaInfra();
+  const name = subject('concurrent');
+  const schema = loadSchema('PageRecord').text;
+  const ids = await Promise.all(
+    Array.from({ length: 8 }, () => new ConfluentSchemaRegistry(registry).register(name, schema)),
+  );
+  assert.equal(new Set(ids).size, 1, `one schema, one id: ${ids.join(', ')}`);
+  assert.equal(await level(registry, name), 'FULL_TRANSITIVE');
+});

@@ -12,6 +12,9 @@ const { SchemaRegistry: RegistryClient, SchemaType, COMPATIBILITY } = confluent;
  */
 export const SUBJECT_COMPATIBILITY = COMPATIBILITY.FULL_TRANSITIVE;
 
+/** How often a compatibility PUT that met a concurrent one (409) is made before it is refused. */
+const CONFLICT_ATTEMPTS = 5;
+
 /**
  * A Confluent-compatible schema registry (Apicurio's `/apis/ccompat/v7`, or Confluent's own)
  * through @kafkajs/confluent-schema-registry. `register` sets the subject's compatibility to
@@ -102,20 +105,27 @@ export class ConfluentSchemaRegistry implements SchemaRegistry {
   /**
    * Sets the subject's compatibility level to {@link SUBJECT_COMPATIBILITY} (idempotent). Returns
    * false, instead of throwing, when `unknownSubjectOk` and the registry answers 404 (no such subject yet).
+   * A 409 is asked again: two instances starting at once both create the subject's rule, and the
+   * registry (Apicurio) answers the second "rule already exists"; that PUT then updates it.
    */
   private async requireCompatibility(subject: string, unknownSubjectOk: boolean): Promise<boolean> {
     const url = `${this.url.replace(/\/+$/, '')}/config/${encodeURIComponent(subject)}`;
-    const res = await fetch(url, {
-      method: 'PUT',
-      headers: { ...this.headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
-      body: JSON.stringify({ compatibility: SUBJECT_COMPATIBILITY }),
-    });
-    if (res.ok) return true;
-    if (res.status === 404 && unknownSubjectOk) return false;
-    throw new CrawlError(
-      'CS_SCHEMA',
-      `registry ${this.url} refused compatibility ${SUBJECT_COMPATIBILITY} for ${subject}: ${res.status}`,
-    );
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(url, {
+        method: 'PUT',
+        headers: { ...this.headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
+        body: JSON.stringify({ compatibility: SUBJECT_COMPATIBILITY }),
+      });
+      await res.body?.cancel();
+      if (res.ok) return true;
+      if (res.status === 404 && unknownSubjectOk) return false;
+      if (res.status !== 409 || attempt >= CONFLICT_ATTEMPTS)
+        throw new CrawlError(
+          'CS_SCHEMA',
+          `registry ${this.url} refused compatibility ${SUBJECT_COMPATIBILITY} for ${subject}: ${res.status}`,
+        );
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
   }
 
   /** Every version registered under the subject, as of the last `register` of it. */
