@@ -66,6 +66,12 @@ export interface ExactLayerStats {
   readonly blockCacheBytes: number;
   readonly blockCacheHits: number;
   readonly blockCacheMisses: number;
+  /** The warm scan has not yet read every fingerprint stored at open. */
+  readonly warming: boolean;
+  /** Store keys (blocks, runs, legacy fingerprints) the warm scan has read. */
+  readonly warmKeys: number;
+  /** Times a check or flush came before the runs were read, and finished reading them at once. */
+  readonly runsForced: number;
 }
 
 const MIN_BITS = 4;
@@ -74,6 +80,17 @@ const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 // a block the read-ahead skipped because it was cached
 const NOT_READ = Buffer.alloc(0);
+const ZERO = Buffer.alloc(1);
+// present once a complete scan found no fingerprint stored one per key (11 bytes: no other key's length)
+const NO_LEGACY_KEY = Buffer.from('legacy-none');
+// the warm scan's key ranges, in order: runs first (needed for answers), then the rest
+const RUNS_FROM = Buffer.from([0x72]);
+const RUNS_TO = Buffer.from([0x73]);
+const WARM_PHASES: readonly (readonly [Buffer, Buffer])[] = [
+  [RUNS_FROM, RUNS_TO],
+  [ALL_FROM, RUNS_FROM],
+  [RUNS_TO, ALL_TO],
+];
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -123,6 +140,15 @@ export class ExactFingerprints {
   private ahead: (Buffer | undefined)[] = [];
   private aheadFrom = 0;
   private aheadTo = 0;
+  // the warm scan: its phase (an index of WARM_PHASES; their count once done), the next key to read,
+  // and who takes every fingerprint it reads
+  private warmPhase = WARM_PHASES.length;
+  private warmFrom: Buffer = ALL_FROM;
+  private warmKeys = 0;
+  private runsForced = 0;
+  private onStored: ((bytes: Buffer, offset: number) => void) | undefined;
+  // a complete scan found no legacy keys (stored marker, or this task's scan): misses need no legacy read
+  private noLegacy = false;
 
   constructor(
     private readonly store: FingerprintStore,
@@ -148,13 +174,17 @@ export class ExactFingerprints {
   }
 
   /**
-   * Reads the layout and every run into RAM, calling `each(bytes, offset)` for every stored
-   * fingerprint (blocks, runs and legacy keys; a fingerprint in both a run and a block comes twice).
-   * Returns how many calls that made. `count` (the recorded count, if known) sizes the RAM index.
-   * Call once, before anything else.
+   * Opens the layout without reading any fingerprint: O(1) store reads (the layout record and
+   * the legacy marker). The stored fingerprints are then read by `warm` steps, each handed to
+   * `each(bytes, offset)` (blocks, runs and legacy keys; a fingerprint in both a run and a block
+   * comes twice): runs first (they are chained into RAM: until they all are, "not recorded" cannot
+   * be answered, so `contains` and `flush` finish that phase at once), then blocks and legacy keys
+   * (needed by no answer: `contains` reads blocks from the store anyway). `count` (the recorded
+   * count, if known) sizes the RAM index. Call once, before anything else.
    */
-  load(count: number, each: (bytes: Buffer, offset: number) => void): number {
-    this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? {
+  open(count: number, each: (bytes: Buffer, offset: number) => void): void {
+    const meta = decodeSweepState(this.store.get(META_KEY));
+    this.sweep = meta ?? {
       oldBits: this.firstBits,
       newBits: this.firstBits,
       cursor: 0,
@@ -165,12 +195,83 @@ export class ExactFingerprints {
     this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count));
     this.runs = [];
     this.legacy = 0;
-    return this.scan(each, true);
+    this.noLegacy = this.store.get(NO_LEGACY_KEY) !== undefined;
+    this.onStored = each;
+    this.warmPhase = 0;
+    this.warmFrom = WARM_PHASES[0]![0];
+    this.warmKeys = 0;
+    // a new partition has nothing to read (one seek tells)
+    if (meta === undefined && this.isEmpty()) {
+      this.warmPhase = WARM_PHASES.length;
+      this.onStored = undefined;
+      this.noLegacy = true;
+    }
+  }
+
+  private isEmpty(): boolean {
+    for (const _ of this.store.range(ALL_FROM, ALL_TO)) return false;
+    return true;
+  }
+
+  /** `open`, then every warm step at once (O(stored fingerprints)). Returns how many `each` calls that made. */
+  load(count: number, each: (bytes: Buffer, offset: number) => void): number {
+    let calls = 0;
+    this.open(count, (bytes, offset) => {
+      calls++;
+      each(bytes, offset);
+    });
+    this.warm(Infinity);
+    return calls;
+  }
+
+  /**
+   * Reads stored fingerprints for about `budgetMs` (at least one store key, so every call makes
+   * progress) from where the last step stopped. Returns true once every fingerprint stored at
+   * `open` has been handed to `each` (then `each` is dropped and further calls return true at once).
+   * Safe between any other calls: what a sweep moves meanwhile only moves to keys the scan has not
+   * reached yet (a new layout's block keys sort after the old one's), and runs written after the run
+   * phase hold staged fingerprints, which the caller saw already.
+   */
+  warm(budgetMs: number): boolean {
+    const deadline = performance.now() + budgetMs;
+    while (this.warmPhase < WARM_PHASES.length) {
+      const to = WARM_PHASES[this.warmPhase]![1];
+      for (const [key, value] of this.store.range(this.warmFrom, to)) {
+        this.warmKey(key, value);
+        // the next key after this one
+        this.warmFrom = Buffer.concat([key, ZERO]);
+        if (performance.now() >= deadline) return false;
+      }
+      this.warmPhase++;
+      if (this.warmPhase < WARM_PHASES.length) this.warmFrom = WARM_PHASES[this.warmPhase]![0];
+    }
+    if (this.onStored !== undefined) {
+      this.onStored = undefined;
+      // legacy keys are never written again: one complete scan without any settles it for good
+      if (this.legacy === 0 && !this.noLegacy) this.store.put(NO_LEGACY_KEY, ZERO);
+      this.noLegacy = this.legacy === 0;
+    }
+    return true;
+  }
+
+  /** True once every stored fingerprint went through `warm` (or `load`). */
+  get warmed(): boolean {
+    return this.warmPhase === WARM_PHASES.length;
   }
 
   /** Calls `each` for every stored fingerprint, as `load` does, without touching RAM state. */
   forEach(each: (bytes: Buffer, offset: number) => void): number {
-    return this.scan(each, false);
+    let calls = 0;
+    for (const [key, value] of this.store.range(ALL_FROM, ALL_TO)) {
+      if (key.length === 8) {
+        each(key, 0);
+        calls++;
+      } else if (isBlockKey(key) || isRunKey(key)) {
+        for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
+        calls += value.length >>> 3;
+      }
+    }
+    return calls;
   }
 
   /**
@@ -178,6 +279,7 @@ export class ExactFingerprints {
    * (staged ones included). Store reads: one batched read of the blocks needed.
    */
   contains(fps: Buffer, at: readonly number[]): boolean[] {
+    this.ensureRuns();
     const n = at.length;
     const out: boolean[] = new Array(n).fill(false);
     const blockIds: number[] = [];
@@ -223,7 +325,7 @@ export class ExactFingerprints {
       const block = blocks[slotOf[k]!];
       const o = 8 * at[w]!;
       if (block !== undefined && inSorted(block, u32(fps, o), u32(fps, o + 4))) out[w] = true;
-      else if (this.legacy > 0) legacyAsk.push(w);
+      else if (this.legacy > 0 || !(this.noLegacy || this.warmed)) legacyAsk.push(w);
     }
     if (legacyAsk.length > 0) {
       const found = this.store.getMany(legacyAsk.map((w) => fps.subarray(8 * at[w]!, 8 * at[w]! + 8)));
@@ -234,6 +336,7 @@ export class ExactFingerprints {
 
   /** Records the fingerprint at bytes offset..offset+8 of `fps` (copied): `contains` sees it at once; the store at the next `flush`. */
   stage(fps: Uint8Array, offset: number): void {
+    this.ensureRuns();
     this.unmerged.add(u32(fps, offset), u32(fps, offset + 4));
     if (this.staged.length < 8 * this.stagedCount + 8) {
       const grown = Buffer.allocUnsafe(2 * this.staged.length);
@@ -252,6 +355,8 @@ export class ExactFingerprints {
   flush(count: number): void {
     const staged = this.stagedCount;
     if (staged === 0) return;
+    // a sweep must see every unmerged fingerprint: it deletes the runs it merged
+    this.ensureRuns();
     this.stagedCount = 0;
     this.store.put(runKey(this.sweep.nextSeq), Buffer.from(this.staged.subarray(0, 8 * staged)));
     this.runs.push(this.sweep.nextSeq++);
@@ -275,33 +380,40 @@ export class ExactFingerprints {
       blockCacheBytes: this.cache.size,
       blockCacheHits: this.cache.hits,
       blockCacheMisses: this.cache.misses,
+      warming: !this.warmed,
+      warmKeys: this.warmKeys,
+      runsForced: this.runsForced,
     };
   }
 
-  private scan(each: (bytes: Buffer, offset: number) => void, loading: boolean): number {
-    let calls = 0;
-    for (const [key, value] of this.store.range(ALL_FROM, ALL_TO)) {
-      if (key.length === 8) {
-        each(key, 0);
-        calls++;
-        if (loading) this.legacy++;
-      } else if (isBlockKey(key)) {
-        for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
-        calls += value.length >>> 3;
-      } else if (isRunKey(key)) {
-        for (let o = 0; o + 8 <= value.length; o += 8) {
-          each(value, o);
-          if (loading) this.unmerged.add(value.readUInt32BE(o), value.readUInt32BE(o + 4));
-        }
-        calls += value.length >>> 3;
-        if (loading) {
-          const seq = runSeq(key);
-          this.runs.push(seq); // key order is sequence order
-          if (seq >= this.sweep.nextSeq) this.sweep.nextSeq = seq + 1;
-        }
+  /** One stored key of the warm scan: every fingerprint to `onStored`; runs also chained into RAM. */
+  private warmKey(key: Buffer, value: Buffer): void {
+    const each = this.onStored!;
+    this.warmKeys++;
+    if (key.length === 8) {
+      each(key, 0);
+      this.legacy++;
+    } else if (isBlockKey(key)) {
+      for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
+    } else if (isRunKey(key)) {
+      for (let o = 0; o + 8 <= value.length; o += 8) {
+        each(value, o);
+        this.unmerged.add(value.readUInt32BE(o), value.readUInt32BE(o + 4));
       }
+      const seq = runSeq(key);
+      this.runs.push(seq); // key order is sequence order
+      if (seq >= this.sweep.nextSeq) this.sweep.nextSeq = seq + 1;
     }
-    return calls;
+  }
+
+  /** Finishes the run phase of the warm scan: every unmerged fingerprint is then in RAM. */
+  private ensureRuns(): void {
+    if (this.warmPhase > 0) return;
+    const to = WARM_PHASES[0]![1];
+    for (const [key, value] of this.store.range(this.warmFrom, to)) this.warmKey(key, value);
+    this.runsForced++;
+    this.warmPhase = 1;
+    this.warmFrom = WARM_PHASES[1]![0];
   }
 
   /** Which stored block would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
