@@ -28,8 +28,11 @@ export interface FingerprintStore {
   getMany(keys: readonly Buffer[]): (Buffer | undefined)[];
   put(key: Buffer, value: Buffer): void;
   delete(key: Buffer): void;
-  /** Every key with gte <= key < lt in key order, uncommitted writes included. */
-  range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]>;
+  /**
+   * Every key with gte <= key < lt in key order, uncommitted writes included. `readAhead`: how
+   * many entries to read from disk at a time (a hint: a short scan that may stop early asks for few).
+   */
+  range(gte: Buffer, lt: Buffer, readAhead?: number): IterableIterator<[Buffer, Buffer]>;
 }
 
 export interface ExactLayerOptions {
@@ -86,6 +89,8 @@ const NO_LEGACY_KEY = Buffer.from('legacy-none');
 // the warm scan's key ranges, in order: runs first (needed for answers), then the rest
 const RUNS_FROM = Buffer.from([0x72]);
 const RUNS_TO = Buffer.from([0x73]);
+// a warm step stops at its deadline: keys read ahead past it are read again by the next step
+const WARM_READ_AHEAD = 16;
 const WARM_PHASES: readonly (readonly [Buffer, Buffer])[] = [
   [RUNS_FROM, RUNS_TO],
   [ALL_FROM, RUNS_FROM],
@@ -209,7 +214,7 @@ export class ExactFingerprints {
   }
 
   private isEmpty(): boolean {
-    for (const _ of this.store.range(ALL_FROM, ALL_TO)) return false;
+    for (const _ of this.store.range(ALL_FROM, ALL_TO, 1)) return false;
     return true;
   }
 
@@ -236,7 +241,7 @@ export class ExactFingerprints {
     const deadline = performance.now() + budgetMs;
     while (this.warmPhase < WARM_PHASES.length) {
       const to = WARM_PHASES[this.warmPhase]![1];
-      for (const [key, value] of this.store.range(this.warmFrom, to)) {
+      for (const [key, value] of this.store.range(this.warmFrom, to, WARM_READ_AHEAD)) {
         this.warmKey(key, value);
         // the next key after this one
         this.warmFrom = Buffer.concat([key, ZERO]);

@@ -28,7 +28,7 @@ export interface SeenSetOptions {
 
 /** Gauges of one seen-set, as plain numbers for metrics. */
 export interface SeenSetStats {
-  /** Fingerprints recorded (those found at init plus those admitted since). */
+  /** Fingerprints recorded (those stored at init plus those admitted since; a store from before the count was kept: once warm). */
   readonly count: number;
   /** Bits of all the filter's segments. */
   readonly bloomBits: number;
@@ -59,7 +59,7 @@ export interface SeenSetStats {
 }
 
 // not 8 bytes long, so never taken for a fingerprint: the count as of the last admit, which lets
-// init() size the filter before its one scan
+// init() size the filter before the warm steps scan the store
 const COUNT_KEY = Buffer.from('count');
 
 /**
@@ -68,8 +68,10 @@ const COUNT_KEY = Buffer.from('count');
  * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
- * The filter is built at `init()` from the stored fingerprints, sized for max(expectedCount,
- * 2 × stored), and grows by segments (`ScalableBloom`) as the partition does: never a rescan of
+ * The filter is sized at `init()` for max(expectedCount, 2 × stored) but filled afterwards, by
+ * bounded `warm` steps off the critical path (init reads O(1) keys; until the filter holds every
+ * stored fingerprint each check goes to the exact layer, so answers are exact throughout), and
+ * grows by segments (`ScalableBloom`) as the partition does: never a rescan of
  * the store while the crawl runs, never a size it cannot hold (a segment stays under 2^32 bits; a
  * larger count takes several). Bits set by writes the runtime later discards (a failed commit)
  * stay set: that only costs a store read, never a lost URL. After a failed commit the task must be
@@ -207,7 +209,8 @@ export class SeenSet {
     if (admitted > 0) {
       this.recorded += admitted;
       this.exact.flush(this.recorded);
-      this.store.put(COUNT_KEY, countBytes(this.recorded));
+      // a store without a count (older versions) gets one once its scan has counted it
+      if (this.countKnown || !this.warming) this.store.put(COUNT_KEY, countBytes(this.recorded));
     }
     return out;
   }

@@ -196,3 +196,23 @@ test('a warmed filter is sized as before: for twice the stored count, without gr
     assert.equal(seen.sizing().sizedFor, 16_000);
     assert.ok(!seen.stats().warning, `estimated rate ${seen.stats().estimatedFalsePositiveRate}`);
   }));
+
+test('a store written before there was a count is counted by its scan, even when its task restarts mid-warm', () =>
+  withDb('seen-warm-uncounted', (db) => {
+    const store = seenStore(db);
+    for (let id = 1; id <= 200; id++) store.put(Buffer.from(syntheticFingerprint(id)), Buffer.alloc(0));
+    store.applyCommitted(1);
+    const seen = new SeenSet(store, SMALL);
+    seen.init();
+    assert.deepEqual(seen.admit(fps([5, 1_000, 1_001])), [false, true, true]);
+    store.applyCommitted(2);
+    const restarted = new SeenSet(store, SMALL);
+    restarted.init();
+    restarted.warmAll();
+    assert.equal(restarted.stats().count, 202);
+    assert.deepEqual(restarted.admit(fps([1_000, 1_002])), [false, true]);
+    store.applyCommitted(3);
+    const again = new SeenSet(store, SMALL);
+    again.init();
+    assert.equal(again.stats().count, 203, 'the count is stored once known');
+  }));
