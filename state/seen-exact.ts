@@ -17,6 +17,7 @@ import {
 } from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted, BlockArena } from './sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
+import { WarmScan } from './seen-warm-scan.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -83,19 +84,8 @@ const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 // a block the read-ahead skipped because it was cached
 const NOT_READ = Buffer.alloc(0);
-const ZERO = Buffer.alloc(1);
 // present once a complete scan found no fingerprint stored one per key (11 bytes: no other key's length)
 const NO_LEGACY_KEY = Buffer.from('legacy-none');
-// the warm scan's key ranges, in order: runs first (needed for answers), then the rest
-const RUNS_FROM = Buffer.from([0x72]);
-const RUNS_TO = Buffer.from([0x73]);
-// a warm step stops at its deadline: keys read ahead past it are read again by the next step
-const WARM_READ_AHEAD = 16;
-const WARM_PHASES: readonly (readonly [Buffer, Buffer])[] = [
-  [RUNS_FROM, RUNS_TO],
-  [ALL_FROM, RUNS_FROM],
-  [RUNS_TO, ALL_TO],
-];
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -112,10 +102,12 @@ const WARM_PHASES: readonly (readonly [Buffer, Buffer])[] = [
  *   bits than the last (the count grew): each block of the old layout is split as the sweep passes
  *   it.
  *
- * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
- * reads blocks, runs and the layout record, and re-chains every run's fingerprints (those already
- * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
- * are still found (one extra batched read for what the blocks do not hold) but never moved.
+ * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `open`
+ * reads the layout record, then `warm` steps (`WarmScan`) read runs, blocks and legacy keys and
+ * re-chain every run's fingerprints (those already merged are merged again, harmlessly).
+ * Fingerprints that older versions stored one per 8-byte key are still found (one extra batched
+ * read for what the blocks do not hold; for every miss until a scan has shown there are none) but
+ * never moved.
  *
  * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one
  * instance per task.
@@ -145,11 +137,8 @@ export class ExactFingerprints {
   private ahead: (Buffer | undefined)[] = [];
   private aheadFrom = 0;
   private aheadTo = 0;
-  // the warm scan: its phase (an index of WARM_PHASES; their count once done), the next key to read,
-  // and who takes every fingerprint it reads
-  private warmPhase = WARM_PHASES.length;
-  private warmFrom: Buffer = ALL_FROM;
-  private warmKeys = 0;
+  // reads the store once after `open`, a step at a time, handing every fingerprint to `onStored`
+  private readonly scan: WarmScan;
   private runsForced = 0;
   private onStored: ((bytes: Buffer, offset: number) => void) | undefined;
   // a complete scan found no legacy keys (stored marker, or this task's scan): misses need no legacy read
@@ -175,6 +164,7 @@ export class ExactFingerprints {
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
       throw new InvalidOptionError(`blockCacheBytes must be a whole number, got ${cacheBytes}`);
     this.cache = new BlockCache(cacheBytes);
+    this.scan = new WarmScan((gte, lt, readAhead) => store.range(gte, lt, readAhead));
     this.firstBits = this.bitsFor(options.expectedCount);
   }
 
@@ -202,12 +192,10 @@ export class ExactFingerprints {
     this.legacy = 0;
     this.noLegacy = this.store.get(NO_LEGACY_KEY) !== undefined;
     this.onStored = each;
-    this.warmPhase = 0;
-    this.warmFrom = WARM_PHASES[0]![0];
-    this.warmKeys = 0;
+    this.scan.start();
     // a new partition has nothing to read (one seek tells)
     if (meta === undefined && this.isEmpty()) {
-      this.warmPhase = WARM_PHASES.length;
+      this.scan.skip();
       this.onStored = undefined;
       this.noLegacy = true;
     }
@@ -238,22 +226,11 @@ export class ExactFingerprints {
    * phase hold staged fingerprints, which the caller saw already.
    */
   warm(budgetMs: number): boolean {
-    const deadline = performance.now() + budgetMs;
-    while (this.warmPhase < WARM_PHASES.length) {
-      const to = WARM_PHASES[this.warmPhase]![1];
-      for (const [key, value] of this.store.range(this.warmFrom, to, WARM_READ_AHEAD)) {
-        this.warmKey(key, value);
-        // the next key after this one
-        this.warmFrom = Buffer.concat([key, ZERO]);
-        if (performance.now() >= deadline) return false;
-      }
-      this.warmPhase++;
-      if (this.warmPhase < WARM_PHASES.length) this.warmFrom = WARM_PHASES[this.warmPhase]![0];
-    }
+    if (!this.scan.step(performance.now() + budgetMs, (key, value) => this.warmKey(key, value))) return false;
     if (this.onStored !== undefined) {
       this.onStored = undefined;
       // legacy keys are never written again: one complete scan without any settles it for good
-      if (this.legacy === 0 && !this.noLegacy) this.store.put(NO_LEGACY_KEY, ZERO);
+      if (this.legacy === 0 && !this.noLegacy) this.store.put(NO_LEGACY_KEY, Buffer.alloc(1));
       this.noLegacy = this.legacy === 0;
     }
     return true;
@@ -261,7 +238,7 @@ export class ExactFingerprints {
 
   /** True once every stored fingerprint went through `warm` (or `load`). */
   get warmed(): boolean {
-    return this.warmPhase === WARM_PHASES.length;
+    return this.scan.done;
   }
 
   /** Calls `each` for every stored fingerprint, as `load` does, without touching RAM state. */
@@ -386,7 +363,7 @@ export class ExactFingerprints {
       blockCacheHits: this.cache.hits,
       blockCacheMisses: this.cache.misses,
       warming: !this.warmed,
-      warmKeys: this.warmKeys,
+      warmKeys: this.scan.keys,
       runsForced: this.runsForced,
     };
   }
@@ -394,7 +371,6 @@ export class ExactFingerprints {
   /** One stored key of the warm scan: every fingerprint to `onStored`; runs also chained into RAM. */
   private warmKey(key: Buffer, value: Buffer): void {
     const each = this.onStored!;
-    this.warmKeys++;
     if (key.length === 8) {
       each(key, 0);
       this.legacy++;
@@ -413,12 +389,9 @@ export class ExactFingerprints {
 
   /** Finishes the run phase of the warm scan: every unmerged fingerprint is then in RAM. */
   private ensureRuns(): void {
-    if (this.warmPhase > 0) return;
-    const to = WARM_PHASES[0]![1];
-    for (const [key, value] of this.store.range(this.warmFrom, to)) this.warmKey(key, value);
+    if (this.scan.runsRead) return;
+    this.scan.finishRuns((key, value) => this.warmKey(key, value));
     this.runsForced++;
-    this.warmPhase = 1;
-    this.warmFrom = WARM_PHASES[1]![0];
   }
 
   /** Which stored block would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */
