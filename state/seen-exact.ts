@@ -17,6 +17,7 @@ import {
 } from './seen-layout.js';
 import { byValue, inSorted, lowerBound, mergeSorted, BlockArena } from './sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
+import { WarmScan } from './seen-warm-scan.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -28,8 +29,11 @@ export interface FingerprintStore {
   getMany(keys: readonly Buffer[]): (Buffer | undefined)[];
   put(key: Buffer, value: Buffer): void;
   delete(key: Buffer): void;
-  /** Every key with gte <= key < lt in key order, uncommitted writes included. */
-  range(gte: Buffer, lt: Buffer): IterableIterator<[Buffer, Buffer]>;
+  /**
+   * Every key with gte <= key < lt in key order, uncommitted writes included. `readAhead`: how
+   * many entries to read from disk at a time (a hint: a short scan that may stop early asks for few).
+   */
+  range(gte: Buffer, lt: Buffer, readAhead?: number): IterableIterator<[Buffer, Buffer]>;
 }
 
 export interface ExactLayerOptions {
@@ -66,6 +70,12 @@ export interface ExactLayerStats {
   readonly blockCacheBytes: number;
   readonly blockCacheHits: number;
   readonly blockCacheMisses: number;
+  /** The warm scan has not yet read every fingerprint stored at open. */
+  readonly warming: boolean;
+  /** Store keys (blocks, runs, legacy fingerprints) the warm scan has read. */
+  readonly warmKeys: number;
+  /** Times a check or flush came before the runs were read, and finished reading them at once. */
+  readonly runsForced: number;
 }
 
 const MIN_BITS = 4;
@@ -74,6 +84,8 @@ const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 // a block the read-ahead skipped because it was cached
 const NOT_READ = Buffer.alloc(0);
+// present once a complete scan found no fingerprint stored one per key (11 bytes: no other key's length)
+const NO_LEGACY_KEY = Buffer.from('legacy-none');
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -90,10 +102,12 @@ const NOT_READ = Buffer.alloc(0);
  *   bits than the last (the count grew): each block of the old layout is split as the sweep passes
  *   it.
  *
- * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `load`
- * reads blocks, runs and the layout record, and re-chains every run's fingerprints (those already
- * merged are merged again, harmlessly). Fingerprints that older versions stored one per 8-byte key
- * are still found (one extra batched read for what the blocks do not hold) but never moved.
+ * All changes are store writes, so the store (and its changelog) alone rebuilds this state: `open`
+ * reads the layout record, then `warm` steps (`WarmScan`) read runs, blocks and legacy keys and
+ * re-chain every run's fingerprints (those already merged are merged again, harmlessly).
+ * Fingerprints that older versions stored one per 8-byte key are still found (one extra batched
+ * read for what the blocks do not hold; for every miss until a scan has shown there are none) but
+ * never moved.
  *
  * Ownership: bytes passed to `stage` are copied; `contains` keeps nothing. Not thread-safe; one
  * instance per task.
@@ -123,6 +137,12 @@ export class ExactFingerprints {
   private ahead: (Buffer | undefined)[] = [];
   private aheadFrom = 0;
   private aheadTo = 0;
+  // reads the store once after `open`, a step at a time, handing every fingerprint to `onStored`
+  private readonly scan: WarmScan;
+  private runsForced = 0;
+  private onStored: ((bytes: Buffer, offset: number) => void) | undefined;
+  // a complete scan found no legacy keys (stored marker, or this task's scan): misses need no legacy read
+  private noLegacy = false;
 
   constructor(
     private readonly store: FingerprintStore,
@@ -144,17 +164,22 @@ export class ExactFingerprints {
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
       throw new InvalidOptionError(`blockCacheBytes must be a whole number, got ${cacheBytes}`);
     this.cache = new BlockCache(cacheBytes);
+    this.scan = new WarmScan((gte, lt, readAhead) => store.range(gte, lt, readAhead));
     this.firstBits = this.bitsFor(options.expectedCount);
   }
 
   /**
-   * Reads the layout and every run into RAM, calling `each(bytes, offset)` for every stored
-   * fingerprint (blocks, runs and legacy keys; a fingerprint in both a run and a block comes twice).
-   * Returns how many calls that made. `count` (the recorded count, if known) sizes the RAM index.
-   * Call once, before anything else.
+   * Opens the layout without reading any fingerprint: O(1) store reads (the layout record and
+   * the legacy marker). The stored fingerprints are then read by `warm` steps, each handed to
+   * `each(bytes, offset)` (blocks, runs and legacy keys; a fingerprint in both a run and a block
+   * comes twice): runs first (they are chained into RAM: until they all are, "not recorded" cannot
+   * be answered, so `contains` and `flush` finish that phase at once), then blocks and legacy keys
+   * (needed by no answer: `contains` reads blocks from the store anyway). `count` (the recorded
+   * count, if known) sizes the RAM index. Call once, before anything else.
    */
-  load(count: number, each: (bytes: Buffer, offset: number) => void): number {
-    this.sweep = decodeSweepState(this.store.get(META_KEY)) ?? {
+  open(count: number, each: (bytes: Buffer, offset: number) => void): void {
+    const meta = decodeSweepState(this.store.get(META_KEY));
+    this.sweep = meta ?? {
       oldBits: this.firstBits,
       newBits: this.firstBits,
       cursor: 0,
@@ -165,12 +190,70 @@ export class ExactFingerprints {
     this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count));
     this.runs = [];
     this.legacy = 0;
-    return this.scan(each, true);
+    this.noLegacy = this.store.get(NO_LEGACY_KEY) !== undefined;
+    this.onStored = each;
+    this.scan.start();
+    // a new partition has nothing to read (one seek tells)
+    if (meta === undefined && this.isEmpty()) {
+      this.scan.skip();
+      this.onStored = undefined;
+      this.noLegacy = true;
+    }
+  }
+
+  private isEmpty(): boolean {
+    for (const _ of this.store.range(ALL_FROM, ALL_TO, 1)) return false;
+    return true;
+  }
+
+  /** `open`, then every warm step at once (O(stored fingerprints)). Returns how many `each` calls that made. */
+  load(count: number, each: (bytes: Buffer, offset: number) => void): number {
+    let calls = 0;
+    this.open(count, (bytes, offset) => {
+      calls++;
+      each(bytes, offset);
+    });
+    this.warm(Infinity);
+    return calls;
+  }
+
+  /**
+   * Reads stored fingerprints for about `budgetMs` (at least one store key, so every call makes
+   * progress) from where the last step stopped. Returns true once every fingerprint stored at
+   * `open` has been handed to `each` (then `each` is dropped and further calls return true at once).
+   * Safe between any other calls: what a sweep moves meanwhile only moves to keys the scan has not
+   * reached yet (a new layout's block keys sort after the old one's), and runs written after the run
+   * phase hold staged fingerprints, which the caller saw already.
+   */
+  warm(budgetMs: number): boolean {
+    if (!this.scan.step(performance.now() + budgetMs, (key, value) => this.warmKey(key, value))) return false;
+    if (this.onStored !== undefined) {
+      this.onStored = undefined;
+      // legacy keys are never written again: one complete scan without any settles it for good
+      if (this.legacy === 0 && !this.noLegacy) this.store.put(NO_LEGACY_KEY, Buffer.alloc(1));
+      this.noLegacy = this.legacy === 0;
+    }
+    return true;
+  }
+
+  /** True once every stored fingerprint went through `warm` (or `load`). */
+  get warmed(): boolean {
+    return this.scan.done;
   }
 
   /** Calls `each` for every stored fingerprint, as `load` does, without touching RAM state. */
   forEach(each: (bytes: Buffer, offset: number) => void): number {
-    return this.scan(each, false);
+    let calls = 0;
+    for (const [key, value] of this.store.range(ALL_FROM, ALL_TO)) {
+      if (key.length === 8) {
+        each(key, 0);
+        calls++;
+      } else if (isBlockKey(key) || isRunKey(key)) {
+        for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
+        calls += value.length >>> 3;
+      }
+    }
+    return calls;
   }
 
   /**
@@ -178,6 +261,7 @@ export class ExactFingerprints {
    * (staged ones included). Store reads: one batched read of the blocks needed.
    */
   contains(fps: Buffer, at: readonly number[]): boolean[] {
+    this.ensureRuns();
     const n = at.length;
     const out: boolean[] = new Array(n).fill(false);
     const blockIds: number[] = [];
@@ -223,7 +307,7 @@ export class ExactFingerprints {
       const block = blocks[slotOf[k]!];
       const o = 8 * at[w]!;
       if (block !== undefined && inSorted(block, u32(fps, o), u32(fps, o + 4))) out[w] = true;
-      else if (this.legacy > 0) legacyAsk.push(w);
+      else if (this.legacy > 0 || !(this.noLegacy || this.warmed)) legacyAsk.push(w);
     }
     if (legacyAsk.length > 0) {
       const found = this.store.getMany(legacyAsk.map((w) => fps.subarray(8 * at[w]!, 8 * at[w]! + 8)));
@@ -234,6 +318,7 @@ export class ExactFingerprints {
 
   /** Records the fingerprint at bytes offset..offset+8 of `fps` (copied): `contains` sees it at once; the store at the next `flush`. */
   stage(fps: Uint8Array, offset: number): void {
+    this.ensureRuns();
     this.unmerged.add(u32(fps, offset), u32(fps, offset + 4));
     if (this.staged.length < 8 * this.stagedCount + 8) {
       const grown = Buffer.allocUnsafe(2 * this.staged.length);
@@ -252,6 +337,8 @@ export class ExactFingerprints {
   flush(count: number): void {
     const staged = this.stagedCount;
     if (staged === 0) return;
+    // a sweep must see every unmerged fingerprint: it deletes the runs it merged
+    this.ensureRuns();
     this.stagedCount = 0;
     this.store.put(runKey(this.sweep.nextSeq), Buffer.from(this.staged.subarray(0, 8 * staged)));
     this.runs.push(this.sweep.nextSeq++);
@@ -275,33 +362,36 @@ export class ExactFingerprints {
       blockCacheBytes: this.cache.size,
       blockCacheHits: this.cache.hits,
       blockCacheMisses: this.cache.misses,
+      warming: !this.warmed,
+      warmKeys: this.scan.keys,
+      runsForced: this.runsForced,
     };
   }
 
-  private scan(each: (bytes: Buffer, offset: number) => void, loading: boolean): number {
-    let calls = 0;
-    for (const [key, value] of this.store.range(ALL_FROM, ALL_TO)) {
-      if (key.length === 8) {
-        each(key, 0);
-        calls++;
-        if (loading) this.legacy++;
-      } else if (isBlockKey(key)) {
-        for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
-        calls += value.length >>> 3;
-      } else if (isRunKey(key)) {
-        for (let o = 0; o + 8 <= value.length; o += 8) {
-          each(value, o);
-          if (loading) this.unmerged.add(value.readUInt32BE(o), value.readUInt32BE(o + 4));
-        }
-        calls += value.length >>> 3;
-        if (loading) {
-          const seq = runSeq(key);
-          this.runs.push(seq); // key order is sequence order
-          if (seq >= this.sweep.nextSeq) this.sweep.nextSeq = seq + 1;
-        }
+  /** One stored key of the warm scan: every fingerprint to `onStored`; runs also chained into RAM. */
+  private warmKey(key: Buffer, value: Buffer): void {
+    const each = this.onStored!;
+    if (key.length === 8) {
+      each(key, 0);
+      this.legacy++;
+    } else if (isBlockKey(key)) {
+      for (let o = 0; o + 8 <= value.length; o += 8) each(value, o);
+    } else if (isRunKey(key)) {
+      for (let o = 0; o + 8 <= value.length; o += 8) {
+        each(value, o);
+        this.unmerged.add(value.readUInt32BE(o), value.readUInt32BE(o + 4));
       }
+      const seq = runSeq(key);
+      this.runs.push(seq); // key order is sequence order
+      if (seq >= this.sweep.nextSeq) this.sweep.nextSeq = seq + 1;
     }
-    return calls;
+  }
+
+  /** Finishes the run phase of the warm scan: every unmerged fingerprint is then in RAM. */
+  private ensureRuns(): void {
+    if (this.scan.runsRead) return;
+    this.scan.finishRuns((key, value) => this.warmKey(key, value));
+    this.runsForced++;
   }
 
   /** Which stored block would hold a fingerprint whose top 32 bits are `h`: [bits, index]. */

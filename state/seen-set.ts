@@ -28,7 +28,7 @@ export interface SeenSetOptions {
 
 /** Gauges of one seen-set, as plain numbers for metrics. */
 export interface SeenSetStats {
-  /** Fingerprints recorded (those found at init plus those admitted since). */
+  /** Fingerprints recorded (those stored at init plus those admitted since; a store from before the count was kept: once warm). */
   readonly count: number;
   /** Bits of all the filter's segments. */
   readonly bloomBits: number;
@@ -46,16 +46,20 @@ export interface SeenSetStats {
   readonly warning: boolean;
   /** Segments added since the filter was built at `init()`: growth, never a scan of the store. */
   readonly rebuilds: number;
-  /** Fingerprints the Bloom called "maybe seen" that the store then confirmed or refuted. */
+  /** Fingerprints the Bloom called "maybe seen" that the store then confirmed or refuted (not those checked only because it was warming). */
   readonly storeChecks: number;
   /** Of those, the ones the store did not hold: Bloom false positives, admitted as new. */
   readonly bloomFalsePositives: number;
+  /** The filter is not yet filled from the store (`warm`): every check reads the exact layer. */
+  readonly warming: boolean;
+  /** Fingerprints checked against the exact layer only because the filter was warming (the filter had not got them). */
+  readonly warmChecks: number;
   /** The exact layer's runs, blocks and sweeps. */
   readonly exact: ExactLayerStats;
 }
 
 // not 8 bytes long, so never taken for a fingerprint: the count as of the last admit, which lets
-// init() size the filter before its one scan
+// init() size the filter before the warm steps scan the store
 const COUNT_KEY = Buffer.from('count');
 
 /**
@@ -64,8 +68,10 @@ const COUNT_KEY = Buffer.from('count');
  * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
- * The filter is built at `init()` from the stored fingerprints, sized for max(expectedCount,
- * 2 × stored), and grows by segments (`ScalableBloom`) as the partition does: never a rescan of
+ * The filter is sized at `init()` for max(expectedCount, 2 × stored) but filled afterwards, by
+ * bounded `warm` steps off the critical path (init reads O(1) keys; until the filter holds every
+ * stored fingerprint each check goes to the exact layer, so answers are exact throughout), and
+ * grows by segments (`ScalableBloom`) as the partition does: never a rescan of
  * the store while the crawl runs, never a size it cannot hold (a segment stays under 2^32 bits; a
  * larger count takes several). Bits set by writes the runtime later discards (a failed commit)
  * stay set: that only costs a store read, never a lost URL. After a failed commit the task must be
@@ -83,6 +89,11 @@ export class SeenSet {
   private recorded = 0;
   private storeChecks = 0;
   private falsePositives = 0;
+  // the filter does not yet hold every stored fingerprint: none may be taken as new on its word
+  private warming = false;
+  private found = 0;
+  private countKnown = true;
+  private warmChecks = 0;
 
   constructor(
     private readonly store: FingerprintStore,
@@ -95,15 +106,47 @@ export class SeenSet {
     this.exact = new ExactFingerprints(store, { ...options.exact, expectedCount: options.expectedCount });
   }
 
-  /** Loads the exact layer and builds the Bloom filter from every stored fingerprint. Call once before `admit`. */
+  /**
+   * Opens the set without reading any fingerprint (O(1) store reads: the count and the exact
+   * layer's layout record), with the filter sized as before but empty: the set is **warming**
+   * until `warm` steps have filled it. Call once before `admit`.
+   */
   init(): void {
     const raw = this.store.get(COUNT_KEY);
     const count = raw === undefined || raw.length !== 8 ? undefined : Number(raw.readBigUInt64BE(0));
     const bloom = new ScalableBloom(Math.max(this.expectedCount, 2 * (count ?? 0)), this.target, this.growFilter);
-    const stored = this.exact.load(count ?? 0, (bytes, offset) => bloom.add(bytes, offset));
     this.bloom = bloom;
-    // the count is written with every admit, so it is exact; a store without one counts its scan
-    this.recorded = count ?? stored;
+    this.exact.open(count ?? 0, (bytes, offset) => {
+      bloom.add(bytes, offset);
+      this.found++;
+    });
+    this.found = 0;
+    this.recorded = count ?? 0;
+    this.countKnown = count !== undefined;
+    this.warming = !this.exact.warmed;
+  }
+
+  /**
+   * Fills the filter from the store for about `budgetMs` (at least one store key per call, so
+   * `warm(0)` always progresses); returns true once it holds every fingerprint stored at `init`,
+   * from then on at once. Meant for a punctuator or the gaps between records: each call is bounded,
+   * so the task's thread (heartbeats, polls) is never held for long. Until then, answers are exact
+   * all the same: every fingerprint is checked against the exact layer, as "maybe seen" ones always
+   * are (one batched read per call). The exact layer's runs are read first; an `admit` or `has`
+   * before they all are reads the rest of them at once (see `ExactFingerprints.open`).
+   */
+  warm(budgetMs: number): boolean {
+    if (!this.warming) return true;
+    if (!this.exact.warm(budgetMs)) return false;
+    this.warming = false;
+    // a store without a count (written before there was one) counts its scan
+    if (!this.countKnown) this.recorded += this.found;
+    return true;
+  }
+
+  /** `warm` to the end at once: O(stored fingerprints). For tests, benches and tools. */
+  warmAll(): void {
+    this.warm(Infinity);
   }
 
   /**
@@ -121,10 +164,17 @@ export class SeenSet {
     const out: boolean[] = new Array(n);
     let admitted = 0;
     const maybe: number[] = [];
+    // while warming, "not in the filter" proves nothing: the filter's word only counts for stats
+    let bloomNew: boolean[] | undefined;
+    if (this.warming) bloomNew = [];
     for (let i = 0; i < n; i++) {
       // one hash for check and insert: a bit that was not set means "definitely new"
       if (this.bloom.add(fps, 8 * i)) {
         maybe.push(i);
+        bloomNew?.push(false);
+      } else if (bloomNew !== undefined) {
+        maybe.push(i);
+        bloomNew.push(true);
       } else {
         out[i] = true;
         this.exact.stage(fps, 8 * i);
@@ -134,7 +184,7 @@ export class SeenSet {
     if (maybe.length > 0) {
       // staged ones count as found, so a repeat of an earlier new one in this batch is seen
       const found = this.exact.contains(fps, maybe);
-      this.storeChecks += maybe.length;
+      this.countChecks(maybe.length, bloomNew);
       let admittedHere: Set<string> | undefined;
       for (let j = 0; j < maybe.length; j++) {
         const i = maybe[j]!;
@@ -150,7 +200,7 @@ export class SeenSet {
           continue;
         }
         admittedHere.add(key);
-        this.falsePositives++;
+        if (bloomNew?.[j] !== true) this.falsePositives++;
         out[i] = true;
         this.exact.stage(fps, 8 * i);
         admitted++;
@@ -159,7 +209,8 @@ export class SeenSet {
     if (admitted > 0) {
       this.recorded += admitted;
       this.exact.flush(this.recorded);
-      this.store.put(COUNT_KEY, countBytes(this.recorded));
+      // a store without a count (older versions) gets one once its scan has counted it
+      if (this.countKnown || !this.warming) this.store.put(COUNT_KEY, countBytes(this.recorded));
     }
     return out;
   }
@@ -169,14 +220,31 @@ export class SeenSet {
     const fps = packed(fingerprints);
     const out: boolean[] = new Array(fingerprints.length).fill(false);
     const maybe: number[] = [];
-    for (let i = 0; i < fingerprints.length; i++) if (this.bloom.mightContain(fps, 8 * i)) maybe.push(i);
+    const warming = this.warming;
+    const bloomNew: boolean[] = [];
+    for (let i = 0; i < fingerprints.length; i++) {
+      const might = this.bloom.mightContain(fps, 8 * i);
+      if (might || warming) {
+        maybe.push(i);
+        bloomNew.push(!might);
+      }
+    }
     const found = maybe.length === 0 ? [] : this.exact.contains(fps, maybe);
-    this.storeChecks += maybe.length;
+    this.countChecks(maybe.length, warming ? bloomNew : undefined);
     for (let j = 0; j < found.length; j++) {
       out[maybe[j]!] = found[j]!;
-      if (!found[j]) this.falsePositives++;
+      if (found[j]) continue;
+      if (!bloomNew[j]) this.falsePositives++;
     }
     return out;
+  }
+
+  /** Store checks the filter asked for, and those made only because it was warming. */
+  private countChecks(checked: number, bloomNew: readonly boolean[] | undefined): void {
+    let warmOnly = 0;
+    if (bloomNew !== undefined) for (const b of bloomNew) if (b) warmOnly++;
+    this.warmChecks += warmOnly;
+    this.storeChecks += checked - warmOnly;
   }
 
   stats(): SeenSetStats {
@@ -194,6 +262,8 @@ export class SeenSet {
       rebuilds: this.bloom.grown,
       storeChecks: this.storeChecks,
       bloomFalsePositives: this.falsePositives,
+      warming: this.warming,
+      warmChecks: this.warmChecks,
       exact: this.exact.stats(),
     };
   }

@@ -21,6 +21,13 @@ export type FrontierInput = LinkBatch | FetchResult | ControlCommand | PageRecor
 
 /** How often sites whose budget-deferred URLs wait for a new cycle are looked at. */
 const DEFERRED_CYCLE_CHECK_MS = 10_000;
+/**
+ * The seen-set's filter fills in slices of this long, one per this interval, until it holds every
+ * stored fingerprint: half the task's thread while it lasts, and no pause longer than a slice, far
+ * under a Kafka heartbeat interval and under the dispatcher's 20 ms tick.
+ */
+const SEEN_WARM_SLICE_MS = 5;
+const SEEN_WARM_EVERY_MS = 10;
 
 /**
  * The polite frontier of one site partition (Mercator): admitted URLs wait in priority-band front
@@ -69,6 +76,10 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
     context.schedule(1_000, () => reportFrontierGauges(p));
     context.registerQuery(SITE_QUERY, (site) => frontierSiteStatus(p, site));
     context.schedule(DEFERRED_CYCLE_CHECK_MS, (now) => this.flushed(() => this.intake.newCycles(now)));
+    // the seen-set opened without reading its fingerprints: fill its filter a slice at a time
+    const warming = context.schedule(SEEN_WARM_EVERY_MS, () => {
+      if (p.seenSet.warm(SEEN_WARM_SLICE_MS)) warming.cancel();
+    });
     this.flushed(() => this.intake.refill());
     reportFrontierGauges(p);
   }

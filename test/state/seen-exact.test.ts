@@ -147,6 +147,9 @@ test('exact layer: fingerprints stored one key each by earlier versions are stil
     const seen = new SeenSet(store, SMALL);
     seen.init();
     assert.equal(seen.stats().count, 500);
+    // while the filter warms, the old keys are asked for one by one (in one batched read)
+    assert.ok(seen.has(old).every(Boolean), 'seen while warming');
+    seen.warmAll();
     assert.equal(seen.stats().exact.legacy, 500);
     assert.ok(seen.has(old).every(Boolean));
     const mixed = [...old.slice(0, 100), ...Array.from({ length: 400 }, (_, i) => syntheticFingerprint(1_000 + i))];
