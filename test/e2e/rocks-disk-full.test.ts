@@ -135,6 +135,7 @@ for (const { which, sub } of [
       assert.ok(pauseLines.length > 0, `no line says what paused:\n${stderr}`);
       const who = pauseLines.map((l) => /"msg":"(.+?) paused: /.exec(l)?.[1]);
       assert.equal(new Set(who).size, who.length, `more than one pause line for one pause:\n${pauseLines.join('\n')}`);
+      t.diagnostic(`paused: ${who.join(', ')}`);
       assert.ok(
         lines.some((l) => / resumed after \d+ s paused \(disk-full\)/.test(l)),
         `no line says the crawl resumed:\n${stderr}`,
@@ -150,7 +151,11 @@ for (const { which, sub } of [
         [],
         'a URL has more than one page record',
       );
-      assert.deepEqual(new Set(counts.keys()), finallyFetchedUrls(web.requests(), web.port), 'fetched pages and page records differ');
+      assert.deepEqual(
+        new Set(counts.keys()),
+        finallyFetchedUrls(web.requests(), web.port),
+        'fetched pages and page records differ',
+      );
       assert.ok(counts.size > 40, `only ${counts.size} pages recorded`);
     },
   );

@@ -599,7 +599,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
       this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
     };
-    for (const t of this.tasks) if (!t.quarantined && !t.rewinding) report(taskIdString(t.task.id), t.state.db.memory());
+    for (const t of this.tasks)
+      if (!t.quarantined && !t.rewinding) report(taskIdString(t.task.id), t.state.db.memory());
     const log = this.log.memory();
     report('log', log);
     this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
