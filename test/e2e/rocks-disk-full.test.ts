@@ -113,7 +113,10 @@ for (const { which, sub } of [
       // several retries while the disk stays full: still live, not ready, not exited
       const pausedAt = Date.now();
       while (Date.now() - pausedAt < 7_000) {
-        const health = await fetch(`http://${address}/healthz`);
+        const health = await fetch(`http://${address}/healthz`).catch(async (err: unknown) => {
+          const r = await crawl.exited;
+          assert.fail(`the crawl exited (${r.code}/${r.signal}) while paused: ${String(err)}\n${stderr}`);
+        });
         const body = (await health.json()) as Health;
         assert.equal(health.status, 200, `/healthz failed while paused: ${JSON.stringify(body)}\n${stderr}`);
         assert.match(body.reason ?? '', /^paused: /, `no longer paused with the disk full: ${JSON.stringify(body)}`);

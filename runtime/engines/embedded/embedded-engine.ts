@@ -703,6 +703,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const open = this.tasks.find(
       (t) => t.task.id.subtopology === target.sub.id && t.task.id.partition === target.partition,
     );
+    // its stores may be closed (reopened after a full disk): a read of a closed RocksDB crashes the process
+    if (open?.rewinding)
+      return { kind: 'unavailable', partition: target.partition, reason: `task ${open.task.name} is being rewound` };
     return answerQuery(open?.task, target.partition, request);
   }
 

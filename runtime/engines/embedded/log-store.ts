@@ -114,10 +114,13 @@ export class EmbeddedLog {
    * and only a restart, which reads everything from the disk, goes on from there exactly.
    */
   async reopen(): Promise<void> {
-    const path = this.db.path;
+    const old = this.db;
+    // a closed native database must never be read (the binding's synchronous reads crash the
+    // process): until it is open again, every use of it throws
+    this.db = new ClosedRocks(old.path);
     // the close reports the write error that broke the database; the files are released all the same
-    await this.db.close().catch(() => undefined);
-    this.db = await openRocks(path, LOG_MEMORY);
+    await old.close().catch(() => undefined);
+    this.db = await openRocks(old.path, LOG_MEMORY);
     for (const [tp, end] of this.ends) {
       const [topic, partition] = tp.split('\u0000') as [string, string];
       const onDisk = this.storedEnd(topic, Number(partition));
@@ -280,6 +283,40 @@ export class EmbeddedLog {
   async close(): Promise<void> {
     this.listeners.clear();
     await this.db.close();
+  }
+}
+
+/** The log's database while it is closed between a failed write and its reopening. */
+class ClosedRocks implements RocksPort {
+  constructor(readonly path: string) {}
+
+  private closed(): never {
+    throw new CrawlError('CS_STORE', `the embedded log at ${this.path} is closed until it reopens on a disk with space`);
+  }
+
+  get(): Buffer | undefined {
+    return this.closed();
+  }
+  getMany(): (Buffer | undefined)[] {
+    return this.closed();
+  }
+  write(): void {
+    this.closed();
+  }
+  iterate(): IterableIterator<[Buffer, Buffer]> {
+    return this.closed();
+  }
+  deleteRange(): void {
+    this.closed();
+  }
+  property(): string | undefined {
+    return undefined;
+  }
+  memory(): RocksMemory {
+    return { memtables: 0, blockCache: 0, tableReaders: 0 };
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 }
 
