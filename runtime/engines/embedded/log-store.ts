@@ -291,7 +291,10 @@ class ClosedRocks implements RocksPort {
   constructor(readonly path: string) {}
 
   private closed(): never {
-    throw new CrawlError('CS_STORE', `the embedded log at ${this.path} is closed until it reopens on a disk with space`);
+    throw new CrawlError(
+      'CS_STORE',
+      `the embedded log at ${this.path} is closed until it reopens on a disk with space`,
+    );
   }
 
   get(): Buffer | undefined {
