@@ -48,7 +48,13 @@ for (const { which, sub } of [
       // taking writes for megabytes after the disk is full (a whole crawl writes about 1 MiB)
       const disk = join(data, sub);
       mountSmallDisk(disk, '4m');
+      let started: ReturnType<typeof startCli> | undefined;
       t.after(async () => {
+        // a failed assertion leaves the crawl running, and its open files keep the disk mounted
+        if (started !== undefined && started.child.exitCode === null && started.child.signalCode === null) {
+          started.child.kill('SIGKILL');
+          await started.exited;
+        }
         unmount(disk);
         await web.close();
         removeDir(dir);
@@ -66,6 +72,7 @@ for (const { which, sub } of [
           '10000',
         ]),
       );
+      started = crawl;
       let stderr = '';
       let address: string | undefined;
       crawl.child.stderr!.on('data', (d: Buffer) => {
