@@ -51,6 +51,11 @@ export class OutputCollector {
     this.collect(this.deadLetters.topic, 0, d.key, d.value, d.timestamp, d.headers);
   }
 
+  /** Gives back what `drain` handed to a commit that failed: ahead of what was collected since, in order. */
+  requeue(records: readonly OutputRecord[]): void {
+    if (records.length > 0) this.records = [...records, ...this.records];
+  }
+
   /** Everything collected, handed over to a commit; the collector starts empty again. */
   drain(): OutputRecord[] {
     const out = this.records;

@@ -56,20 +56,24 @@ export class TaskPauses {
    * turns false: the task is stopping, and its pause ends with it.
    */
   async wait(task: string, reason: PauseReason, err: Error, running: () => boolean): Promise<boolean> {
-    if (!this.paused.has(task)) {
-      this.paused.set(task, { reason, message: err.message, since: this.now() });
-      this.metrics.setGauge(M.tasksPaused, task, 1, reason);
-      this.logger.warn(
-        `${task} paused: ${err.message}; tried again every ${this.retryMs / 1000} s, nothing is dead-lettered`,
-        { reason },
-      );
-    }
+    this.mark(task, reason, err);
     const until = this.now() + this.retryMs;
     // short steps, so a stop never waits for a whole retry interval
     while (running() && this.now() < until) await new Promise((r) => setTimeout(r, Math.min(100, this.retryMs)));
     if (running()) return true;
     this.end(task);
     return false;
+  }
+
+  /** Marks `task` paused by `err` (logged the first time only) without waiting; `wait`, `resume` or `clear` go on from there. */
+  mark(task: string, reason: PauseReason, err: Error): void {
+    if (this.paused.has(task)) return;
+    this.paused.set(task, { reason, message: err.message, since: this.now() });
+    this.metrics.setGauge(M.tasksPaused, task, 1, reason);
+    this.logger.warn(
+      `${task} paused: ${err.message}; tried again every ${this.retryMs / 1000} s, nothing is dead-lettered`,
+      { reason },
+    );
   }
 
   /** The record `task` retried has succeeded: the task runs again (logged once). Cheap when it was not paused. */
@@ -93,6 +97,11 @@ export class TaskPauses {
     const [task, pause] = first;
     const others = this.paused.size - 1;
     return `paused: ${task}: ${pause.message}${others > 0 ? ` (and ${others} more)` : ''}`;
+  }
+
+  /** Ends `task`'s pause without a line: it stops, and its pause with it. */
+  clear(task: string): void {
+    this.end(task);
   }
 
   private end(task: string): void {

@@ -55,6 +55,17 @@ export async function rewindTask(
   await old.close();
   // after the processors' close, in case one wrote on its way out
   discardPending(state);
+  return initialized(build);
+}
+
+/**
+ * The task `build` returns, initialized over whatever stores it was built on: after `rewindTask`,
+ * or once a task's stores were closed and opened again (a RocksDB that refused writes on a full
+ * disk: the stores are restored from the changelogs up to the last commit, so the new task runs
+ * from its committed positions exactly as a rewound one). Throws what its `init` throws; the new
+ * task is then closed.
+ */
+export async function initialized(build: () => StreamTask): Promise<StreamTask> {
   const fresh = build();
   try {
     fresh.init();

@@ -34,7 +34,7 @@ import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
-import { PoisonRecords, rewindTask } from '../../task-rewind.js';
+import { initialized, PoisonRecords, rewindTask } from '../../task-rewind.js';
 import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 
 export interface EmbeddedEngineOptions {
@@ -48,10 +48,13 @@ export interface EmbeddedEngineOptions {
   readonly logger?: Logger;
 }
 
-/** A task of the engine: its state and collector for its life, its StreamTask and runner until it is rewound. */
+/**
+ * A task of the engine: its collector for its life, its state until its RocksDB refuses writes
+ * (a full disk: it is then opened again), its StreamTask and runner until it is rewound.
+ */
 interface OpenTask {
   readonly sub: Subtopology;
-  readonly state: LocalTaskState;
+  state: LocalTaskState;
   /** The task's outputs and dead letters since the last commit: a rewind throws them away. */
   readonly outputs: OutputCollector;
   readonly poison: PoisonRecords;
@@ -59,7 +62,7 @@ interface OpenTask {
   readonly punctuating: Set<Promise<void>>;
   task: StreamTask;
   runner: TaskRunner;
-  /** Set while the task is rewound (task-rewind.ts): commits and punctuation pass it by. */
+  /** Set while the task is rewound (task-rewind.ts) or its stores reopened: commits, punctuation and retention pass it by. */
   rewinding: Promise<void> | undefined;
   /** Set once its init or a punctuator threw (task-quarantine.ts): it takes no more work and commits nothing. */
   quarantined: QuarantinedTask | undefined;
@@ -92,6 +95,10 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private readonly directory: TaskDirectory;
   /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
   private readonly coLocated = new Map<string, unknown>();
+  /** Set while commits are paused by a full disk (`pauseCommits`): they are retried there, nowhere else. */
+  private recovering: Promise<void> | undefined;
+  /** Set once a write of the log failed: RocksDB refuses every write until it is reopened. */
+  private logBroken = false;
 
   constructor(
     private readonly topology: Topology,
@@ -180,18 +187,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   }
 
   private async openTask(sub: Subtopology, partition: number): Promise<OpenTask> {
-    const id = { subtopology: sub.id, partition };
-    const dir = this.directory.task(id);
-    const lifecycle = new TaskLifecycle(dir.name);
+    const lifecycle = new TaskLifecycle(this.directory.task({ subtopology: sub.id, partition }).name);
     lifecycle.to('restoring');
-    const source = EmbeddedChangelogSource.over(this.log, join(this.options.dataDir, 'log'));
-    const state = await openTaskState({ id, sub, topology: this.topology, dir, source, logger: this.logger });
-    try {
-      await restoreTaskState(state, source, { metrics: this.metrics, say: (l) => this.say(l) });
-    } catch (err) {
-      await closeTaskState(state);
-      throw err;
-    }
+    const state = await this.openState(sub, partition);
     const open = {
       sub,
       state,
@@ -206,6 +204,21 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     open.task = this.streamTask(open, lifecycle);
     open.runner = this.runnerOf(open);
     return open;
+  }
+
+  /** The stores of a task, opened and restored from the changelogs up to the last commit; nothing is left open on a failure. */
+  private async openState(sub: Subtopology, partition: number): Promise<LocalTaskState> {
+    const id = { subtopology: sub.id, partition };
+    const dir = this.directory.task(id);
+    const source = EmbeddedChangelogSource.over(this.log, join(this.options.dataDir, 'log'));
+    const state = await openTaskState({ id, sub, topology: this.topology, dir, source, logger: this.logger });
+    try {
+      await restoreTaskState(state, source, { metrics: this.metrics, say: (l) => this.say(l) });
+    } catch (err) {
+      await closeTaskState(state);
+      throw err;
+    }
+    return state;
   }
 
   /** A StreamTask for `open`'s partition over its stores, sending to its collector. */
@@ -270,8 +283,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.stopAlone(open, 'init', err);
       return;
     }
+    // its runner reads positions from the log: not while a full disk has it closed
+    await this.recovering;
     open.runner = this.runnerOf(open);
     this.say(`task ${open.task.name}: a record failed after it was processed in part; rewound to the last commit`);
+    if (this.recovering) open.runner.hold();
     if (this.state === 'running') open.runner.start();
     // the poison record comes round soon: its dead letter is committed before any other failure rewinds again
     this.requestCommit();
@@ -340,12 +356,16 @@ export class EmbeddedEngine extends EngineBase implements Engine {
 
   private commitOrDie(): void {
     if (this.state !== 'running' && this.state !== 'stopping') return;
+    // paused by a full disk: the pause retries the commit, and a stop leaves it to the restart
+    if (this.recovering || this.logBroken) return;
     const started = process.hrtime.bigint();
     try {
       this.commit();
     } catch (err) {
       this.metrics.inc(M.commitsAborted);
-      void this.fail(err);
+      const reason = resourceFault(err);
+      if (reason !== undefined && this.state === 'running') this.pauseCommits(err as Error);
+      else void this.fail(err);
       return;
     }
     this.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
@@ -354,33 +374,164 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   /**
    * One atomic commit of every task: outputs, changelog records and input positions in one fsynced
    * batch; then local stores apply their writes. Synchronous, so no record is half-way through it.
+   *
+   * When the batch fails nothing of it is durable: what it took (outputs, commit waiters) is given
+   * back and the stores keep their pending writes, so the next commit holds it all again, with
+   * what was done since; a write failure marks the log broken (`logBroken`). When a task's stores
+   * fail to apply a durable commit with a full disk, the commit stands (its changelog records are
+   * in the log) and the task's stores are opened again and restored (`storesFailed`).
    */
   private commit(): void {
     const waiters = this.commitWaiters;
     this.commitWaiters = [];
-    const out: OutputRecord[] = this.produced.drain();
+    const produced = this.produced.drain();
+    const out: OutputRecord[] = [...produced];
+    const taken: [OpenTask, OutputRecord[]][] = [];
     const positions: Position[] = [];
-    const prepared: PreparedCommit[] = [];
+    const prepared: [OpenTask, PreparedCommit][] = [];
     const now = Date.now();
-    for (const t of this.tasks) {
-      // a task being rewound or quarantined has nothing to commit: what it did since the last commit is thrown away
-      if (t.rewinding || t.quarantined) continue;
-      for (const r of t.outputs.drain()) out.push(r);
-      const commit = prepareCommit(t.state, t.task.id.partition, now);
-      for (const r of commit.records) out.push(r);
-      prepared.push(commit);
-      for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
-      t.task.commitRequested = false;
+    let bases: Map<string, number>;
+    let writing = false;
+    try {
+      for (const t of this.tasks) {
+        // a task being rewound, quarantined or closed (its stores' reopening given up) has nothing to
+        // commit: what it did since the last commit is thrown away
+        if (t.rewinding || t.quarantined || t.closed) continue;
+        const outputs = t.outputs.drain();
+        taken.push([t, outputs]);
+        for (const r of outputs) out.push(r);
+        const commit = prepareCommit(t.state, t.task.id.partition, now);
+        for (const r of commit.records) out.push(r);
+        prepared.push([t, commit]);
+        for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
+      }
+      writing = true;
+      bases = this.log.commit(appendsOf(out), positions);
+    } catch (err) {
+      this.produced.requeue(produced);
+      for (const [t, outputs] of taken) t.outputs.requeue(outputs);
+      this.commitWaiters = [...waiters, ...this.commitWaiters];
+      if (writing && resourceFault(err) !== undefined) this.logBroken = true;
+      throw err;
     }
-    const bases = this.log.commit(appendsOf(out), positions);
+    for (const [t] of prepared) t.task.commitRequested = false;
     // what each group has yet to read, as the Kafka engine reports from its fetches
     for (const p of positions) {
       const lag = Math.max(0, this.log.endOffset(p.topic, p.partition) - p.offset);
       this.metrics.setGauge(M.consumerLag, p.group, lag, `${p.topic},${p.partition}`);
     }
-    for (const commit of prepared) applyCommitted(commit, bases);
+    const failed: [OpenTask, Error][] = [];
+    for (const [t, commit] of prepared) {
+      try {
+        applyCommitted(commit, bases);
+      } catch (err) {
+        if (resourceFault(err) === undefined) throw err;
+        failed.push([t, err as Error]);
+      }
+    }
     this.metrics.inc(M.commits);
     for (const w of waiters) w();
+    for (const [t, err] of failed) this.storesFailed(t, err);
+  }
+
+  /**
+   * A commit failed with a full disk (the log's write, or a WARC flush): every task is held (it
+   * takes no more records, as nothing can be committed) and the commit is retried every
+   * PAUSE_RETRY_MS, the log reopened first when its write failed. Paused meanwhile: `/healthz` live
+   * and not ready, `crawlstream_tasks_paused{reason="disk-full"}`, one line each way.
+   */
+  private pauseCommits(err: Error): void {
+    if (this.recovering) return;
+    for (const t of this.tasks) t.runner.hold();
+    this.recovering = this.recoverCommits(err)
+      .catch((e: unknown) => void this.fail(e))
+      .finally(() => (this.recovering = undefined));
+  }
+
+  private async recoverCommits(err: Error): Promise<void> {
+    const what = "the engine's commits";
+    let fault = err;
+    for (;;) {
+      if (!(await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running'))) return;
+      try {
+        if (this.logBroken) {
+          await this.log.reopen();
+          this.logBroken = false;
+        }
+        // the retried commit is also the probe: it writes (fsynced) to the reopened log
+        this.commit();
+        break;
+      } catch (e) {
+        if (resourceFault(e) === undefined) throw e;
+        this.metrics.inc(M.commitsAborted);
+        fault = e as Error;
+      }
+    }
+    this.pauses.resume(what);
+    for (const t of this.tasks) t.runner.release();
+  }
+
+  /**
+   * `open`'s stores failed to apply a durable commit with a full disk: its RocksDB refuses every
+   * write now. The task stops taking records; once those in flight have finished, its work since
+   * the commit is thrown away, its processors and stores are closed, and every PAUSE_RETRY_MS its
+   * stores are opened again, restored from the changelogs up to the last commit (which holds what
+   * the failed write lacked) and probed with an fsynced write; then the task runs again from its
+   * committed positions, as after a rewind (task-rewind.ts). Paused meanwhile, the others go on.
+   */
+  private storesFailed(open: OpenTask, err: Error): void {
+    if (open.quarantined || open.rewinding) return;
+    open.runner.halt();
+    open.rewinding = this.reopenStores(open, err)
+      .catch((e: unknown) => void this.fail(e))
+      .finally(() => (open.rewinding = undefined));
+  }
+
+  private async reopenStores(open: OpenTask, err: Error): Promise<void> {
+    await open.runner.quiesce();
+    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
+    if (this.state === 'stopped' || open.quarantined) return;
+    open.outputs.drain();
+    discardPending(open.state);
+    await open.task.close().catch(() => undefined);
+    const partition = open.state.id.partition;
+    const what = `task ${open.task.name}`;
+    // the close reports the write error that broke the database; its files are released all the same
+    await closeTaskState(open.state).catch(() => undefined);
+    let fault = err;
+    for (;;) {
+      if (!(await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running'))) {
+        open.closed = true;
+        return;
+      }
+      // the restore reads the log: not while it is being reopened
+      if (this.logBroken) continue;
+      let state: LocalTaskState | undefined;
+      try {
+        state = await this.openState(open.sub, partition);
+        state.db.write([{ key: PROBE_KEY, value: null }], { sync: true });
+        open.state = state;
+        break;
+      } catch (e) {
+        if (state !== undefined) await closeTaskState(state).catch(() => undefined);
+        if (resourceFault(e) === undefined) throw e;
+        fault = e as Error;
+      }
+    }
+    try {
+      open.task = await initialized(() => this.streamTask(open));
+    } catch (e) {
+      // as after a rewind: the new task's init threw, and the task is quarantined
+      this.pauses.clear(what);
+      this.stopAlone(open, 'init', e);
+      return;
+    }
+    open.runner = this.runnerOf(open);
+    this.pauses.resume(what);
+    this.say(`${what}: its stores reopened after a full disk; it runs again from the last commit`);
+    if (this.recovering) open.runner.hold();
+    if (this.state === 'running') open.runner.start();
+    this.requestCommit();
   }
 
   private punctuate(): void {
@@ -408,6 +559,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    * are kept), and compacts changelogs that have grown (changelog-compactor.ts).
    */
   private retention(): void {
+    // its deletes would fail too, and a failed one breaks the log
+    if (this.recovering || this.logBroken) return;
     const floors = new Map<string, number>();
     for (const t of this.tasks) {
       for (const p of t.runner.positions.values()) {
@@ -425,7 +578,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       }
       const compacted = this.compactor.compactDue(
         this.tasks.flatMap((t) =>
-          (t.quarantined ? [] : t.state.changelogged).map(({ store, topic }) => ({
+          (t.quarantined || t.rewinding ? [] : t.state.changelogged).map(({ store, topic }) => ({
             store,
             topic,
             partition: t.task.id.partition,
@@ -446,7 +599,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
       this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
     };
-    for (const t of this.tasks) if (!t.quarantined) report(taskIdString(t.task.id), t.state.db.memory());
+    for (const t of this.tasks)
+      if (!t.quarantined && !t.rewinding) report(taskIdString(t.task.id), t.state.db.memory());
     const log = this.log.memory();
     report('log', log);
     this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
@@ -454,6 +608,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
 
   isIdle(): boolean {
     if (this.state !== 'running') return false;
+    // a commit is owed: the last one failed on a full disk
+    if (this.recovering || this.logBroken) return false;
     if (this.produced.size > 0) return false;
     for (const t of this.tasks) {
       // a quarantined task takes no more work until a restart: waiting for it would never end
@@ -470,6 +626,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
     // a rewind under way reopens its task (not started): the last commit then holds none of its thrown-away work
     await this.rewindsSettled();
+    // a commit paused by a full disk gives up: its work is redone after a restart
+    await this.recovering;
     for (const t of this.tasks) t.task.suspend();
     this.commitOrDie();
     await this.shutdown();
@@ -492,8 +650,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
     await this.rewindsSettled();
+    await this.recovering;
     for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
-    await this.log?.close();
+    // a log whose write failed reports that failure on its close: nothing is lost by it
+    if (this.logBroken) await this.log?.close().catch(() => undefined);
+    else await this.log?.close();
   }
 
   /**
@@ -542,6 +703,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const open = this.tasks.find(
       (t) => t.task.id.subtopology === target.sub.id && t.task.id.partition === target.partition,
     );
+    // its stores may be closed (reopened after a full disk): a read of a closed RocksDB crashes the process
+    if (open?.rewinding)
+      return { kind: 'unavailable', partition: target.partition, reason: `task ${open.task.name} is being rewound` };
     return answerQuery(open?.task, target.partition, request);
   }
 
@@ -549,6 +713,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     return this.tasks.map((t) => (t.quarantined ? { ...statusOf(t.task), state: 'quarantined' } : statusOf(t.task)));
   }
 }
+
+/** Written (a delete of a key no store uses, fsynced) to probe a reopened task database for space. */
+const PROBE_KEY = Buffer.from('\u0000probe');
 
 /** The outputs and changelog records of a commit, grouped by topic partition (order kept) as the log appends them. */
 function appendsOf(records: readonly OutputRecord[]): Append[] {

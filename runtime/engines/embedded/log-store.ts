@@ -52,7 +52,7 @@ export class EmbeddedLog {
   private readonly listeners = new Set<(topic: string, partition: number) => void>();
   private readonly tail = new TailCache();
 
-  private constructor(private readonly db: RocksPort) {}
+  private constructor(private db: RocksPort) {}
 
   /** What the log holds in memory: RocksDB's own figures and the tail cache's bytes. */
   memory(): RocksMemory & { tail: number } {
@@ -84,15 +84,51 @@ export class EmbeddedLog {
       const tp = tpKey(topic, p);
       const prefix = recordPrefix(topic, p);
       const upper = recordPrefix(topic, p + 1);
-      // the stored end survives retention deleting every record of the partition
-      const storedEnd = this.db.get(endKey(topic, p));
-      let end = storedEnd === undefined ? 0 : Number(storedEnd.readBigUInt64BE(0));
-      for (const [k] of this.db.iterate(prefix, upper, { reverse: true, limit: 1 }))
-        end = Math.max(end, Number(k.readBigUInt64BE(k.length - 8)) + 1);
+      const end = this.storedEnd(topic, p);
       let start = end;
       for (const [k] of this.db.iterate(prefix, upper, { limit: 1 })) start = Number(k.readBigUInt64BE(k.length - 8));
       this.ends.set(tp, end);
       this.starts.set(tp, start);
+    }
+  }
+
+  /** Where the partition ends on disk: its stored end, or past its last record. */
+  private storedEnd(topic: string, partition: number): number {
+    // the stored end survives retention deleting every record of the partition
+    const storedEnd = this.db.get(endKey(topic, partition));
+    let end = storedEnd === undefined ? 0 : Number(storedEnd.readBigUInt64BE(0));
+    for (const [k] of this.db.iterate(recordPrefix(topic, partition), recordPrefix(topic, partition + 1), {
+      reverse: true,
+      limit: 1,
+    }))
+      end = Math.max(end, Number(k.readBigUInt64BE(k.length - 8)) + 1);
+    return end;
+  }
+
+  /**
+   * Closes the database and opens it again. After a write failed on a full disk RocksDB refuses
+   * every write until it is reopened; reopening replays its WAL, which keeps every write that
+   * succeeded and drops the failed one. Throws CS_DISK_FULL while the disk is still full (the log
+   * is then closed: reopen again), and CS_INTERNAL when a partition ends elsewhere on disk than in
+   * memory: a commit reported failed was durable after all (its fsync failed after its append),
+   * and only a restart, which reads everything from the disk, goes on from there exactly.
+   */
+  async reopen(): Promise<void> {
+    const old = this.db;
+    // a closed native database must never be read (the binding's synchronous reads crash the
+    // process): until it is open again, every use of it throws
+    this.db = new ClosedRocks(old.path);
+    // the close reports the write error that broke the database; the files are released all the same
+    await old.close().catch(() => undefined);
+    this.db = await openRocks(old.path, LOG_MEMORY);
+    for (const [tp, end] of this.ends) {
+      const [topic, partition] = tp.split('\u0000') as [string, string];
+      const onDisk = this.storedEnd(topic, Number(partition));
+      if (onDisk !== end)
+        throw new CrawlError(
+          'CS_INTERNAL',
+          `the embedded log reopened with ${topic}-${partition} ending at ${onDisk}, not ${end}: a commit that failed was written after all; restart to go on from what the disk holds`,
+        );
     }
   }
 
@@ -247,6 +283,43 @@ export class EmbeddedLog {
   async close(): Promise<void> {
     this.listeners.clear();
     await this.db.close();
+  }
+}
+
+/** The log's database while it is closed between a failed write and its reopening. */
+class ClosedRocks implements RocksPort {
+  constructor(readonly path: string) {}
+
+  private closed(): never {
+    throw new CrawlError(
+      'CS_STORE',
+      `the embedded log at ${this.path} is closed until it reopens on a disk with space`,
+    );
+  }
+
+  get(): Buffer | undefined {
+    return this.closed();
+  }
+  getMany(): (Buffer | undefined)[] {
+    return this.closed();
+  }
+  write(): void {
+    this.closed();
+  }
+  iterate(): IterableIterator<[Buffer, Buffer]> {
+    return this.closed();
+  }
+  deleteRange(): void {
+    this.closed();
+  }
+  property(): string | undefined {
+    return undefined;
+  }
+  memory(): RocksMemory {
+    return { memtables: 0, blockCache: 0, tableReaders: 0 };
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 }
 

@@ -32,6 +32,11 @@ export class TaskRunner {
   private wake: (() => void) | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
+  /** Set while the engine holds the runner (`hold`): it takes no records until `release`. */
+  private held = false;
+  /** Resolves once the runner is halted or stopped: a wait for a commit ends there too. */
+  private readonly halted: Promise<void>;
+  private onHalt!: () => void;
 
   constructor(
     readonly task: StreamTask,
@@ -52,6 +57,7 @@ export class TaskRunner {
       host.pauses,
       poison,
     );
+    this.halted = new Promise((resolve) => (this.onHalt = resolve));
     for (const topic of task.subtopology.sourceTopics) {
       const partition = task.id.partition;
       const committed = host.log.committedPosition(group, topic, partition);
@@ -69,6 +75,22 @@ export class TaskRunner {
   /** Stops at once, without waiting: the engine is failing and nothing more may be processed. */
   halt(): void {
     this.running = false;
+    this.onHalt();
+    this.notify();
+  }
+
+  /**
+   * Takes no more records until `release`: the engine cannot commit (its log's disk is full), so
+   * work would only pile up in memory. Records started go on to their end; an 'after' batch stops
+   * between records, the rest read again after the release. Positions stay as they are.
+   */
+  hold(): void {
+    this.held = true;
+  }
+
+  /** Ends a `hold`: the runner reads from its positions again. */
+  release(): void {
+    this.held = false;
     this.notify();
   }
 
@@ -89,6 +111,7 @@ export class TaskRunner {
   /** Stops reading; resolves when the loop has ended and work in flight has finished (or `graceMs` passed). */
   async stop(graceMs: number): Promise<void> {
     this.running = false;
+    this.onHalt();
     this.notify();
     await this.loop;
     await graceWait(() => this.busy(), graceMs);
@@ -110,7 +133,12 @@ export class TaskRunner {
   }
 
   private async run(): Promise<void> {
+    const taking = () => this.running && !this.held;
     while (this.running) {
+      if (this.held) {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        continue;
+      }
       const records = this.poll();
       if (records.length === 0) {
         await new Promise<void>((resolve) => {
@@ -121,7 +149,7 @@ export class TaskRunner {
         continue;
       }
       if (this.task.commitInputs === 'before') await this.runBefore(records);
-      else await this.driver.processInOrder(records, () => this.running);
+      else await this.driver.processInOrder(records, taking);
       // let commits, punctuators and I/O run between batches
       await new Promise((r) => setImmediate(r));
     }
@@ -131,8 +159,9 @@ export class TaskRunner {
     for (const r of records) this.advance(r);
     this.waiting += records.length;
     this.host.requestCommit();
-    // positions must be durable before any fetch starts, so a crash can never repeat one
-    await this.host.nextCommit();
+    // positions must be durable before any fetch starts, so a crash can never repeat one; a
+    // halt ends the wait (a stop while the engine cannot commit), and then none is started
+    await Promise.race([this.host.nextCommit(), this.halted]);
     this.waiting -= records.length;
     await this.driver.startConcurrently(records, () => this.running);
   }
