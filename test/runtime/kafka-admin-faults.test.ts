@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import kafkajs, { type Admin } from 'kafkajs';
-import { KafkaAdmin, isTransientFault } from '../../runtime/engines/kafka/kafka-admin.js';
+import { KafkaAdmin } from '../../runtime/engines/kafka/kafka-admin.js';
+import { isTransientFault } from '../../runtime/engines/kafka/kafka-common.js';
 import { isCrawlError } from '../../core/errors.js';
 
 const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSSASLAuthenticationError } =

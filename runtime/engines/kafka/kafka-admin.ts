@@ -1,5 +1,5 @@
 import type { Admin } from 'kafkajs';
-import { kafkaError, type TopicDefinition } from './kafka-common.js';
+import { isTransientFault, kafkaError, type TopicDefinition } from './kafka-common.js';
 
 /** How long a read waits out a broker fault (a broker down among several, a leader moving) before failing. */
 const TRANSIENT_FAULT_MS = 60_000;
@@ -170,29 +170,4 @@ export class KafkaAdmin {
     this.onClose();
     await this.admin.disconnect();
   }
-}
-
-/** kafkajs' names of faults that a broker's restart or a moving leader causes, whatever their `retriable`. */
-const TRANSIENT = new Set([
-  'KafkaJSConnectionError',
-  'KafkaJSConnectionClosedError',
-  'KafkaJSRequestTimeoutError',
-  'KafkaJSBrokerNotFound',
-  'KafkaJSMetadataNotLoaded',
-]);
-
-/**
- * A broker fault that asking again may cure: a connection-class error, or one kafkajs marks
- * retriable, also when it reached us as its retries spent. An authentication or authorization
- * failure, a bad request, an unknown error or a topic that does not exist (kafkajs calls that
- * retriable: a new topic's metadata may lag; callers that create topics wait for them apart) is not.
- */
-export function isTransientFault(err: unknown): boolean {
-  type Fault = { name?: string; type?: string; retriable?: boolean; cause?: unknown };
-  for (let e = err as Fault | undefined; e; e = e.cause as Fault | undefined) {
-    if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return false;
-    if (TRANSIENT.has(e.name ?? '') || e.retriable === true) return true;
-    if (e.name !== 'KafkaJSNumberOfRetriesExceeded') return false;
-  }
-  return false;
 }

@@ -72,6 +72,31 @@ export function kafkaFaultCode(err: unknown): 'CS_KAFKA' | 'CS_FENCED' | undefin
   return /^KafkaJS/.test((err as Error | undefined)?.name ?? '') ? 'CS_KAFKA' : undefined;
 }
 
+/** kafkajs' names of faults that a broker's restart or a moving leader causes, whatever their `retriable`. */
+const TRANSIENT = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSMetadataNotLoaded',
+]);
+
+/**
+ * A broker fault that asking again may cure: a connection-class error, or one kafkajs marks
+ * retriable, also when it reached us as its retries spent. An authentication or authorization
+ * failure, a bad request, an unknown error or a topic that does not exist (kafkajs calls that
+ * retriable: a new topic's metadata may lag; callers that create topics wait for them apart) is not.
+ */
+export function isTransientFault(err: unknown): boolean {
+  type Fault = { name?: string; type?: string; retriable?: boolean; cause?: unknown };
+  for (let e = err as Fault | undefined; e; e = e.cause as Fault | undefined) {
+    if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return false;
+    if (TRANSIENT.has(e.name ?? '') || e.retriable === true) return true;
+    if (e.name !== 'KafkaJSNumberOfRetriesExceeded') return false;
+  }
+  return false;
+}
+
 /** The most bytes of keys, values and headers one produce request of a commit carries (one larger record goes alone). */
 export const SEND_CHUNK_BYTES = 512 * 1024;
 
