@@ -83,61 +83,65 @@ async function metric(role: Role, sample: string): Promise<number> {
   return sampleSum(parseExposition(await (await fetch(`http://${role.ops}/metrics`)).text()), sample);
 }
 
-test(
-  "on Kafka, a fetcher whose clock runs 3 s ahead of the frontier's fetches every page of hosts sharing one address, politely, dropping no lease as late",
-  { timeout: 420_000 },
-  async (t) => {
-    const { brokers, registry } = kafkaInfra();
-    const appId = `clock-skew-${RUN}`;
-    const sites = ['a', 'b', 'c', 'd'].map((s) => flatSite(`${s}.skew.test`));
-    const web = await SyntheticWeb.start({ sites });
-    const dir = tempDir('kafka-clock-skew');
-    const skewModule = join(dir, 'skew.mjs');
-    writeFileSync(skewModule, SKEW_MODULE);
-    const roles: Role[] = [];
-    try {
-      await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers, '--app-id', appId]);
-      const kafka = ['--brokers', brokers, '--registry', registry, '--app-id', appId];
-      await run(process.execPath, [CLI, 'inject', '--seeds', writeSeeds(dir, web.seedUrls()), ...kafka]);
-      const extra = [...LOOPBACK_WEB_ARGS, ...crawlerAddressArgs(sites), '--quiet', '--fetch-timeout', '3000'];
-      const args = (role: string) => runArgs(role, join(dir, role), brokers, registry, extra, appId);
-      roles.push(launch('frontier', args('frontier')), launch('parser', args('parser')));
-      const fetcher = launch('fetcher', args('fetcher'), {
-        NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import ${pathToFileURL(skewModule).href}`.trim(),
-        CRAWLSTREAM_TEST_CLOCK_SKEW_MS: '3000',
-      });
-      roles.push(fetcher);
+// 3 s ahead: past every start window, within the 5 s a fetcher may run ahead; 10 s behind: past a
+// shared address's lease window, the 3 s fetch timeout and the 5 s grace, when the frontier gives a lease up
+for (const skewMs of [3_000, -10_000]) {
+  test(
+    `on Kafka, a fetcher whose clock runs ${Math.abs(skewMs) / 1000} s ${skewMs > 0 ? 'ahead of' : 'behind'} the frontier's fetches every page of hosts sharing one address, politely, dropping no lease as late and answering every one before the frontier gives it up`,
+    { timeout: 420_000 },
+    async (t) => {
+      const { brokers, registry } = kafkaInfra();
+      const appId = `clock-skew-${skewMs > 0 ? 'ahead' : 'behind'}-${RUN}`;
+      const sites = ['a', 'b', 'c', 'd'].map((s) => flatSite(`${s}.skew.test`));
+      const web = await SyntheticWeb.start({ sites });
+      const dir = tempDir('kafka-clock-skew');
+      const skewModule = join(dir, 'skew.mjs');
+      writeFileSync(skewModule, SKEW_MODULE);
+      const roles: Role[] = [];
+      try {
+        await run(process.execPath, [CLI, 'topics', 'create', '--brokers', brokers, '--app-id', appId]);
+        const kafka = ['--brokers', brokers, '--registry', registry, '--app-id', appId];
+        await run(process.execPath, [CLI, 'inject', '--seeds', writeSeeds(dir, web.seedUrls()), ...kafka]);
+        const extra = [...LOOPBACK_WEB_ARGS, ...crawlerAddressArgs(sites), '--quiet', '--fetch-timeout', '3000'];
+        const args = (role: string) => runArgs(role, join(dir, role), brokers, registry, extra, appId);
+        roles.push(launch('frontier', args('frontier')), launch('parser', args('parser')));
+        const fetcher = launch('fetcher', args('fetcher'), {
+          NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import ${pathToFileURL(skewModule).href}`.trim(),
+          CRAWLSTREAM_TEST_CLOCK_SKEW_MS: String(skewMs),
+        });
+        roles.push(fetcher);
 
-      const expected = sites.flatMap((s) => Object.keys(s.pages).map((p) => `${s.host}${p}`));
-      const missing = () => {
-        const requested = new Set(web.requests().map((e) => `${e.host}${e.path}`));
-        return expected.filter((u) => !requested.has(u));
-      };
-      const began = Date.now();
-      // every page, or long past what the crawl takes with agreeing clocks (under a minute here)
-      while (missing().length > 0 && Date.now() - began < 180_000) {
-        for (const r of roles)
-          if (r.child.exitCode !== null) assert.fail(`${r.name} exited:\n${(await r.exited).stderr.slice(-4000)}`);
-        await sleep(1_000);
+        const expected = sites.flatMap((s) => Object.keys(s.pages).map((p) => `${s.host}${p}`));
+        const missing = () => {
+          const requested = new Set(web.requests().map((e) => `${e.host}${e.path}`));
+          return expected.filter((u) => !requested.has(u));
+        };
+        const began = Date.now();
+        // every page, or long past what the crawl takes with agreeing clocks (under a minute here)
+        while (missing().length > 0 && Date.now() - began < 180_000) {
+          for (const r of roles)
+            if (r.child.exitCode !== null) assert.fail(`${r.name} exited:\n${(await r.exited).stderr.slice(-4000)}`);
+          await sleep(1_000);
+        }
+        t.diagnostic(`${web.requests().length} requests in ${Date.now() - began} ms`);
+        const droppedLate = await metric(fetcher, 'crawlstream_leases_dropped_late_total');
+        const expired = await metric(roles[0]!, 'crawlstream_leases_expired_total');
+        for (const r of roles) r.child.kill('SIGTERM');
+        const ends = await Promise.all(roles.map((r) => r.exited));
+
+        assert.deepEqual(missing(), [], `pages never requested; the fetcher dropped ${droppedLate} leases as late`);
+        assert.equal(droppedLate, 0, 'leases dropped as late by the fetcher');
+        assert.equal(expired, 0, 'leases the frontier gave up on');
+        const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
+        assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+        for (const [i, e] of ends.entries())
+          assert.equal(e.code, 0, `${roles[i]!.name} exited ${e.code}/${e.signal}\n${e.stderr.slice(-4000)}`);
+      } finally {
+        for (const r of roles) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+        await Promise.all(roles.map((r) => r.exited));
+        await web.close();
+        removeDir(dir);
       }
-      t.diagnostic(`${web.requests().length} requests in ${Date.now() - began} ms`);
-      const droppedLate = await metric(fetcher, 'crawlstream_leases_dropped_late_total');
-      const expired = await metric(roles[0]!, 'crawlstream_leases_expired_total');
-      for (const r of roles) r.child.kill('SIGTERM');
-      const ends = await Promise.all(roles.map((r) => r.exited));
-
-      assert.deepEqual(missing(), [], `pages never requested; the fetcher dropped ${droppedLate} leases as late`);
-      assert.equal(droppedLate, 0, 'leases dropped as late by the fetcher');
-      assert.equal(expired, 0, 'leases the frontier gave up on');
-      const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
-      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
-      for (const [i, e] of ends.entries())
-        assert.equal(e.code, 0, `${roles[i]!.name} exited ${e.code}/${e.signal}\n${e.stderr.slice(-4000)}`);
-    } finally {
-      for (const r of roles) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
-      await Promise.all(roles.map((r) => r.exited));
-      await web.close();
-      removeDir(dir);
-    }
-  },
-);
+    },
+  );
+}
