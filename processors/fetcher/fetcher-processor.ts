@@ -7,6 +7,8 @@ import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
+import { LeaseClock } from './lease-clock.js';
+import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
 import { AcceptTypes } from '../common/accept-types.js';
@@ -26,12 +28,13 @@ const RECENT_LEASES = 10_000;
 const LEASE_ID_OVERHEAD = 64;
 
 /**
- * Stateless fetcher: waits for the lease's notBefore, then turns each lease into exactly one fetch result (to the frontier) and exactly
+ * Stateless fetcher: waits for the lease's notBefore (on the issuing frontier's clock, as the task's
+ * LeaseClock estimates it: fetcher and frontier may run on machines whose clocks disagree), then turns each lease into exactly one fetch result (to the frontier) and exactly
  * one fetched record (to the parser, which archives every one in WARC and publishes PAGE kinds). A fetched
  * 2xx page body carries its payload digest, which is also its key (see schemas/fetched-page.avsc).
  * This holds for every outcome: a response, a failure (status 0 and an error code), and a lease
  * whose not-after deadline has passed, which is dropped unfetched as CS_LEASE_EXPIRED so a backlog
- * of requests can never burst a host. A lease from an older frontier owner epoch than one this
+ * of requests can never burst a host. Every time a result reports is on the frontier's clock too. A lease from an older frontier owner epoch than one this
  * task has already seen (the partition moved to a new owner) is dropped the same way.
  *
  * The lease's `ifNoneMatch` / `ifModifiedSince` are sent as conditional headers; a 304 is an
@@ -54,6 +57,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private readonly waits = new LeaseWaits();
   /** The per-IP gap at the wire: shared by the process's fetcher tasks when the engine runs them all. */
   private gate!: WireGate;
+  /** The issuing frontier's clock, estimated from the leases of this task's partition. */
+  private readonly clock = new LeaseClock();
 
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
@@ -96,18 +101,30 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const owner = String(this.ctx.taskId.partition);
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
-    if (req.ownerEpoch > this.newestEpoch) this.newestEpoch = req.ownerEpoch;
+    // a newer owner may run on another machine: its clock is learnt afresh; a stale lease's times
+    // are on its old owner's clock and teach nothing
+    if (req.ownerEpoch > this.newestEpoch) {
+      this.newestEpoch = req.ownerEpoch;
+      this.clock.reset();
+    }
+    if (req.ownerEpoch === this.newestEpoch) this.clock.observe(req.issuedAt);
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
-    // (looped: timers may fire a millisecond early)
-    for (let early = (req.notBefore ?? 0) - Date.now(); early > 0; early = req.notBefore - Date.now())
+    // (looped: timers may fire a millisecond early, and the offset may move while waiting)
+    for (let early = this.untilDue(req); early > 0; early = this.untilDue(req))
       if (!(await this.waits.wait(early))) break;
     // closed while waiting (or before): the task's last commit is done, so a result could never be
     // committed; no request is sent, and the frontier's lease expiry issues the URL again
     if (this.waits.closed) return;
-    const now = Date.now();
-    if (now > req.notAfter || req.ownerEpoch < this.newestEpoch) {
-      this.ctx.metrics.inc(now > req.notAfter ? M.leasesDroppedLate : M.leasesDroppedStale);
-      this.emit(req, lateOutcome(req, now, this.newestEpoch), null);
+    const offset = this.clock.offsetFor(req.host);
+    const now = this.clock.toFrontier(this.clock.now(), offset);
+    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
+    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
+    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
+    const late = now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
+    if (late || req.ownerEpoch < this.newestEpoch) {
+      this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
+      if (!(req.ownerEpoch < this.newestEpoch)) this.clock.reported(req.host, offset);
+      this.emit(req, lateOutcome(req, now, late, this.newestEpoch), null);
       return;
     }
     // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
@@ -118,6 +135,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
+    const started = this.clock.now();
     try {
       // robots.txt, sitemaps and feeds are read whatever type they are served as
       const accept =
@@ -125,8 +143,12 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       outcome = await this.client.fetch(req.url, headers, accept);
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer
-      outcome = failedOutcome(req.url, now, err);
+      outcome = failedOutcome(req.url, Math.round(this.clock.now() - started), err);
     }
+    // reported with the offset of now: the host's next lease keeps its gap from this report
+    const reportOffset = this.clock.offset;
+    outcome.startedAt = this.clock.toFrontier(started, reportOffset);
+    this.clock.reported(req.host, reportOffset);
     this.ctx.metrics.inc(M.fetches, 1, req.kind);
     let robotsBody: string | null = null;
     try {
@@ -157,7 +179,12 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
   }
 
-  /** Forwards the lease's one fetch result and one fetched record. */
+  /** How long until the lease's notBefore on this task's clock (≤ 0: due). */
+  private untilDue(req: FetchRequest): number {
+    return this.clock.toLocal(req.notBefore ?? 0, this.clock.offsetFor(req.host)) - this.clock.now();
+  }
+
+  /** Forwards the lease's one fetch result and one fetched record (their times on the frontier's clock). */
   private emit(
     req: FetchRequest,
     o: FetchOutcome,
@@ -305,11 +332,12 @@ export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifMo
 }
 
 /** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
-function lateOutcome(req: FetchRequest, now: number, newestEpoch: number): FetchOutcome {
-  const why =
-    now > req.notAfter
+function lateOutcome(req: FetchRequest, now: number, late: boolean, newestEpoch: number): FetchOutcome {
+  const why = !late
+    ? `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`
+    : now > req.notAfter
       ? `lease started ${now - req.notAfter} ms after its not-after deadline`
-      : `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`;
+      : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
   return {
     url: req.url,
     status: 0,
@@ -323,15 +351,15 @@ function lateOutcome(req: FetchRequest, now: number, newestEpoch: number): Fetch
   };
 }
 
-function failedOutcome(url: string, now: number, err: unknown): FetchOutcome {
+function failedOutcome(url: string, durationMs: number, err: unknown): FetchOutcome {
   return {
     url,
     status: 0,
     headers: {},
     body: Buffer.alloc(0),
     truncated: false,
-    startedAt: now,
-    durationMs: Date.now() - now,
+    startedAt: 0,
+    durationMs,
     errorCode: 'CS_INTERNAL',
     errorMessage: `fetch failed unexpectedly: ${(err as Error)?.message ?? String(err)}`,
   };

@@ -19,7 +19,7 @@ export class WireGate {
 
   constructor(
     gapMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.spacing = gapMs > 0 ? gapMs + WIRE_GATE_MARGIN_MS : 0;
   }

@@ -2,11 +2,11 @@ import { M } from '../../core/metric-catalogue.js';
 import type { FetchRequest, HostState, QueueEntry } from '../../schemas/types.js';
 import { eligibleAt, wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
+import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 
 export const FETCH_REQUESTS_SINK = 'fetch-requests-sink';
-/** How long after a lease's last fetch time (its window plus the fetch timeout) its result may still come. */
-export const EXPIRY_GRACE_MS = 5_000;
+export { EXPIRY_GRACE_MS };
 /** Leases issued per dispatch punctuation at most. */
 const DISPATCH_BATCH = 2_000;
 

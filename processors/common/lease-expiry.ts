@@ -1,0 +1,7 @@
+/**
+ * How long after a lease's last fetch time (its window plus the fetch timeout) its result may
+ * still come before the frontier gives the lease up and issues the URL again. A fetcher whose
+ * clock runs ahead of the frontier's may take at most this much of it (fetcher/lease-clock.ts):
+ * a start later than that could overlap the lease issued again.
+ */
+export const EXPIRY_GRACE_MS = 5_000;

@@ -1,0 +1,79 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EXPIRY_GRACE_MS } from '../../../processors/common/lease-expiry.js';
+import type { FetchResult } from '../../../schemas/types.js';
+import { startHttp } from './loopback.js';
+import { fetcherDriver, lease, loopbackConfig, TOPIC } from './pipeline.js';
+
+/** The host's gap the test's frontier keeps between the end of one fetch and the start of the next. */
+const GAP_MS = 1_000;
+/** How far ahead of its issue the test's frontier hands out a lease, and how long after its notBefore it may start. */
+const AHEAD_MS = 300;
+const WINDOW_MS = 1_000;
+const FETCH_TIMEOUT_MS = 2_000;
+
+// 10 s behind: more than a lease's window, the fetch timeout and the grace after them, when the frontier gives it up
+for (const fetcherAheadMs of [5_000, -10_000]) {
+  test(
+    `a fetcher whose clock runs ${Math.abs(fetcherAheadMs)} ms ${fetcherAheadMs > 0 ? 'ahead of' : 'behind'} the frontier's starts each lease no earlier than the frontier meant, drops none as late, answers it before the frontier gives it up, and reports times the frontier's gap arithmetic can use`,
+    { timeout: 30_000 },
+    async () => {
+      // the frontier's clock, as the fetcher's (this process's) sees it
+      const frontierNow = () => Date.now() - fetcherAheadMs;
+      const served: { start: number; end: number }[] = [];
+      const server = await startHttp((_req, res) => {
+        const entry = { start: Date.now(), end: 0 };
+        served.push(entry);
+        res.on('finish', () => (entry.end = Date.now()));
+        res.end('ok');
+      });
+      const driver = await fetcherDriver(loopbackConfig({ fetchTimeoutMs: FETCH_TIMEOUT_MS }));
+      const answeredInTime = (notAfter: number, which: string) =>
+        assert.ok(
+          frontierNow() <= notAfter + FETCH_TIMEOUT_MS + EXPIRY_GRACE_MS,
+          `the ${which} lease was answered after the frontier had given it up`,
+        );
+      try {
+        const url = (page: string) => `http://skewed.test:${server.port}/${page}`;
+        // two leases of one host, the second planned as the frontier does: the first's reported end plus the gap
+        const issued1 = Date.now();
+        const first = lease(url('1'), {
+          issuedAt: frontierNow(),
+          notBefore: frontierNow() + AHEAD_MS,
+          notAfter: frontierNow() + AHEAD_MS + WINDOW_MS,
+        });
+        await driver.pipeInput(TOPIC.requests, first.site, first);
+        answeredInTime(first.notAfter, 'first');
+        const [result1] = driver.output<FetchResult>(TOPIC.results).map((r) => r.value!);
+        assert.equal(result1?.errorCode, null, `the first lease: ${result1?.errorMessage}`);
+        const notBefore = Math.max(frontierNow(), result1!.startedAt + result1!.durationMs + GAP_MS);
+        const second = lease(url('2'), {
+          issuedAt: frontierNow(),
+          notBefore,
+          notAfter: notBefore + WINDOW_MS,
+        });
+        await driver.pipeInput(TOPIC.requests, second.site, second);
+        answeredInTime(second.notAfter, 'second');
+        const results = driver.output<FetchResult>(TOPIC.results).map((r) => r.value!);
+        assert.deepEqual(
+          results.map((r) => [r.status, r.errorCode]),
+          [
+            [200, null],
+            [200, null],
+          ],
+          results.map((r) => r.errorMessage ?? '').join('\n'),
+        );
+        assert.equal(served.length, 2);
+        assert.ok(
+          served[0]!.start >= issued1 + AHEAD_MS,
+          `the first request came ${issued1 + AHEAD_MS - served[0]!.start} ms before its notBefore`,
+        );
+        const gap = served[1]!.start - served[0]!.end;
+        assert.ok(gap >= GAP_MS, `the second request came ${gap} ms after the first ended; the gap is ${GAP_MS} ms`);
+      } finally {
+        await driver.close();
+        await server.close();
+      }
+    },
+  );
+}
