@@ -8,7 +8,7 @@ import { rangeKey } from '../../changelog-source.js';
 import { graceWait } from '../../engine-base.js';
 import { OutputCollector, type OutputRecord } from '../../output-collector.js';
 import type { DeadLetters } from '../../dead-letter.js';
-import type { TaskPauses } from '../../resource-pause.js';
+import { resourceFault, type TaskPauses } from '../../resource-pause.js';
 import { PoisonRecords, rewindTask } from '../../task-rewind.js';
 import { quarantineOf, quarantines } from '../../task-quarantine.js';
 import type { QuarantinedTask } from '../../engine.js';
@@ -28,7 +28,10 @@ export interface KafkaTaskHost {
   readonly deadLetters: DeadLetters;
   readonly metrics: Metrics;
   log(line: string): void;
-  /** The task cannot go on (fenced, or a commit failed): the engine drops it until the next assignment. */
+  /**
+   * The task cannot go on (fenced, a commit failed, or CS_DISK_FULL: its stores could not apply a
+   * commit that stands): the engine drops it until the next assignment.
+   */
   lost(task: KafkaTask, err: CrawlError): void;
   /**
    * The task's init or a punctuator threw `err` (task-quarantine.ts): it has stopped taking work
@@ -319,7 +322,9 @@ export class KafkaTask {
    * One transaction: outputs, changelog records and advanced input offsets. Waits for running
    * punctuators first (stateful tasks: their store writes belong to this commit). On failure the
    * task is lost to the engine: pending store writes are dropped and local state stays at the
-   * last committed changelog offset.
+   * last committed changelog offset. When the committed writes cannot be applied to the stores
+   * for a resource fault (CS_DISK_FULL), the commit stands and the task is lost all the same
+   * (`host.lost` with that error): its stores catch up from the changelog when it opens again.
    */
   async commit(): Promise<void> {
     if (this.committing || this.quarantine) return;
@@ -349,9 +354,20 @@ export class KafkaTask {
         this.host.lost(this, isCrawlError(err) ? err : new CrawlError('CS_KAFKA', String(err), { cause: err }));
         return;
       }
-      applyCommitted(prepared, bases);
       this.host.metrics.inc(M.commits);
       this.host.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
+      try {
+        applyCommitted(prepared, bases);
+      } catch (err) {
+        if (resourceFault(err) === undefined) throw err;
+        // the transaction holds everything (outputs, changelog records, offsets): local state only
+        // lags the changelog, and a RocksDB that failed a write refuses every later one until it is
+        // reopened. So the task stops and is handed back like a lost one; its next opening restores
+        // the stores from the changelog (paused meanwhile: the task manager marks it)
+        discardPending(this.state);
+        this.running = false;
+        this.host.lost(this, err as CrawlError);
+      }
     } finally {
       this.committing = false;
     }

@@ -42,6 +42,9 @@ export class RejoinSchedule {
         () => {
           this.pending = false;
           this.lastAt = Date.now();
+          // the five minutes count failed rejoins since the last one that worked: a member dropping a
+          // task again and again (a full state disk) keeps rejoining, and is no reason to stop
+          this.since = this.lastAt;
         },
         (err: unknown) => {
           this.pending = false;

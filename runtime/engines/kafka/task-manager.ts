@@ -15,7 +15,7 @@ import type { GroupConsumer, TopicPartitionOffset, TransactionalProducer } from 
 import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { brokerFault, TaskSlot } from './task-slot.js';
-import type { TaskPauses } from '../../resource-pause.js';
+import { PAUSE_RETRY_MS, resourceFault, type PauseReason, type TaskPauses } from '../../resource-pause.js';
 
 /** What the task manager needs of the cluster: the Kafka engine's port, or a scripted one in tests. */
 export interface TaskPort {
@@ -69,6 +69,8 @@ export class TaskManager {
   private readonly slots = new Map<string, TaskSlot>();
   /** The partitions of each sub-topology in this member's latest assignment. */
   readonly assigned = new Map<number, Set<number>>();
+  /** Tasks (`sub_partition`) paused by a resource fault (`pause`), by name: their sub-topology id. */
+  private readonly paused = new Map<string, number>();
   /** Per sub-topology id: when its group joins again after a lost task. */
   private readonly rejoins = new Map<number, RejoinSchedule>();
   private readonly directory: TaskDirectory;
@@ -136,6 +138,9 @@ export class TaskManager {
         .then((t) => t?.close(true))
         .catch((err) => this.say(`closing task ${key}: ${(err as Error).message}`));
     }
+    // a paused task whose partition left this member: its pause is its next owner's business
+    for (const [name, id] of this.paused)
+      if (id === sub.id && !partitions.has(Number(name.slice(name.indexOf('_') + 1)))) this.unpause(name, false);
     const consumer = this.o.consumerOf(sub);
     for (const p of partitions) {
       const key = taskIdString({ subtopology: sub.id, partition: p });
@@ -168,6 +173,18 @@ export class TaskManager {
     const state = this.o.engineState();
     // an opening cut short by stop() (its producer or admin closed underneath) is no failure
     if (state === 'stopping') return undefined;
+    const reason = resourceFault(err);
+    if (state === 'running' && reason !== undefined) {
+      // its stores cannot open (or restore) on a full disk: the task is paused, and handed back as
+      // after a broker fault, but only after a retry interval, so a disk full for long makes this
+      // member join its group again every few seconds at most (the rejoin back-off then grows)
+      this.pause(slot, reason, err as Error);
+      setTimeout(() => {
+        // revoked meanwhile: its pause ended with it (`assign`)
+        if (this.o.engineState() === 'running' && this.slots.get(slot.name) === slot) this.drop(sub, p, slot);
+      }, this.o.pauses?.retryMs ?? PAUSE_RETRY_MS).unref();
+      return undefined;
+    }
     if (state !== 'running' || !brokerFault(err)) {
       this.o.fail(err);
       return undefined;
@@ -178,6 +195,23 @@ export class TaskManager {
     this.say(`task ${slot.name} could not open: ${(err as Error).message}; the member joins its group again`);
     this.drop(sub, p, slot);
     return undefined;
+  }
+
+  /**
+   * Marks `slot`'s task paused by a resource fault (logged once, however often it is retried): its
+   * stores could not apply a commit or open. The next opening that succeeds resumes it; a revoke
+   * ends it (the partition's next owner is paused, or not, on its own).
+   */
+  private pause(slot: TaskSlot, reason: PauseReason, err: Error): void {
+    this.paused.set(slot.name, slot.sub);
+    this.o.pauses?.mark(`task ${slot.name}`, reason, err);
+  }
+
+  /** Ends the pause of task `name` (`sub_partition`) if any: resumed (one line), or cleared when it left this member. */
+  private unpause(name: string, resumed: boolean): void {
+    if (!this.paused.delete(name)) return;
+    if (resumed) this.o.pauses?.resume(`task ${name}`);
+    else this.o.pauses?.clear(`task ${name}`);
   }
 
   /** Removes the slot, pauses the partition and makes the member join its group again. */
@@ -289,6 +323,7 @@ export class TaskManager {
     kafkaTask.start();
     slot.task = kafkaTask;
     this.opened++;
+    this.unpause(slot.name, true);
     return kafkaTask;
   }
 
@@ -319,6 +354,15 @@ export class TaskManager {
         // perhaps on this very instance, fences it mid-transaction); the successor redoes the work
         if (slot?.task !== task) {
           this.say(`revoked task ${key} could not commit (${err.code}); its successor redoes the work`);
+          void task.close(false);
+          return;
+        }
+        const reason = resourceFault(err);
+        if (reason !== undefined) {
+          // its commit stands, but its stores could not apply it (a full disk) and refuse every
+          // write now: handed back as below, the next opening restores them from the changelogs
+          this.pause(slot, reason, err);
+          this.drop(sub, task.task.id.partition, slot);
           void task.close(false);
           return;
         }
