@@ -127,7 +127,8 @@ export async function awaitPhases(
  * Checks each site's status against the web server's request log, the truth of what was asked and
  * answered: the back-off began after the 429 the server sent and lasts its Retry-After, the
  * robots.txt the status calls unavailable was answered 503, and the queued site's URLs wait out
- * its Crawl-delay from the end of its robots.txt. `clockSlackMs` covers two clocks of one machine.
+ * its Crawl-delay from the end of its robots.txt. `clockSlackMs` covers two clocks of one machine
+ * and the least transit of a lease, by which a fetcher's reported times run early.
  */
 export function checkAgainstLog(
   statuses: Map<string, { table: StatusRun; json: SiteStatus }>,

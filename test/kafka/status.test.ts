@@ -103,7 +103,11 @@ test(
         return (await addresses())[0]!;
       };
       const statuses = await awaitPhases(owner, alive, 180_000);
-      checkAgainstLog(statuses, web.requests());
+      // a fetcher reports times on the frontier's clock as its lease clock sees it, the least
+      // transit of a lease early (processors/fetcher/lease-clock.ts; its next lease starts that much
+      // later, so the gap holds at the wire): on Kafka a lease's transit is a commit interval and a
+      // fetch wait, so the plan may show up to about a second before the server's time
+      checkAgainstLog(statuses, web.requests(), 1_500);
 
       for (const site of Object.keys(EXPECTED_PHASE)) {
         const partition = partitionFor(Buffer.from(site), PARTITIONS);
