@@ -417,6 +417,12 @@ export const METRICS = {
     labels: ['reason'],
     panel: 'runtime',
   },
+  store_wipes: counter(
+    'crawlstream_store_wipes',
+    'Task RocksDBs wiped and restored from their changelogs, by reason (corrupt-at-open: RocksDB refused to open its files; corrupt-read: a read found a bad block while the task ran; stale-checkpoint: the local state was ahead of its changelog).',
+    ['reason'],
+    'runtime',
+  ),
   tasks_quarantined: gauge(
     'crawlstream_tasks_quarantined',
     'Tasks stopped alone because their init or a punctuator threw: their partitions wait, unprocessed, for a restart.',

@@ -47,6 +47,17 @@ export interface OpenTaskStateOptions {
   /** Where the changelogs are: their ends are read once, and the restore reads up to them. */
   readonly source: ChangelogSource;
   readonly logger: Logger;
+  /** Where a wipe is counted (`crawlstream_store_wipes_total{reason}`); none when absent (replay, tests). */
+  readonly metrics?: Metrics;
+}
+
+/** Why a task's local state was wiped and restored: the `reason` label of `crawlstream_store_wipes_total`. */
+export type WipeReason = 'corrupt-at-open' | 'corrupt-read' | 'stale-checkpoint';
+
+/** Wipes `o`'s live RocksDB (closed) and counts it. */
+function wipe(o: OpenTaskStateOptions, reason: WipeReason): void {
+  o.dir.wipeLive();
+  o.metrics?.inc(M.storeWipes, 1, reason);
 }
 
 /** A store whose local state is ahead of the cluster: its checkpoint lies past its changelog's end. */
@@ -82,7 +93,7 @@ export async function openTaskState(o: OpenTaskStateOptions): Promise<LocalTaskS
     if (stale.length > 0) {
       o.logger.warn(describeStale(o.dir.name, stale));
       await closeTaskState(state);
-      o.dir.wipeLive();
+      wipe(o, 'stale-checkpoint');
       state = await openTaskStores(o.id, o.sub, o.topology, o.dir);
     }
     return { ...state, id: o.id, dir: o.dir, ends };
@@ -116,7 +127,7 @@ async function openRestorable(o: OpenTaskStateOptions): Promise<TaskStores> {
         { cause: err },
       );
     o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, err.message));
-    o.dir.wipeLive();
+    wipe(o, 'corrupt-at-open');
     return openTaskStores(o.id, o.sub, o.topology, o.dir);
   }
   // read once this opening owns the copy: an earlier owner may have marked it until its close
@@ -131,7 +142,7 @@ async function openRestorable(o: OpenTaskStateOptions): Promise<TaskStores> {
   }
   o.logger.warn(describeCorrupt(o.dir.name, o.sub.stores, marked));
   await closeTaskState(state);
-  o.dir.wipeLive();
+  wipe(o, 'corrupt-read');
   return openTaskStores(o.id, o.sub, o.topology, o.dir);
 }
 

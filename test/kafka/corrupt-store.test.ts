@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
@@ -19,7 +19,7 @@ import { RocksKeyValueStore } from '../../state/rocks-store.js';
 import type { KeyValueStore } from '../../state/state-store.js';
 import { keyValueStore } from '../../state/store-builder.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
-import { corruptionsAtOpen, flushToSst } from '../state/rocks-corruption.js';
+import { corruptionsAtOpen, flushToSst, garbleSstMiddle } from '../state/rocks-corruption.js';
 import { kafkaInfra } from './infra.js';
 
 const COUNTS = 'counts';
@@ -54,97 +54,147 @@ const word = (w: string): StreamRecord<string, LinkBatch> => ({
   timestamp: Date.now(),
 });
 
+/** What a scenario does to one task's RocksDB between two runs, and what the second run must have said. */
+interface Scenario {
+  /** How many words each run counts (the first run counts each twice). */
+  readonly words: number;
+  /** Damages the closed RocksDB at `live`. */
+  readonly corrupt: (live: string) => void;
+  /** Checks the second run's log lines; `partition` is the damaged task's. */
+  readonly said: (lines: string[], partition: number, live: string) => void;
+}
+
+/**
+ * Counts words twice on a real broker, damages one task's RocksDB, counts them once more: the
+ * second run must make each total exactly once and every count must end at 3.
+ */
+async function damagedRun(t: TestContext, scenario: Scenario): Promise<void> {
+  const { brokers, registry } = kafkaInfra();
+  const applicationId = `corrupt-${Date.now().toString(36)}`;
+  const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
+    .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addTopic({ name: 'totals', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addSource('words-source', 'words')
+    .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
+    .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
+    .addSink('totals-sink', 'totals', 'counter');
+  const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
+  const admin = await port.admin();
+  const definitions = topicDefinitions(topology);
+  t.after(async () => {
+    await admin.close();
+    await port.close();
+    const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await raw.connect();
+    await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
+    await raw.disconnect();
+  });
+  await admin.createTopics(definitions);
+  const dir = tempDir('kafka-corrupt-store');
+  t.after(() => removeDir(dir));
+  const data = join(dir, 'data');
+  const words = Array.from({ length: scenario.words }, (_, i) => `word-${i}`);
+  const source = new KafkaChangelogSource(port, admin, false);
+
+  /** Runs an engine on `data` until `expected` totals are committed; returns its log lines. */
+  const runUntil = async (produce: string[], expected: number): Promise<string[]> => {
+    const lines: string[] = [];
+    const engine = new KafkaEngine(topology, {
+      brokers: [brokers],
+      registryUrl: registry,
+      dataDir: data,
+      commitIntervalMs: 200,
+      sessionTimeoutMs: 6_000,
+      logger: createLogger({ write: (l) => lines.push(l) }),
+    });
+    let failed: unknown;
+    engine.done.catch((err: unknown) => (failed = err));
+    try {
+      await engine.start();
+      await engine.produce('words', produce.map(word));
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}\n${lines.join('\n')}`);
+        if ((await countTotals()) >= expected) break;
+        if (Date.now() > deadline) assert.fail(`fewer than ${expected} totals after 120 s\n${lines.join('\n')}`);
+        await sleep(250);
+      }
+    } finally {
+      await engine.stop().catch(() => undefined);
+    }
+    assert.equal(failed, undefined, String(failed));
+    return lines;
+  };
+  const countTotals = async (): Promise<number> => {
+    const ends = await source.endOffsets('totals', PARTITIONS);
+    let count = 0;
+    const ranges = ends.map((to, partition) => ({ topic: 'totals', partition, from: 0, to })).filter((r) => r.to > 0);
+    if (ranges.length > 0) await source.read(ranges, (_t, _p, records) => (count += records.length));
+    return count;
+  };
+
+  await runUntil([...words, ...words], 2 * words.length);
+  const partition = partitionFor(Buffer.from(words[0]!), PARTITIONS);
+  const live = new TaskDirectory(data).task({ subtopology: 0, partition }).live;
+  await flushToSst(live);
+  scenario.corrupt(live);
+
+  const lines = await runUntil(words, 3 * words.length);
+  scenario.said(lines, partition, live);
+  assert.ok(lines.some((l) => new RegExp(`task 0_${partition}: restored \\d+ changelog records`).test(l)));
+  assert.equal(await countTotals(), 3 * words.length, 'no total was made twice');
+  // every word, those of the wiped task included, counted on from its restored count
+  const counts: Record<string, number> = {};
+  for (let p = 0; p < PARTITIONS; p++) {
+    const db = await openRocks(new TaskDirectory(data).task({ subtopology: 0, partition: p }).live);
+    try {
+      for (const [k, v] of new RocksKeyValueStore(COUNTS, db, stringSerde, countSerde).entries())
+        counts[k.toString()] = countSerde.deserialize(v);
+    } finally {
+      await db.close();
+    }
+  }
+  assert.deepEqual(counts, Object.fromEntries(words.map((w) => [w, 3])));
+}
+
 test(
   'a task whose RocksDB has a truncated MANIFEST is wiped and restored from its Kafka changelog: the member starts and every count goes on',
   { timeout: 300_000 },
-  async (t) => {
-    const { brokers, registry } = kafkaInfra();
-    const applicationId = `corrupt-${Date.now().toString(36)}`;
-    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
-      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addTopic({ name: 'totals', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addSource('words-source', 'words')
-      .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
-      .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
-      .addSink('totals-sink', 'totals', 'counter');
-    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
-    const admin = await port.admin();
-    const definitions = topicDefinitions(topology);
-    t.after(async () => {
-      await admin.close();
-      await port.close();
-      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
-      await raw.connect();
-      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
-      await raw.disconnect();
-    });
-    await admin.createTopics(definitions);
-    const dir = tempDir('kafka-corrupt-store');
-    t.after(() => removeDir(dir));
-    const data = join(dir, 'data');
-    const words = Array.from({ length: 40 }, (_, i) => `word-${i}`);
-    const source = new KafkaChangelogSource(port, admin, false);
+  (t) =>
+    damagedRun(t, {
+      words: 40,
+      corrupt: (live) => corruptionsAtOpen['a truncated MANIFEST']!(live),
+      said: (lines, partition, live) => {
+        const warning = lines.find((l) => l.includes(`task 0_${partition}: its RocksDB is corrupt`));
+        assert.ok(warning, lines.join('\n'));
+        assert.ok(warning.includes(`cannot open RocksDB at ${live}: its files are corrupt: Corruption:`), warning);
+      },
+    }),
+);
 
-    /** Runs an engine on `data` until `expected` totals are committed; returns its log lines. */
-    const runUntil = async (produce: string[], expected: number): Promise<string[]> => {
-      const lines: string[] = [];
-      const engine = new KafkaEngine(topology, {
-        brokers: [brokers],
-        registryUrl: registry,
-        dataDir: data,
-        commitIntervalMs: 200,
-        sessionTimeoutMs: 6_000,
-        logger: createLogger({ write: (l) => lines.push(l) }),
-      });
-      let failed: unknown;
-      engine.done.catch((err: unknown) => (failed = err));
-      try {
-        await engine.start();
-        await engine.produce('words', produce.map(word));
-        const deadline = Date.now() + 120_000;
-        for (;;) {
-          if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}\n${lines.join('\n')}`);
-          if ((await countTotals()) >= expected) break;
-          if (Date.now() > deadline) assert.fail(`fewer than ${expected} totals after 120 s\n${lines.join('\n')}`);
-          await sleep(250);
-        }
-      } finally {
-        await engine.stop().catch(() => undefined);
-      }
-      assert.equal(failed, undefined, String(failed));
-      return lines;
-    };
-    const countTotals = async (): Promise<number> => {
-      const ends = await source.endOffsets('totals', PARTITIONS);
-      let count = 0;
-      const ranges = ends.map((to, partition) => ({ topic: 'totals', partition, from: 0, to })).filter((r) => r.to > 0);
-      if (ranges.length > 0) await source.read(ranges, (_t, _p, records) => (count += records.length));
-      return count;
-    };
-
-    await runUntil([...words, ...words], 2 * words.length);
-    const partition = partitionFor(Buffer.from(words[0]!), PARTITIONS);
-    const live = new TaskDirectory(data).task({ subtopology: 0, partition }).live;
-    await flushToSst(live);
-    corruptionsAtOpen['a truncated MANIFEST']!(live);
-
-    const lines = await runUntil(words, 3 * words.length);
-    const warning = lines.find((l) => l.includes(`task 0_${partition}: its RocksDB is corrupt`));
-    assert.ok(warning, lines.join('\n'));
-    assert.ok(warning.includes(`cannot open RocksDB at ${live}: its files are corrupt: Corruption:`), warning);
-    assert.ok(lines.some((l) => new RegExp(`task 0_${partition}: restored \\d+ changelog records`).test(l)));
-    assert.equal(await countTotals(), 3 * words.length, 'no total was made twice');
-    // every word, those of the wiped task included, counted on from its restored count
-    const counts: Record<string, number> = {};
-    for (let p = 0; p < PARTITIONS; p++) {
-      const db = await openRocks(new TaskDirectory(data).task({ subtopology: 0, partition: p }).live);
-      try {
-        for (const [k, v] of new RocksKeyValueStore(COUNTS, db, stringSerde, countSerde).entries())
-          counts[k.toString()] = countSerde.deserialize(v);
-      } finally {
-        await db.close();
-      }
-    }
-    assert.deepEqual(counts, Object.fromEntries(words.map((w) => [w, 3])));
-  },
+test(
+  'a read that finds a task RocksDB corrupt on Kafka hands the task back: its next opening wipes and restores it, the record is counted once, none dead-lettered',
+  { timeout: 300_000 },
+  (t) =>
+    damagedRun(t, {
+      // an SST of many blocks: the garbled one holds words of the next run
+      words: 4_000,
+      corrupt: garbleSstMiddle,
+      said: (lines, partition) => {
+        const found = lines.find((l) => l.includes(`task 0_${partition}: a read found its RocksDB corrupt`));
+        assert.ok(found, lines.join('\n'));
+        assert.match(found, /Corruption: block checksum mismatch/);
+        assert.ok(
+          lines.some((l) => l.includes(`task 0_${partition} lost (CS_STORE_CORRUPT)`)),
+          lines.join('\n'),
+        );
+        // the next opening, on this member or another, wipes what the read marked
+        assert.ok(
+          lines.some((l) =>
+            new RegExp(`task 0_${partition}: its RocksDB is corrupt \\(RocksDB \\w+ failed at`).test(l),
+          ),
+          lines.join('\n'),
+        );
+      },
+    }),
 );

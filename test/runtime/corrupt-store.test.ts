@@ -6,6 +6,8 @@ import path from 'node:path';
 import { isCrawlError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { stringSerde, type Serde } from '../../core/serde.js';
+import { M } from '../../core/metric-catalogue.js';
+import { deadLetterTopicOf } from '../../runtime/dead-letter.js';
 import { EmbeddedEngine } from '../../runtime/engines/embedded/embedded-engine.js';
 import { readTopic } from '../../runtime/engines/embedded/topic-reader.js';
 import { partitionFor } from '../../runtime/partitioner.js';
@@ -75,6 +77,11 @@ const WORDS = Array.from({ length: 300 }, (_, i) => `word-${i}`);
 
 /** Starts an embedded engine on `dir`, produces `words`, waits until idle, stops; returns its log lines. */
 async function run(dir: string, words: string[]): Promise<string[]> {
+  return (await runEngine(dir, words)).lines;
+}
+
+/** `run`, returning the stopped engine too (its metrics). */
+async function runEngine(dir: string, words: string[]): Promise<{ lines: string[]; engine: EmbeddedEngine }> {
   const lines: string[] = [];
   const engine = new EmbeddedEngine(wordCount(), {
     dataDir: dir,
@@ -94,7 +101,7 @@ async function run(dir: string, words: string[]): Promise<string[]> {
     await engine.stop();
   }
   await engine.done;
-  return lines;
+  return { lines, engine };
 }
 
 /** The committed counts of task `p`, read from its RocksDB with the engine stopped. */
@@ -149,6 +156,45 @@ for (const [name, corrupt] of Object.entries(corruptionsAtOpen)) {
     }
   });
 }
+
+test('a read that finds a task RocksDB corrupt while the engine runs reopens the task: wiped, restored, its record processed again, nothing dead-lettered', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-corrupt-read-'));
+  try {
+    // enough keys for an SST of many blocks: the garbled one holds words of the next run
+    const words = Array.from({ length: 6_000 }, (_, i) => `word-${i}`);
+    await run(dir, [...words, ...words]);
+    const live = new TaskDirectory(dir).task(CORRUPT_TASK).live;
+    await flushToSst(live);
+    garbleSstMiddle(live);
+
+    const { lines, engine } = await runEngine(dir, words);
+
+    const found = lines.filter((l) => l.includes('task 0_1: a read found its RocksDB corrupt'));
+    assert.ok(found.length >= 1, lines.join('\n'));
+    assert.match(found[0]!, /Corruption: block checksum mismatch/);
+    assert.ok(
+      lines.some((l) => l.includes('task 0_1: its stores reopened and restored after a corrupt read')),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.some((l) => /task 0_1: restored \d+ changelog records/.test(l)),
+      lines.join('\n'),
+    );
+    assert.equal(engine.metrics.counter(M.storeWipes, 'corrupt-read'), 1);
+    // the records that met the bad block were processed again on the restored state: none is a dead
+    // letter, every count went on from 2, and the counts topic's last word on each is 3
+    const dead: string[] = [];
+    await readTopic(dir, deadLetterTopicOf(APP), (r) => dead.push(r.key));
+    assert.deepEqual(dead, []);
+    const mine = words.filter((w) => partitionFor(Buffer.from(w), PARTITIONS) === CORRUPT_TASK.partition);
+    assert.deepEqual(await countsOf(dir, CORRUPT_TASK.partition), Object.fromEntries(mine.map((w) => [w, 3])));
+    const last: Record<string, number> = {};
+    await readTopic(dir, 'counts', (r) => (last[r.key] = (r.value as LinkBatch).discoveredAt));
+    assert.deepEqual(last, Object.fromEntries(words.map((w) => [w, 3])));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 const ID = { subtopology: 0, partition: 1 };
 

@@ -36,6 +36,7 @@ import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
 import { initialized, PoisonRecords, rewindTask } from '../../task-rewind.js';
 import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
+import { StoreRepairs } from '../../store-repair.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -47,6 +48,9 @@ export interface EmbeddedEngineOptions {
   /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
   readonly logger?: Logger;
 }
+
+/** Why a task's stores are closed and opened again while the engine runs. */
+type ReopenCause = 'disk-full' | 'corrupt';
 
 /**
  * A task of the engine: its collector for its life, its state until its RocksDB refuses writes
@@ -99,6 +103,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private recovering: Promise<void> | undefined;
   /** Set once a write of the log failed: RocksDB refuses every write until it is reopened. */
   private logBroken = false;
+  /** Corrupt state met by a running task, repaired by opening its stores again (store-repair.ts). */
+  private readonly repairs: StoreRepairs;
 
   constructor(
     private readonly topology: Topology,
@@ -114,6 +120,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     );
     this.directory = new TaskDirectory(options.dataDir);
     this.produced = new OutputCollector(this.deadLetters);
+    this.repairs = new StoreRepairs(this.logger);
   }
 
   async start(): Promise<void> {
@@ -211,7 +218,15 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const id = { subtopology: sub.id, partition };
     const dir = this.directory.task(id);
     const source = EmbeddedChangelogSource.over(this.log, join(this.options.dataDir, 'log'));
-    const state = await openTaskState({ id, sub, topology: this.topology, dir, source, logger: this.logger });
+    const state = await openTaskState({
+      id,
+      sub,
+      topology: this.topology,
+      dir,
+      source,
+      logger: this.logger,
+      metrics: this.metrics,
+    });
     try {
       await restoreTaskState(state, source, { metrics: this.metrics, say: (l) => this.say(l) });
     } catch (err) {
@@ -263,6 +278,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    */
   private rewind(open: OpenTask, record: ConsumedRawRecord, error: Error): void {
     if (open.quarantined) return;
+    if (this.repaired(open, error)) return;
     open.poison.mark(record, error);
     open.runner.halt();
     open.rewinding ??= this.rewound(open)
@@ -310,6 +326,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    * retention keeps its input for a restart. The other tasks go on.
    */
   private stopAlone(open: OpenTask, during: QuarantinedTask['during'], err: unknown): void {
+    if (during === 'punctuator' && this.repaired(open, err)) return;
     if (!quarantines(err)) {
       void this.fail(err);
       return;
@@ -478,16 +495,30 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    * stores are opened again, restored from the changelogs up to the last commit (which holds what
    * the failed write lacked) and probed with an fsynced write; then the task runs again from its
    * committed positions, as after a rewind (task-rewind.ts). Paused meanwhile, the others go on.
+   * With `cause` 'corrupt' (a read found the RocksDB corrupt: store-repair.ts) the stores are
+   * opened again at once, the opening wiping and restoring them, with no pause.
    */
-  private storesFailed(open: OpenTask, err: Error): void {
+  private storesFailed(open: OpenTask, err: Error, cause: ReopenCause = 'disk-full'): void {
     if (open.quarantined || open.rewinding) return;
     open.runner.halt();
-    open.rewinding = this.reopenStores(open, err)
+    open.rewinding = this.reopenStores(open, err, cause)
       .catch((e: unknown) => void this.fail(e))
       .finally(() => (open.rewinding = undefined));
   }
 
-  private async reopenStores(open: OpenTask, err: Error): Promise<void> {
+  /**
+   * Whether `err`, met by a record or a punctuator of `open`, is corrupt state that opening its
+   * stores again repairs (store-repair.ts); if so that is under way: as after a full disk, without
+   * the wait for space, and the record is processed again rather than dead-lettered.
+   */
+  private repaired(open: OpenTask, err: unknown): boolean {
+    if (open.rewinding || open.quarantined || this.state !== 'running') return false;
+    if (!this.repairs.claim(open.task.name, err, open.state.dir, open.sub.stores)) return false;
+    this.storesFailed(open, err as Error, 'corrupt');
+    return true;
+  }
+
+  private async reopenStores(open: OpenTask, err: Error, cause: ReopenCause): Promise<void> {
     await open.runner.quiesce();
     while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
     if (this.state === 'stopped' || open.quarantined) return;
@@ -499,8 +530,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     // the close reports the write error that broke the database; its files are released all the same
     await closeTaskState(open.state).catch(() => undefined);
     let fault = err;
+    // a corrupt store is opened again at once (the opening repairs it); a full disk waits for space first
+    let wait = cause === 'disk-full';
     for (;;) {
-      if (!(await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running'))) {
+      const going = wait
+        ? await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running')
+        : this.state === 'running';
+      wait = true;
+      if (!going) {
         open.closed = true;
         return;
       }
@@ -528,7 +565,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     }
     open.runner = this.runnerOf(open);
     this.pauses.resume(what);
-    this.say(`${what}: its stores reopened after a full disk; it runs again from the last commit`);
+    this.say(
+      `${what}: its stores reopened ${cause === 'disk-full' ? 'after a full disk' : 'and restored after a corrupt read'}; it runs again from the last commit`,
+    );
     if (this.recovering) open.runner.hold();
     if (this.state === 'running') open.runner.start();
     this.requestCommit();

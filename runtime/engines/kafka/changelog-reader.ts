@@ -17,9 +17,10 @@ export interface ChangelogRange {
 
 /**
  * Reads committed records of changelog partitions from `from` up to each partition's current end
- * (or `to`, when that comes first),
- * handing them over in offset order per partition. Call it after the task's producer has fenced
- * earlier owners: then no transaction is open on those partitions and the end is final.
+ * (or `to`, when that comes first), handing them over in offset order per partition. Call it
+ * after the task's producer has fenced earlier owners: then no transaction is open on those
+ * partitions and the end is final. Rejects with what `onRecords` throws, at once and with no later
+ * batch handed over; with CS_KAFKA when no partition moved for `stallMs`.
  *
  * kafkajs has no manual partition assignment, so this joins a throwaway consumer group (deleted
  * afterwards), seeks the wanted partitions and ignores the others (they start at their end).
@@ -55,7 +56,19 @@ export async function readChangelogs(
   const groupId = `${port.clientId}-restore-${randomUUID()}`;
   let count = 0;
   let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
+  let reject!: (err: unknown) => void;
+  let failed = false;
+  const done = new Promise<void>((resolve, rejectDone) => {
+    finish = resolve;
+    reject = rejectDone;
+  });
+  // after a failure no later batch reaches the caller: it would skip the one that failed
+  const fail = (err: unknown): void => {
+    failed = true;
+    reject(err);
+  };
+  // a failure may come before the race below is awaited: it rejects the race, never unhandled
+  done.catch(() => undefined);
   // a restore may take as long as it needs while it moves; it fails only when it stops moving
   let movedAt = Date.now();
   const check = (): void => {
@@ -78,12 +91,20 @@ export async function readChangelogs(
       onRecords: async (records) => {
         const first = records[0]!;
         const key = tp(first.topic, first.partition);
-        if (!wanted.has(key)) return;
+        if (failed || !wanted.has(key)) return;
         const end = ends.get(key)!;
         const fresh = records.filter((r) => r.offset >= reached.get(key)! && r.offset < end);
         const next = Math.min(records[records.length - 1]!.offset + 1, end);
         if (next <= reached.get(key)!) return;
-        if (fresh.length > 0) onRecords(first.topic, first.partition, fresh, next);
+        if (fresh.length > 0)
+          try {
+            onRecords(first.topic, first.partition, fresh, next);
+          } catch (err) {
+            // the caller's failure (a store that cannot take the records: a full disk) ends the read
+            // at once with its own error; the consumer is not told, so it does not retry the batch
+            fail(err);
+            return;
+          }
         count += fresh.length;
         reached.set(key, next);
         check();

@@ -38,6 +38,13 @@ export interface KafkaTaskHost {
    * and commits nothing more; the engine closes it without committing and keeps its partition.
    */
   quarantine(task: KafkaTask, err: unknown): void;
+  /**
+   * Whether `err`, met by a record or a punctuator of `task`, is corrupt state that the task's next
+   * opening repairs (store-repair.ts): the task then throws its work since the last commit away and
+   * is handed back as a lost one (`lost` with `err`), instead of dead-lettering the record or
+   * quarantining the task. Counts as a repair when true. Absent: never.
+   */
+  repairable?(task: KafkaTask, err: unknown): boolean;
   /** A fault that no retry can fix (a topology bug): the engine stops. */
   fatal(err: unknown): void;
   /** Where a task paused by a resource fault is recorded while its record is retried. */
@@ -76,6 +83,8 @@ export class KafkaTask {
   private driver: RecordDriver;
   private punctuating: Promise<void>[] = [];
   private committing = false;
+  /** Set once a corrupt read is to be repaired (`host.repairable`): the task commits nothing more and is handed back. */
+  private repairing: CrawlError | undefined;
 
   constructor(
     task: StreamTask,
@@ -106,7 +115,7 @@ export class KafkaTask {
       {
         advance: (r) => this.advance(r),
         deadLetter: (r, err) => this.outputs.deadLetter(r, err),
-        ...(this.rebuild ? { rewind: (r: ConsumedRawRecord, err: Error) => this.poison.mark(r, err) } : {}),
+        ...(this.rebuild ? { rewind: (r: ConsumedRawRecord, err: Error) => this.failedAfter(r, err) } : {}),
         fatal: (err) => this.host.fatal(err),
       },
       this.host.pauses,
@@ -130,6 +139,12 @@ export class KafkaTask {
    * punctuation and commits nothing more from now on, and the engine is told.
    */
   stopAlone(during: QuarantinedTask['during'], err: unknown): void {
+    if (during === 'punctuator' && this.repairs(err)) {
+      // the loop hands the task back once it has stopped (`run`)
+      this.running = false;
+      this.notify();
+      return;
+    }
     if (!quarantines(err)) {
       this.host.fatal(err);
       return;
@@ -229,6 +244,7 @@ export class KafkaTask {
         if (this.task.commitInputs === 'before') await this.takeBefore(records);
         else await this.processAfter(records);
         if (this.driver.rewinding) {
+          if (this.repairing !== undefined) break;
           await this.rewind();
           continue;
         }
@@ -253,6 +269,33 @@ export class KafkaTask {
         await new Promise((r) => setImmediate(r));
       }
     }
+    if (this.repairing !== undefined && !this.closed) await this.handBack(this.repairing);
+  }
+
+  /** Whether `err` is corrupt state to repair (`host.repairable`); if so, from now on the task commits nothing. */
+  private repairs(err: unknown): boolean {
+    if (this.repairing !== undefined || this.quarantine || this.closed || !this.host.repairable?.(this, err))
+      return false;
+    this.repairing = err as CrawlError;
+    return true;
+  }
+
+  /** A record failed once a processor had seen it: repaired (corrupt state) or poison, dead-lettered when it comes round. */
+  private failedAfter(r: ConsumedRawRecord, err: Error): void {
+    if (!this.repairs(err)) this.poison.mark(r, err);
+  }
+
+  /**
+   * Corrupt state met while the task ran: once its punctuations have finished, its outputs and
+   * pending store writes since the last commit are thrown away and it is handed back like a lost
+   * task; its next opening wipes the stores, restores them from the changelogs and runs from the
+   * committed offsets, the record that met the corruption included (store-repair.ts).
+   */
+  private async handBack(err: CrawlError): Promise<void> {
+    while (this.punctuating.length > 0) await Promise.allSettled(this.punctuating);
+    this.outputs.drain();
+    discardPending(this.state);
+    this.host.lost(this, err);
   }
 
   private punctuate(): void {
@@ -327,12 +370,12 @@ export class KafkaTask {
    * (`host.lost` with that error): its stores catch up from the changelog when it opens again.
    */
   async commit(): Promise<void> {
-    if (this.committing || this.quarantine) return;
+    if (this.committing || this.quarantine || this.repairing) return;
     this.committing = true;
     try {
       if (this.state.changelogged.length > 0) while (this.punctuating.length > 0) await Promise.all(this.punctuating);
-      // a punctuator that failed meanwhile quarantined the task: nothing of it is committed
-      if (this.quarantine) return;
+      // a punctuator that failed meanwhile quarantined the task (or met corrupt state): nothing of it is committed
+      if (this.quarantine || this.repairing) return;
       const now = Date.now();
       const records: OutputRecord[] = this.outputs.drain();
       this.taken = [];
@@ -385,7 +428,7 @@ export class KafkaTask {
     this.notify();
     await this.loop;
     this.task.suspend();
-    if (commit && !this.quarantine) {
+    if (commit && !this.quarantine && !this.repairing) {
       await graceWait(() => this.driver.busy(), graceMs);
       await this.commit().catch(() => undefined);
     } else discardPending(this.state);

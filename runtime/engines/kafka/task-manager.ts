@@ -6,6 +6,7 @@ import type { DeadLetters } from '../../dead-letter.js';
 import type { QuarantinedTask, TaskStatus } from '../../engine.js';
 import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 import { TaskDirectory } from '../../task-directory.js';
+import { StoreRepairs } from '../../store-repair.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { closeTaskState, openTaskState, restoreTaskState, type LocalTaskState } from '../../task-state.js';
 import { StreamTask } from '../../task.js';
@@ -74,11 +75,14 @@ export class TaskManager {
   /** Per sub-topology id: when its group joins again after a lost task. */
   private readonly rejoins = new Map<number, RejoinSchedule>();
   private readonly directory: TaskDirectory;
+  /** Corrupt state met by this member's tasks, repaired by handing the task back (store-repair.ts). */
+  private readonly repairs: StoreRepairs;
   /** Tasks opened: with the commit counter, part of the engine's progress. */
   opened = 0;
   private readonly cleaner: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: TaskManagerOptions) {
+    this.repairs = new StoreRepairs(o.logger);
     this.directory = new TaskDirectory(o.dataDir, {
       // a partition revoked and assigned back at once: its previous task may still be committing or restoring
       onWait: (dir) => this.say(`task ${dir.name} waits for its previous opening or closing on this member to let go`),
@@ -258,6 +262,7 @@ export class TaskManager {
         dir,
         source: port.changelogs,
         logger: this.o.logger,
+        metrics: this.o.metrics,
       });
       // counted batch by batch: a restore of many minutes is progress, not a stall
       await restoreTaskState(state, port.changelogs, {
@@ -379,6 +384,7 @@ export class TaskManager {
         if (slot?.task === task && task.quarantined) this.quarantine(sub, slot, task.quarantined, err);
         void task.close(false);
       },
+      repairable: (task, err) => this.repairs.claim(task.name, err, this.directory.task(task.task.id), sub.stores),
       fatal: (err) => this.o.fail(err),
     };
   }
