@@ -4,6 +4,8 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
 import type { EngineHealth, QuarantinedTask } from './engine.js';
 import { TaskPauses } from './resource-pause.js';
+import { WIPE_REASONS } from './task-state.js';
+import { M } from '../core/metric-catalogue.js';
 
 /** An engine's life: started once, stopped once (by `stop` or a fatal error). */
 export type EngineState = 'new' | 'running' | 'stopping' | 'stopped';
@@ -30,6 +32,7 @@ export abstract class EngineBase {
   constructor(logger: Logger | undefined) {
     this.logger = logger ?? silentLogger;
     this.pauses = new TaskPauses(this.metrics, this.logger);
+    for (const reason of WIPE_REASONS) this.metrics.inc(M.storeWipes, 0, reason);
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;

@@ -54,6 +54,9 @@ export interface OpenTaskStateOptions {
 /** Why a task's local state was wiped and restored: the `reason` label of `crawlstream_store_wipes_total`. */
 export type WipeReason = 'corrupt-at-open' | 'corrupt-read' | 'stale-checkpoint';
 
+/** Every reason, exported at 0 from an engine's start so a dashboard and an alert see the series. */
+export const WIPE_REASONS: readonly WipeReason[] = ['corrupt-at-open', 'corrupt-read', 'stale-checkpoint'];
+
 /** Wipes `o`'s live RocksDB (closed) and counts it. */
 function wipe(o: OpenTaskStateOptions, reason: WipeReason): void {
   o.dir.wipeLive();
