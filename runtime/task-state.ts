@@ -51,11 +51,11 @@ export interface OpenTaskStateOptions {
   readonly metrics?: Metrics;
 }
 
-/** Why a task's local state was wiped and restored: the `reason` label of `crawlstream_store_wipes_total`. */
-export type WipeReason = 'corrupt-at-open' | 'corrupt-read' | 'stale-checkpoint';
+/** Every reason a task's local state is wiped, exported at 0 from an engine's start so a dashboard and an alert see the series. */
+export const WIPE_REASONS = ['corrupt-at-open', 'corrupt-read', 'stale-checkpoint'] as const;
 
-/** Every reason, exported at 0 from an engine's start so a dashboard and an alert see the series. */
-export const WIPE_REASONS: readonly WipeReason[] = ['corrupt-at-open', 'corrupt-read', 'stale-checkpoint'];
+/** Why a task's local state was wiped and restored: the `reason` label of `crawlstream_store_wipes_total`. */
+export type WipeReason = (typeof WIPE_REASONS)[number];
 
 /** Wipes `o`'s live RocksDB (closed) and counts it. */
 function wipe(o: OpenTaskStateOptions, reason: WipeReason): void {
