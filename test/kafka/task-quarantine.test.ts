@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
+import { createLogger } from '../../core/logger.js';
 import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
@@ -32,7 +33,14 @@ test(
     await admin.createTopics(definitions);
     const dir = tempDir('kafka-quarantine');
     t.after(() => removeDir(dir));
+    // the engine's own lines, printed with any failure below (it failed once in CI after 120 s with nothing to go by)
+    const lines: string[] = [];
+    const began = Date.now();
+    const logger = createLogger({ level: 'debug', write: (l) => lines.push(`+${Date.now() - began} ms ${l}`) });
+    const state = (): string =>
+      `health ${JSON.stringify(engine.health())}\ntasks ${JSON.stringify(engine.taskStatus())}\n${lines.slice(-200).join('\n')}`;
     const engine = new KafkaEngine(topology, {
+      logger,
       brokers: [brokers],
       registryUrl: registry,
       dataDir: join(dir, 'data'),
@@ -46,8 +54,8 @@ test(
 
     const deadline = Date.now() + 120_000;
     while ((engine.health().quarantined?.length ?? 0) === 0) {
-      if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}`);
-      if (Date.now() > deadline) assert.fail(`no quarantine after 120 s: ${JSON.stringify(engine.health())}`);
+      if (failed !== undefined) assert.fail(`the engine stopped: ${String(failed)}\n${state()}`);
+      if (Date.now() > deadline) assert.fail(`no quarantine after 120 s\n${state()}`);
       await sleep(100);
     }
     await engine.produce(
@@ -70,7 +78,7 @@ test(
     for (;;) {
       const keys = await marked();
       if (others.every((k) => keys.includes(k))) break;
-      if (Date.now() > deadline) assert.fail(`the other partitions were not processed after 120 s: ${keys}`);
+      if (Date.now() > deadline) assert.fail(`the other partitions were not processed after 120 s: ${keys}\n${state()}`);
       await sleep(250);
     }
 
@@ -80,11 +88,12 @@ test(
     assert.deepEqual(
       health.quarantined?.map((q) => ({ task: q.task, during: q.during, code: q.code })),
       [{ task: `0_${POISONED}`, during: 'punctuator', code: 'CS_STORE' }],
+      state(),
     );
     assert.equal(
       engine.taskStatus().find((s) => s.partition === POISONED)?.state,
       'quarantined',
-      'the member keeps the partition',
+      `the member keeps the partition\n${state()}`,
     );
     await engine.stop();
     assert.deepEqual(await marked(), others, 'the quarantined partition processed nothing and committed nothing');
