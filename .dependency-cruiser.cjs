@@ -26,7 +26,7 @@ const DOORS = {
   '@nxtedition/rocksdb': '^state/rocks\\.ts$',
   kafkajs: '^runtime/engines/kafka/kafka-(port|admin|common|transactions|codecs|oauthbearer)\\.ts$',
   '@kafkajs/confluent-schema-registry': '^runtime/engines/kafka/confluent-registry\\.ts$',
-  undici: '^processors/fetcher/http-client\\.ts$',
+  undici: '^processors/fetcher/(http-client|send-hook)\\.ts$',
   'prom-client': '^core/prometheus\\.ts$',
   '@aws-sdk/client-s3': '^processors/parser/object-store\\.ts$',
   '@aws-sdk/lib-storage': '^processors/parser/object-store\\.ts$',

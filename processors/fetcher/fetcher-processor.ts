@@ -131,7 +131,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
     const address = await this.addressOf(req.url);
-    if (address !== undefined && !(await this.gate.pass(address, (ms) => this.waits.wait(ms)))) return;
+    const wire = address === undefined ? undefined : await this.gate.pass(address, (ms) => this.waits.wait(ms));
+    if (address !== undefined && wire === undefined) return;
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
@@ -140,10 +141,13 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       // robots.txt, sitemaps and feeds are read whatever type they are served as
       const accept =
         req.kind === 'PAGE' ? (h: Record<string, string>) => this.acceptTypes.accepts(h['content-type']) : undefined;
-      outcome = await this.client.fetch(req.url, headers, accept);
+      // the gate's gap runs from the real send: a connect that took long must not shorten it
+      outcome = await this.client.fetch(req.url, headers, accept, wire?.sent);
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer
       outcome = failedOutcome(req.url, Math.round(this.clock.now() - started), err);
+    } finally {
+      wire?.done();
     }
     // reported with the offset of now: the host's next lease keeps its gap from this report
     const reportOffset = this.clock.offset;

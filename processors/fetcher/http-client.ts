@@ -6,6 +6,7 @@ import type { Dispatcher } from 'undici';
 import { CrawlError, InvalidOptionError, type CrawlErrorCode } from '../../core/errors.js';
 import type { AddressGuard } from './address-guard.js';
 import type { CachingDnsResolver } from './dns-resolver.js';
+import { SendHooks } from './send-hook.js';
 
 export interface HttpClientOptions {
   userAgent: string;
@@ -80,6 +81,9 @@ interface Target {
  */
 export class HttpClient {
   private readonly agent: Agent;
+  /** The agent, telling `fetch`'s `onSend` when a request is written (send-hook.ts). */
+  private readonly dispatcher: Dispatcher;
+  private readonly sendHooks = new SendHooks();
   private readonly baseHeaders: Record<string, string>;
   private readonly totalTimeoutMs: number;
   private readonly maxBodyBytes: number;
@@ -136,17 +140,21 @@ export class HttpClient {
       bodyTimeout: this.totalTimeoutMs,
     });
     this.agent.on('disconnect', (origin) => this.connectedTo.delete(origin.origin));
+    this.dispatcher = this.agent.compose(this.sendHooks.interceptor);
   }
 
   /**
    * Fetches `url` with GET. Resolves with an outcome whatever happens; never rejects. When
    * `acceptBody` answers false on a 2xx response's headers, the body is not read: the connection
    * is closed at once and the outcome is CS_REFUSED_TYPE with an empty, truncated body.
+   * `onSend` runs once, synchronously, right before the request's head is written to its socket
+   * (after DNS and the connect); never when the request fails before that.
    */
   async fetch(
     url: string,
     headers: Record<string, string> = {},
     acceptBody?: (headers: Record<string, string>) => boolean,
+    onSend?: () => void,
   ): Promise<FetchOutcome> {
     const startedAt = Date.now();
     const t0 = performance.now();
@@ -179,8 +187,9 @@ export class HttpClient {
     }, this.totalTimeoutMs);
     let body: Dispatcher.ResponseData['body'] | undefined;
     let sink: BodySink | undefined;
+    if (onSend) this.sendHooks.on(controller.signal, onSend);
     try {
-      const response = await this.agent.request({
+      const response = await this.dispatcher.request({
         origin: target.origin,
         path: target.path,
         method: 'GET',

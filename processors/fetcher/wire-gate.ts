@@ -1,20 +1,42 @@
-/** Margin added to the per-IP gap at the wire, for the event-loop lag between the gate and the socket. */
+/** Margin added to the per-IP gap at the wire, for the event-loop lag between a send and the server's reading of it. */
 export const WIRE_GATE_MARGIN_MS = 10;
+
+/** How often a start waiting behind a request not yet on the wire looks again (a connect in progress). */
+export const WIRE_GATE_POLL_MS = 2;
 
 /** Entries kept before the gate forgets addresses whose next start has passed. */
 const PRUNE_AT = 10_000;
 
 /**
+ * One request let through the gate. Its owner calls `sent` when the request's head is written to
+ * its socket (HttpClient's `onSend`), and `done` once the request has ended, sent or not; both are
+ * idempotent, and `done` after `sent` changes nothing.
+ */
+export interface WireStart {
+  sent(): void;
+  done(): void;
+}
+
+const OPEN: WireStart = { sent: () => undefined, done: () => undefined };
+
+/**
  * The per-IP gap kept where a request leaves: the frontier plans lease starts an address's gap
  * apart (plus slack), but a lease reaches its fetcher and the wire late by however busy the
  * process is, so two starts on one address planned apart can arrive closer. Before each request
- * the fetcher passes this gate, which lets one start through per address every `gapMs` (plus
- * WIRE_GATE_MARGIN_MS), in this process's own clock. One gate is shared by every fetcher task of
- * a process that runs them all (the embedded engine); on Kafka each task has its own, which still
- * keeps its own starts apart. Pure bookkeeping in memory; not thread-safe.
+ * the fetcher passes this gate, which lets one start through per address at a time, and the next
+ * one only `gapMs` (plus WIRE_GATE_MARGIN_MS) after the previous one was really sent: a request
+ * that passed and is still connecting holds the address until it is sent or has failed. Only the
+ * gate's own starts move it; other traffic of the process to the same address does not.
+ *
+ * One gate is shared by every fetcher task of a process that runs them all (the embedded engine);
+ * on Kafka each task has its own, which still keeps its own starts apart. Pure bookkeeping in
+ * memory, on this process's clock; not thread-safe.
  */
 export class WireGate {
+  /** Per address, the earliest next start. */
   private readonly next = new Map<string, number>();
+  /** Per address, the start let through and not yet sent or ended. */
+  private readonly inFlight = new Map<string, object>();
   private readonly spacing: number;
 
   constructor(
@@ -25,21 +47,41 @@ export class WireGate {
   }
 
   /**
-   * Resolves true once a request to `address` may start now, and reserves that start; `wait(ms)`
-   * sleeps and resolves false when the caller stops waiting (its task closed): then false, nothing
-   * reserved. At once when the gap is 0.
+   * Resolves with a start once a request to `address` may go now, or undefined when `wait(ms)`
+   * (a sleep) resolves false: the caller stopped waiting (its task closed), nothing is reserved.
+   * The caller must end the start with `done` whatever happens to the request. At once when the
+   * gap is 0.
    */
-  async pass(address: string, wait: (ms: number) => Promise<boolean>): Promise<boolean> {
-    if (this.spacing === 0) return true;
+  async pass(address: string, wait: (ms: number) => Promise<boolean>): Promise<WireStart | undefined> {
+    if (this.spacing === 0) return OPEN;
     for (;;) {
       const t = this.now();
       const at = this.next.get(address) ?? 0;
-      if (t >= at) {
-        if (this.next.size >= PRUNE_AT) for (const [a, n] of this.next) if (n <= t) this.next.delete(a);
+      if (this.inFlight.has(address)) {
+        if (!(await wait(WIRE_GATE_POLL_MS))) return undefined;
+      } else if (t >= at) {
+        if (this.next.size >= PRUNE_AT)
+          for (const [a, n] of this.next) if (n <= t && !this.inFlight.has(a)) this.next.delete(a);
         this.next.set(address, t + this.spacing);
-        return true;
-      }
-      if (!(await wait(at - t))) return false;
+        return this.start(address);
+      } else if (!(await wait(at - t))) return undefined;
     }
+  }
+
+  private start(address: string): WireStart {
+    const token = {};
+    this.inFlight.set(address, token);
+    const release = (): boolean => {
+      if (this.inFlight.get(address) !== token) return false;
+      this.inFlight.delete(address);
+      return true;
+    };
+    return {
+      sent: () => {
+        // the gap runs from the real send; a send on time leaves the planned start as it was
+        if (release()) this.next.set(address, Math.max(this.next.get(address) ?? 0, this.now() + this.spacing));
+      },
+      done: () => void release(),
+    };
   }
 }

@@ -78,7 +78,8 @@ test(
     for (;;) {
       const keys = await marked();
       if (others.every((k) => keys.includes(k))) break;
-      if (Date.now() > deadline) assert.fail(`the other partitions were not processed after 120 s: ${keys}\n${state()}`);
+      if (Date.now() > deadline)
+        assert.fail(`the other partitions were not processed after 120 s: ${keys}\n${state()}`);
       await sleep(250);
     }
 

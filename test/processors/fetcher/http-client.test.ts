@@ -196,6 +196,41 @@ describe('HttpClient', () => {
     assert.equal(out.body.length, 1000);
   });
 
+  test('onSend runs once per request, before the server reads it and never for a request that failed before sending; other traffic to the address does not call it', async () => {
+    const events: string[] = [];
+    const server = track(
+      await startHttp((req, res) => {
+        events.push(`server ${req.url}`);
+        res.end('ok');
+      }),
+    );
+    const client = loopbackClient();
+    const sent = (name: string) => () => events.push(`sent ${name}`);
+    // the first request opens the connection: its send comes after the connect
+    const first = client.fetch(`http://127.0.0.1:${server.port}/a`, {}, undefined, sent('/a'));
+    // the process's own global fetch to the same address (a health probe, say) is not this client's
+    const foreign = await fetch(`http://127.0.0.1:${server.port}/foreign`);
+    await foreign.text();
+    assert.equal((await first).status, 200);
+    assert.equal((await client.fetch(`http://127.0.0.1:${server.port}/b`, {}, undefined, sent('/b'))).status, 200);
+    assert.equal((await client.fetch(`http://127.0.0.1:${server.port}/c`)).status, 200, 'no hook: nothing to call');
+    await client.close();
+    assert.deepEqual(
+      events.filter((e) => e !== 'server /foreign'),
+      ['sent /a', 'server /a', 'sent /b', 'server /b', 'server /c'],
+    );
+
+    const refused = await startTcp(() => {});
+    const port = refused.port;
+    await refused.close();
+    const other = loopbackClient();
+    let calls = 0;
+    const out = await other.fetch(`http://127.0.0.1:${port}/`, {}, undefined, () => calls++);
+    await other.close();
+    assert.equal(out.errorCode, 'CS_CONNECT', out.errorMessage);
+    assert.equal(calls, 0, 'a refused connection sent nothing');
+  });
+
   test('a refused connection is CS_CONNECT', async () => {
     const server = await startTcp(() => {});
     const port = server.port;

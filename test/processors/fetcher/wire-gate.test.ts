@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WIRE_GATE_MARGIN_MS, WireGate } from '../../../processors/fetcher/wire-gate.js';
+import {
+  WIRE_GATE_MARGIN_MS,
+  WIRE_GATE_POLL_MS,
+  WireGate,
+  type WireStart,
+} from '../../../processors/fetcher/wire-gate.js';
 
 /** A gate on a clock the test moves: `wait` advances the clock by what is asked and records it. */
 function gated(gapMs: number) {
@@ -15,29 +20,86 @@ function gated(gapMs: number) {
   return { gate, wait, waited, at: () => now, advance: (ms: number) => (now += ms) };
 }
 
+/** Passes the gate, and sends and ends the request at once, as a fetch on an open connection does. */
+async function sendNow(gate: WireGate, address: string, wait: (ms: number) => Promise<boolean>): Promise<void> {
+  const start = await gate.pass(address, wait);
+  assert.ok(start, 'let through');
+  start.sent();
+  start.done();
+}
+
+const SPACING = 100 + WIRE_GATE_MARGIN_MS;
+
 test('the wire gate lets one start per address through every gap plus its margin, and none of another address waits', async () => {
   const g = gated(100);
-  assert.ok(await g.gate.pass('127.0.0.2', g.wait));
-  assert.ok(await g.gate.pass('127.0.0.3', g.wait), 'another address');
-  assert.deepEqual(g.waited, []);
+  await sendNow(g.gate, '127.0.0.2', g.wait);
+  await sendNow(g.gate, '127.0.0.3', g.wait);
+  assert.deepEqual(g.waited, [], 'another address');
   g.advance(40);
-  assert.ok(await g.gate.pass('127.0.0.2', g.wait));
-  assert.deepEqual(
-    g.waited,
-    [100 + WIRE_GATE_MARGIN_MS - 40],
-    'the second start on 127.0.0.2 waits out the rest of the gap',
-  );
+  await sendNow(g.gate, '127.0.0.2', g.wait);
+  assert.deepEqual(g.waited, [SPACING - 40], 'the second start on 127.0.0.2 waits out the rest of the gap');
   const second = g.at();
-  assert.ok(await g.gate.pass('127.0.0.2', g.wait));
-  assert.equal(g.at() - second, 100 + WIRE_GATE_MARGIN_MS, 'and the third a whole gap after the second');
+  await sendNow(g.gate, '127.0.0.2', g.wait);
+  assert.equal(g.at() - second, SPACING, 'and the third a whole gap after the second');
+});
+
+test('a start still connecting holds its address: the next one goes a whole gap after the real send', async () => {
+  const g = gated(100);
+  const first = (await g.gate.pass('127.0.0.2', g.wait))!;
+  const passedAt = g.at();
+  // the first request's connect takes 150 ms (a loaded machine, a slow server): it is sent then
+  const waits = async (ms: number): Promise<boolean> => {
+    await g.wait(ms);
+    if (g.at() - passedAt >= 150) first.sent();
+    return true;
+  };
+  const second = await g.gate.pass('127.0.0.2', waits);
+  assert.ok(second);
+  assert.ok(
+    g.at() - passedAt >= 150 + SPACING,
+    `the second start came ${g.at() - passedAt} ms after the first passed; its send was at 150 ms`,
+  );
+  assert.ok(g.waited.every((ms) => ms <= SPACING));
+  assert.ok(g.waited.includes(WIRE_GATE_POLL_MS), 'it looked again while the first was connecting');
+  // another address was never held by it
+  const h = gated(100);
+  const held = (await h.gate.pass('127.0.0.2', h.wait))!;
+  await sendNow(h.gate, '127.0.0.3', h.wait);
+  assert.deepEqual(h.waited, []);
+  held.done();
+});
+
+test('a start that ends unsent frees its address at the planned gap; a second done or a late sent changes nothing', async () => {
+  const g = gated(100);
+  const failed: WireStart = (await g.gate.pass('127.0.0.2', g.wait))!;
+  g.advance(30);
+  failed.done(); // the connect was refused: nothing reached the address
+  failed.sent();
+  failed.done();
+  await sendNow(g.gate, '127.0.0.2', g.wait);
+  assert.deepEqual(g.waited, [SPACING - 30], 'the gap planned when it passed, no more');
 });
 
 test('a wait ended by a closing task reserves nothing; a gap of 0 never waits', async () => {
   const g = gated(100);
-  await g.gate.pass('127.0.0.2', g.wait);
-  assert.equal(await g.gate.pass('127.0.0.2', async () => false), false);
-  g.advance(100 + WIRE_GATE_MARGIN_MS);
-  assert.ok(await g.gate.pass('127.0.0.2', async () => assert.fail('the gap has passed: no wait')));
+  await sendNow(g.gate, '127.0.0.2', g.wait);
+  assert.equal(await g.gate.pass('127.0.0.2', async () => false), undefined);
+  g.advance(SPACING);
+  await sendNow(g.gate, '127.0.0.2', async () => assert.fail('the gap has passed: no wait'));
   const open = gated(0);
-  for (let i = 0; i < 3; i++) assert.ok(await open.gate.pass('127.0.0.2', async () => assert.fail('no gap')));
+  for (let i = 0; i < 3; i++) {
+    const s = await open.gate.pass('127.0.0.2', async () => assert.fail('no gap'));
+    assert.ok(s, 'a start never sent holds nothing when there is no gap');
+  }
+});
+
+test('a closing task stops waiting behind a start that is still connecting', async () => {
+  const g = gated(100);
+  const connecting = (await g.gate.pass('127.0.0.2', g.wait))!;
+  let asked = 0;
+  const closing = async () => (asked++, false);
+  assert.equal(await g.gate.pass('127.0.0.2', closing), undefined);
+  assert.equal(asked, 1);
+  connecting.sent();
+  connecting.done();
 });
