@@ -31,14 +31,20 @@ const countSerde: Serde<number> = {
   deserialize: (b) => Number(b.toString()),
 };
 
-/** Counts records per key; forwards the running count in `discoveredAt`. */
+/**
+ * Counts records per key; forwards the running count in `discoveredAt`. With `scanAtInit` its
+ * init reads every count, as a frontier's init reads its host states.
+ */
 class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
   private ctx!: ProcessorContext<string, LinkBatch>;
   private store!: KeyValueStore<string, number>;
 
+  constructor(private readonly scanAtInit: boolean) {}
+
   init(context: ProcessorContext<string, LinkBatch>): void {
     this.ctx = context;
     this.store = context.getStateStore<KeyValueStore<string, number>>(COUNTS);
+    if (this.scanAtInit) for (const [, n] of this.store.range('', '\uffff')) assert.ok(n > 0);
   }
 
   process(record: StreamRecord<string, LinkBatch>): void {
@@ -62,6 +68,8 @@ interface Scenario {
   readonly corrupt: (live: string) => void;
   /** Checks the second run's log lines; `partition` is the damaged task's. */
   readonly said: (lines: string[], partition: number, live: string) => void;
+  /** Whether the counter's init reads every count (then it meets the damage before any record). */
+  readonly scanAtInit?: boolean;
 }
 
 /**
@@ -71,11 +79,13 @@ interface Scenario {
 async function damagedRun(t: TestContext, scenario: Scenario): Promise<void> {
   const { brokers, registry } = kafkaInfra();
   const applicationId = `corrupt-${Date.now().toString(36)}`;
+  // the first run's counter reads nothing at init: only the damaged run's does
+  const scanner = { scanAtInit: false };
   const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
     .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
     .addTopic({ name: 'totals', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
     .addSource('words-source', 'words')
-    .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
+    .addProcessor('counter', () => new Counter(scanner.scanAtInit) as Processor, ['words-source'])
     .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
     .addSink('totals-sink', 'totals', 'counter');
   const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
@@ -139,6 +149,7 @@ async function damagedRun(t: TestContext, scenario: Scenario): Promise<void> {
   await flushToSst(live);
   scenario.corrupt(live);
 
+  scanner.scanAtInit = scenario.scanAtInit === true;
   const lines = await runUntil(words, 3 * words.length);
   scenario.said(lines, partition, live);
   assert.ok(lines.some((l) => new RegExp(`task 0_${partition}: restored \\d+ changelog records`).test(l)));
@@ -189,6 +200,29 @@ test(
           lines.join('\n'),
         );
         // the next opening, on this member or another, wipes what the read marked
+        assert.ok(
+          lines.some((l) =>
+            new RegExp(`task 0_${partition}: its RocksDB is corrupt \\(RocksDB \\w+ failed at`).test(l),
+          ),
+          lines.join('\n'),
+        );
+      },
+    }),
+);
+
+test(
+  'a scan by init that finds a task RocksDB corrupt on Kafka hands the task back instead of quarantining it: wiped, restored, every count goes on once',
+  { timeout: 300_000 },
+  (t) =>
+    damagedRun(t, {
+      words: 4_000,
+      corrupt: garbleSstMiddle,
+      scanAtInit: true,
+      said: (lines, partition) => {
+        const found = lines.find((l) => l.includes(`task 0_${partition}: a read found its RocksDB corrupt`));
+        assert.ok(found, lines.join('\n'));
+        assert.match(found, /Corruption: block checksum mismatch/);
+        assert.ok(!lines.some((l) => l.includes('quarantined')), lines.join('\n'));
         assert.ok(
           lines.some((l) =>
             new RegExp(`task 0_${partition}: its RocksDB is corrupt \\(RocksDB \\w+ failed at`).test(l),

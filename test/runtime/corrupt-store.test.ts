@@ -41,14 +41,20 @@ const countSerde: Serde<number> = {
   deserialize: (b) => Number(b.toString()),
 };
 
-/** Counts records per key in its store; forwards the running count in `discoveredAt`. */
+/**
+ * Counts records per key in its store; forwards the running count in `discoveredAt`. With
+ * `scanAtInit` its init reads every count, as a frontier's init reads its host states.
+ */
 class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
   private ctx!: ProcessorContext<string, LinkBatch>;
   private store!: KeyValueStore<string, number>;
 
+  constructor(private readonly scanAtInit: boolean) {}
+
   init(context: ProcessorContext<string, LinkBatch>): void {
     this.ctx = context;
     this.store = context.getStateStore<KeyValueStore<string, number>>(COUNTS);
+    if (this.scanAtInit) for (const [, n] of this.store.range('', '\uffff')) assert.ok(n > 0);
   }
 
   process(record: StreamRecord<string, LinkBatch>): void {
@@ -58,12 +64,12 @@ class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
   }
 }
 
-const wordCount = (): Topology =>
+const wordCount = (scanAtInit = false): Topology =>
   new Topology(APP)
     .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
     .addTopic({ name: 'counts', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
     .addSource('words-source', 'words')
-    .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
+    .addProcessor('counter', () => new Counter(scanAtInit) as Processor, ['words-source'])
     .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
     .addSink('counts-sink', 'counts', 'counter');
 
@@ -81,9 +87,13 @@ async function run(dir: string, words: string[]): Promise<string[]> {
 }
 
 /** `run`, returning the stopped engine too (its metrics). */
-async function runEngine(dir: string, words: string[]): Promise<{ lines: string[]; engine: EmbeddedEngine }> {
+async function runEngine(
+  dir: string,
+  words: string[],
+  scanAtInit = false,
+): Promise<{ lines: string[]; engine: EmbeddedEngine }> {
   const lines: string[] = [];
-  const engine = new EmbeddedEngine(wordCount(), {
+  const engine = new EmbeddedEngine(wordCount(scanAtInit), {
     dataDir: dir,
     commitIntervalMs: 20,
     logger: createLogger({ write: (l) => lines.push(l) }),
@@ -157,44 +167,46 @@ for (const [name, corrupt] of Object.entries(corruptionsAtOpen)) {
   });
 }
 
-test('a read that finds a task RocksDB corrupt while the engine runs reopens the task: wiped, restored, its record processed again, nothing dead-lettered', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-corrupt-read-'));
-  try {
-    // enough keys for an SST of many blocks: the garbled one holds words of the next run
-    const words = Array.from({ length: 6_000 }, (_, i) => `word-${i}`);
-    await run(dir, [...words, ...words]);
-    const live = new TaskDirectory(dir).task(CORRUPT_TASK).live;
-    await flushToSst(live);
-    garbleSstMiddle(live);
+for (const during of ['a record', 'init'] as const)
+  test(`a read by ${during} that finds a task RocksDB corrupt while the engine runs reopens the task: wiped, restored, its records processed again, nothing dead-lettered`, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-corrupt-read-'));
+    try {
+      // enough keys for an SST of many blocks: the garbled one holds words of the next run
+      const words = Array.from({ length: 6_000 }, (_, i) => `word-${i}`);
+      await run(dir, [...words, ...words]);
+      const live = new TaskDirectory(dir).task(CORRUPT_TASK).live;
+      await flushToSst(live);
+      garbleSstMiddle(live);
 
-    const { lines, engine } = await runEngine(dir, words);
+      // init's scan reads every block: the garbled one before any record comes
+      const { lines, engine } = await runEngine(dir, words, during === 'init');
 
-    const found = lines.filter((l) => l.includes('task 0_1: a read found its RocksDB corrupt'));
-    assert.ok(found.length >= 1, lines.join('\n'));
-    assert.match(found[0]!, /Corruption: block checksum mismatch/);
-    assert.ok(
-      lines.some((l) => l.includes('task 0_1: its stores reopened and restored after a corrupt read')),
-      lines.join('\n'),
-    );
-    assert.ok(
-      lines.some((l) => /task 0_1: restored \d+ changelog records/.test(l)),
-      lines.join('\n'),
-    );
-    assert.equal(engine.metrics.counter(M.storeWipes, 'corrupt-read'), 1);
-    // the records that met the bad block were processed again on the restored state: none is a dead
-    // letter, every count went on from 2, and the counts topic's last word on each is 3
-    const dead: string[] = [];
-    await readTopic(dir, deadLetterTopicOf(APP), (r) => dead.push(r.key));
-    assert.deepEqual(dead, []);
-    const mine = words.filter((w) => partitionFor(Buffer.from(w), PARTITIONS) === CORRUPT_TASK.partition);
-    assert.deepEqual(await countsOf(dir, CORRUPT_TASK.partition), Object.fromEntries(mine.map((w) => [w, 3])));
-    const last: Record<string, number> = {};
-    await readTopic(dir, 'counts', (r) => (last[r.key] = (r.value as LinkBatch).discoveredAt));
-    assert.deepEqual(last, Object.fromEntries(words.map((w) => [w, 3])));
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+      const found = lines.filter((l) => l.includes('task 0_1: a read found its RocksDB corrupt'));
+      assert.ok(found.length >= 1, lines.join('\n'));
+      assert.match(found[0]!, /Corruption: block checksum mismatch/);
+      assert.ok(
+        lines.some((l) => l.includes('task 0_1: its stores reopened and restored after a corrupt read')),
+        lines.join('\n'),
+      );
+      assert.ok(
+        lines.some((l) => /task 0_1: restored \d+ changelog records/.test(l)),
+        lines.join('\n'),
+      );
+      assert.equal(engine.metrics.counter(M.storeWipes, 'corrupt-read'), 1);
+      // the records that met the bad block were processed again on the restored state: none is a dead
+      // letter, every count went on from 2, and the counts topic's last word on each is 3
+      const dead: string[] = [];
+      await readTopic(dir, deadLetterTopicOf(APP), (r) => dead.push(r.key));
+      assert.deepEqual(dead, []);
+      const mine = words.filter((w) => partitionFor(Buffer.from(w), PARTITIONS) === CORRUPT_TASK.partition);
+      assert.deepEqual(await countsOf(dir, CORRUPT_TASK.partition), Object.fromEntries(mine.map((w) => [w, 3])));
+      const last: Record<string, number> = {};
+      await readTopic(dir, 'counts', (r) => (last[r.key] = (r.value as LinkBatch).discoveredAt));
+      assert.deepEqual(last, Object.fromEntries(words.map((w) => [w, 3])));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
 const ID = { subtopology: 0, partition: 1 };
 

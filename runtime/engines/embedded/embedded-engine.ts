@@ -160,7 +160,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
         this.stopAlone(t, 'init', err);
       }
     }
-    for (const t of this.tasks) if (!t.quarantined) t.runner.start();
+    // a task whose init met corrupt state is being repaired: its reopening starts its runner
+    for (const t of this.tasks) if (!t.quarantined && !t.rewinding) t.runner.start();
     const interval = this.options.commitIntervalMs ?? 100;
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
@@ -319,14 +320,15 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   }
 
   /**
-   * The task's `init` or a punctuator threw `err`: unless it is a topology bug (fatal), the task
-   * is quarantined (task-quarantine.ts). At once it takes no more records or punctuation and
+   * The task's `init` or a punctuator threw `err`: corrupt state is repaired by opening the task's
+   * stores again (`repaired`); otherwise, unless it is a topology bug (fatal), the task is
+   * quarantined (task-quarantine.ts). At once it takes no more records or punctuation and
    * commits nothing more; once its work in flight has finished, its outputs and pending writes
    * are thrown away and its processors and stores closed. Its committed input positions stay, so
    * retention keeps its input for a restart. The other tasks go on.
    */
   private stopAlone(open: OpenTask, during: QuarantinedTask['during'], err: unknown): void {
-    if (during === 'punctuator' && this.repaired(open, err)) return;
+    if (this.repaired(open, err)) return;
     if (!quarantines(err)) {
       void this.fail(err);
       return;
@@ -507,7 +509,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   }
 
   /**
-   * Whether `err`, met by a record or a punctuator of `open`, is corrupt state that opening its
+   * Whether `err`, met by a record, a punctuator or the init of `open`, is corrupt state that opening its
    * stores again repairs (store-repair.ts); if so that is under way: as after a full disk, without
    * the wait for space, and the record is processed again rather than dead-lettered.
    */

@@ -7,6 +7,7 @@ import type { QuarantinedTask, TaskStatus } from '../../engine.js';
 import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 import { TaskDirectory } from '../../task-directory.js';
 import { StoreRepairs } from '../../store-repair.js';
+import { sleep } from '../../engine-base.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { closeTaskState, openTaskState, restoreTaskState, type LocalTaskState } from '../../task-state.js';
 import { StreamTask } from '../../task.js';
@@ -17,6 +18,15 @@ import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { brokerFault, TaskSlot } from './task-slot.js';
 import { PAUSE_RETRY_MS, resourceFault, type PauseReason, type TaskPauses } from '../../resource-pause.js';
+
+/**
+ * How long a member waits before it fences the producer of a partition it did not hold: the
+ * partition's previous owner, if alive, got the same rebalance and closes its task with a commit
+ * of the work in flight (kafkajs' eager protocol has no revocation callback that would make it
+ * commit before the join; KAFKA.md, "Fencing"). A commit later than this is fenced and its work
+ * done again. The cost: a moved partition starts this much later.
+ */
+export const HANDOVER_GRACE_MS = 1_500;
 
 /** What the task manager needs of the cluster: the Kafka engine's port, or a scripted one in tests. */
 export interface TaskPort {
@@ -32,6 +42,8 @@ export interface TaskManagerOptions {
   readonly topology: Topology;
   readonly dataDir: string;
   readonly commitIntervalMs: number;
+  /** Default HANDOVER_GRACE_MS. */
+  readonly handoverGraceMs?: number;
   /** The engine's dead letters, shared by its tasks (one rate limit for the log). */
   readonly deadLetters: DeadLetters;
   readonly serdes: SerdeSet;
@@ -133,6 +145,7 @@ export class TaskManager {
   /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
   assign(sub: Subtopology, partitions: Set<number>): void {
     if (this.o.engineState() !== 'running') return;
+    const held = this.assigned.get(sub.id);
     this.assigned.set(sub.id, partitions);
     for (const [key, slot] of this.slots) {
       if (slot.sub !== sub.id || partitions.has(slot.partition)) continue;
@@ -152,7 +165,8 @@ export class TaskManager {
         // in the map before it opens: an opening task checks it still owns the slot at every step
         const slot = new TaskSlot(sub.id, p, new TaskLifecycle(key));
         this.slots.set(key, slot);
-        slot.open(this.openTask(sub, p, slot).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
+        const moved = held?.has(p) !== true;
+        slot.open(this.openTask(sub, p, slot, moved).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
       }
       // a quarantined task's partition stays paused: this member keeps it, unprocessed
       if (consumer && !this.slots.get(key)?.quarantined)
@@ -230,12 +244,21 @@ export class TaskManager {
    * Opens a task of an assigned partition; undefined when the partition was revoked meanwhile (a
    * later rebalance gave it to another member: this one must neither fence that owner nor commit).
    */
-  private async openTask(sub: Subtopology, partition: number, slot: TaskSlot): Promise<KafkaTask | undefined> {
+  private async openTask(
+    sub: Subtopology,
+    partition: number,
+    slot: TaskSlot,
+    moved: boolean,
+  ): Promise<KafkaTask | undefined> {
     const id = { subtopology: sub.id, partition };
     const { port } = this.o;
     // revoked (its slot removed) or revoked and assigned again (a new slot): this opening is over
     const stillAssigned = (): boolean => this.slots.get(slot.name) === slot;
     const { lifecycle } = slot;
+    // a partition this member did not hold may come from a live member, which got the same
+    // assignment and is closing its task with a last commit: that commit goes first, or its work
+    // would be done again (HANDOVER_GRACE_MS)
+    if (moved) await sleep(this.o.handoverGraceMs ?? HANDOVER_GRACE_MS);
     if (!stillAssigned()) {
       lifecycle.to('closed');
       return undefined;
@@ -317,6 +340,13 @@ export class TaskManager {
     try {
       task.init();
     } catch (err) {
+      // corrupt state met by init (a scan of its stores): handed back like a lost task, whose next
+      // opening wipes the RocksDB and restores it from the changelogs (store-repair.ts)
+      if (this.repairs.claim(slot.name, err, this.directory.task(id), sub.stores)) {
+        this.drop(sub, partition, slot);
+        await kafkaTask.close(false);
+        return undefined;
+      }
       if (!quarantines(err)) {
         await kafkaTask.close(false);
         throw err;
