@@ -1,14 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
 import { CrawlError } from '../../core/errors.js';
 import { stringSerde, type Serde } from '../../core/serde.js';
 import { deadLetterTopicOf } from '../../runtime/dead-letter.js';
-import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
-import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
-import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
@@ -18,6 +14,7 @@ import type { KeyValueStore } from '../../state/state-store.js';
 import { keyValueStore } from '../../state/store-builder.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
+import { testTopics } from './test-topics.js';
 
 const STORE = 'marked';
 
@@ -64,18 +61,7 @@ test(
       .addProcessor('mark', () => new MarkThenFail() as Processor, ['words-source'])
       .addStateStore(keyValueStore(STORE, stringSerde, oneSerde), 'mark')
       .addSink('marked-sink', 'marked', 'mark');
-    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
-    const admin = await port.admin();
-    const definitions = topicDefinitions(topology);
-    t.after(async () => {
-      await admin.close();
-      await port.close();
-      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
-      await raw.connect();
-      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
-      await raw.disconnect();
-    });
-    await admin.createTopics(definitions);
+    const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-dead-letter-undo');
     t.after(() => removeDir(dir));
     const engine = new KafkaEngine(topology, {
@@ -94,17 +80,8 @@ test(
       [a, poison, b].map((w) => ({ key: w, value: batch(w), timestamp: 1 })),
     );
 
-    const source = new KafkaChangelogSource(port, admin, false);
-    const readAll = async (topic: string, partitions: number): Promise<string[]> => {
-      const ends = await source.endOffsets(topic, partitions);
-      const keys: string[] = [];
-      const ranges = ends.map((to, partition) => ({ topic, partition, from: 0, to })).filter((r) => r.to > 0);
-      if (ranges.length > 0)
-        await source.read(ranges, (_t, _p, records) => {
-          for (const r of records) keys.push(r.key.toString());
-        });
-      return keys.sort();
-    };
+    const readAll = async (topic: string, partitions: number): Promise<string[]> =>
+      (await keysOf(topic, partitions)).sort();
     const dlq = deadLetterTopicOf(applicationId);
     const deadline = Date.now() + 120_000;
     // `b` comes after the poison record: once it and the dead letter are committed, so is anything the poison record left

@@ -1,19 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
 import { createLogger } from '../../core/logger.js';
 import { stringSerde } from '../../core/serde.js';
-import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
-import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
-import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import type { Processor, ProcessorContext } from '../../runtime/processor.js';
 import type { StreamRecord } from '../../runtime/record.js';
 import { Topology } from '../../runtime/topology.js';
 import type { LinkBatch } from '../../schemas/types.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
 import { kafkaInfra } from './infra.js';
+import { testTopics } from './test-topics.js';
 
 // 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
 const PARTITIONS = 4;
@@ -46,18 +43,7 @@ test(
       .addSource('words-source', 'words')
       .addProcessor('slow', () => new Slow() as Processor, ['words-source'])
       .addSink('done-sink', 'done', 'slow');
-    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
-    const admin = await port.admin();
-    const definitions = topicDefinitions(topology);
-    t.after(async () => {
-      await admin.close();
-      await port.close();
-      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
-      await raw.connect();
-      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
-      await raw.disconnect();
-    });
-    await admin.createTopics(definitions);
+    const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-handover');
     t.after(() => removeDir(dir));
     const lines: string[] = [];
@@ -95,17 +81,7 @@ test(
     }
     await second.start();
 
-    const source = new KafkaChangelogSource(port, admin, false);
-    const done = async (): Promise<string[]> => {
-      const ends = await source.endOffsets('done', PARTITIONS);
-      const keys: string[] = [];
-      const ranges = ends.map((to, partition) => ({ topic: 'done', partition, from: 0, to })).filter((r) => r.to > 0);
-      if (ranges.length > 0)
-        await source.read(ranges, (_t, _p, records) => {
-          for (const r of records) keys.push(r.key.toString());
-        });
-      return keys;
-    };
+    const done = (): Promise<string[]> => keysOf('done', PARTITIONS);
     for (;;) {
       if (failures.length > 0) assert.fail(`a member stopped: ${String(failures[0])}\n${lines.join('\n')}`);
       if (new Set(await done()).size >= WORDS) break;

@@ -1,15 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
 import { createLogger } from '../../core/logger.js';
-import { KafkaChangelogSource } from '../../runtime/engines/kafka/kafka-changelog-source.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
-import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';
-import { topicDefinitions } from '../../runtime/engines/kafka/topics.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
 import { keyOn, POISONED, quarantineTopology, word } from '../runtime/quarantine-topology.js';
 import { kafkaInfra } from './infra.js';
+import { testTopics } from './test-topics.js';
 
 test(
   'a task whose punctuator throws is quarantined alone on Kafka: the member stays live and keeps the partition, paused and uncommitted, while its other partitions go on',
@@ -19,18 +16,7 @@ test(
     const applicationId = `quarantine-${Date.now().toString(36)}`;
     // 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
     const topology = quarantineTopology('punctuator', applicationId, `${applicationId}.`);
-    const port = new KafkaPort([brokers], 'crawlstream-test', undefined, {}, topology);
-    const admin = await port.admin();
-    const definitions = topicDefinitions(topology);
-    t.after(async () => {
-      await admin.close();
-      await port.close();
-      const raw = new kafkajs.Kafka({ brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
-      await raw.connect();
-      await raw.deleteTopics({ topics: definitions.map((d) => d.name), timeout: 30_000 }).catch(() => undefined);
-      await raw.disconnect();
-    });
-    await admin.createTopics(definitions);
+    const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-quarantine');
     t.after(() => removeDir(dir));
     // the engine's own lines, printed with any failure below (it failed once in CI after 120 s with nothing to go by)
@@ -63,17 +49,7 @@ test(
       [0, 1, 2, 3].map((p) => word(keyOn(p))),
     );
 
-    const source = new KafkaChangelogSource(port, admin, false);
-    const marked = async (): Promise<string[]> => {
-      const ends = await source.endOffsets('marked', 4);
-      const keys: string[] = [];
-      const ranges = ends.map((to, partition) => ({ topic: 'marked', partition, from: 0, to })).filter((r) => r.to > 0);
-      if (ranges.length > 0)
-        await source.read(ranges, (_t, _p, records) => {
-          for (const r of records) keys.push(r.key.toString());
-        });
-      return keys.sort();
-    };
+    const marked = async (): Promise<string[]> => (await keysOf('marked', 4)).sort();
     const others = [keyOn(0), keyOn(2), keyOn(3)].sort();
     for (;;) {
       const keys = await marked();
