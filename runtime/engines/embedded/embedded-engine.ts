@@ -2,10 +2,10 @@ import { M } from '../../../core/metric-catalogue.js';
 import type { Logger } from '../../../core/logger.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineHealth, QuarantinedTask, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
+import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { taskIdString } from '../../../core/ids.js';
-import type { ConsumedRawRecord, RawRecord, StreamRecord } from '../../record.js';
+import type { RawRecord, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
@@ -14,7 +14,6 @@ import { TaskDirectory } from '../../task-directory.js';
 import {
   applyCommitted,
   closeTaskState,
-  discardPending,
   hasPendingWrites,
   openTaskState,
   prepareCommit,
@@ -34,9 +33,8 @@ import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
 import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
-import { initialized, PoisonRecords, rewindTask } from '../../task-rewind.js';
-import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
-import { StoreRepairs } from '../../store-repair.js';
+import { PoisonRecords } from '../../task-rewind.js';
+import { TaskRecovery, type OpenTask } from './task-recovery.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -47,32 +45,6 @@ export interface EmbeddedEngineOptions {
   readonly pollBatch?: number;
   /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
   readonly logger?: Logger;
-}
-
-/** Why a task's stores are closed and opened again while the engine runs. */
-type ReopenCause = 'disk-full' | 'corrupt';
-
-/**
- * A task of the engine: its collector for its life, its state until its RocksDB refuses writes
- * (a full disk: it is then opened again), its StreamTask and runner until it is rewound.
- */
-interface OpenTask {
-  readonly sub: Subtopology;
-  state: LocalTaskState;
-  /** The task's outputs and dead letters since the last commit: a rewind throws them away. */
-  readonly outputs: OutputCollector;
-  readonly poison: PoisonRecords;
-  /** Its punctuations still running: a rewind waits for them. */
-  readonly punctuating: Set<Promise<void>>;
-  task: StreamTask;
-  runner: TaskRunner;
-  /** Set while the task is rewound (task-rewind.ts) or its stores reopened: commits, punctuation and retention pass it by. */
-  rewinding: Promise<void> | undefined;
-  /** Set once its init or a punctuator threw (task-quarantine.ts): it takes no more work and commits nothing. */
-  quarantined: QuarantinedTask | undefined;
-  /** The closing of a quarantined task while it runs; then whether its stores are closed. */
-  closing: Promise<void> | undefined;
-  closed: boolean;
 }
 
 /**
@@ -103,8 +75,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private recovering: Promise<void> | undefined;
   /** Set once a write of the log failed: RocksDB refuses every write until it is reopened. */
   private logBroken = false;
-  /** Corrupt state met by a running task, repaired by opening its stores again (store-repair.ts). */
-  private readonly repairs: StoreRepairs;
+  /** Rewinds, quarantines and reopened stores of tasks that failed while running. */
+  private readonly recovery: TaskRecovery;
 
   constructor(
     private readonly topology: Topology,
@@ -120,7 +92,19 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     );
     this.directory = new TaskDirectory(options.dataDir);
     this.produced = new OutputCollector(this.deadLetters);
-    this.repairs = new StoreRepairs(this.logger);
+    this.recovery = new TaskRecovery({
+      logger: this.logger,
+      pauses: this.pauses,
+      state: () => this.state,
+      say: (l) => this.say(l),
+      fail: (err) => void this.fail(err),
+      requestCommit: () => this.requestCommit(),
+      recovering: () => this.recovering,
+      logBroken: () => this.logBroken,
+      openState: (sub, partition) => this.openState(sub, partition),
+      streamTask: (open) => this.streamTask(open),
+      runnerOf: (open) => this.runnerOf(open),
+    });
   }
 
   async start(): Promise<void> {
@@ -157,7 +141,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       try {
         t.task.init();
       } catch (err) {
-        this.stopAlone(t, 'init', err);
+        this.recovery.stopAlone(t, 'init', err);
       }
     }
     // a task whose init met corrupt state is being repaired: its reopening starts its runner
@@ -263,95 +247,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       nextCommit: () => this.nextCommit(),
       requestCommit: () => this.requestCommit(),
       deadLetter: (r, e) => open.outputs.deadLetter(r, e),
-      rewind: (r, e) => this.rewind(open, r, e),
+      rewind: (r, e) => this.recovery.rewind(open, r, e),
       fatal: (e) => void this.fail(e),
       pauses: this.pauses,
     };
     return new TaskRunner(open.task, group, host, this.options.pollBatch ?? 500, open.poison);
-  }
-
-  /**
-   * `record` failed after a processor saw it: the task stops taking records at once and, once
-   * its records and punctuations in flight have finished, throws away its outputs and pending
-   * writes, runs again as a new task over its stores from its committed positions, and
-   * dead-letters the record when it comes round (task-rewind.ts). Commits pass the task by
-   * meanwhile, so nothing of what is thrown away becomes durable.
-   */
-  private rewind(open: OpenTask, record: ConsumedRawRecord, error: Error): void {
-    if (open.quarantined) return;
-    if (this.repaired(open, error)) return;
-    open.poison.mark(record, error);
-    open.runner.halt();
-    open.rewinding ??= this.rewound(open)
-      .catch((err: unknown) => void this.fail(err))
-      .finally(() => (open.rewinding = undefined));
-  }
-
-  private async rewound(open: OpenTask): Promise<void> {
-    await open.runner.quiesce();
-    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
-    // failing: the shutdown closes the task as it is, and nothing more is committed
-    if (this.state === 'stopped' || open.quarantined) return;
-    open.outputs.drain();
-    try {
-      open.task = await rewindTask(open.task, open.state, () => this.streamTask(open));
-    } catch (err) {
-      // the new task's init threw: the task is quarantined (its old one is closed already)
-      this.stopAlone(open, 'init', err);
-      return;
-    }
-    // its runner reads positions from the log: not while a full disk has it closed
-    await this.recovering;
-    open.runner = this.runnerOf(open);
-    this.say(`task ${open.task.name}: a record failed after it was processed in part; rewound to the last commit`);
-    if (this.recovering) open.runner.hold();
-    if (this.state === 'running') open.runner.start();
-    // the poison record comes round soon: its dead letter is committed before any other failure rewinds again
-    this.requestCommit();
-  }
-
-  /** Resolves once no task is being rewound or closed by a quarantine. */
-  private async rewindsSettled(): Promise<void> {
-    for (;;) {
-      const pending = this.tasks.flatMap((t) => [t.rewinding, t.closing].filter((p) => p !== undefined));
-      if (pending.length === 0) return;
-      await Promise.allSettled(pending);
-    }
-  }
-
-  /**
-   * The task's `init` or a punctuator threw `err`: corrupt state is repaired by opening the task's
-   * stores again (`repaired`); otherwise, unless it is a topology bug (fatal), the task is
-   * quarantined (task-quarantine.ts). At once it takes no more records or punctuation and
-   * commits nothing more; once its work in flight has finished, its outputs and pending writes
-   * are thrown away and its processors and stores closed. Its committed input positions stay, so
-   * retention keeps its input for a restart. The other tasks go on.
-   */
-  private stopAlone(open: OpenTask, during: QuarantinedTask['during'], err: unknown): void {
-    if (this.repaired(open, err)) return;
-    if (!quarantines(err)) {
-      void this.fail(err);
-      return;
-    }
-    if (open.quarantined || this.state === 'stopped') return;
-    open.quarantined = quarantineOf(open.task.id, during, err);
-    this.logger.error(describeQuarantine(open.quarantined, err));
-    open.runner.halt();
-    open.closing = this.closeQuarantined(open)
-      .catch((e: unknown) => this.say(`closing quarantined task ${open.task.name}: ${(e as Error).message}`))
-      .finally(() => (open.closing = undefined));
-  }
-
-  private async closeQuarantined(open: OpenTask): Promise<void> {
-    if (open.rewinding) await open.rewinding;
-    await open.runner.quiesce();
-    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
-    open.outputs.drain();
-    discardPending(open.state);
-    // a processor whose init threw may fail to close too: its stores close all the same
-    await open.task.close().catch(() => undefined);
-    await closeTaskState(open.state);
-    open.closed = true;
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {
@@ -398,7 +298,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
    * back and the stores keep their pending writes, so the next commit holds it all again, with
    * what was done since; a write failure marks the log broken (`logBroken`). When a task's stores
    * fail to apply a durable commit with a full disk, the commit stands (its changelog records are
-   * in the log) and the task's stores are opened again and restored (`storesFailed`).
+   * in the log) and the task's stores are opened again and restored (`TaskRecovery.storesFailed`, task-recovery.ts).
    */
   private commit(): void {
     const waiters = this.commitWaiters;
@@ -450,7 +350,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     }
     this.metrics.inc(M.commits);
     for (const w of waiters) w();
-    for (const [t, err] of failed) this.storesFailed(t, err);
+    for (const [t, err] of failed) this.recovery.storesFailed(t, err);
   }
 
   /**
@@ -490,91 +390,6 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     for (const t of this.tasks) t.runner.release();
   }
 
-  /**
-   * `open`'s stores failed to apply a durable commit with a full disk: its RocksDB refuses every
-   * write now. The task stops taking records; once those in flight have finished, its work since
-   * the commit is thrown away, its processors and stores are closed, and every PAUSE_RETRY_MS its
-   * stores are opened again, restored from the changelogs up to the last commit (which holds what
-   * the failed write lacked) and probed with an fsynced write; then the task runs again from its
-   * committed positions, as after a rewind (task-rewind.ts). Paused meanwhile, the others go on.
-   * With `cause` 'corrupt' (a read found the RocksDB corrupt: store-repair.ts) the stores are
-   * opened again at once, the opening wiping and restoring them, with no pause.
-   */
-  private storesFailed(open: OpenTask, err: Error, cause: ReopenCause = 'disk-full'): void {
-    if (open.quarantined || open.rewinding) return;
-    open.runner.halt();
-    open.rewinding = this.reopenStores(open, err, cause)
-      .catch((e: unknown) => void this.fail(e))
-      .finally(() => (open.rewinding = undefined));
-  }
-
-  /**
-   * Whether `err`, met by a record, a punctuator or the init of `open`, is corrupt state that opening its
-   * stores again repairs (store-repair.ts); if so that is under way: as after a full disk, without
-   * the wait for space, and the record is processed again rather than dead-lettered.
-   */
-  private repaired(open: OpenTask, err: unknown): boolean {
-    if (open.rewinding || open.quarantined || this.state !== 'running') return false;
-    if (!this.repairs.claim(open.task.name, err, open.state.dir, open.sub.stores)) return false;
-    this.storesFailed(open, err as Error, 'corrupt');
-    return true;
-  }
-
-  private async reopenStores(open: OpenTask, err: Error, cause: ReopenCause): Promise<void> {
-    await open.runner.quiesce();
-    while (open.punctuating.size > 0) await Promise.allSettled([...open.punctuating]);
-    if (this.state === 'stopped' || open.quarantined) return;
-    open.outputs.drain();
-    discardPending(open.state);
-    await open.task.close().catch(() => undefined);
-    const partition = open.state.id.partition;
-    const what = `task ${open.task.name}`;
-    // the close reports the write error that broke the database; its files are released all the same
-    await closeTaskState(open.state).catch(() => undefined);
-    let fault = err;
-    // a corrupt store is opened again at once (the opening repairs it); a full disk waits for space first
-    let wait = cause === 'disk-full';
-    for (;;) {
-      const going = wait
-        ? await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running')
-        : this.state === 'running';
-      wait = true;
-      if (!going) {
-        open.closed = true;
-        return;
-      }
-      // the restore reads the log: not while it is being reopened
-      if (this.logBroken) continue;
-      let state: LocalTaskState | undefined;
-      try {
-        state = await this.openState(open.sub, partition);
-        state.db.write([{ key: PROBE_KEY, value: null }], { sync: true });
-        open.state = state;
-        break;
-      } catch (e) {
-        if (state !== undefined) await closeTaskState(state).catch(() => undefined);
-        if (resourceFault(e) === undefined) throw e;
-        fault = e as Error;
-      }
-    }
-    try {
-      open.task = await initialized(() => this.streamTask(open));
-    } catch (e) {
-      // as after a rewind: the new task's init threw, and the task is quarantined
-      this.pauses.clear(what);
-      this.stopAlone(open, 'init', e);
-      return;
-    }
-    open.runner = this.runnerOf(open);
-    this.pauses.resume(what);
-    this.say(
-      `${what}: its stores reopened ${cause === 'disk-full' ? 'after a full disk' : 'and restored after a corrupt read'}; it runs again from the last commit`,
-    );
-    if (this.recovering) open.runner.hold();
-    if (this.state === 'running') open.runner.start();
-    this.requestCommit();
-  }
-
   private punctuate(): void {
     if (this.state !== 'running') return;
     const now = Date.now();
@@ -583,12 +398,12 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       try {
         for (const p of t.task.punctuate(now)) {
           const tracked: Promise<void> = p
-            .catch((err) => this.stopAlone(t, 'punctuator', err))
+            .catch((err) => this.recovery.stopAlone(t, 'punctuator', err))
             .finally(() => t.punctuating.delete(tracked));
           t.punctuating.add(tracked);
         }
       } catch (err) {
-        this.stopAlone(t, 'punctuator', err);
+        this.recovery.stopAlone(t, 'punctuator', err);
         continue;
       }
       if (t.task.commitRequested) this.requestCommit();
@@ -666,7 +481,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (nothing) return nothing;
     await Promise.all(this.tasks.map((t) => t.runner.stop(graceMs)));
     // a rewind under way reopens its task (not started): the last commit then holds none of its thrown-away work
-    await this.rewindsSettled();
+    await this.recovery.settled(this.tasks);
     // a commit paused by a full disk gives up: its work is redone after a restart
     await this.recovering;
     for (const t of this.tasks) t.task.suspend();
@@ -690,7 +505,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     if (this.commitSoon) clearImmediate(this.commitSoon);
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
-    await this.rewindsSettled();
+    await this.recovery.settled(this.tasks);
     await this.recovering;
     for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
     // a log whose write failed reports that failure on its close: nothing is lost by it
@@ -754,9 +569,6 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     return this.tasks.map((t) => (t.quarantined ? { ...statusOf(t.task), state: 'quarantined' } : statusOf(t.task)));
   }
 }
-
-/** Written (a delete of a key no store uses, fsynced) to probe a reopened task database for space. */
-const PROBE_KEY = Buffer.from('\u0000probe');
 
 /** The outputs and changelog records of a commit, grouped by topic partition (order kept) as the log appends them. */
 function appendsOf(records: readonly OutputRecord[]): Append[] {
