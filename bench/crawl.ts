@@ -233,9 +233,13 @@ async function judgeAndPrint(
   userAgent: string,
 ): Promise<void> {
   const log = web.requests();
+  const { http, https, resumed } = web.connections;
   await web.close();
   const report = checkPoliteness(log, sites, { userAgent, ...(REAL ? { ipOf: web.ipOf } : {}) });
   printRun(run);
+  process.stdout.write(
+    `${run.label} connections: ${http} http, ${https} https (${resumed} resumed a TLS session) for ${log.length} requests\n`,
+  );
   process.stdout.write(
     `${run.label} politeness violations: ${report.violations.length} in the server log of ${log.length} requests${byKind(report.violations)}\n`,
   );

@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
@@ -98,6 +99,11 @@ export class SyntheticWeb {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** The https port; 0 when the web serves http only. */
   httpsPort = 0;
+  /**
+   * Connections accepted so far: plain http, https handshakes completed, and how many of those
+   * resumed an earlier TLS session (no certificate sent or checked).
+   */
+  readonly connections = { http: 0, https: 0, resumed: 0 };
   #seq = 0;
   #closing: Promise<void> | undefined;
 
@@ -166,6 +172,13 @@ export class SyntheticWeb {
     }
     web = new SyntheticWeb([...plain.servers, ...secure.servers], plain.port, sites, options.logFile);
     web.httpsPort = secure.port;
+    const counts = web.connections;
+    for (const s of plain.servers) s.on('connection', () => counts.http++);
+    for (const s of secure.servers)
+      s.on('secureConnection', (socket: TLSSocket) => {
+        counts.https++;
+        if (socket.isSessionReused()) counts.resumed++;
+      });
     return web;
   }
 
