@@ -131,7 +131,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
     const address = await this.addressOf(req.url);
-    const wire = address === undefined ? undefined : await this.gate.pass(address, (ms) => this.waits.wait(ms));
+    const wire =
+      address === undefined ? undefined : await this.gate.pass(address, (ms, wake) => this.waits.wait(ms, wake));
     if (address !== undefined && wire === undefined) return;
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
@@ -301,8 +302,11 @@ class LeaseWaits {
   private readonly pending = new Set<() => void>();
   closed = false;
 
-  /** Resolves true after `ms`, false as soon as `close` is called (at once when it was). */
-  wait(ms: number): Promise<boolean> {
+  /**
+   * Resolves true after `ms` or as soon as `wake` resolves, whichever is first; false as soon as
+   * `close` is called (at once when it was).
+   */
+  wait(ms: number, wake?: Promise<void>): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
     return new Promise((resolve) => {
       const end = (elapsed: boolean) => {
@@ -313,6 +317,7 @@ class LeaseWaits {
       const cancel = () => end(false);
       const timer = setTimeout(end, ms, true);
       this.pending.add(cancel);
+      void wake?.then(() => end(true));
     });
   }
 

@@ -1,8 +1,12 @@
 /** Margin added to the per-IP gap at the wire, for the event-loop lag between a send and the server's reading of it. */
 export const WIRE_GATE_MARGIN_MS = 10;
 
-/** How often a start waiting behind a request not yet on the wire looks again (a connect in progress). */
-export const WIRE_GATE_POLL_MS = 2;
+/**
+ * Longest a start waiting behind a request not yet on the wire (a connect in progress) sleeps
+ * before it looks again; it is woken as soon as that request is sent or ends, so this only bounds
+ * a wake-up that never comes.
+ */
+export const WIRE_GATE_HOLD_MS = 1_000;
 
 /** Entries kept before the gate forgets addresses whose next start has passed. */
 const PRUNE_AT = 10_000;
@@ -35,8 +39,8 @@ const OPEN: WireStart = { sent: () => undefined, done: () => undefined };
 export class WireGate {
   /** Per address, the earliest next start. */
   private readonly next = new Map<string, number>();
-  /** Per address, the start let through and not yet sent or ended. */
-  private readonly inFlight = new Map<string, object>();
+  /** Per address, the start let through and not yet sent or ended, and what wakes its waiters. */
+  private readonly inFlight = new Map<string, { released: Promise<void>; release: () => void }>();
   private readonly spacing: number;
 
   constructor(
@@ -47,18 +51,22 @@ export class WireGate {
   }
 
   /**
-   * Resolves with a start once a request to `address` may go now, or undefined when `wait(ms)`
-   * (a sleep) resolves false: the caller stopped waiting (its task closed), nothing is reserved.
-   * The caller must end the start with `done` whatever happens to the request. At once when the
-   * gap is 0.
+   * Resolves with a start once a request to `address` may go now, or undefined when `wait` (a
+   * sleep of `ms`, ended early when `wake` resolves) resolves false: the caller stopped waiting
+   * (its task closed), nothing is reserved. The caller must end the start with `done` whatever
+   * happens to the request. At once when the gap is 0.
    */
-  async pass(address: string, wait: (ms: number) => Promise<boolean>): Promise<WireStart | undefined> {
+  async pass(
+    address: string,
+    wait: (ms: number, wake?: Promise<void>) => Promise<boolean>,
+  ): Promise<WireStart | undefined> {
     if (this.spacing === 0) return OPEN;
     for (;;) {
       const t = this.now();
       const at = this.next.get(address) ?? 0;
-      if (this.inFlight.has(address)) {
-        if (!(await wait(WIRE_GATE_POLL_MS))) return undefined;
+      const held = this.inFlight.get(address);
+      if (held !== undefined) {
+        if (!(await wait(WIRE_GATE_HOLD_MS, held.released))) return undefined;
       } else if (t >= at) {
         if (this.next.size >= PRUNE_AT)
           for (const [a, n] of this.next) if (n <= t && !this.inFlight.has(a)) this.next.delete(a);
@@ -69,7 +77,9 @@ export class WireGate {
   }
 
   private start(address: string): WireStart {
-    const token = {};
+    let wake!: () => void;
+    const released = new Promise<void>((resolve) => (wake = resolve));
+    const token = { released, release: wake };
     this.inFlight.set(address, token);
     const release = (): boolean => {
       if (this.inFlight.get(address) !== token) return false;
@@ -79,9 +89,13 @@ export class WireGate {
     return {
       sent: () => {
         // the gap runs from the real send; a send on time leaves the planned start as it was
-        if (release()) this.next.set(address, Math.max(this.next.get(address) ?? 0, this.now() + this.spacing));
+        if (!release()) return;
+        this.next.set(address, Math.max(this.next.get(address) ?? 0, this.now() + this.spacing));
+        token.release();
       },
-      done: () => void release(),
+      done: () => {
+        if (release()) token.release();
+      },
     };
   }
 }

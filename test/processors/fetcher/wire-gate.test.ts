@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   WIRE_GATE_MARGIN_MS,
-  WIRE_GATE_POLL_MS,
+  WIRE_GATE_HOLD_MS,
   WireGate,
   type WireStart,
 } from '../../../processors/fetcher/wire-gate.js';
@@ -47,25 +47,40 @@ test('a start still connecting holds its address: the next one goes a whole gap 
   const g = gated(100);
   const first = (await g.gate.pass('127.0.0.2', g.wait))!;
   const passedAt = g.at();
-  // the first request's connect takes 150 ms (a loaded machine, a slow server): it is sent then
-  const waits = async (ms: number): Promise<boolean> => {
-    await g.wait(ms);
-    if (g.at() - passedAt >= 150) first.sent();
+  // the first request's connect takes 150 ms (a loaded machine, a slow server): it is sent then.
+  // A waiter behind it sleeps at most WIRE_GATE_HOLD_MS and is woken by the send, not by polling.
+  const woken: string[] = [];
+  const waits = async (ms: number, wake?: Promise<void>): Promise<boolean> => {
+    if (wake === undefined) return g.wait(ms);
+    assert.equal(ms, WIRE_GATE_HOLD_MS);
+    g.advance(150 - (g.at() - passedAt));
+    first.sent();
+    const bound = new Promise<string>((resolve) => setTimeout(resolve, 2_000, 'never woken').unref());
+    woken.push(await Promise.race([wake.then(() => 'woken'), bound]));
     return true;
   };
   const second = await g.gate.pass('127.0.0.2', waits);
   assert.ok(second);
+  assert.deepEqual(woken, ['woken'], 'the send woke the waiter');
   assert.ok(
     g.at() - passedAt >= 150 + SPACING,
     `the second start came ${g.at() - passedAt} ms after the first passed; its send was at 150 ms`,
   );
-  assert.ok(g.waited.every((ms) => ms <= SPACING));
-  assert.ok(g.waited.includes(WIRE_GATE_POLL_MS), 'it looked again while the first was connecting');
-  // another address was never held by it
+  assert.deepEqual(g.waited, [SPACING], 'then it waited one whole gap from the send, nothing else');
+  // a start that ends unsent wakes its waiters too
   const h = gated(100);
+  const refused = (await h.gate.pass('127.0.0.4', h.wait))!;
+  const behind = h.gate.pass('127.0.0.4', async (ms, wake) => {
+    if (wake === undefined) return h.wait(ms);
+    refused.done();
+    await wake;
+    return true;
+  });
+  assert.ok(await behind, 'let through after the first ended unsent');
+  // another address was never held by it
   const held = (await h.gate.pass('127.0.0.2', h.wait))!;
   await sendNow(h.gate, '127.0.0.3', h.wait);
-  assert.deepEqual(h.waited, []);
+  assert.deepEqual(h.waited, [SPACING], 'only the start behind the refused one waited (its planned gap)');
   held.done();
 });
 
