@@ -47,8 +47,12 @@ export class PageArchiver {
     this.feeds = new FeedReader(config, metrics);
   }
 
-  /** `analysis`: the page body's HTML analysis when it was made beforehand (see DeriveInput). */
-  archive(page: FetchedPage, timestamp: number, analysis?: HtmlAnalysis): void {
+  /**
+   * `analysis`: the page body's HTML analysis when it was made beforehand (see DeriveInput);
+   * `deflated`: its payload deflated beforehand for the response record (`deflatePayload` at the
+   * WARC writer's level), used when one is written.
+   */
+  archive(page: FetchedPage, timestamp: number, analysis?: HtmlAnalysis, deflated?: Buffer): void {
     const m = this.metrics;
     const digest = dedupDigest(page);
     // a payload archived before becomes a revisit record, not a second copy of the bytes
@@ -62,7 +66,7 @@ export class PageArchiver {
         ? this.archiveNotModified(page)
         : first !== undefined
           ? this.archiveRevisit(page, digest!, first)
-          : this.archiveFetch(page, digest);
+          : this.archiveFetch(page, digest, deflated);
     if (!refused) m.inc(M.warcArchived, 1, page.kind);
     const derived = derivePage(
       { page, location, payloadDigest, dedupDigest: digest, first, notModified, ...(analysis ? { analysis } : {}) },
@@ -111,7 +115,7 @@ export class PageArchiver {
   }
 
   /** Every fetch is archived: request + response when a response came, a metadata record otherwise. */
-  private archiveFetch(page: FetchedPage, payloadDigest: string | null): Archived {
+  private archiveFetch(page: FetchedPage, payloadDigest: string | null, deflated: Buffer | undefined): Archived {
     const date = new Date(page.fetchedAt);
     if (page.status > 0) {
       const written = this.warc.writeRequestResponse({
@@ -123,6 +127,7 @@ export class PageArchiver {
         responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
         payload: page.body,
         ...(payloadDigest !== null ? { payloadDigest } : {}),
+        ...(deflated !== undefined ? { deflatedPayload: deflated } : {}),
         ...(page.truncated ? { truncated: 'length' as const } : {}),
         metadata: fetchFacts(page),
       });

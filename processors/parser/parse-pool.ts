@@ -1,9 +1,24 @@
 import { Worker } from 'node:worker_threads';
 import { analyzeHtml, fromTransfer, type AnalysisRequest, type HtmlAnalysis } from './html-analysis.js';
 
+/** A body made ready on a worker: its analysis, and its payload deflated for the WARC record when asked. */
+export interface PreparedBody {
+  analysis: HtmlAnalysis;
+  /** `deflatePayload(body, deflateLevel)` (warc-records.ts); absent when not asked or answered on the main thread. */
+  deflated?: Buffer;
+}
+
+/** A parse worker's answer: `analysis` (and `deflated` when asked), or `error` when analysis threw. */
+export interface WorkerAnswer {
+  id: number;
+  analysis?: HtmlAnalysis;
+  deflated?: Uint8Array;
+  error?: string;
+}
+
 interface Pending {
   req: AnalysisRequest;
-  resolve: (a: HtmlAnalysis | undefined) => void;
+  resolve: (a: PreparedBody | undefined) => void;
 }
 
 interface Slot {
@@ -12,11 +27,12 @@ interface Slot {
 }
 
 /**
- * Worker threads that analyse HTML bodies (`analyzeHtml`) off the main thread, so the parser's
- * heaviest pure work uses the machine's other cores. One pool per process, shared by every parser
+ * Worker threads that analyse HTML bodies (`analyzeHtml`) off the main thread, and deflate their
+ * payloads for the WARC record when asked, so the parser's heaviest pure work uses the machine's
+ * other cores. One pool per process, shared by every parser
  * task (`acquire`/`release`); the main thread keeps every store, the log and every commit.
  *
- * Contract: `analyze` never rejects. It resolves to the analysis, or to undefined when the worker
+ * Contract: `analyze` never rejects. It resolves to the prepared body, or to undefined when the worker
  * threw on this body (the caller then analyses on its own thread, where the same input throws
  * the same error and is dead-lettered as before). A worker that exits has its requests answered
  * on the main thread and is replaced; no request is lost.
@@ -61,7 +77,8 @@ export class ParsePool {
     return n;
   }
 
-  analyze(req: AnalysisRequest): Promise<HtmlAnalysis | undefined> {
+  /** Analyses `req.body`, and with `deflateLevel` deflates it too (see PreparedBody). */
+  analyze(req: AnalysisRequest, deflateLevel?: number): Promise<PreparedBody | undefined> {
     if (this.closed) return Promise.resolve(inline(req));
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.pending.size < slot.pending.size) slot = s;
@@ -73,7 +90,7 @@ export class ParsePool {
     return new Promise((resolve) => {
       if (slot.pending.size === 0) slot.worker.ref();
       slot.pending.set(id, { req, resolve });
-      slot.worker.postMessage({ id, req: { ...req, body } }, [body.buffer]);
+      slot.worker.postMessage({ id, req: { ...req, body }, deflateLevel }, [body.buffer]);
     });
   }
 
@@ -81,13 +98,18 @@ export class ParsePool {
     const worker = new Worker(new URL('./parse-worker.js', import.meta.url));
     const slot: Slot = { worker, pending: new Map() };
     worker.unref();
-    worker.on('message', (msg: { id: number; analysis?: HtmlAnalysis; error?: string }) => {
+    worker.on('message', (msg: WorkerAnswer) => {
       const p = slot.pending.get(msg.id);
       if (p === undefined) return;
       slot.pending.delete(msg.id);
       if (slot.pending.size === 0) worker.unref();
-      if (msg.analysis !== undefined) ParsePool.answeredByWorkers++;
-      p.resolve(msg.analysis !== undefined ? fromTransfer(msg.analysis) : undefined);
+      if (msg.analysis === undefined) return p.resolve(undefined);
+      ParsePool.answeredByWorkers++;
+      const d = msg.deflated;
+      p.resolve({
+        analysis: fromTransfer(msg.analysis),
+        ...(d === undefined ? {} : { deflated: Buffer.from(d.buffer, d.byteOffset, d.byteLength) }),
+      });
     });
     const lost = () => {
       this.answerInline(slot);
@@ -106,10 +128,13 @@ export class ParsePool {
   }
 }
 
-/** The analysis made on this thread, or undefined when it throws (the caller repeats it and fails there). */
-function inline(req: AnalysisRequest): HtmlAnalysis | undefined {
+/**
+ * The analysis made on this thread, or undefined when it throws (the caller repeats it and fails
+ * there). Not deflated: the WARC writer deflates the payload itself when it has none.
+ */
+function inline(req: AnalysisRequest): PreparedBody | undefined {
   try {
-    return analyzeHtml(req);
+    return { analysis: analyzeHtml(req) };
   } catch {
     return undefined;
   }

@@ -11,8 +11,8 @@ import { productToken, type CrawlConfig } from '../common/crawl-config.js';
 import { DIGESTS_STORE, ORIGINALS_STORE, PayloadIndex, SIMHASH_STORE, SiteDuplicates, dedupeStores } from './dedupe.js';
 import { PageArchiver } from './page-archiver.js';
 import { analysisRequest, header, wantsHtmlAnalysis } from './derive-page.js';
-import type { HtmlAnalysis } from './html-analysis.js';
-import { ParsePool } from './parse-pool.js';
+import { ParsePool, type PreparedBody } from './parse-pool.js';
+import { isCompressedPayload } from './warc-records.js';
 import { PageRecorder } from './page-recorder.js';
 import { WARC_STORE, warcStore, type WarcStore } from './warc-store.js';
 import { WarcShipping, uploadsStore } from './warc-shipping.js';
@@ -59,7 +59,8 @@ export function parserStores(config: CrawlConfig, warcDir: string): StoreBuilder
  * decision is in a changelogged store, committed with the outputs it caused.
  *
  * With `threads` > 1 the HTML of fetched pages of OFFLOAD_MIN_BYTES or more is analysed on a
- * ParsePool of `threads − 1` workers, up to PARSER_LOOKAHEAD records of a task at a time;
+ * ParsePool of `threads − 1` workers, and its payload deflated there for its WARC record, up to
+ * PARSER_LOOKAHEAD records of a task at a time;
  * everything that reads or writes state (WARC, payload index, recorder) still runs on the task's
  * thread, one record after the other in the order the records came, so a record's effects are
  * never committed before an earlier record's.
@@ -72,6 +73,7 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
   private pool: ParsePool | undefined;
   private shipping: WarcShipping | undefined;
   private robotsToken = '';
+  private gzipLevel = 0;
   /**
    * Settles when the last record handed in has taken effect or failed: with the resource fault
    * that failed it or one before it (see `inOrder`), else undefined. Itself undefined when no
@@ -87,6 +89,7 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
     if (this.config.threads > 1) this.pool = ParsePool.acquire(this.config.threads - 1);
     this.robotsToken = productToken(this.config.userAgent);
     const warc = context.getStateStore<WarcStore>(WARC_STORE);
+    this.gzipLevel = warc.writer.gzipLevel;
     const target = this.config.warcStore;
     if (target !== null) this.shipping = new WarcShipping(context, warc, target);
     // the upload outcomes exist from the start (0 without --warc-store), so a dashboard shows them
@@ -123,14 +126,15 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
         const page = record.value as FetchedPage;
         const offload = this.pool !== undefined && page.body.length >= OFFLOAD_MIN_BYTES;
         const contentType = offload ? header(page, 'content-type') : null;
-        const analysis =
+        const prepared =
           offload && wantsHtmlAnalysis(page, contentType)
             ? this.pool!.analyze(
                 analysisRequest(page, contentType, { config: this.config, robotsToken: this.robotsToken }),
+                storesDeflated(page) ? this.gzipLevel : undefined,
               )
             : undefined;
-        if (analysis !== undefined) this.ctx.metrics.inc(M.parserPagesOffloaded);
-        return this.inOrder(analysis, (a) => this.archiver.archive(page, record.timestamp, a));
+        if (prepared !== undefined) this.ctx.metrics.inc(M.parserPagesOffloaded);
+        return this.inOrder(prepared, (p) => this.archiver.archive(page, record.timestamp, p?.analysis, p?.deflated));
       }
       case TOPICS.parsedPages:
         return this.inOrder(undefined, () => {
@@ -163,8 +167,8 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
    * running, so none takes effect before it (runtime/processor.ts).
    */
   private inOrder(
-    ready: Promise<HtmlAnalysis | undefined> | undefined,
-    work: (analysis: HtmlAnalysis | undefined) => void,
+    ready: Promise<PreparedBody | undefined> | undefined,
+    work: (prepared: PreparedBody | undefined) => void,
   ): void | Promise<void> {
     if (this.tail === undefined && ready === undefined) return work(undefined);
     const before = this.tail;
@@ -188,4 +192,14 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
     if (--this.pending === 0) this.tail = undefined;
     return fault;
   }
+}
+
+/**
+ * Whether a fetched page's payload is likely to be deflated into a response record: a response
+ * came, it is not a 304, and its payload is not compressed already (stored as is). A copy of an
+ * earlier payload becomes a revisit instead; its deflated bytes are then unused.
+ */
+function storesDeflated(page: FetchedPage): boolean {
+  if (page.status === 0 || page.status === 304 || page.errorCode === 'CS_REFUSED_TYPE') return false;
+  return !isCompressedPayload(page.headers.map((h) => [h.name, h.value] as [string, string]));
 }

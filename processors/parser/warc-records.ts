@@ -88,6 +88,15 @@ const MAX_STORED_BLOCK = 65_535;
 const MIN_DEFLATE_BYTES = 2_048;
 
 /**
+ * A payload as a raw deflate segment at `level`, sync-flushed and not final: what `gzipMember`
+ * takes as its `deflatedPart`, made ahead of the record (on a parse worker) so the thread that
+ * writes the WARC file does not compress the payload itself. Pure.
+ */
+export function deflatePayload(payload: Uint8Array, level = DEFAULT_GZIP_LEVEL): Buffer {
+  return deflateRawSync(payload, { level, finishFlush: constants.Z_SYNC_FLUSH });
+}
+
+/**
  * A record as its own gzip member, so any record can be read from its offset alone. `level` is
  * zlib's 1 (fastest, the default) to 9 (smallest). `parts` are the record's bytes in order.
  *
@@ -97,10 +106,19 @@ const MIN_DEFLATE_BYTES = 2_048;
  * before it are deflated and sync-flushed (so the stored blocks start on a byte boundary), the
  * parts after it stored too. When the bytes left to deflate are fewer than MIN_DEFLATE_BYTES (a
  * request record, a revisit, the heads of a stored payload), the whole member is stored: setting
- * up a zlib stream costs more CPU than the few hundred bytes it would save are worth. Any gzip
- * reader inflates the member to exactly the parts joined.
+ * up a zlib stream costs more CPU than the few hundred bytes it would save are worth.
+ *
+ * With `deflatedPart` (`deflatePayload` of the part at `storedPart`, trusted, not checked) that
+ * part is written as those bytes instead of stored; the parts before it are stored when they are
+ * fewer than MIN_DEFLATE_BYTES, deflated otherwise. Only the CRC of the part is computed here.
+ * Any gzip reader inflates the member to exactly the parts joined.
  */
-export function gzipMember(parts: Buffer | readonly Buffer[], level = DEFAULT_GZIP_LEVEL, storedPart = -1): Buffer {
+export function gzipMember(
+  parts: Buffer | readonly Buffer[],
+  level = DEFAULT_GZIP_LEVEL,
+  storedPart = -1,
+  deflatedPart?: Buffer,
+): Buffer {
   const list = Buffer.isBuffer(parts) ? [parts] : parts;
   let crc = 0;
   let size = 0;
@@ -110,30 +128,35 @@ export function gzipMember(parts: Buffer | readonly Buffer[], level = DEFAULT_GZ
     crc = crc32(p, crc);
     size += p.length;
   }
-  const stored = storedPart >= 0 && storedPart < list.length ? list[storedPart]!.length : 0;
-  const storeAll = size - stored < MIN_DEFLATE_BYTES;
-  if (!storeAll && stored === 0) return gzipSync(list.length === 1 ? list[0]! : Buffer.concat(list), { level });
+  const special = storedPart >= 0 && storedPart < list.length;
+  const deflated = special ? deflatedPart : undefined;
+  const stored = special && deflated === undefined ? list[storedPart]!.length : 0;
+  const storeAll = deflated === undefined && size - stored < MIN_DEFLATE_BYTES;
+  if (!storeAll && stored === 0 && deflated === undefined)
+    return gzipSync(list.length === 1 ? list[0]! : Buffer.concat(list), { level });
   const out: Buffer[] = [GZIP_HEADER];
   if (storeAll) {
-    storedBlocks(list.length === 1 ? list[0]! : Buffer.concat(list), true, out);
+    storedBlocks(joined(list), true, out);
   } else {
     const head = list.slice(0, storedPart);
-    const tail = list.slice(storedPart + 1);
-    if (head.length > 0)
-      out.push(
-        deflateRawSync(head.length === 1 ? head[0]! : Buffer.concat(head), {
-          level,
-          finishFlush: constants.Z_SYNC_FLUSH,
-        }),
-      );
-    storedBlocks(list[storedPart]!, false, out);
-    storedBlocks(tail.length === 1 ? tail[0]! : Buffer.concat(tail), true, out);
+    if (head.length > 0) {
+      const bytes = joined(head);
+      if (deflated !== undefined && bytes.length < MIN_DEFLATE_BYTES) storedBlocks(bytes, false, out);
+      else out.push(deflateRawSync(bytes, { level, finishFlush: constants.Z_SYNC_FLUSH }));
+    }
+    if (deflated !== undefined) out.push(deflated);
+    else storedBlocks(list[storedPart]!, false, out);
+    storedBlocks(joined(list.slice(storedPart + 1)), true, out);
   }
   const trailer = Buffer.allocUnsafe(8);
   trailer.writeUInt32LE(crc >>> 0, 0);
   trailer.writeUInt32LE(size % 2 ** 32, 4);
   out.push(trailer);
   return Buffer.concat(out);
+}
+
+function joined(list: readonly Buffer[]): Buffer {
+  return list.length === 1 ? list[0]! : Buffer.concat(list);
 }
 
 /** Appends `data` as deflate stored blocks (RFC 1951 §3.2.4), the last one final if `final`. */
@@ -217,10 +240,14 @@ function encodingOf(text: string): BufferEncoding {
   return /[^\x00-\xff]/.test(text) ? 'utf8' : 'latin1';
 }
 
-/** One record's bytes in pieces, and which piece (if any) is stored rather than deflated. */
+/**
+ * One record's bytes in pieces, and which piece (if any) is stored rather than deflated, or given
+ * deflated already (`deflatedPart`, see gzipMember).
+ */
 export interface MemberSpec {
   parts: Buffer[];
   storedPart?: number;
+  deflatedPart?: Buffer;
 }
 
 export function recordMember(fields: WarcFields, block: Buffer): MemberSpec {

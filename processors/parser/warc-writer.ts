@@ -92,6 +92,11 @@ export interface RequestResponseArgs {
   payload: Buffer;
   /** `sha1Digest(payload)` when the caller has it already; it is trusted, not recomputed. */
   payloadDigest?: string;
+  /**
+   * `deflatePayload(payload, gzipLevel)` when the caller made it already (off this thread); it is
+   * trusted, not recomputed. Unused for a payload stored as is (compressed already).
+   */
+  deflatedPayload?: Buffer;
   truncated?: 'length' | 'time';
   /** Fields of a metadata record written right after the request, concurrent to the response (e.g. fetch facts). */
   metadata?: Record<string, string>;
@@ -145,7 +150,8 @@ export class WarcWriter {
   private readonly maxFileBytes: number;
   private readonly software: string;
   private readonly operator: string | undefined;
-  private readonly gzipLevel: number;
+  /** zlib level of its records' gzip members (WarcWriterOptions.gzipLevel). */
+  readonly gzipLevel: number;
   private readonly onFileClosed: ((name: string) => void) | undefined;
   /** Wall-clock time of the last record appended (or of the open file's creation). */
   private lastAppendAt = 0;
@@ -240,7 +246,9 @@ export class WarcWriter {
     const requestId = newRecordId();
     const ipField: WarcFields = args.ip === undefined ? [] : [['WARC-IP-Address', args.ip]];
     // the payload is part 2 of the response record: [record head, HTTP head, payload, CRLF CRLF]
-    const storedPart = isCompressedPayload(args.responseHeaders) ? 2 : -1;
+    const compressed = isCompressedPayload(args.responseHeaders);
+    const deflatedPart = compressed ? undefined : args.deflatedPayload;
+    const storedPart = compressed || deflatedPart !== undefined ? 2 : -1;
 
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
     const ids = metadataId === undefined ? [responseId, requestId] : [responseId, requestId, metadataId];
@@ -263,6 +271,7 @@ export class WarcWriter {
           [responseHead, args.payload],
         ),
         storedPart,
+        ...(deflatedPart === undefined ? {} : { deflatedPart }),
       },
       {
         parts: warcRecordParts(
@@ -371,13 +380,13 @@ export class WarcWriter {
       throw new CrawlError('CS_INTERNAL', `WarcWriter is ${this.state === 'new' ? 'not open yet' : 'closed'}`);
     }
     let file = this.current ?? this.startFile();
-    let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
+    let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
     const total = members.reduce((n, m) => n + m.length, 0);
     if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
       this.finishFile();
       file = this.startFile();
       // the records name their file's warcinfo record, so they are built again for the new file
-      members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart));
+      members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
     }
     const locations: WarcLocation[] = [];
     const start = file.size;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { constants, gzipSync, inflateRawSync } from 'node:zlib';
 import { defaultCrawlConfig } from '../../../processors/common/crawl-config.js';
 import { analyzeHtml, type AnalysisRequest } from '../../../processors/parser/html-analysis.js';
 import { ParsePool } from '../../../processors/parser/parse-pool.js';
@@ -12,6 +12,8 @@ import { CHARSET_VARIANTS, charsetWeb } from '../../../synthetic-web/charset-pag
 import { prose, renderPage } from '../../../synthetic-web/sites.js';
 import type { FetchedPage, PageRecord } from '../../../schemas/types.js';
 import { fetchedPageFor } from './fetched-page.js';
+import { httpBody, parseRecord, readAt } from './warc-helpers.js';
+import { deflatePayload } from '../../../processors/parser/warc-records.js';
 import { ParserTasks } from './parser-tasks.js';
 
 const PORT = 8080;
@@ -103,6 +105,18 @@ async function parseAll(pages: FetchedPage[], threads: number): Promise<{ record
     else tasks.drain();
     tasks.commit();
     await tasks.close();
+    // every response record holds its page's body, however its payload was deflated
+    const bodies = new Map(pages.map((p) => [p.url, p.body]));
+    let responses = 0;
+    for (const r of tasks.records) {
+      if (r.warcFile === null) continue;
+      const loc = { file: r.warcFile, offset: r.warcOffset!, length: r.warcLength! };
+      const record = parseRecord(readAt(tasks.warcDir, loc));
+      if (record.headers.get('warc-type') !== 'response') continue;
+      assert.deepEqual(httpBody(record.block), bodies.get(r.url), `the response record of ${r.url}`);
+      responses++;
+    }
+    assert.ok(responses >= 15, `only ${responses} response records`);
     // WARC file names carry the time they were opened, and records random ids (so their gzip
     // lengths vary); everything else must be equal
     const show = (r: PageRecord) => JSON.stringify({ ...r, warcFile: null, warcOffset: null, warcLength: null });
@@ -162,13 +176,29 @@ test('a worker that dies has its requests answered on the calling thread, and is
     const got = await Promise.all(answers);
     for (let i = 0; i < bodies.length; i++) {
       const expected = analyzeHtml(request(bodies[i]!));
-      assert.deepEqual(got[i], expected, `request ${i} was lost or changed`);
+      assert.deepEqual(got[i]?.analysis, expected, `request ${i} was lost or changed`);
     }
     // the replacement answers the next request
     const before = ParsePool.answeredByWorkers;
     const next = await pool.analyze(request(bodies[0]!));
-    assert.deepEqual(next, analyzeHtml(request(bodies[0]!)));
+    assert.deepEqual(next?.analysis, analyzeHtml(request(bodies[0]!)));
     assert.equal(ParsePool.answeredByWorkers, before + 1, 'the pool has no working worker after the loss');
+  } finally {
+    pool.release();
+  }
+});
+
+test('a worker asked to deflates the payload for its WARC record: raw deflate that inflates to the body', async () => {
+  const pool = ParsePool.acquire(1);
+  try {
+    const body = Buffer.from(html('Deflated', ['/d.html'], 3_000));
+    const asked = await pool.analyze(request(body), 1);
+    assert.ok(asked?.deflated, 'deflated on the worker');
+    assert.deepEqual(asked.deflated, deflatePayload(body, 1));
+    assert.deepEqual(inflateRawSync(asked.deflated, { finishFlush: constants.Z_SYNC_FLUSH }), body);
+    assert.deepEqual(asked.analysis, analyzeHtml(request(body)));
+    const plain = await pool.analyze(request(body));
+    assert.equal(plain?.deflated, undefined, 'not asked, not deflated');
   } finally {
     pool.release();
   }
@@ -181,10 +211,10 @@ test('the pool is shared while acquired, and answers on the calling thread once 
   assert.equal(a.size, 2);
   a.release();
   const body = Buffer.from(html('Shared', ['/s.html'], 500));
-  assert.deepEqual(await b.analyze(request(body)), analyzeHtml(request(body)));
+  assert.deepEqual((await b.analyze(request(body)))?.analysis, analyzeHtml(request(body)));
   b.release();
   const before = ParsePool.answeredByWorkers;
-  assert.deepEqual(await b.analyze(request(body)), analyzeHtml(request(body)));
+  assert.deepEqual(await b.analyze(request(body), 1), { analysis: analyzeHtml(request(body)) }, 'not deflated here');
   assert.equal(ParsePool.answeredByWorkers, before, 'a released pool sent work to a worker');
   const c = ParsePool.acquire(1);
   assert.notEqual(c, a, 'a released pool was handed out again');

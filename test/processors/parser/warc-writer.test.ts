@@ -4,7 +4,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
-import { gzipMember } from '../../../processors/parser/warc-records.js';
+import { deflatePayload, gzipMember } from '../../../processors/parser/warc-records.js';
 import { WarcWriter, type WarcLocation } from '../../../processors/parser/warc-writer.js';
 import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 import { fetchOf, httpBody, httpHead, listFiles, parseRecord, readAt, tempDir } from './warc-helpers.js';
@@ -378,6 +378,53 @@ test('gzipMember with a stored part inflates to exactly the parts joined, at eve
   }
   const large = Buffer.concat(Array.from({ length: 10 }, () => text));
   assert.ok(gzipMember(large).length < large.length / 2, 'a large record is deflated');
+});
+
+test('gzipMember with a part deflated beforehand inflates to exactly the parts joined, whatever the heads', () => {
+  const prose = Buffer.from('<p>the same words over and over, as HTML often is</p>'.repeat(500));
+  const small = Buffer.from('WARC/1.1\r\nWARC-Type: response\r\n\r\n');
+  const big = Buffer.concat(Array.from({ length: 100 }, () => small));
+  for (const payload of [Buffer.alloc(0), Buffer.from('x'), prose, randomBytes(70_000)]) {
+    for (const head of [small, big]) {
+      for (const level of [1, 6]) {
+        const parts = [head, Buffer.from('HTTP/1.1 200 OK\r\n\r\n'), payload, Buffer.from('\r\n\r\n')];
+        const member = gzipMember(parts, level, 2, deflatePayload(payload, level));
+        assert.deepEqual(
+          gunzipSync(member),
+          Buffer.concat(parts),
+          `${payload.length} B after ${head.length} B, level ${level}`,
+        );
+      }
+    }
+  }
+  // two members back to back read as one gzip stream, as a WARC file is
+  const one = [small, prose, Buffer.from('\r\n\r\n')];
+  const both = Buffer.concat([gzipMember(one, 1, 1, deflatePayload(prose, 1)), gzipMember(one, 1, 1)]);
+  assert.deepEqual(gunzipSync(both), Buffer.concat([...one, ...one]));
+  assert.ok(gzipMember(one, 1, 1, deflatePayload(prose, 1)).length < prose.length / 10, 'the payload is compressed');
+});
+
+test('a response record written with its payload deflated beforehand is the same record, and warcio reads it', (t) => {
+  const dir = tempDir(t);
+  const page = Buffer.from('<html><body>' + '<p>words of a page, over and over</p>'.repeat(700) + '</body></html>');
+  const lengths: number[] = [];
+  for (const deflated of [undefined, deflatePayload(page, 1)]) {
+    const w = new WarcWriter({ dir, prefix: deflated === undefined ? 'here' : 'ahead' });
+    w.open();
+    const written = w.writeRequestResponse({
+      ...fetchOf('http://example.com/page', 0),
+      payload: page,
+      responseHeaders: [['Content-Type', 'text/html']],
+      ...(deflated === undefined ? {} : { deflatedPayload: deflated }),
+    });
+    w.close();
+    assertWarcioCheckPasses(join(dir, written.response.file));
+    const record = parseRecord(readAt(dir, written.response));
+    assert.deepEqual(httpBody(record.block), page);
+    lengths.push(written.response.length);
+  }
+  // the heads are stored, not deflated, when the payload comes deflated: a few hundred bytes more
+  assert.ok(lengths[1]! < lengths[0]! + 600, `member of ${lengths[1]} B vs ${lengths[0]} B deflated here`);
 });
 
 test('a revisit stores the response head as received: its Content-Length is the payload it replays with', (t) => {
