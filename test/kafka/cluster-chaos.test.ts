@@ -205,8 +205,10 @@ test(
         const n = web.requests().length;
         if (n !== last) [last, quietSince] = [n, Date.now()];
       }
+      const left = unfetched();
       note(
-        `${at()}: quiet since ${((quietSince - began) / 1000).toFixed(1)} s; ${unfetched().length} expected pages unfetched`,
+        `${at()}: quiet since ${((quietSince - began) / 1000).toFixed(1)} s; ${left.length} expected pages unfetched` +
+          (left.length > 0 ? `: ${left.slice(0, 10).join(' ')}` : ''),
       );
       const log = web.requests();
       if (keep) writeFileSync(join(keep, 'requests.jsonl'), log.map((e) => JSON.stringify(e)).join('\n'));
@@ -217,17 +219,12 @@ test(
         const ended = await Promise.race([i.exited, sleep(10).then(() => undefined)]);
         assert.equal(ended, undefined, `${i.name} died during the crawl:\n${ended?.stderr.slice(-4000)}`);
         assert.ok(i.ops, `${i.name} never said where its endpoints are`);
-        assert.equal(
-          (await fetch(`http://${i.ops}/readyz`, { signal: AbortSignal.timeout(10_000) })).status,
-          200,
-          `${i.name} is not ready`,
-        );
+        const ready = await opsGet(i, 'readyz');
+        assert.equal(ready.status, 200, `${i.name} is not ready: ${ready.body}`);
       }
       const counters = new Map<string, number>();
       for (const i of live())
-        for (const m of (
-          await (await fetch(`http://${i.ops}/metrics`, { signal: AbortSignal.timeout(10_000) })).text()
-        ).matchAll(DIAGNOSED))
+        for (const m of (await opsGet(i, 'metrics')).body.matchAll(DIAGNOSED))
           counters.set(m[1]!, (counters.get(m[1]!) ?? 0) + Number(m[2]));
       note(`live instances' counters: ${[...counters].map(([k, v]) => `${k} ${v}`).join(', ')}`);
       for (const i of live()) i.child.kill('SIGTERM');
@@ -280,3 +277,16 @@ test(
     }
   },
 );
+
+/**
+ * GET of an instance's ops endpoint within 10 s; an instance that does not answer fails the test
+ * with its name and the tail of its stderr (a bare timeout said neither which one nor why).
+ */
+async function opsGet(i: Instance, path: string): Promise<{ status: number; body: string }> {
+  try {
+    const res = await fetch(`http://${i.ops}/${path}`, { signal: AbortSignal.timeout(10_000) });
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    assert.fail(`${i.name} did not answer /${path} (${String(err)}):\n${i.stderr().slice(-6000)}`);
+  }
+}

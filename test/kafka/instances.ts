@@ -11,6 +11,8 @@ export interface Instance {
   exited: Promise<Exited>;
   /** Where its /metrics, /healthz and /readyz answer, once it has said so. */
   ops?: string;
+  /** What its current life wrote to stderr so far (the last 64 KiB). */
+  stderr: () => string;
 }
 
 /**
@@ -28,10 +30,12 @@ export function launchInstance(
 ): Instance {
   const dataDir = join(dir, name);
   const started = startCli(['run', '--role', role, '--data', dataDir, ...common]);
+  let err = '';
+  const stderr = (): string => err;
   const existing = instances.find((i) => i.name === name);
   const instance: Instance = existing
-    ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined })
-    : { name, role, dataDir, ...started };
+    ? Object.assign(existing, { child: started.child, exited: started.exited, ops: undefined, stderr })
+    : { name, role, dataDir, ...started, stderr };
   if (!existing) instances.push(instance);
   const keep = process.env['CRAWLSTREAM_TEST_LOGS'];
   if (keep) {
@@ -39,9 +43,8 @@ export function launchInstance(
     started.child.stdout!.pipe(file);
     started.child.stderr!.pipe(file);
   }
-  let err = '';
   started.child.stderr!.on('data', (d: Buffer) => {
-    err += d.toString();
+    err = (err + d.toString()).slice(-65_536);
     instance.ops ??= /\/readyz on http:\/\/(\S+)/.exec(err)?.[1];
   });
   return instance;
