@@ -221,6 +221,8 @@ test(
         assert.ok(i.ops, `${i.name} never said where its endpoints are`);
         const ready = await opsGet(i, 'readyz');
         assert.equal(ready.status, 200, `${i.name} is not ready: ${ready.body}`);
+        const healthy = await opsGet(i, 'healthz');
+        assert.equal(healthy.status, 200, `${i.name} is not healthy: ${healthy.body}\n${i.stderr().slice(-6000)}`);
       }
       const counters = new Map<string, number>();
       for (const i of live())

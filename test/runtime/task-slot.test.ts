@@ -68,7 +68,7 @@ interface Member {
   readonly dataDir: string;
 }
 
-async function member(cluster = new ScriptedCluster()): Promise<Member> {
+async function member(cluster = new ScriptedCluster(), timing: { orphanCheckMs?: number } = {}): Promise<Member> {
   const { topology, sub } = countTopology();
   const serdes = await buildSerdes(topology, new MemoryRegistry());
   const port = new ScriptedTaskPort(cluster, GROUP);
@@ -103,6 +103,7 @@ async function member(cluster = new ScriptedCluster()): Promise<Member> {
     engineState: () => m.state,
     fail: (err) => failures.push(err),
     onRestored: () => undefined,
+    ...timing,
   });
   return m;
 }
@@ -337,6 +338,32 @@ test('a broker fault while a task opens pauses and rejoins; any other fault fail
       m.failures.map((e) => (e as CrawlError).code),
       ['CS_STORE'],
     );
+  } finally {
+    await stop(m);
+  }
+});
+
+test('a partition left without a task after a rejoin that brought no new assignment makes the member join again', async () => {
+  const m = await member(new ScriptedCluster(), { orphanCheckMs: 100 });
+  try {
+    m.port.openFaults.push(new CrawlError('CS_KAFKA', 'scripted: connection refused'));
+    m.manager.assign(m.sub, new Set([1]));
+    assert.equal(await m.manager.slot(0, 1)!.opening, undefined);
+    await until(() => m.consumer.rejoins === 1, 'the rejoin after the failed opening');
+    // the scripted rejoin assigns nothing, as one that kafkajs' own rejoin overtook: partition 1
+    // is still this member's, without a task, paused
+    await until(() => m.consumer.rejoins === 2, 'a rejoin for the partition without a task');
+    assert.ok(
+      m.lines.some((l) => l.includes('task 0_1 is assigned to this member but has no task')),
+      m.lines.join('\n'),
+    );
+    // assigned again: it opens, and no more rejoins are asked for
+    m.manager.assign(m.sub, new Set([1]));
+    assert.ok(await m.manager.slot(0, 1)!.opening, 'opened');
+    const rejoins = m.consumer.rejoins;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(m.consumer.rejoins, rejoins, 'a member whose partitions all have tasks stays');
+    assert.deepEqual(m.failures, []);
   } finally {
     await stop(m);
   }

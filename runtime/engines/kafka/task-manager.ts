@@ -38,12 +38,20 @@ export interface TaskPort {
   readonly changelogs: ChangelogSource;
 }
 
+/**
+ * How often a member looks for partitions of its assignment that have no task (see
+ * `rejoinForOrphans`); one seen at two looks in a row makes it join its group again.
+ */
+export const ORPHAN_CHECK_MS = 15_000;
+
 export interface TaskManagerOptions {
   readonly topology: Topology;
   readonly dataDir: string;
   readonly commitIntervalMs: number;
   /** Default HANDOVER_GRACE_MS. */
   readonly handoverGraceMs?: number;
+  /** Default ORPHAN_CHECK_MS. */
+  readonly orphanCheckMs?: number;
   /** The engine's dead letters, shared by its tasks (one rate limit for the log). */
   readonly deadLetters: DeadLetters;
   readonly serdes: SerdeSet;
@@ -92,6 +100,11 @@ export class TaskManager {
   /** Tasks opened: with the commit counter, part of the engine's progress. */
   opened = 0;
   private readonly cleaner: NodeJS.Timeout | undefined;
+  private readonly orphanCheck: NodeJS.Timeout;
+  /** The sub-topologies assigned so far, by id. */
+  private readonly subs = new Map<number, Subtopology>();
+  /** Assigned partitions (`sub_partition`) found without a task at the last look. */
+  private orphans = new Set<string>();
 
   constructor(private readonly o: TaskManagerOptions) {
     this.repairs = new StoreRepairs(o.logger);
@@ -107,6 +120,40 @@ export class TaskManager {
     const delay = o.stateCleanupDelayMs;
     // first after a whole delay, as Kafka Streams' cleaner: a restarted member's directories wait for its assignment
     if (delay !== undefined) this.cleaner = setInterval(() => this.cleanUpOrSay(delay), Math.max(delay, 1_000)).unref();
+    this.orphanCheck = setInterval(() => this.rejoinForOrphans(), o.orphanCheckMs ?? ORPHAN_CHECK_MS).unref();
+  }
+
+  /**
+   * A partition of this member's assignment with no task at two looks in a row: its task was
+   * dropped (a broker fault while it opened or committed) and the rejoin asked for then brought
+   * no new assignment (kafkajs' own rejoin, running at the same time, delivered it first). Its
+   * partition stays paused and unprocessed until the next rebalance, which may never come: a
+   * chaos run saw a frontier partition idle for 7 minutes so. The member joins its group again.
+   */
+  private rejoinForOrphans(): void {
+    if (this.o.engineState() !== 'running') return;
+    const now = new Set<string>();
+    for (const [id, partitions] of this.assigned)
+      for (const p of partitions) {
+        const key = taskIdString({ subtopology: id, partition: p });
+        if (!this.slots.has(key)) now.add(key);
+      }
+    // an opening that neither ends nor fails (a broker call that never answers) is said once
+    const slowAfter = 4 * (this.o.orphanCheckMs ?? ORPHAN_CHECK_MS);
+    for (const slot of this.slots.values())
+      if (!slot.task && !slot.quarantined && !slot.slowSaid && Date.now() - slot.createdAt > slowAfter) {
+        slot.slowSaid = true;
+        this.o.logger.warn(
+          `task ${slot.name} has been opening for ${Math.round((Date.now() - slot.createdAt) / 1000)} s (${slot.state})`,
+        );
+      }
+    for (const key of now) {
+      if (!this.orphans.has(key)) continue;
+      const sub = this.subs.get(Number(key.slice(0, key.indexOf('_'))))!;
+      this.say(`task ${key} is assigned to this member but has no task; the member joins its group again`);
+      this.scheduleRejoin(sub);
+    }
+    this.orphans = now;
   }
 
   private cleanUpOrSay(delayMs: number): void {
@@ -147,6 +194,7 @@ export class TaskManager {
     if (this.o.engineState() !== 'running') return;
     const held = this.assigned.get(sub.id);
     this.assigned.set(sub.id, partitions);
+    this.subs.set(sub.id, sub);
     for (const [key, slot] of this.slots) {
       if (slot.sub !== sub.id || partitions.has(slot.partition)) continue;
       // revoked: the slot goes at once (a task that is still opening sees it and closes unused)
@@ -462,6 +510,7 @@ export class TaskManager {
    */
   async closeAll(commit: boolean, graceMs?: number): Promise<void> {
     clearInterval(this.cleaner);
+    clearInterval(this.orphanCheck);
     const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
     this.slots.clear();
     await Promise.allSettled(tasks.map((t) => t?.close(commit, graceMs)));

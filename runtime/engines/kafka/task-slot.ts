@@ -18,6 +18,10 @@ export class TaskSlot {
   task: KafkaTask | undefined;
   /** Set when its task's init or a punctuator threw: the partition is kept, paused, without a task (task-quarantine.ts). */
   quarantined: QuarantinedTask | undefined;
+  /** When the slot was made (its opening began). */
+  readonly createdAt = Date.now();
+  /** Whether a slow opening was reported (once per slot). */
+  slowSaid = false;
 
   constructor(
     readonly sub: number,
