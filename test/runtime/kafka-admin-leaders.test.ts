@@ -66,3 +66,39 @@ test('awaitLeaders gives up on a non-retriable error at once, and on retriable o
     message: /^topics a have no leader for every partition after 300 ms: UNKNOWN_TOPIC_OR_PARTITION/,
   });
 });
+
+test("endOffsets asks again after kafkajs' TypeError of a broker just back, and gives up on any other TypeError", async () => {
+  let calls = 0;
+  const answers: (() => unknown)[] = [
+    () => {
+      // what kafkajs 2.2.4's fetchTopicOffsets throws when a broker answers for partitions it no longer leads
+      throw new TypeError("Cannot destructure property 'partitions' of 'low.pop(...)' as it is undefined.");
+    },
+    () => [
+      { partition: 0, offset: '7', high: '7', low: '0' },
+      { partition: 1, offset: '3', high: '3', low: '0' },
+    ],
+  ];
+  const fake = {
+    fetchTopicOffsets: () => {
+      calls++;
+      return Promise.resolve().then(answers.shift()!);
+    },
+  } as unknown as Admin;
+  const admin = new KafkaAdmin(fake, () => undefined);
+  assert.deepEqual(
+    await admin.endOffsets('t'),
+    new Map([
+      [0, 7],
+      [1, 3],
+    ]),
+  );
+  assert.equal(calls, 2);
+  const broken = new KafkaAdmin(
+    {
+      fetchTopicOffsets: () => Promise.reject(new TypeError('something else is undefined')),
+    } as unknown as Admin,
+    () => undefined,
+  );
+  await assert.rejects(broken.endOffsets('t'), { code: 'CS_KAFKA', message: /cannot read the end offsets of t/ });
+});
