@@ -101,6 +101,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const owner = String(this.ctx.taskId.partition);
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
+    this.ctx.metrics.setGauge(M.cacheBytes, owner, this.client.tlsSessions.bytes, 'tls-sessions');
     // a newer owner may run on another machine: its clock is learnt afresh; a stale lease's times
     // are on its old owner's clock and teach nothing
     if (req.ownerEpoch > this.newestEpoch) {

@@ -1,7 +1,11 @@
 import type { TLSSocket } from 'node:tls';
 
-/** Most TLS sessions kept, one per server name (~1–2 KB each: a session holds the peer's certificate). */
-export const MAX_TLS_SESSIONS = 10_000;
+/**
+ * Most TLS sessions one client keeps, one per server name: ~1–3 KB each (a session holds the
+ * server's certificate), so at most ~4–12 MB per fetcher task. Twice the hosts a frontier
+ * partition holds at once by default (`--host-slots` 1000): the hosts that come back soon.
+ */
+export const MAX_TLS_SESSIONS = 4_096;
 
 /**
  * TLS sessions to resume, one per server name, the least recently used dropped first past `max`.
@@ -16,6 +20,8 @@ export const MAX_TLS_SESSIONS = 10_000;
  */
 export class TlsSessions {
   private readonly byName = new Map<string, Buffer>();
+  /** Bytes held: the sessions and their names (for `crawlstream_cache_bytes{cache="tls-sessions"}`). */
+  bytes = 0;
 
   constructor(private readonly max = MAX_TLS_SESSIONS) {}
 
@@ -43,8 +49,16 @@ export class TlsSessions {
   }
 
   private set(servername: string, session: Buffer): void {
-    this.byName.delete(servername);
+    this.forget(servername);
     this.byName.set(servername, session);
-    if (this.byName.size > this.max) this.byName.delete(this.byName.keys().next().value!);
+    this.bytes += session.length + 2 * servername.length;
+    if (this.byName.size > this.max) this.forget(this.byName.keys().next().value!);
+  }
+
+  private forget(servername: string): void {
+    const session = this.byName.get(servername);
+    if (session === undefined) return;
+    this.byName.delete(servername);
+    this.bytes -= session.length + 2 * servername.length;
   }
 }

@@ -28,4 +28,6 @@ test('TLS sessions: the newest per server name, the least recently used dropped 
   assert.equal(sessions.get('b.test'), undefined, 'the least recently used went');
   assert.equal(sessions.get('a.test')?.toString(), 'a2');
   assert.equal(sessions.get('c.test')?.toString(), 'c1');
+  // what it holds: two sessions of 2 bytes, two names of 6 characters (UTF-16)
+  assert.equal(sessions.bytes, 2 * 2 + 2 * 2 * 6);
 });
