@@ -201,7 +201,7 @@ export class ScriptedProducer implements TransactionalProducer {
   }
 }
 
-/** The task manager's port over a scripted cluster; `openFaults` makes the next producer creations fail. */
+/** The task manager's port over a scripted cluster; `openFaults` makes the next producer creations fail (a Held one when the test rejects it). */
 export class ScriptedTaskPort implements TaskPort {
   readonly producers: ScriptedProducer[] = [];
   readonly openFaults: unknown[] = [];
@@ -216,6 +216,8 @@ export class ScriptedTaskPort implements TaskPort {
   transactionalProducer(transactionalId: string): Promise<TransactionalProducer> {
     this.calls.push(`fence ${transactionalId}`);
     const fault = this.openFaults.shift();
+    // a Held fault: the creation hangs until the test rejects it (a broker call failing late)
+    if (fault instanceof Held) return fault.promise.then(() => Promise.reject(new Error('a held fault resolved')));
     if (fault !== undefined) return Promise.reject(fault);
     const producer = new ScriptedProducer(this.changelogs, transactionalId);
     this.producers.push(producer);

@@ -68,7 +68,10 @@ interface Member {
   readonly dataDir: string;
 }
 
-async function member(cluster = new ScriptedCluster(), timing: { orphanCheckMs?: number } = {}): Promise<Member> {
+async function member(
+  cluster = new ScriptedCluster(),
+  timing: { orphanCheckMs?: number; handoverGraceMs?: number } = {},
+): Promise<Member> {
   const { topology, sub } = countTopology();
   const serdes = await buildSerdes(topology, new MemoryRegistry());
   const port = new ScriptedTaskPort(cluster, GROUP);
@@ -363,6 +366,34 @@ test('a partition left without a task after a rejoin that brought no new assignm
     const rejoins = m.consumer.rejoins;
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal(m.consumer.rejoins, rejoins, 'a member whose partitions all have tasks stays');
+    assert.deepEqual(m.failures, []);
+  } finally {
+    await stop(m);
+  }
+});
+
+test('an opening that fails after its partition was revoked and assigned again leaves the new task running, unpaused', async () => {
+  const m = await member(new ScriptedCluster(), { handoverGraceMs: 10 });
+  try {
+    const late = new Held<void>();
+    m.port.openFaults.push(late);
+    m.manager.assign(m.sub, new Set([1]));
+    const first = m.manager.slot(0, 1)!;
+    await until(() => m.port.calls.includes('fence scripted-0_1'), 'the first opening at its fence');
+    // a rebalance revokes the partition and the next gives it back: a new slot opens and runs
+    m.manager.assign(m.sub, new Set());
+    m.manager.assign(m.sub, new Set([1]));
+    const second = m.manager.slot(0, 1)!;
+    assert.notEqual(second, first);
+    assert.ok(await second.opening, 'the new task runs');
+    const calls = m.consumer.calls.length;
+    // now the first opening's fence fails (a broker fault): it concerns a slot that is gone
+    late.reject(new CrawlError('CS_KAFKA', 'scripted: connection reset'));
+    assert.equal(await first.opening, undefined);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.deepEqual(m.consumer.calls.slice(calls), [], "the running task's partition was paused");
+    assert.equal(m.consumer.rejoins, 0);
+    assert.equal(m.manager.slot(0, 1), second);
     assert.deepEqual(m.failures, []);
   } finally {
     await stop(m);

@@ -126,9 +126,9 @@ export class TaskManager {
   /**
    * A partition of this member's assignment with no task at two looks in a row: its task was
    * dropped (a broker fault while it opened or committed) and the rejoin asked for then brought
-   * no new assignment (kafkajs' own rejoin, running at the same time, delivered it first). Its
-   * partition stays paused and unprocessed until the next rebalance, which may never come: a
-   * chaos run saw a frontier partition idle for 7 minutes so. The member joins its group again.
+   * no new assignment (shared with a rejoin already under way, or overtaken by kafkajs' own). Its
+   * partition would stay paused and unprocessed until the next rebalance, which may never come.
+   * The member joins its group again.
    */
   private rejoinForOrphans(): void {
     if (this.o.engineState() !== 'running') return;
@@ -280,9 +280,15 @@ export class TaskManager {
     else this.o.pauses?.clear(`task ${name}`);
   }
 
-  /** Removes the slot, pauses the partition and makes the member join its group again. */
+  /**
+   * Removes the slot, pauses the partition and makes the member join its group again. Nothing for
+   * a slot that is no longer the partition's (revoked, perhaps assigned again to a new slot whose
+   * task may run already): pausing then would stop that task's input with no rebalance coming to
+   * resume it (a stale opening that failed after a revoke and re-assignment did so in a chaos run).
+   */
   private drop(sub: Subtopology, partition: number, slot: TaskSlot): void {
-    if (this.slots.get(slot.name) === slot) this.slots.delete(slot.name);
+    if (this.slots.get(slot.name) !== slot) return;
+    this.slots.delete(slot.name);
     const consumer = this.o.consumerOf(sub);
     for (const topic of sub.sourceTopics) consumer?.pause(topic, partition);
     this.scheduleRejoin(sub);
