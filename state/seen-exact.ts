@@ -241,6 +241,15 @@ export class ExactFingerprints {
     return this.scan.done;
   }
 
+  /**
+   * True once the warm scan has read every stored run, so `contains`, `stage` and `flush` read
+   * none: before that, the first of them reads the rest of the runs at once (O(unmerged
+   * fingerprints), tens of seconds at tens of millions).
+   */
+  get runsRead(): boolean {
+    return this.scan.runsRead;
+  }
+
   /** Calls `each` for every stored fingerprint, as `load` does, without touching RAM state. */
   forEach(each: (bytes: Buffer, offset: number) => void): number {
     let calls = 0;

@@ -144,6 +144,16 @@ export class SeenSet {
     return true;
   }
 
+  /**
+   * True once `warm` has read the exact layer's runs (the fingerprints not yet merged into
+   * blocks), which the warm steps read first. Until then an `admit` or `has` reads every run left
+   * at once, O(unmerged fingerprints) on the caller's thread: a caller that must not be held so
+   * long (a task's thread, with heartbeats and polls on it) warms until this is true first.
+   */
+  get runsRead(): boolean {
+    return !this.warming || this.exact.runsRead;
+  }
+
   /** `warm` to the end at once: O(stored fingerprints). For tests, benches and tools. */
   warmAll(): void {
     this.warm(Infinity);
@@ -280,6 +290,7 @@ export class SeenSet {
     metrics.setGauge(M.seenSetUnmerged, owner, s.exact.unmerged);
     metrics.setGauge(M.seenSetRuns, owner, s.exact.runs);
     metrics.setGauge(M.seenSetSweeps, owner, s.exact.sweeps);
+    metrics.setGauge(M.seenSetRunsForced, owner, s.exact.runsForced);
     metrics.setGauge(M.cacheBytes, owner, s.exact.blockCacheBytes, 'seen-blocks');
     metrics.setGauge(M.cacheBytes, owner, s.bloomBytes, 'seen-bloom');
   }

@@ -50,12 +50,38 @@ export class FrontierHarness {
     return this.seen;
   }
 
+  /**
+   * Hands a record to the task now, or, while an earlier one is still being processed (a link
+   * batch waiting for the seen-set's runs), after it, in order, as an engine would: `advance`,
+   * `crash` and `close` wait for those first.
+   */
   feed(topic: string, key: string, value: unknown): void {
-    void this.driver.pipeInput(topic, key, value);
+    const raw = this.driver.encode(topic, key, value);
+    if (this.pending !== undefined) {
+      this.pending = this.pending.then(() => this.driver.pipeRawInput(raw));
+      return;
+    }
+    const result = this.driver.pipeRawInput(raw);
+    if (result instanceof Promise) this.pending = result;
   }
 
+  /** Resolves once every record fed has been processed; rejects with the first one's error. */
+  async settled(): Promise<void> {
+    while (this.pending !== undefined) {
+      const pending = this.pending;
+      try {
+        await pending;
+      } finally {
+        if (this.pending === pending) this.pending = undefined;
+      }
+    }
+  }
+
+  private pending: Promise<void> | undefined;
+
   /** Moves the clock forward in small steps, running due punctuators at each. */
-  advance(ms: number, step = 100): Promise<void> {
+  async advance(ms: number, step = 100): Promise<void> {
+    await this.settled();
     return this.driver.advanceWallClockTime(ms, step);
   }
 
@@ -68,11 +94,13 @@ export class FrontierHarness {
     this.driver.commit();
   }
 
-  crash(): Promise<void> {
+  async crash(): Promise<void> {
+    await this.settled();
     return this.driver.crash();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.settled().catch(() => undefined);
     return this.driver.close();
   }
 }
