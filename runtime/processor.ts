@@ -58,6 +58,15 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * restart (put nothing there a restart must find).
    */
   coLocated<T>(key: string, create: () => T): T | undefined;
+  /**
+   * The object stored under `key` for this processor's tasks that the engine runs in this
+   * process now (made by `create` on first use): whichever partitions those are, which may be
+   * fewer than all and change as partitions move (Kafka). For a rule this process keeps over its
+   * own work (spacing its own requests to an address), never for one that needs every partition
+   * (that is `coLocated`). Always given: a task run alone (the test driver) gets one of its own.
+   * Owned as `coLocated`'s objects are.
+   */
+  inProcess<T>(key: string, create: () => T): T;
 }
 
 /**

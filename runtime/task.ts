@@ -72,6 +72,8 @@ export class StreamTask {
     lifecycle?: TaskLifecycle,
     /** Objects shared by co-located tasks (`ProcessorContext.coLocated`): given only by an engine that runs every task of the topology in this process. */
     private readonly coLocated?: Map<string, unknown>,
+    /** Objects shared by the tasks the engine runs in this process (`ProcessorContext.inProcess`); this task's own when not given. */
+    private readonly inProcess: Map<string, unknown> = new Map(),
   ) {
     this.name = taskIdString(id);
     this.lifecycle = lifecycle ?? new TaskLifecycle(this.name);
@@ -234,6 +236,13 @@ export class StreamTask {
     return this.coLocated.get(k) as T;
   }
 
+  /** The object shared by the tasks of `processor` in this process (see the constructor). */
+  inProcessObject<T>(processor: string, key: string, create: () => T): T {
+    const k = `${this.subtopology.id}\u0000${processor}\u0000${key}`;
+    if (!this.inProcess.has(k)) this.inProcess.set(k, create());
+    return this.inProcess.get(k) as T;
+  }
+
   registerQuery(processor: string, name: string, handler: QueryHandler): void {
     const id = `${processor}/${name}`;
     if (this.queries.has(id)) throw new CrawlError('CS_TOPOLOGY', `query ${id} is registered twice`);
@@ -335,5 +344,9 @@ class NodeContext implements ProcessorContext {
 
   coLocated<T>(key: string, create: () => T): T | undefined {
     return this.task.coLocatedObject(this.node.name, key, create);
+  }
+
+  inProcess<T>(key: string, create: () => T): T {
+    return this.task.inProcessObject(this.node.name, key, create);
   }
 }

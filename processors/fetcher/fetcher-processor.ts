@@ -67,8 +67,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
-    const gate = () => new WireGate(this.config.ipGapMs);
-    this.gate = context.coLocated('fetcher-wire-gate', gate) ?? gate();
+    // every fetch of this process to an address passes one gate, whichever task it belongs to
+    this.gate = context.inProcess('fetcher-wire-gate', () => new WireGate(this.config.ipGapMs));
     const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,

@@ -81,6 +81,11 @@ export interface TopologyTestDriverOptions {
    * bench turns it off: a commit still assembles them as an engine does, and drops them.
    */
   readonly keepChangelogs?: boolean;
+  /**
+   * What the task's processors share with other tasks of this process (`ProcessorContext.inProcess`):
+   * give two drivers one map to run them as one engine runs two partitions; a map of the task's own by default.
+   */
+  readonly inProcess?: Map<string, unknown>;
 }
 
 /**
@@ -119,7 +124,7 @@ export class TopologyTestDriver {
     startTime: number,
     private readonly outputOptions: Pick<
       TopologyTestDriverOptions,
-      'onOutput' | 'onRawOutput' | 'captureOutputs' | 'keepChangelogs'
+      'onOutput' | 'onRawOutput' | 'captureOutputs' | 'keepChangelogs' | 'inProcess'
     >,
   ) {
     this.metrics = metrics;
@@ -385,6 +390,10 @@ export class TopologyTestDriver {
       this.serdes,
       this.metrics,
       () => this.time,
+      undefined,
+      undefined,
+      undefined,
+      this.outputOptions.inProcess,
     );
   }
 }

@@ -99,3 +99,93 @@ test(
     assert.equal((await done()).length, WORDS, 'every word went out once');
   },
 );
+
+test(
+  'a partition whose previous owner has left the group opens without the handover wait: no live member has a commit to make',
+  { timeout: 240_000 },
+  async (t) => {
+    const { brokers, registry } = kafkaInfra();
+    const applicationId = `handover-gone-${Date.now().toString(36)}`;
+    const processed: string[] = [];
+    // what each task got of `inProcess`: one object per engine (member), whatever partitions it runs
+    const shared = new Map<object, Set<number>>();
+    class Record implements Processor<string, LinkBatch, string, LinkBatch> {
+      private ctx!: ProcessorContext<string, LinkBatch>;
+      init(context: ProcessorContext<string, LinkBatch>): void {
+        this.ctx = context;
+        const object = context.inProcess('probe', () => ({}));
+        shared.set(object, (shared.get(object) ?? new Set()).add(context.taskId.partition));
+      }
+      process(record: StreamRecord<string, LinkBatch>): void {
+        processed.push(record.key);
+        this.ctx.forward(record);
+      }
+    }
+    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
+      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+      .addTopic({ name: 'done', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+      .addSource('words-source', 'words')
+      .addProcessor('record', () => new Record() as Processor, ['words-source'])
+      .addSink('done-sink', 'done', 'record');
+    const { keysOf } = await testTopics(t, topology);
+    const dir = tempDir('kafka-handover-gone');
+    t.after(() => removeDir(dir));
+    const lines: string[] = [];
+    // a wait far longer than anything else here: a partition that waited it would not be done in time
+    const GRACE_MS = 90_000;
+    const member = (name: string): KafkaEngine =>
+      new KafkaEngine(topology, {
+        brokers: [brokers],
+        registryUrl: registry,
+        dataDir: join(dir, name),
+        commitIntervalMs: 200,
+        sessionTimeoutMs: 6_000,
+        handoverGraceMs: GRACE_MS,
+        logger: createLogger({ write: (l) => lines.push(`${name} ${l}`) }),
+      });
+    const words = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => ({
+        key: `word-${from + i}`,
+        value: { site: `word-${from + i}`, sourceUrl: null, discoveredAt: 1, links: [] },
+        timestamp: Date.now(),
+      }));
+    const waitDone = async (n: number, within: number, what: string): Promise<void> => {
+      const deadline = Date.now() + within;
+      while (new Set(await keysOf('done', PARTITIONS)).size < n) {
+        if (Date.now() > deadline) assert.fail(`${what}\n${lines.join('\n')}`);
+        await sleep(250);
+      }
+    };
+    // the first member ever: no partition had an owner, so none waits
+    const first = member('first');
+    t.after(() => first.stop().catch(() => undefined));
+    await first.start();
+    await first.produce('words', words(0, WORDS / 2));
+    await waitDone(
+      WORDS / 2,
+      GRACE_MS / 2,
+      `a first member did not finish ${WORDS / 2} records in ${GRACE_MS / 2000} s`,
+    );
+    // it leaves the group; a second member takes every partition from nobody
+    await first.stop();
+    const second = member('second');
+    t.after(() => second.stop().catch(() => undefined));
+    await second.start();
+    await second.produce('words', words(WORDS / 2, WORDS));
+    await waitDone(WORDS, GRACE_MS / 2, `the partitions of a member gone waited for its handover (${GRACE_MS} ms)`);
+    await second.stop();
+    assert.deepEqual(
+      processed.filter((k, i) => processed.indexOf(k) !== i),
+      [],
+      'records processed twice',
+    );
+    // each member's tasks of all four partitions shared one object; the two members had two
+    assert.deepEqual(
+      [...shared.values()].map((ps) => [...ps].sort()),
+      [
+        [0, 1, 2, 3],
+        [0, 1, 2, 3],
+      ],
+    );
+  },
+);

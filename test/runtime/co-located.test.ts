@@ -12,7 +12,10 @@ import { MemoryRegistry } from '../../schemas/memory-registry.js';
 class Sharer implements Processor<string, unknown, string, unknown> {
   shared: { count: number } | undefined;
   other: { count: number } | undefined;
+  here: { count: number } | undefined;
   init(context: ProcessorContext<string, unknown>): void {
+    this.here = context.inProcess('here', () => ({ count: 0 }));
+    this.here.count++;
     this.shared = context.coLocated('counter', () => ({ count: 0 }));
     if (this.shared) this.shared.count++;
     this.other = context.coLocated('other', () => ({ count: 100 }));
@@ -20,7 +23,7 @@ class Sharer implements Processor<string, unknown, string, unknown> {
   process(): void {}
 }
 
-async function tasks(coLocated: Map<string, unknown> | undefined): Promise<Sharer[]> {
+async function tasks(coLocated: Map<string, unknown> | undefined, inProcess?: Map<string, unknown>): Promise<Sharer[]> {
   const sharers: Sharer[] = [];
   const topology = new Topology('co-located')
     .addTopic({ name: 'in', partitions: 3, keySerde: stringSerde, schema: 'LinkBatch' })
@@ -41,6 +44,7 @@ async function tasks(coLocated: Map<string, unknown> | undefined): Promise<Share
       undefined,
       undefined,
       coLocated,
+      inProcess,
     ).init();
   return sharers;
 }
@@ -60,4 +64,16 @@ test('coLocated gives the tasks of every partition one object per key when the e
     alone.every((s) => s.shared === undefined && s.other === undefined),
     'no engine map: undefined (Kafka, the driver)',
   );
+});
+
+test('inProcess gives the tasks one object per key when the engine gives a map (both engines), and each task its own when not (the driver)', async () => {
+  const kafkaLike = await tasks(undefined, new Map());
+  assert.ok(
+    kafkaLike.every((s) => s.here === kafkaLike[0]!.here && s.shared === undefined),
+    'shared in the process, not co-located',
+  );
+  assert.equal(kafkaLike[0]!.here!.count, 3);
+  const alone = await tasks(undefined);
+  assert.equal(new Set(alone.map((s) => s.here)).size, 3, 'a task without the map has its own');
+  assert.ok(alone.every((s) => s.here!.count === 1));
 });

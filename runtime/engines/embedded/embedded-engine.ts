@@ -236,6 +236,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.taskLogger(id),
       lifecycle,
       this.coLocated,
+      this.coLocated,
     );
   }
 

@@ -28,7 +28,7 @@ export interface ConsumeLoopHost {
   /** Records handed to tasks: part of the engine's progress. */
   fetched(records: number): void;
   /** kafkajs joined the group again (after a crash) and assigned these partitions of `sub`. */
-  assigned(sub: Subtopology, partitions: Set<number>): void;
+  assigned(sub: Subtopology, partitions: Set<number>, memberId: string): void;
   /** The consumer crashed (see GroupConsumerHandlers.onCrash). */
   crashed(sub: Subtopology, err: CrawlError, restart: boolean): void;
 }
@@ -41,7 +41,7 @@ export interface ConsumeLoopHost {
 export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsumerHandlers {
   const { manager } = host;
   return {
-    onAssignment: (assigned) => host.assigned(sub, new Set(assigned.map((a) => a.partition))),
+    onAssignment: (assigned, memberId) => host.assigned(sub, new Set(assigned.map((a) => a.partition)), memberId),
     onCrash: (err, restart) => host.crashed(sub, err, restart),
     onRecords: async (records, heartbeat) => {
       const partition = records[0]!.partition;

@@ -1,3 +1,4 @@
+import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import { isTransientFault, kafkaError, type TopicDefinition } from './kafka-common.js';
 
@@ -162,6 +163,19 @@ export class KafkaAdmin {
     }
   }
 
+  /**
+   * The partitions that members of `groupId` other than `memberId` said they owned when they
+   * joined its current generation: those of a rebalance's moves whose previous owner is alive and
+   * closing its task. One request, not asked again: a caller that cannot wait assumes the worst.
+   */
+  async claimedByOthers(groupId: string, memberId: string): Promise<Set<number>> {
+    const { groups } = await this.admin.describeGroups([groupId]);
+    const out = new Set<number>();
+    for (const m of groups[0]?.members ?? [])
+      if (m.memberId !== memberId) for (const p of ownedOf(m.memberMetadata)) out.add(p);
+    return out;
+  }
+
   async deleteGroups(groupIds: string[]): Promise<void> {
     await this.admin.deleteGroups(groupIds).catch(() => undefined);
   }
@@ -181,4 +195,16 @@ export class KafkaAdmin {
 function endOffsetsRetriable(err: unknown): boolean {
   if ((err as { retriable?: boolean }).retriable === true) return true;
   return err instanceof TypeError && /Cannot destructure property 'partitions'/.test(err.message);
+}
+
+/** The partitions a member said it owns when it joined; none when its metadata says nothing readable. */
+export function ownedOf(metadata: Buffer): number[] {
+  try {
+    const parsed: unknown = JSON.parse(
+      kafkajs.AssignerProtocol.MemberMetadata.decode(metadata)?.userData.toString() || '[]',
+    );
+    return Array.isArray(parsed) ? parsed.filter((p): p is number => Number.isInteger(p)) : [];
+  } catch {
+    return [];
+  }
 }

@@ -41,6 +41,8 @@ export interface KafkaEngineOptions {
   readonly security?: ClusterSecurity;
   /** The codec of every batch the engine produces; default lz4 (kafka-codecs.ts). */
   readonly compression?: KafkaCompression;
+  /** How long a partition taken from a live member waits for its closing commit; default HANDOVER_GRACE_MS (task-manager.ts). */
+  readonly handoverGraceMs?: number;
 }
 
 /**
@@ -118,6 +120,7 @@ export class KafkaEngine extends EngineBase implements Engine {
           transactionalProducer: (id) => port.transactionalProducer(id),
           committedInputs: (sub, p) => committedInputs(admin, this.topology, groupIdOf(this.topology, sub), sub, p),
           changelogs: new KafkaChangelogSource(port, admin, false),
+          claimedByOthers: (sub, memberId) => admin.claimedByOthers(groupIdOf(this.topology, sub), memberId),
         },
         groupIdOf: (sub) => groupIdOf(this.topology, sub),
         transactionalIdOf: (sub, p) => transactionalIdOf(this.topology, sub.id, p),
@@ -127,6 +130,7 @@ export class KafkaEngine extends EngineBase implements Engine {
         onRestored: (n) => (this.restored += n),
         stateCleanupDelayMs: this.options.stateCleanupDelayMs ?? KAFKA_ENGINE_SETTINGS.stateCleanupDelayMs.default,
         pauses: this.pauses,
+        ...(this.options.handoverGraceMs !== undefined ? { handoverGraceMs: this.options.handoverGraceMs } : {}),
       });
       this.serdes = serdes;
     } catch (err) {
@@ -185,10 +189,10 @@ export class KafkaEngine extends EngineBase implements Engine {
         running: () => this.state === 'running',
         learnWriters: (records) => this.learnWriters(records),
         fetched: (n) => (this.fetchedRecords += n),
-        assigned: (s, partitions) => {
+        assigned: (s, partitions, memberId) => {
           // joined again after a crash kafkajs restarted it: consuming once more
           this.crashed.delete(s.id);
-          this.tasks.assign(s, partitions);
+          this.tasks.assign(s, partitions, memberId);
         },
         crashed: (s, err, restart) => this.consumerCrashed(s, err, restart),
       });

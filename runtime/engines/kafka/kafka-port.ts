@@ -5,7 +5,7 @@ import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { BARE_TOPIC_NAMES, type TopicNaming } from '../../topology.js';
 import { coPartitionedAssignment } from './co-partition-assignment.js';
-import { KafkaAdmin } from './kafka-admin.js';
+import { KafkaAdmin, ownedOf } from './kafka-admin.js';
 import {
   chunksOf,
   kafkaError,
@@ -42,7 +42,8 @@ const { Kafka: KafkaClient, logLevel, AssignerProtocol, PartitionAssigners } = k
 
 export interface GroupConsumerHandlers {
   /** The partitions this member owns after a rebalance (the whole set, not a delta). */
-  onAssignment(assigned: readonly { topic: string; partition: number }[]): void;
+  /** `memberId`: this member's id in the generation that made the assignment. */
+  onAssignment(assigned: readonly { topic: string; partition: number }[], memberId: string): void;
   /** Committed records of one partition, in offset order. Keep calling `heartbeat` while blocking. */
   onRecords(records: ConsumedRawRecord[], heartbeat: () => Promise<void>): Promise<void>;
   /** The fetch position of a partition moved to `next` (also past control records); `end` is its high watermark. */
@@ -247,6 +248,7 @@ export class KafkaPort {
         Object.entries(assignment).flatMap(([topic, ps]) =>
           ps.map((partition) => ({ topic: logicalTopic(topic), partition })),
         ),
+        e.payload.memberId,
       );
     });
     if (handlers.onProgress) {
@@ -373,16 +375,6 @@ function coPartitioned(owned: () => readonly number[]): PartitionAssigner {
       }),
     }),
   });
-}
-
-/** The partitions a member said it owns; none when its metadata says nothing readable. */
-function ownedOf(metadata: Buffer): number[] {
-  try {
-    const parsed: unknown = JSON.parse(AssignerProtocol.MemberMetadata.decode(metadata)?.userData.toString() || '[]');
-    return Array.isArray(parsed) ? parsed.filter((p): p is number => Number.isInteger(p)) : [];
-  } catch {
-    return [];
-  }
 }
 
 /** Runs a consumer call that needs a running group; a no-op while the consumer is between stop and run. */

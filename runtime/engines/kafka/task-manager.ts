@@ -7,7 +7,6 @@ import type { QuarantinedTask, TaskStatus } from '../../engine.js';
 import { describeQuarantine, quarantineOf, quarantines } from '../../task-quarantine.js';
 import { TaskDirectory } from '../../task-directory.js';
 import { StoreRepairs } from '../../store-repair.js';
-import { sleep } from '../../engine-base.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { closeTaskState, openTaskState, restoreTaskState, type LocalTaskState } from '../../task-state.js';
 import { StreamTask } from '../../task.js';
@@ -24,7 +23,9 @@ import { PAUSE_RETRY_MS, resourceFault, type PauseReason, type TaskPauses } from
  * partition's previous owner, if alive, got the same rebalance and closes its task with a commit
  * of the work in flight (kafkajs' eager protocol has no revocation callback that would make it
  * commit before the join; KAFKA.md, "Fencing"). A commit later than this is fenced and its work
- * done again. The cost: a moved partition starts this much later.
+ * done again. The cost: a moved partition starts this much later, unless the group's description
+ * shows no other member that owned it before the rebalance (a start, a dead member's partitions):
+ * then there is no closing commit to wait for.
  */
 export const HANDOVER_GRACE_MS = 1_500;
 
@@ -36,6 +37,12 @@ export interface TaskPort {
   committedInputs(sub: Subtopology, partition: number): Promise<TopicPartitionOffset[]>;
   /** The changelogs: ends read at each opening, and the restore. */
   readonly changelogs: ChangelogSource;
+  /**
+   * The partitions of `sub` that members other than `memberId` owned before the group's current
+   * generation, as they said when they joined it. Without it every moved partition waits the
+   * handover grace.
+   */
+  claimedByOthers?(sub: Subtopology, memberId: string): Promise<Set<number>>;
 }
 
 /**
@@ -88,6 +95,8 @@ export interface TaskManagerOptions {
 export class TaskManager {
   /** The task of each `sub_partition` this member owns: opening, running or being closed. */
   private readonly slots = new Map<string, TaskSlot>();
+  /** What this member's tasks share while they run here (`ProcessorContext.inProcess`). */
+  private readonly inProcess = new Map<string, unknown>();
   /** The partitions of each sub-topology in this member's latest assignment. */
   readonly assigned = new Map<number, Set<number>>();
   /** Tasks (`sub_partition`) paused by a resource fault (`pause`), by name: their sub-topology id. */
@@ -189,8 +198,11 @@ export class TaskManager {
     return [...(this.assigned.get(sub.id) ?? this.directory.localPartitions(sub.id))];
   }
 
-  /** Closes tasks whose partitions left this member, opens the new ones, resumes what was paused. */
-  assign(sub: Subtopology, partitions: Set<number>): void {
+  /**
+   * Closes tasks whose partitions left this member, opens the new ones, resumes what was paused.
+   * `memberId`: this member's id in the generation that assigned them (see `handoverWait`).
+   */
+  assign(sub: Subtopology, partitions: Set<number>, memberId?: string): void {
     if (this.o.engineState() !== 'running') return;
     const held = this.assigned.get(sub.id);
     this.assigned.set(sub.id, partitions);
@@ -207,14 +219,21 @@ export class TaskManager {
     for (const [name, id] of this.paused)
       if (id === sub.id && !partitions.has(Number(name.slice(name.indexOf('_') + 1)))) this.unpause(name, false);
     const consumer = this.o.consumerOf(sub);
+    // asked once for the whole assignment, and only when a partition came from elsewhere
+    let claims: Promise<Set<number> | undefined> | undefined;
+    const claimed = (): Promise<Set<number> | undefined> =>
+      (claims ??=
+        memberId === undefined || this.o.port.claimedByOthers === undefined
+          ? Promise.resolve(undefined)
+          : this.o.port.claimedByOthers(sub, memberId).catch(() => undefined));
     for (const p of partitions) {
       const key = taskIdString({ subtopology: sub.id, partition: p });
       if (!this.slots.has(key)) {
         // in the map before it opens: an opening task checks it still owns the slot at every step
         const slot = new TaskSlot(sub.id, p, new TaskLifecycle(key));
         this.slots.set(key, slot);
-        const moved = held?.has(p) !== true;
-        slot.open(this.openTask(sub, p, slot, moved).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
+        const handover = held?.has(p) === true ? undefined : this.handoverWait(p, claimed());
+        slot.open(this.openTask(sub, p, slot, handover).catch((err: unknown) => this.openFailed(sub, p, slot, err)));
       }
       // a quarantined task's partition stays paused: this member keeps it, unprocessed
       if (consumer && !this.slots.get(key)?.quarantined)
@@ -295,6 +314,20 @@ export class TaskManager {
   }
 
   /**
+   * The wait before fencing partition `p`, which this member did not hold: the handover grace,
+   * unless `claims` (the partitions other live members owned before this generation) shows that
+   * no one else held it, and says so before the grace is over.
+   */
+  private async handoverWait(p: number, claims: Promise<Set<number> | undefined>): Promise<void> {
+    const grace = this.o.handoverGraceMs ?? HANDOVER_GRACE_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, grace, undefined)));
+    const known = await Promise.race([claims, graceOver]);
+    if (known !== undefined && !known.has(p)) clearTimeout(timer);
+    else await graceOver;
+  }
+
+  /**
    * Opens a task of an assigned partition; undefined when the partition was revoked meanwhile (a
    * later rebalance gave it to another member: this one must neither fence that owner nor commit).
    */
@@ -302,7 +335,7 @@ export class TaskManager {
     sub: Subtopology,
     partition: number,
     slot: TaskSlot,
-    moved: boolean,
+    handover: Promise<void> | undefined,
   ): Promise<KafkaTask | undefined> {
     const id = { subtopology: sub.id, partition };
     const { port } = this.o;
@@ -311,8 +344,8 @@ export class TaskManager {
     const { lifecycle } = slot;
     // a partition this member did not hold may come from a live member, which got the same
     // assignment and is closing its task with a last commit: that commit goes first, or its work
-    // would be done again (HANDOVER_GRACE_MS)
-    if (moved) await sleep(this.o.handoverGraceMs ?? HANDOVER_GRACE_MS);
+    // would be done again (HANDOVER_GRACE_MS, handoverWait)
+    await handover;
     if (!stillAssigned()) {
       lifecycle.to('closed');
       return undefined;
@@ -364,6 +397,8 @@ export class TaskManager {
       Date.now,
       this.o.logger.child({ task: slot.name }),
       lifecycle,
+      undefined,
+      this.inProcess,
     );
     const stores = state.stores;
     // a rewind's new task: a lifecycle of its own (a closed one never runs again)
@@ -378,6 +413,9 @@ export class TaskManager {
         this.o.metrics,
         Date.now,
         this.o.logger.child({ task: slot.name }),
+        undefined,
+        undefined,
+        this.inProcess,
       );
     kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub), rebuild);
     kafkaTask.startAt(committed);

@@ -81,14 +81,25 @@ export const FETCHER = 'fetcher';
  * driver: the real StreamTask, its clock (which the fetcher does not read) set to now. The
  * fetcher itself is `driver.processor<FetcherProcessor>(FETCHER)`. The caller closes the driver.
  */
-export async function fetcherDriver(config: CrawlConfig, dir?: string): Promise<TopologyTestDriver> {
+export async function fetcherDriver(
+  config: CrawlConfig,
+  dir?: string,
+  /** Partition `partition` of `partitions`, sharing `inProcess` with other drivers (default: partition 0 of 1, alone). */
+  place: { partition: number; partitions: number; inProcess?: Map<string, unknown> } = { partition: 0, partitions: 1 },
+): Promise<TopologyTestDriver> {
   // the parser's WARC directory is never written: only the fetcher's sub-topology runs
-  const topology = crawlTopology({ config, partitions: 1, warcDir: join(tmpdir(), 'crawlstream-no-warc') });
+  const topology = crawlTopology({
+    config,
+    partitions: place.partitions,
+    warcDir: join(tmpdir(), 'crawlstream-no-warc'),
+  });
   return TopologyTestDriver.open({
     topology,
     sourceTopic: TOPICS.fetchRequests,
+    partition: place.partition,
     startTime: Date.now(),
     ...(dir === undefined ? {} : { dir }),
+    ...(place.inProcess === undefined ? {} : { inProcess: place.inProcess }),
   });
 }
 

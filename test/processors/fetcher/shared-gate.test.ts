@@ -1,0 +1,51 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { checkPoliteness, formatPolitenessReport } from '../../../synthetic-web/politeness.js';
+import type { SiteSpec } from '../../../synthetic-web/sites.js';
+import { SyntheticWeb } from '../../../synthetic-web/synthetic-web.js';
+import { TOPICS } from '../../../topology/crawl-topology.js';
+import { fetcherDriver, lease, loopbackConfig } from './pipeline.js';
+
+const GAP_MS = 400;
+const HOSTS = ['gate-a.test', 'gate-b.test', 'gate-c.test', 'gate-d.test'];
+
+const site = (host: string): SiteSpec => ({ host, seed: true, pages: { '/': { title: host, links: [] } } });
+
+test('two fetcher tasks of one process send to one address no closer than --ip-gap, whatever leases they are handed at once', async () => {
+  const web = await SyntheticWeb.start({ sites: HOSTS.map(site) });
+  // every host of this web is on 127.0.0.1; both tasks as an engine runs two partitions in one process
+  const config = loopbackConfig({ ipGapMs: GAP_MS });
+  const inProcess = new Map<string, unknown>();
+  const tasks = await Promise.all(
+    [0, 1].map((partition) => fetcherDriver(config, undefined, { partition, partitions: 2, inProcess })),
+  );
+  try {
+    // each task gets two hosts' leases, all due now: the leases a frontier's time slots hand
+    // different partitions for one address can reach the fetchers together (a late delivery)
+    await Promise.all(
+      tasks.map((driver, t) =>
+        driver.pipeInputs(
+          TOPICS.fetchRequests,
+          HOSTS.slice(2 * t, 2 * t + 2).map((host) => ({ key: host, value: lease(web.url(host, '/')) })),
+        ),
+      ),
+    );
+    const log = web.requests();
+    assert.equal(log.length, HOSTS.length, 'one request per lease');
+    const report = checkPoliteness(log, web.sites, {
+      userAgent: 'crawlstream',
+      ipOf: web.ipOf,
+      ipGapMs: GAP_MS,
+      ipConcurrency: 8,
+    });
+    // the per-address rules only: robots.txt first is the frontier's rule, and no frontier leased these
+    const perAddress = report.violations.filter((v) => v.kind === 'ip-gap' || v.kind === 'ip-concurrency');
+    assert.deepEqual(perAddress, [], formatPolitenessReport(report));
+    // the judge saw the gap: one lease waited it out three times over
+    const starts = log.map((e) => e.start).sort((a, b) => a - b);
+    assert.ok(starts.at(-1)! - starts[0]! >= 3 * GAP_MS, `starts ${starts.map((s) => s - starts[0]!).join(', ')} ms`);
+  } finally {
+    await Promise.all(tasks.map((d) => d.close()));
+    await web.close();
+  }
+});
