@@ -18,6 +18,24 @@ const WORDS = 96;
 /** How long each record takes: a fetch, say. A revoked task's last record is still running when the new assignment comes. */
 const WORK_MS = 250;
 
+/** words → `name` → done, PARTITIONS partitions each, under `applicationId`'s own topic names. */
+function wordsTopology(applicationId: string, name: string, make: () => Processor): Topology {
+  return new Topology(applicationId, { topicPrefix: `${applicationId}.` })
+    .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addTopic({ name: 'done', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addSource('words-source', 'words')
+    .addProcessor(name, make, ['words-source'])
+    .addSink('done-sink', 'done', name);
+}
+
+/** Records word-`from` .. word-`to − 1`, keyed by the word. */
+const words = (from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => ({
+    key: `word-${from + i}`,
+    value: { site: `word-${from + i}`, sourceUrl: null, discoveredAt: 1, links: [] },
+    timestamp: Date.now(),
+  }));
+
 test(
   'a member joining a group takes partitions from a live member without any record processed twice: the old owner commits its work in flight before the new one fences it',
   { timeout: 240_000 },
@@ -37,12 +55,7 @@ test(
         this.ctx.forward(record);
       }
     }
-    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
-      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addTopic({ name: 'done', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addSource('words-source', 'words')
-      .addProcessor('slow', () => new Slow() as Processor, ['words-source'])
-      .addSink('done-sink', 'done', 'slow');
+    const topology = wordsTopology(applicationId, 'slow', () => new Slow() as Processor);
     const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-handover');
     t.after(() => removeDir(dir));
@@ -64,14 +77,7 @@ test(
     first.done.catch((err: unknown) => failures.push(err));
     second.done.catch((err: unknown) => failures.push(err));
     await first.start();
-    await first.produce(
-      'words',
-      Array.from({ length: WORDS }, (_, i) => ({
-        key: `word-${i}`,
-        value: { site: `word-${i}`, sourceUrl: null, discoveredAt: 1, links: [] },
-        timestamp: Date.now(),
-      })),
-    );
+    await first.produce('words', words(0, WORDS));
     // the first member holds every partition and is at work on each
     const deadline = Date.now() + 120_000;
     while (processed.length < 8) {
@@ -121,12 +127,7 @@ test(
         this.ctx.forward(record);
       }
     }
-    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
-      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addTopic({ name: 'done', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addSource('words-source', 'words')
-      .addProcessor('record', () => new Record() as Processor, ['words-source'])
-      .addSink('done-sink', 'done', 'record');
+    const topology = wordsTopology(applicationId, 'record', () => new Record() as Processor);
     const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-handover-gone');
     t.after(() => removeDir(dir));
@@ -143,12 +144,6 @@ test(
         handoverGraceMs: GRACE_MS,
         logger: createLogger({ write: (l) => lines.push(`${name} ${l}`) }),
       });
-    const words = (from: number, to: number) =>
-      Array.from({ length: to - from }, (_, i) => ({
-        key: `word-${from + i}`,
-        value: { site: `word-${from + i}`, sourceUrl: null, discoveredAt: 1, links: [] },
-        timestamp: Date.now(),
-      }));
     const waitDone = async (n: number, within: number, what: string): Promise<void> => {
       const deadline = Date.now() + within;
       while (new Set(await keysOf('done', PARTITIONS)).size < n) {
