@@ -5,7 +5,8 @@ import { mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync
 import { join } from 'node:path';
 import { CrawlError } from '../../../core/errors.js';
 import { WarcWriter } from '../../../processors/parser/warc-writer.js';
-import { cdxjPathFor, writeCdxjIndex } from '../../../processors/parser/cdxj-index.js';
+import { CdxjIndexBuilder, cdxjPathFor, writeCdxjIndex } from '../../../processors/parser/cdxj-index.js';
+import { survivors } from '../../collectable.js';
 import { fetchOf, listFiles, tempDir } from './warc-helpers.js';
 import { python } from '../../python/python.js';
 
@@ -199,4 +200,23 @@ test('writing the index again gives the same bytes; a writer without cdxj writes
   writeCdxjIndex(join(dir, warc!));
   assert.equal(indexOf(dir, warc!), first);
   assert.equal(first, cdxjIndexer(join(dir, warc!)));
+});
+
+test("an open file's index holds its lines in chunks of its own, not the pool slabs they were made in", async () => {
+  const builder = new CdxjIndexBuilder('f.warc.gz');
+  const slabs: WeakRef<object>[] = [];
+  let lineBytes = 0;
+  for (let i = 0; i < 500; i++) {
+    const uri = `http://site-${i}.test/page/${i}`;
+    builder.add('response', uri, '2026-12-02T10:11:12Z', 'sha1:AAAA', Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n'), {
+      offset: i * 1000,
+      length: 1000,
+    });
+    lineBytes += 200;
+    // what a crawl allocates between two records: pooled buffers that are soon garbage
+    slabs.push(new WeakRef(Buffer.from('g'.repeat(3000)).buffer));
+  }
+  // Node's current pool slab stays alive whatever the index does
+  assert.ok((await survivors(slabs)) <= 2, 'the pool slabs the lines were made in are collectable');
+  assert.ok(builder.bytes <= 2 * lineBytes, `${builder.bytes} bytes held for ~${lineBytes} bytes of lines`);
 });
