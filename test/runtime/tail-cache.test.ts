@@ -7,6 +7,7 @@ import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
 import { TailCache } from '../../runtime/engines/embedded/tail-cache.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';
+import { survivors } from '../collectable.js';
 
 const record = (offset: number): ConsumedRawRecord => ({
   topic: 't',
@@ -164,4 +165,19 @@ test("the tail cache counts a small record's objects, not only its bytes, agains
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a record dropped from the tail cache is no longer held by it', async () => {
+  const cache = new TailCache(100_000);
+  cache.enable('t', 0);
+  const dropped: WeakRef<object>[] = [];
+  for (let offset = 0; offset < 300; offset++) {
+    const r = { ...record(offset), value: Buffer.alloc(10_000) };
+    cache.appended('t', offset, [r], [10_000]);
+    dropped.push(new WeakRef(r.value.buffer));
+  }
+  // the budget keeps the last 10 records of 300
+  assert.deepEqual(offsets(cache.read('t', 290, 20)), Array.from({ length: 10 }, (_, i) => 290 + i));
+  assert.equal(await survivors(dropped.slice(0, 290)), 0, 'the 290 records dropped are collectable');
+  assert.equal(await survivors(dropped.slice(290)), 10, 'the 10 cached ones are held');
 });
