@@ -177,7 +177,10 @@ test('a record dropped from the tail cache is no longer held by it', async () =>
     dropped.push(new WeakRef(r.value.buffer));
   }
   // the budget keeps the last 10 records of 300
-  assert.deepEqual(offsets(cache.read('t', 290, 20)), Array.from({ length: 10 }, (_, i) => 290 + i));
+  assert.deepEqual(
+    offsets(cache.read('t', 290, 20)),
+    Array.from({ length: 10 }, (_, i) => 290 + i),
+  );
   assert.equal(await survivors(dropped.slice(0, 290)), 0, 'the 290 records dropped are collectable');
   assert.equal(await survivors(dropped.slice(290)), 10, 'the 10 cached ones are held');
 });

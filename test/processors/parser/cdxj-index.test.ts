@@ -208,10 +208,17 @@ test("an open file's index holds its lines in chunks of its own, not the pool sl
   let lineBytes = 0;
   for (let i = 0; i < 500; i++) {
     const uri = `http://site-${i}.test/page/${i}`;
-    builder.add('response', uri, '2026-12-02T10:11:12Z', 'sha1:AAAA', Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n'), {
-      offset: i * 1000,
-      length: 1000,
-    });
+    builder.add(
+      'response',
+      uri,
+      '2026-12-02T10:11:12Z',
+      'sha1:AAAA',
+      Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n'),
+      {
+        offset: i * 1000,
+        length: 1000,
+      },
+    );
     lineBytes += 200;
     // what a crawl allocates between two records: pooled buffers that are soon garbage
     slabs.push(new WeakRef(Buffer.from('g'.repeat(3000)).buffer));
