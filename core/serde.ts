@@ -24,6 +24,40 @@ export function frame(schemaId: number, body: Buffer): Buffer {
   return out;
 }
 
+/** The scratch `frameEncoded` encodes into; grown up to SCRATCH_MAX, shared (encoding is synchronous). */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+const SCRATCH_MAX = 1024 * 1024;
+
+/**
+ * Frames a value as `frame` does, encoded by `encode(buf, pos)`, which writes the body at `pos` and
+ * returns where it ended, or when `buf` is too short a negative number: minus the bytes missing
+ * (avsc's `Type.encode`). The body is encoded once into a shared scratch and the frame copied out
+ * of it: one new buffer a value, where encoding the body alone and then framing it made two.
+ */
+export function frameEncoded(schemaId: number, encode: (buf: Buffer, pos: number) => number): Buffer {
+  for (;;) {
+    scratch[0] = CONFLUENT_MAGIC;
+    scratch.writeUInt32BE(schemaId, 1);
+    const end = encode(scratch, 5);
+    if (end >= 0) {
+      const out = Buffer.allocUnsafe(end);
+      scratch.copy(out, 0, 0, end);
+      return out;
+    }
+    const needed = scratch.length - end;
+    if (needed > SCRATCH_MAX) {
+      // a value larger than the scratch may keep (a big page) is encoded into its own buffer
+      const out = Buffer.allocUnsafe(needed);
+      out[0] = CONFLUENT_MAGIC;
+      out.writeUInt32BE(schemaId, 1);
+      const written = encode(out, 5);
+      if (written !== needed) throw new RangeError(`value encoded to ${written} bytes of ${needed}`);
+      return out;
+    }
+    scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(needed, 2 * scratch.length)));
+  }
+}
+
 /** Splits a Confluent-framed value; throws CS_CORRUPT_RECORD when the frame is not there. */
 export function unframe(bytes: Buffer): { schemaId: number; body: Buffer } {
   if (bytes.length < 5 || bytes[0] !== CONFLUENT_MAGIC) {

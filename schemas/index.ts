@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import avro from 'avsc';
 import { CrawlError } from '../core/errors.js';
-import { frame, unframe, type Serde } from '../core/serde.js';
+import { frameEncoded, unframe, type Serde } from '../core/serde.js';
 
 /** The Avro schemas of crawlstream, by file name under schemas/. */
 export const SCHEMA_FILES = {
@@ -97,7 +97,7 @@ export class AvroSerde<T> implements Serde<T> {
 
   serialize(value: T): Buffer {
     try {
-      return frame(this.schemaId, this.type.toBuffer(value));
+      return frameEncoded(this.schemaId, (buf, pos) => this.type.encode(value, buf, pos));
     } catch (err) {
       throw new CrawlError(
         'CS_SCHEMA',

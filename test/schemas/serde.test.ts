@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import avro from 'avsc';
 import { CrawlError } from '../../core/errors.js';
-import { CONFLUENT_MAGIC, frame, stringSerde, unframe } from '../../core/serde.js';
+import { CONFLUENT_MAGIC, frame, frameEncoded, stringSerde, unframe } from '../../core/serde.js';
 import { buildSerdes, valueSubject } from '../../runtime/serdes.js';
 import { Topology } from '../../runtime/topology.js';
 import { FileSchemaRegistry } from '../../runtime/engines/embedded/file-schema-registry.js';
@@ -63,6 +63,35 @@ test('frame writes magic byte 0, the schema id as 4 bytes big-endian, then the b
   assert.deepEqual([...framed], [0, 1, 2, 3, 4, 0xaa, 0xbb]);
   assert.equal(CONFLUENT_MAGIC, 0);
   assert.deepEqual(unframe(framed), { schemaId: 0x01020304, body: Buffer.from([0xaa, 0xbb]) });
+});
+
+test('frameEncoded frames what it encodes exactly as frame does, at every size and after any other', () => {
+  const type = avro.Type.forSchema({
+    type: 'record',
+    name: 'Page',
+    fields: [
+      { name: 'url', type: 'string' },
+      { name: 'body', type: 'bytes' },
+    ],
+  });
+  // empty, small, past the first scratch, past the most the scratch keeps, then small again
+  for (const size of [0, 100, 70_000, 3_000_000, 5, 900_000, 64 * 1024 - 20]) {
+    const value = { url: `http://a.test/${size}`, body: Buffer.alloc(size, size % 251) };
+    const got = frameEncoded(77, (buf, pos) => type.encode(value, buf, pos));
+    assert.deepEqual(got, frame(77, type.toBuffer(value)), `a body of ${size} bytes`);
+    assert.equal(got.byteLength, got.length, 'no spare bytes');
+  }
+  assert.throws(
+    () =>
+      frameEncoded(1, () => {
+        throw new Error('bad value');
+      }),
+    /bad value/,
+  );
+  assert.deepEqual(
+    frameEncoded(2, (buf, pos) => type.encode({ url: 'u', body: Buffer.alloc(1) }, buf, pos)),
+    frame(2, type.toBuffer({ url: 'u', body: Buffer.alloc(1) })),
+  );
 });
 
 test('frame keeps schema ids above 2^31 unsigned', () => {

@@ -229,22 +229,27 @@ export class EmbeddedLog {
   }
 
   /**
-   * Hands a committed append to the tail cache, decoded from a copy of the bytes written, all in
-   * one buffer of their own: a small record's bytes are a slice of an 8 KiB pool slab shared with
-   * whatever else was allocated beside it, and the cache would pin the whole slab for as long as
-   * it holds the record (a heap snapshot found ~23 MiB of slabs behind ~2.4 MiB of cached records).
+   * Hands a committed append to the tail cache, decoded from the bytes written. Small records are
+   * copied, all into one buffer of their own: a small record's bytes are a slice of an 8 KiB pool
+   * slab shared with whatever else was allocated beside it, and the cache would pin the whole slab
+   * for as long as it holds the record (a heap snapshot found ~23 MiB of slabs behind ~2.4 MiB of
+   * cached records). A record written into a buffer of its own is cached as it is.
    */
   private cacheAppend(tp: string, first: number, a: Append, written: readonly RocksWrite[]): void {
     const records: ConsumedRawRecord[] = [];
     const sizes: number[] = [];
     let total = 0;
-    for (const w of written) total += w.value!.length;
-    const slab = Buffer.allocUnsafeSlow(total);
+    for (const w of written) if (!ownsBuffer(w.value!)) total += w.value!.length;
+    const slab = total > 0 ? Buffer.allocUnsafeSlow(total) : undefined;
     let at = 0;
     for (let i = 0; i < written.length; i++) {
-      const length = written[i]!.value!.copy(slab, at);
-      const encoded = slab.subarray(at, at + length);
-      at += length;
+      const value = written[i]!.value!;
+      let encoded = value;
+      if (!ownsBuffer(value)) {
+        const length = value.copy(slab!, at);
+        encoded = slab!.subarray(at, at + length);
+        at += length;
+      }
       const offset = first + i;
       records.push({
         ...decodeRecord(encoded, a.topic, a.partition, offset),
@@ -321,6 +326,15 @@ class ClosedRocks implements RocksPort {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/**
+ * Whether `b` is the whole of an ArrayBuffer of its own (a large one: Node pools only small
+ * allocations), so holding it holds nothing else; such a record (a 24 KiB page) is cached as
+ * written, without a copy.
+ */
+function ownsBuffer(b: Buffer): boolean {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength;
 }
 
 function tpKey(topic: string, partition: number): string {
