@@ -9,7 +9,6 @@ import type { RawRecord, StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
-import type { RocksMemory } from '../../../state/rocks.js';
 import { TaskDirectory } from '../../task-directory.js';
 import {
   applyCommitted,
@@ -25,7 +24,7 @@ import { EngineBase } from '../../engine-base.js';
 import { OutputCollector, serializeFor, type OutputRecord } from '../../output-collector.js';
 import { rangeKey } from '../../changelog-source.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
-import { ChangelogCompactor } from './changelog-compactor.js';
+import { LogRetention, RETENTION_INTERVAL_MS, TRUNCATE_INTERVAL_MS } from './log-retention.js';
 import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
@@ -55,7 +54,7 @@ export interface EmbeddedEngineOptions {
 export class EmbeddedEngine extends EngineBase implements Engine {
   readonly name = 'embedded' as const;
   private log!: EmbeddedLog;
-  private compactor!: ChangelogCompactor;
+  private retained!: LogRetention;
   private serdes!: SerdeSet;
   private tasks: OpenTask[] = [];
   /** The built topology, for routing queries (set by start). */
@@ -66,6 +65,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
+  private truncateTimer: NodeJS.Timeout | undefined;
   private commitSoon: NodeJS.Immediate | undefined;
   private readonly deadLetters: DeadLetters;
   private readonly directory: TaskDirectory;
@@ -114,7 +114,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const subtopologies = this.topology.build();
     this.subtopologies = subtopologies;
     this.log = await this.whenSpace('the embedded log', () => EmbeddedLog.open(join(dataDir, 'log')));
-    this.compactor = new ChangelogCompactor(this.log);
+    this.retained = new LogRetention(this.log, this.topology, () => this.tasks, this.metrics);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
     for (const sub of subtopologies) {
@@ -149,11 +149,12 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const interval = this.options.commitIntervalMs ?? 100;
     this.commitTimer = setInterval(() => this.commitOrDie(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
-    this.reportMemory();
+    this.retained.reportMemory();
     this.retentionTimer = setInterval(() => {
       this.retention();
-      this.reportMemory();
-    }, 5_000);
+      this.retained.reportMemory();
+    }, RETENTION_INTERVAL_MS);
+    this.truncateTimer = setInterval(() => this.truncateConsumed(), TRUNCATE_INTERVAL_MS);
     this.say(
       `embedded engine started: ${this.tasks.length} tasks in ${subtopologies.length} sub-topologies, data in ${dataDir}`,
     );
@@ -411,56 +412,25 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     }
   }
 
-  /**
-   * Removes records every consuming group has committed past (output topics without consumers
-   * are kept), and compacts changelogs that have grown (changelog-compactor.ts).
-   */
+  /** Truncates the log, compacts changelogs and reports memory (log-retention.ts); a failure is said and retried. */
   private retention(): void {
-    // its deletes would fail too, and a failed one breaks the log
     if (this.recovering || this.logBroken) return;
-    const floors = new Map<string, number>();
-    for (const t of this.tasks) {
-      for (const p of t.runner.positions.values()) {
-        const k = `${p.topic}\u0000${p.partition}`;
-        const committed = this.log.committedPosition(t.runner.group, p.topic, p.partition);
-        floors.set(k, Math.min(floors.get(k) ?? Infinity, committed));
-      }
-    }
     try {
-      for (const [k, offset] of floors) {
-        const [topic, partition] = k.split('\u0000') as [string, string];
-        const spec = this.topology.topic(topic);
-        if (spec.compacted || spec.keep) continue;
-        this.log.truncateBefore(topic, Number(partition), offset);
-      }
-      const compacted = this.compactor.compactDue(
-        this.tasks.flatMap((t) =>
-          (t.quarantined || t.rewinding ? [] : t.state.changelogged).map(({ store, topic }) => ({
-            store,
-            topic,
-            partition: t.task.id.partition,
-            db: t.state.db,
-          })),
-        ),
-      );
-      if (compacted > 0) this.metrics.inc(M.changelogRecordsCompacted, compacted);
+      this.retained.truncate();
+      this.retained.compact();
     } catch (err) {
       this.say(`retention failed (will retry): ${(err as Error).message}`);
     }
   }
 
-  /** Publishes what RocksDB and the log's tail cache hold, as crawlstream_cache_bytes{cache}. */
-  private reportMemory(): void {
-    const report = (owner: string, m: RocksMemory) => {
-      this.metrics.setGauge(M.cacheBytes, owner, m.memtables, 'rocksdb-memtables');
-      this.metrics.setGauge(M.cacheBytes, owner, m.blockCache, 'rocksdb-block-cache');
-      this.metrics.setGauge(M.cacheBytes, owner, m.tableReaders, 'rocksdb-table-readers');
-    };
-    for (const t of this.tasks)
-      if (!t.quarantined && !t.rewinding) report(taskIdString(t.task.id), t.state.db.memory());
-    const log = this.log.memory();
-    report('log', log);
-    this.metrics.setGauge(M.cacheBytes, 'log', log.tail, 'log-tail');
+  /** Truncation between two retention passes; a failure is left to the next pass to say. */
+  private truncateConsumed(): void {
+    if (this.recovering || this.logBroken || this.state !== 'running') return;
+    try {
+      this.retained.truncate();
+    } catch {
+      // retention runs it again within RETENTION_INTERVAL_MS and says why it failed
+    }
   }
 
   isIdle(): boolean {
@@ -503,6 +473,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     clearInterval(this.commitTimer);
     clearInterval(this.punctuateTimer);
     clearInterval(this.retentionTimer);
+    clearInterval(this.truncateTimer);
     if (this.commitSoon) clearImmediate(this.commitSoon);
     for (const w of this.commitWaiters) w();
     this.commitWaiters = [];
