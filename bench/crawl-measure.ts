@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { RequestLogEntry, SyntheticWeb } from '../synthetic-web/synthetic-web.js';
 import { figure } from './machine.js';
 import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
@@ -17,12 +18,19 @@ export interface CrawlRun {
   /** ... when it had fetched this many pages: CPU per page is cpuS / cpuPages. */
   readonly cpuPages: number;
   readonly peakMiB: number;
+  /** MiB the crawler caused to be written to storage by then (its log, stores, WARC files). */
+  readonly writtenMiB: number;
   /** Its live threads' CPU at the last look before the figures were taken, main thread first. */
   readonly threads: readonly ThreadUsage[];
   /** The machine's 1-minute load average when the crawler started and when the figures were taken. */
   readonly load: readonly [number, number];
   /** CPU ms this (the web's) process spent per request while the crawler ran. */
   readonly serverMsPerRequest: number;
+  /**
+   * How late this (the web's) process's event loop ran, in ms, p99 and max while the crawler ran:
+   * the judge stamps a request when the loop reads it, so a stamp can be late by this much.
+   */
+  readonly webLoopDelayMs: { readonly p99: number; readonly max: number };
 }
 
 export interface MeasureOptions {
@@ -54,6 +62,8 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const pid = child.pid!;
   const serverCpu0 = process.cpuUsage();
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const load0 = loadavg()[0]!;
   const requests0 = o.web.finishedSince(0).length;
   const started = performance.now();
@@ -72,7 +82,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
         at99 = { s: (e.end - startedAt) / 1000, pages: pages.size };
     }
   };
-  let last = { cpuS: 0, rssMiB: 0, peakMiB: 0 };
+  let last = { cpuS: 0, rssMiB: 0, peakMiB: 0, writtenMiB: 0 };
   let threads: ThreadUsage[] = [];
   let cpuPages = 0;
   let nextLine = o.progressS ?? 0;
@@ -102,6 +112,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     }
   }
   const serverCpu = process.cpuUsage(serverCpu0);
+  loopDelay.disable();
   const requests = read - requests0;
   return {
     label: o.label,
@@ -112,9 +123,11 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     cpuS: last.cpuS,
     cpuPages,
     peakMiB: last.peakMiB,
+    writtenMiB: last.writtenMiB,
     threads,
     load: [load0, loadavg()[0]!],
     serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
+    webLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
   };
 }
 
@@ -128,7 +141,11 @@ export function printRun(run: CrawlRun): void {
   figure(name('CPU per page'), (run.cpuS * 1000) / run.cpuPages, 'ms');
   figure(name('CPU'), run.cpuS / run.s, 'cores');
   figure(name('peak RSS'), run.peakMiB, 'MiB');
+  figure(name('written to disk per page'), (run.writtenMiB * 1024) / run.cpuPages, 'KiB');
   figure(name('server CPU per request'), run.serverMsPerRequest, 'ms');
+  process.stdout.write(
+    `${name("web's event-loop delay")}: p99 ${run.webLoopDelayMs.p99.toFixed(1)} ms, max ${run.webLoopDelayMs.max.toFixed(1)} ms (the judge's stamps can be this late)\n`,
+  );
   process.stdout.write(
     `${name('load average')}: ${run.load[0].toFixed(1)} at the start, ${run.load[1].toFixed(1)} at the end\n`,
   );

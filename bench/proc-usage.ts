@@ -10,6 +10,8 @@ export interface ProcessUsage {
   readonly rssMiB: number;
   /** Peak resident MiB (VmHWM). */
   readonly peakMiB: number;
+  /** MiB it caused to be written to storage (`write_bytes` of /proc/PID/io; 0 when unreadable). */
+  readonly writtenMiB: number;
 }
 
 /** CPU seconds of one thread of a process, or of several taken together. */
@@ -30,7 +32,13 @@ export function processUsage(pid: number): ProcessUsage {
   const cpuS = statCpuS(readFileSync(`/proc/${pid}/stat`, 'latin1'));
   const status = readFileSync(`/proc/${pid}/status`, 'latin1');
   const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { cpuS, rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 };
+  let written = 0;
+  try {
+    written = Number(/write_bytes:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'latin1'))?.[1] ?? 0);
+  } catch {
+    // another user's process: /proc/PID/io is not readable
+  }
+  return { cpuS, rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024, writtenMiB: written / 2 ** 20 };
 }
 
 /**
