@@ -141,6 +141,12 @@ interface Bench {
   readonly certs?: { caFile: string; caPem: string };
 }
 
+/** The node flags of the CLI's own first line (`#!/usr/bin/env -S node FLAGS`): crawlstream runs as its bin starts it. */
+function binNodeFlags(): string[] {
+  const first = readFileSync(CLI, 'utf8').split('\n', 1)[0]!;
+  return /^#!\/usr\/bin\/env -S node(.*)$/.exec(first)?.[1]!.trim().split(/\s+/).filter(Boolean) ?? [];
+}
+
 /** Runs `crawlstream crawl` (or `run --role all` on Kafka) on `web`, then prints its figures, verdict and profile. */
 async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb; seeds: string[] }): Promise<CrawlRun> {
   const { dir, sites, certs } = bench;
@@ -174,7 +180,7 @@ async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb;
   }
   process.stdout.write(`crawler: crawlstream ${shownArgs(args)}\n`);
   const profileDir = join(dir, 'profile');
-  const nodeArgs = [...NODE_ARGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const nodeArgs = [...binNodeFlags(), ...NODE_ARGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
   const brokerCpu0 = brokerPid === undefined ? 0 : processUsage(brokerPid).cpuS;
   const run = await measureCrawl({
     label: 'crawlstream',

@@ -1,4 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=64
+// A 64 MiB young generation (V8's default is 16): a crawl's pages and records die young in bulk, and
+// scavenging them every few MiB cost ~20 % of its CPU a page (docs/BENCHMARKS.md, real pages,
+// fourth sitting). deploy/Dockerfile's ENTRYPOINT passes the same flags; so must `node` run by hand.
 import { isCrawlError } from '../core/errors.js';
 
 type Out = (line: string) => void;

@@ -140,9 +140,17 @@ test("topics.yaml declares exactly the topology's topics, partitions and configs
 });
 
 // what the image's build copies and installs (the Avro schemas among it) is production-install.test.ts's
-test('the image runs the CLI with huge-page-backed allocations', () => {
+test("the image runs the CLI with the bin's node flags and huge-page-backed allocations", () => {
   const dockerfile = readFileSync(`${DEPLOY}Dockerfile`, 'utf8');
-  assert.match(dockerfile, /ENTRYPOINT \["node", "dist\/cli\/main\.js"\]/);
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile);
+  assert.ok(entry, 'an ENTRYPOINT');
+  // the node flags the npm bin starts with, from its first line: `#!/usr/bin/env -S node FLAGS`
+  const shebang = readFileSync(new URL('../../../cli/main.ts', import.meta.url), 'utf8').split('\n', 1)[0]!;
+  const flags = /^#!\/usr\/bin\/env -S node((?: --[a-z-]+=\S+)*)$/.exec(shebang);
+  assert.ok(flags, `cli/main.ts starts with a #! line that runs node with flags: ${shebang}`);
+  const nodeFlags = flags[1]!.trim().split(' ');
+  assert.ok(nodeFlags.includes('--max-semi-space-size=64'), 'a 64 MiB young generation');
+  assert.deepEqual(JSON.parse(entry[1]!), ['node', ...nodeFlags, 'dist/cli/main.js'], 'the image starts node as the bin does');
   assert.match(dockerfile, /^ENV GLIBC_TUNABLES=glibc\.malloc\.hugetlb=1$/m);
   for (const { file, doc } of all.filter((x) => ['StatefulSet', 'Deployment'].includes(x.doc.kind))) {
     assert.match(doc.spec.template.spec.containers[0].image, /^crawlstream:\d+\.\d+\.\d+$/, file);
