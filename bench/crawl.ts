@@ -180,7 +180,11 @@ async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb;
   }
   process.stdout.write(`crawler: crawlstream ${shownArgs(args)}\n`);
   const profileDir = join(dir, 'profile');
-  const nodeArgs = [...binNodeFlags(), ...NODE_ARGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const nodeArgs = [
+    ...binNodeFlags(),
+    ...NODE_ARGS,
+    ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  ];
   const brokerCpu0 = brokerPid === undefined ? 0 : processUsage(brokerPid).cpuS;
   const run = await measureCrawl({
     label: 'crawlstream',

@@ -150,7 +150,11 @@ test("the image runs the CLI with the bin's node flags and huge-page-backed allo
   assert.ok(flags, `cli/main.ts starts with a #! line that runs node with flags: ${shebang}`);
   const nodeFlags = flags[1]!.trim().split(' ');
   assert.ok(nodeFlags.includes('--max-semi-space-size=64'), 'a 64 MiB young generation');
-  assert.deepEqual(JSON.parse(entry[1]!), ['node', ...nodeFlags, 'dist/cli/main.js'], 'the image starts node as the bin does');
+  assert.deepEqual(
+    JSON.parse(entry[1]!),
+    ['node', ...nodeFlags, 'dist/cli/main.js'],
+    'the image starts node as the bin does',
+  );
   assert.match(dockerfile, /^ENV GLIBC_TUNABLES=glibc\.malloc\.hugetlb=1$/m);
   for (const { file, doc } of all.filter((x) => ['StatefulSet', 'Deployment'].includes(x.doc.kind))) {
     assert.match(doc.spec.template.spec.containers[0].image, /^crawlstream:\d+\.\d+\.\d+$/, file);
