@@ -18,8 +18,7 @@ export const CONFLUENT_MAGIC = 0;
 /** Frames an Avro body in the Confluent wire format: magic byte 0, 4-byte big-endian schema id, body. */
 export function frame(schemaId: number, body: Buffer): Buffer {
   const out = Buffer.allocUnsafe(5 + body.length);
-  out[0] = CONFLUENT_MAGIC;
-  out.writeUInt32BE(schemaId, 1);
+  writeFrameHead(out, schemaId);
   body.copy(out, 5);
   return out;
 }
@@ -35,27 +34,33 @@ const SCRATCH_MAX = 1024 * 1024;
  * of it: one new buffer a value, where encoding the body alone and then framing it made two.
  */
 export function frameEncoded(schemaId: number, encode: (buf: Buffer, pos: number) => number): Buffer {
-  for (;;) {
-    scratch[0] = CONFLUENT_MAGIC;
-    scratch.writeUInt32BE(schemaId, 1);
-    const end = encode(scratch, 5);
-    if (end >= 0) {
-      const out = Buffer.allocUnsafe(end);
-      scratch.copy(out, 0, 0, end);
-      return out;
-    }
+  let end = encodeFramed(scratch, schemaId, encode);
+  if (end < 0) {
     const needed = scratch.length - end;
     if (needed > SCRATCH_MAX) {
       // a value larger than the scratch may keep (a big page) is encoded into its own buffer
       const out = Buffer.allocUnsafe(needed);
-      out[0] = CONFLUENT_MAGIC;
-      out.writeUInt32BE(schemaId, 1);
-      const written = encode(out, 5);
+      const written = encodeFramed(out, schemaId, encode);
       if (written !== needed) throw new RangeError(`value encoded to ${written} bytes of ${needed}`);
       return out;
     }
     scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(needed, 2 * scratch.length)));
+    end = encodeFramed(scratch, schemaId, encode);
   }
+  const out = Buffer.allocUnsafe(end);
+  scratch.copy(out, 0, 0, end);
+  return out;
+}
+
+/** Writes the frame's head into `buf` and the body after it: `encode`'s answer (see frameEncoded). */
+function encodeFramed(buf: Buffer, schemaId: number, encode: (buf: Buffer, pos: number) => number): number {
+  writeFrameHead(buf, schemaId);
+  return encode(buf, 5);
+}
+
+function writeFrameHead(buf: Buffer, schemaId: number): void {
+  buf[0] = CONFLUENT_MAGIC;
+  buf.writeUInt32BE(schemaId, 1);
 }
 
 /** Splits a Confluent-framed value; throws CS_CORRUPT_RECORD when the frame is not there. */
