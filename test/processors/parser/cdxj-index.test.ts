@@ -5,7 +5,13 @@ import { mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync
 import { join } from 'node:path';
 import { CrawlError } from '../../../core/errors.js';
 import { WarcWriter } from '../../../processors/parser/warc-writer.js';
-import { CdxjIndexBuilder, cdxjPathFor, writeCdxjIndex } from '../../../processors/parser/cdxj-index.js';
+import {
+  CdxjIndexBuilder,
+  cdxjEntryOf,
+  cdxjLine,
+  cdxjPathFor,
+  writeCdxjIndex,
+} from '../../../processors/parser/cdxj-index.js';
 import { survivors } from '../../collectable.js';
 import { fetchOf, listFiles, tempDir } from './warc-helpers.js';
 import { python } from '../../python/python.js';
@@ -226,4 +232,30 @@ test("an open file's index holds its lines in chunks of its own, not the pool sl
   // Node's current pool slab stays alive whatever the index does
   assert.ok((await survivors(slabs)) <= 2, 'the pool slabs the lines were made in are collectable');
   assert.ok(builder.bytes <= 2 * lineBytes, `${builder.bytes} bytes held for ~${lineBytes} bytes of lines`);
+});
+
+test('packed lines keep their bytes whole: a line longer than a chunk, lines that fill one to the end, non-ASCII URLs', (t) => {
+  const dir = tempDir(t);
+  const builder = new CdxjIndexBuilder('f.warc.gz');
+  const head = Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n');
+  const uris = [
+    `http://long.test/${'a'.repeat(70_000)}`,
+    ...Array.from({ length: 400 }, (_, i) => `http://caf\u00e9.test/\u00fc/${'x'.repeat(i)}?q=\u4e2d${i}`),
+  ];
+  const expected: string[] = [];
+  for (const [i, uri] of uris.entries()) {
+    const at = { offset: i * 1000, length: 1000 };
+    builder.add('response', uri, '2026-12-02T10:11:12Z', 'sha1:AAAA', head, at);
+    const fields = new Map([
+      ['warc-target-uri', uri],
+      ['warc-date', '2026-12-02T10:11:12Z'],
+      ['content-type', 'application/http;msgtype=response'],
+      ['warc-payload-digest', 'sha1:AAAA'],
+    ]);
+    expected.push(cdxjLine(cdxjEntryOf({ type: 'response', fields, block: head, ...at }, 'f.warc.gz')!));
+  }
+  const warc = join(dir, 'f.warc.gz');
+  assert.deepEqual(builder.write(warc), { path: cdxjPathFor(warc), lines: uris.length });
+  const sorted = expected.map((l) => Buffer.from(l, 'utf8')).sort(Buffer.compare);
+  assert.deepEqual(readFileSync(cdxjPathFor(warc)), Buffer.concat(sorted));
 });
