@@ -20,6 +20,8 @@ export interface RunCommand {
   readonly commitIntervalMs: number | undefined;
   readonly sessionTimeoutMs: number | undefined;
   readonly stateCleanupDelayMs: number | undefined;
+  /** `--standby-replicas`: standby copies of each task on other instances. */
+  readonly standbyReplicas: number | undefined;
   /** `--kafka-compression`: the codec of every batch this instance produces. */
   readonly compression: KafkaCompression;
   /** `--app-id`: the topology's application id (default APPLICATION_ID). */
@@ -55,6 +57,7 @@ export function parseRunArgs(args: readonly string[], env: NodeJS.ProcessEnv = p
     commitIntervalMs: get('commit-interval') as number,
     sessionTimeoutMs: get('session-timeout') as number,
     stateCleanupDelayMs: get('state-cleanup-delay') as number,
+    standbyReplicas: get('standby-replicas') as number,
     compression: get('kafka-compression') as KafkaCompression,
     applicationId: get('app-id') as string,
     security: securityFromSettings(resolved, env),

@@ -41,6 +41,7 @@ export async function runRole(
     ...(cmd.commitIntervalMs !== undefined ? { commitIntervalMs: cmd.commitIntervalMs } : {}),
     ...(cmd.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: cmd.sessionTimeoutMs } : {}),
     ...(cmd.stateCleanupDelayMs !== undefined ? { stateCleanupDelayMs: cmd.stateCleanupDelayMs } : {}),
+    ...(cmd.standbyReplicas !== undefined ? { standbyReplicas: cmd.standbyReplicas } : {}),
     security: cmd.security,
     compression: cmd.compression,
     logger,

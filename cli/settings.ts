@@ -217,6 +217,16 @@ const DEFINED: readonly Setting[] = [
     commands: ['run'],
   },
   {
+    name: 'standby-replicas',
+    kind: 'int',
+    unit: 'count',
+    arg: 'N',
+    default: String(KAFKA_ENGINE_SETTINGS.standbyReplicas.default),
+    min: KAFKA_ENGINE_SETTINGS.standbyReplicas.min,
+    help: "standby copies of each task kept by other instances of the role, following its changelogs, so a failover restores seconds of changes instead of the whole state (Kafka Streams' num.standby.replicas)",
+    commands: ['run'],
+  },
+  {
     name: 'kafka-compression',
     kind: 'string',
     arg: 'C',

@@ -372,6 +372,12 @@ export const METRICS = {
     ['store'],
     'runtime',
   ),
+  standby_records: counter(
+    'crawlstream_standby_records',
+    'Changelog records applied to standby tasks, by store.',
+    ['store'],
+    'runtime',
+  ),
   restore_seconds: counter(
     'crawlstream_restore_seconds',
     'Time spent restoring, by store.',
@@ -415,6 +421,16 @@ export const METRICS = {
   state_disk_bytes: gauge('crawlstream_state_disk_bytes', 'Bytes of local state on disk.', 'runtime', 'bytes'),
   tasks_running: gauge('crawlstream_tasks_running', 'Tasks restored and running.', 'runtime'),
   tasks_restoring: gauge('crawlstream_tasks_restoring', 'Tasks restoring their stores.', 'runtime'),
+  standby_tasks: gauge(
+    'crawlstream_standby_tasks',
+    "Standby tasks this instance keeps (--standby-replicas): local copies of other members' tasks that follow their changelogs.",
+    'runtime',
+  ),
+  standby_lag_records: gauge(
+    'crawlstream_standby_lag_records',
+    'Changelog records the standby tasks of this instance were behind at their last catch-up: what a failover onto them restores.',
+    'runtime',
+  ),
   tasks_paused: {
     type: 'gauge',
     name: 'crawlstream_tasks_paused',

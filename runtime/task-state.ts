@@ -259,6 +259,8 @@ export function describeStale(task: string, stale: readonly StaleStore[]): strin
 /** One store to restore: from its checkpoint up to `to` (exclusive). */
 export interface RestoreTarget extends ChangeloggedEntry {
   readonly to: number;
+  /** Its changelog partition, when not the one `restoreStores` is called with (standbys of several tasks in one read). */
+  readonly partition?: number;
 }
 
 /** What a restore did to one store. */
@@ -281,8 +283,9 @@ export interface RestoreOptions {
 }
 
 /**
- * Replays each target's changelog partition from the store's checkpoint up to `to` into the
- * store, all targets in one read of `source`, and records the checkpoint the source reports.
+ * Replays each target's changelog partition (`partition`, unless the target names its own) from
+ * the store's checkpoint up to `to` into the store, all targets in one read of `source`, and
+ * records the checkpoint the source reports.
  * The one restore of the engines (up to the ends read at the opening) and of `replay rebuild`
  * (a fresh store, from 0). Not cancellable; a failure leaves each store at the last batch applied.
  */
@@ -292,16 +295,17 @@ export async function restoreStores(
   targets: readonly RestoreTarget[],
   options: RestoreOptions = {},
 ): Promise<StoreRestore[]> {
-  const byTopic = new Map(targets.map((t) => [t.topic, { target: t, records: 0, last: -1 }]));
+  const partitionOf = (t: RestoreTarget): number => t.partition ?? partition;
+  const byRange = new Map(targets.map((t) => [rangeKey(t.topic, partitionOf(t)), { target: t, records: 0, last: -1 }]));
   const ranges = targets
-    .map((t) => ({ topic: t.topic, partition, from: t.store.checkpoint(), to: t.to }))
+    .map((t) => ({ topic: t.topic, partition: partitionOf(t), from: t.store.checkpoint(), to: t.to }))
     .filter((r) => r.from < r.to);
   const started = process.hrtime.bigint();
   const checkpoints =
     ranges.length === 0
       ? new Map<string, number>()
-      : await source.read(ranges, (topic, _p, records) => {
-          const s = byTopic.get(topic)!;
+      : await source.read(ranges, (topic, p, records) => {
+          const s = byRange.get(rangeKey(topic, p))!;
           s.last = records[records.length - 1]!.offset;
           s.records += records.length;
           s.target.store.restore(records as ChangelogRecord[], s.last + 1);
@@ -309,8 +313,8 @@ export async function restoreStores(
         });
   const results: StoreRestore[] = [];
   let total = 0;
-  for (const { target, records, last } of byTopic.values()) {
-    const checkpoint = checkpoints.get(rangeKey(target.topic, partition));
+  for (const { target, records, last } of byRange.values()) {
+    const checkpoint = checkpoints.get(rangeKey(target.topic, partitionOf(target)));
     // the source may pass the last record (commit markers after it): the store starts there next time
     if (checkpoint !== undefined && checkpoint > target.store.checkpoint()) target.store.restore([], checkpoint);
     results.push({

@@ -176,6 +176,17 @@ export class KafkaAdmin {
     return out;
   }
 
+  /**
+   * The standby partitions the group's leader gave `memberId` in the group's current generation
+   * (its assignment's user data, which kafkajs does not hand to the member itself); [] when the
+   * member is not in the group (a newer generation without it) or the leader named none.
+   */
+  async standbysOf(groupId: string, memberId: string): Promise<number[]> {
+    const { groups } = await this.admin.describeGroups([groupId]);
+    const member = groups[0]?.members.find((m) => m.memberId === memberId);
+    return member ? standbysIn(member.memberAssignment) : [];
+  }
+
   async deleteGroups(groupIds: string[]): Promise<void> {
     await this.admin.deleteGroups(groupIds).catch(() => undefined);
   }
@@ -197,13 +208,52 @@ function endOffsetsRetriable(err: unknown): boolean {
   return err instanceof TypeError && /Cannot destructure property 'partitions'/.test(err.message);
 }
 
-/** The partitions a member said it owns when it joined; none when its metadata says nothing readable. */
-export function ownedOf(metadata: Buffer): number[] {
+/** What a member says of its local state when it joins a group (its subscription's user data). */
+export interface MemberClaims {
+  /** The partitions it owned in the previous generation (or, just restarted, has local state for). */
+  readonly owned: number[];
+  /** The partitions it keeps a local copy of without owning them (standbys). */
+  readonly warm: number[];
+}
+
+/** The user data a member joins with: `{"owned":[…],"warm":[…]}` (a member before standbys sent the bare owned array). */
+export function encodeClaims(claims: MemberClaims): Buffer {
+  return Buffer.from(JSON.stringify(claims));
+}
+
+/** The partitions a member said it owns and keeps warm when it joined; none when its metadata says nothing readable. */
+export function memberClaims(metadata: Buffer): MemberClaims {
+  const ints = (v: unknown): number[] => (Array.isArray(v) ? v.filter((p): p is number => Number.isInteger(p)) : []);
   try {
     const parsed: unknown = JSON.parse(
       kafkajs.AssignerProtocol.MemberMetadata.decode(metadata)?.userData.toString() || '[]',
     );
-    return Array.isArray(parsed) ? parsed.filter((p): p is number => Number.isInteger(p)) : [];
+    if (Array.isArray(parsed)) return { owned: ints(parsed), warm: [] };
+    const o = parsed as { owned?: unknown; warm?: unknown } | null;
+    return { owned: ints(o?.owned), warm: ints(o?.warm) };
+  } catch {
+    return { owned: [], warm: [] };
+  }
+}
+
+/** The partitions a member said it owns when it joined; none when its metadata says nothing readable. */
+export function ownedOf(metadata: Buffer): number[] {
+  return memberClaims(metadata).owned;
+}
+
+/** The leader's word to one member besides its partitions (its assignment's user data): the standbys it keeps. */
+export function encodeStandbys(standby: readonly number[]): Buffer {
+  return Buffer.from(JSON.stringify({ standby }));
+}
+
+/** The standby partitions in a member's assignment; none when it names none (a leader before standbys). */
+export function standbysIn(assignment: Buffer): number[] {
+  try {
+    const parsed = JSON.parse(
+      kafkajs.AssignerProtocol.MemberAssignment.decode(assignment)?.userData.toString() || '{}',
+    ) as { standby?: unknown } | null;
+    const s = parsed?.standby;
+    return Array.isArray(s) ? s.filter((p): p is number => Number.isInteger(p)) : [];
   } catch {
     return [];
   }

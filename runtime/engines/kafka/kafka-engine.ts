@@ -20,6 +20,7 @@ import { claimStateDir } from './cluster-identity.js';
 import { checkTopics, committedInputs, deadLetterTopicLimit, groupIdOf, transactionalIdOf } from './topics.js';
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
+import { StandbyTasks } from './standby-tasks.js';
 import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
 export interface KafkaEngineOptions {
@@ -43,6 +44,13 @@ export interface KafkaEngineOptions {
   readonly compression?: KafkaCompression;
   /** How long a partition taken from a live member waits for its closing commit; default HANDOVER_GRACE_MS (task-manager.ts). */
   readonly handoverGraceMs?: number;
+  /**
+   * `--standby-replicas`: how many other members keep a standby copy of each task's stores,
+   * following its changelogs, so a failover restores only the tail (standby-tasks.ts). Default 0.
+   */
+  readonly standbyReplicas?: number;
+  /** How often standbys catch up with their changelogs; default STANDBY_CATCH_UP_MS (standby-tasks.ts). */
+  readonly standbyCatchUpMs?: number;
 }
 
 /**
@@ -58,6 +66,10 @@ export class KafkaEngine extends EngineBase implements Engine {
   /** One admin client for the engine's life: committed offsets and changelog ends at each task's opening. */
   private admin!: KafkaAdmin;
   private tasks!: TaskManager;
+  /** This member's standby tasks; none without `standbyReplicas`. */
+  private standbys: StandbyTasks | undefined;
+  /** Per sub-topology id: the latest assignment whose standbys are being asked for (older answers are dropped). */
+  private readonly standbyAsks = new Map<number, number>();
   private serdes!: SerdeSet;
   private registryComplainedAt = -Infinity;
   /** The member's consumer of each sub-topology's group, by sub-topology id. */
@@ -133,6 +145,18 @@ export class KafkaEngine extends EngineBase implements Engine {
         ...(this.options.handoverGraceMs !== undefined ? { handoverGraceMs: this.options.handoverGraceMs } : {}),
       });
       this.serdes = serdes;
+      if ((this.options.standbyReplicas ?? 0) > 0) {
+        const tasks = this.tasks;
+        this.standbys = new StandbyTasks({
+          topology: this.topology,
+          directory: tasks.directory,
+          changelogs: new KafkaChangelogSource(port, admin, false),
+          logger: this.logger,
+          metrics: this.metrics,
+          staleAfterMs: (sub) => tasks.tombstoneRetention(sub),
+          ...(this.options.standbyCatchUpMs !== undefined ? { catchUpMs: this.options.standbyCatchUpMs } : {}),
+        });
+      }
     } catch (err) {
       // nothing may stay connected, or the process would not exit with the error
       await port.close();
@@ -192,7 +216,10 @@ export class KafkaEngine extends EngineBase implements Engine {
         assigned: (s, partitions, memberId) => {
           // joined again after a crash kafkajs restarted it: consuming once more
           this.crashed.delete(s.id);
+          // a standby of a partition now active here closes first: the task opens on its copy
+          for (const p of partitions) void this.standbys?.release(s.id, p);
           this.tasks.assign(s, partitions, memberId);
+          if (this.standbys && memberId !== undefined) void this.learnStandbys(s, partitions, memberId);
         },
         crashed: (s, err, restart) => this.consumerCrashed(s, err, restart),
       });
@@ -203,10 +230,40 @@ export class KafkaEngine extends EngineBase implements Engine {
           sessionTimeoutMs: this.options.sessionTimeoutMs ?? KAFKA_ENGINE_SETTINGS.sessionTimeoutMs.default,
           // what this member holds, or after a restart the tasks it has local state for: it gets them back
           owned: () => this.tasks.owned(sub),
+          // standbys and state left from earlier assignments: a partition that moves prefers them
+          warm: () => [...new Set([...(this.standbys?.warm(sub.id) ?? []), ...this.tasks.leftover(sub)])],
+          standbyReplicas: this.options.standbyReplicas ?? 0,
         },
         handlers,
       );
       this.consumers.set(sub.id, consumer);
+    }
+  }
+
+  /**
+   * Asks the group which standbys its leader gave this member with `active` (kafkajs hands a
+   * member only its partitions) and keeps those; an answer overtaken by a newer assignment is
+   * dropped. A group that cannot be asked (a broker fault) keeps the standbys it had.
+   */
+  private async learnStandbys(sub: Subtopology, active: ReadonlySet<number>, memberId: string): Promise<void> {
+    const ask = (this.standbyAsks.get(sub.id) ?? 0) + 1;
+    this.standbyAsks.set(sub.id, ask);
+    const group = groupIdOf(this.topology, sub);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const named = await this.admin.standbysOf(group, memberId);
+        if (this.standbyAsks.get(sub.id) !== ask || this.state !== 'running') return;
+        this.standbys?.set(sub, new Set(named.filter((p) => !active.has(p))));
+        return;
+      } catch (err) {
+        if (attempt === 5 || this.state !== 'running') {
+          this.logger.warn(
+            `group ${group}: its standbys could not be read (${(err as Error).message}); kept as they were`,
+          );
+          return;
+        }
+        await sleep(1_000);
+      }
     }
   }
 
@@ -230,6 +287,7 @@ export class KafkaEngine extends EngineBase implements Engine {
     if (nothing) return nothing;
     // commit while still a group member, so no one fences the last commit; then leave the groups
     await this.tasks.closeAll(true, graceMs);
+    await this.standbys?.closeAll();
     await Promise.allSettled([...this.consumers.values()].map((c) => c.close()));
     await this.admin.close().catch(() => undefined);
     await this.port.close();
@@ -260,6 +318,7 @@ export class KafkaEngine extends EngineBase implements Engine {
     if (!this.beginFail(err)) return;
     // no final commit: whatever was not committed is redone by the next owner
     await this.tasks?.closeAll(false);
+    await this.standbys?.closeAll();
     await Promise.allSettled([...this.consumers.values()].map((c) => c.close()));
     await this.admin?.close().catch(() => undefined);
     await this.port?.close();
@@ -322,7 +381,12 @@ export class KafkaEngine extends EngineBase implements Engine {
     return answerQuery(this.tasks.slot(sub.id, partition)?.task?.task, partition, request);
   }
 
+  /** The tasks this member runs, then its standbys (state `standby`: stores only, no processor). */
   taskStatus(): TaskStatus[] {
-    return this.tasks?.status(this.subtopologies, statusOf) ?? [];
+    const standbys: TaskStatus[] = [...(this.standbys?.lags().keys() ?? [])].map((task) => {
+      const [sub, partition] = task.split('_').map(Number) as [number, number];
+      return { task, subtopology: sub, partition, processors: [], state: 'standby' };
+    });
+    return [...(this.tasks?.status(this.subtopologies, statusOf) ?? []), ...standbys];
   }
 }

@@ -4,8 +4,8 @@ import type { CrawlError } from '../../../core/errors.js';
 import { partitionFor } from '../../partitioner.js';
 import type { ConsumedRawRecord, RecordHeaders } from '../../record.js';
 import { BARE_TOPIC_NAMES, type TopicNaming } from '../../topology.js';
-import { coPartitionedAssignment } from './co-partition-assignment.js';
-import { KafkaAdmin, ownedOf } from './kafka-admin.js';
+import { planAssignment } from './co-partition-assignment.js';
+import { encodeClaims, encodeStandbys, KafkaAdmin, memberClaims, type MemberClaims } from './kafka-admin.js';
 import {
   chunksOf,
   kafkaError,
@@ -86,6 +86,17 @@ export interface GroupConsumerOptions {
    * where balance allows. None when omitted.
    */
   readonly owned?: () => readonly number[];
+  /**
+   * The partition numbers this member keeps a local copy of without owning them (its standbys),
+   * reported when it joins: a partition that must move goes to such a member when the balance
+   * allows. None when omitted.
+   */
+  readonly warm?: () => readonly number[];
+  /**
+   * Standbys of each partition the group's leader places on other members (`--standby-replicas`);
+   * a member learns its own from the group's description (`KafkaAdmin.standbysOf`). Default 0.
+   */
+  readonly standbyReplicas?: number;
 }
 
 /**
@@ -240,7 +251,13 @@ export class KafkaPort {
       retry: { retries: 10 },
       // round-robin second: a group of members that all speak the co-partitioned protocol uses it,
       // while a rolling update from a version without it still finds a protocol in common
-      partitionAssigners: [coPartitioned(options.owned ?? (() => [])), PartitionAssigners.roundRobin],
+      partitionAssigners: [
+        coPartitioned(
+          () => ({ owned: [...(options.owned?.() ?? [])], warm: [...(options.warm?.() ?? [])] }),
+          options.standbyReplicas ?? 0,
+        ),
+        PartitionAssigners.roundRobin,
+      ],
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
@@ -344,35 +361,34 @@ export class KafkaPort {
 
 /**
  * The group's assignor (see co-partition-assignment.ts): partition p of every subscribed topic to
- * one member, sticky. Each member sends the partitions it would keep as its subscription's user
- * data; a topic with fewer partitions than others gets only those it has.
+ * one member, sticky, moved partitions to warm copies; `standbyReplicas` standbys of each
+ * partition named in each member's assignment user data. Each member sends the partitions it
+ * would keep and those it keeps warm as its subscription's user data; a topic with fewer
+ * partitions than others gets only those it has.
  */
-function coPartitioned(owned: () => readonly number[]): PartitionAssigner {
+function coPartitioned(claims: () => MemberClaims, standbyReplicas: number): PartitionAssigner {
   return ({ cluster }) => ({
     name: 'CrawlstreamCoPartitioned',
     version: 1,
     assign: async ({ members, topics }) => {
       const counts = new Map(topics.map((t) => [t, cluster.findTopicPartitionMetadata(t).length]));
-      const plan = coPartitionedAssignment(
-        members.map((m) => ({ memberId: m.memberId, owned: ownedOf(m.memberMetadata) })),
+      const plan = planAssignment(
+        members.map((m) => ({ memberId: m.memberId, ...memberClaims(m.memberMetadata) })),
         Math.max(0, ...counts.values()),
+        standbyReplicas,
       );
-      return [...plan].map(([memberId, partitions]) => ({
+      return [...plan.active].map(([memberId, partitions]) => ({
         memberId,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({
           version: 1,
           assignment: Object.fromEntries(topics.map((t) => [t, partitions.filter((p) => p < counts.get(t)!)])),
-          userData: Buffer.alloc(0),
+          userData: encodeStandbys(plan.standby.get(memberId) ?? []),
         }),
       }));
     },
     protocol: ({ topics }) => ({
       name: 'CrawlstreamCoPartitioned',
-      metadata: AssignerProtocol.MemberMetadata.encode({
-        version: 1,
-        topics,
-        userData: Buffer.from(JSON.stringify([...owned()])),
-      }),
+      metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: encodeClaims(claims()) }),
     }),
   });
 }

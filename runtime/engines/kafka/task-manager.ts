@@ -103,7 +103,8 @@ export class TaskManager {
   private readonly paused = new Map<string, number>();
   /** Per sub-topology id: when its group joins again after a lost task. */
   private readonly rejoins = new Map<number, RejoinSchedule>();
-  private readonly directory: TaskDirectory;
+  /** The member's task directories (its standbys keep their copies there too). */
+  readonly directory: TaskDirectory;
   /** Corrupt state met by this member's tasks, repaired by handing the task back (store-repair.ts). */
   private readonly repairs: StoreRepairs;
   /** Tasks opened: with the commit counter, part of the engine's progress. */
@@ -196,6 +197,12 @@ export class TaskManager {
   /** What this member holds of `sub`, or after a restart the partitions it has local state for: it gets them back. */
   owned(sub: Subtopology): number[] {
     return [...(this.assigned.get(sub.id) ?? this.directory.localPartitions(sub.id))];
+  }
+
+  /** The partitions of `sub` this member has local state for without holding them (left from an earlier assignment). */
+  leftover(sub: Subtopology): number[] {
+    const held = this.assigned.get(sub.id);
+    return held === undefined ? [] : this.directory.localPartitions(sub.id).filter((p) => !held.has(p));
   }
 
   /**
@@ -455,7 +462,7 @@ export class TaskManager {
   }
 
   /** The shortest tombstone retention of `sub`'s changelogs: how long its local state may go unused and be trusted. */
-  private async tombstoneRetention(sub: Subtopology): Promise<number> {
+  async tombstoneRetention(sub: Subtopology): Promise<number> {
     let ms = Infinity;
     for (const store of sub.stores)
       if (store.changelog)
