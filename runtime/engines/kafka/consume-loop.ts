@@ -4,7 +4,7 @@ import type { Metrics } from '../../../core/metrics.js';
 import { sleep } from '../../engine-base.js';
 import type { ConsumedRawRecord } from '../../record.js';
 import type { Subtopology } from '../../topology.js';
-import type { GroupConsumerHandlers } from './kafka-port.js';
+import type { GroupConsumer, GroupConsumerHandlers } from './kafka-port.js';
 import type { TaskManager } from './task-manager.js';
 import { whileHeartbeating } from './task-slot.js';
 
@@ -31,12 +31,15 @@ export interface ConsumeLoopHost {
   assigned(sub: Subtopology, partitions: Set<number>, memberId: string): void;
   /** The consumer crashed (see GroupConsumerHandlers.onCrash). */
   crashed(sub: Subtopology, err: CrawlError, restart: boolean): void;
+  /** The sub-topology's consumer, once it has joined: a partition whose task still opens is paused on it. */
+  consumer(): GroupConsumer | undefined;
 }
 
 /**
  * The consume loop of one sub-topology's group: its assignments go to the task manager, each
- * fetched batch to its partition's task (once the task has opened, heartbeating meanwhile), with
- * back-pressure at `HIGH_WATER`; fetch progress moves each task's view of its partitions' ends.
+ * fetched batch to its partition's task, with back-pressure at `HIGH_WATER` (a partition whose task
+ * still opens is paused until it runs, its batch kept for it); fetch progress moves each task's
+ * view of its partitions' ends.
  */
 export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsumerHandlers {
   const { manager } = host;
@@ -46,8 +49,27 @@ export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsu
     onRecords: async (records, heartbeat) => {
       const partition = records[0]!.partition;
       const slot = manager.slot(sub.id, partition);
-      // a task restores before it runs: keep the membership alive meanwhile (kafkajs heartbeats only between batches)
-      const task = slot && (await whileHeartbeating(slot.opening, heartbeat));
+      if (slot && !slot.task && !slot.quarantined) {
+        // its task still opens (a restore may take minutes): rather than wait here, which would stop
+        // the member's other partitions on this broker (kafkajs fetches a broker again only once
+        // every batch of its last answer is done), the partition is paused and this batch handed to
+        // the task once it runs, before the partition resumes; dropped if the task never runs (its
+        // next owner reads from the committed offset)
+        await whileHeartbeating(host.learnWriters(records), heartbeat);
+        for (const topic of sub.sourceTopics) host.consumer()?.pause(topic, partition);
+        // synchronous, and registered before this batch's progress (after this returns) on the same
+        // promise: the task must hold the records before it hears the fetch moved past them, or it
+        // would take their offsets for done
+        void slot.opening.then((task) => {
+          if (!task || manager.slot(sub.id, partition) !== slot) return;
+          host.fetched(records.length);
+          task.enqueue(records);
+          for (const topic of sub.sourceTopics) host.consumer()?.resume(topic, partition);
+        });
+        return;
+      }
+      // revoked, or quarantined (its partition stays paused): nothing takes these records
+      const task = slot?.task;
       if (!task) return;
       await whileHeartbeating(host.learnWriters(records), heartbeat);
       host.fetched(records.length);

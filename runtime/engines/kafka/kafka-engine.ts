@@ -222,6 +222,7 @@ export class KafkaEngine extends EngineBase implements Engine {
           if (this.standbys && memberId !== undefined) void this.learnStandbys(s, partitions, memberId);
         },
         crashed: (s, err, restart) => this.consumerCrashed(s, err, restart),
+        consumer: () => this.consumers.get(sub.id),
       });
       const consumer = await this.port.groupConsumer(
         {
