@@ -127,6 +127,9 @@ export class StandbyTasks {
         metrics: this.o.metrics,
       });
       s.state = state;
+      // behind by what its changelogs hold past its checkpoints, until its first catch-up
+      s.lag = lagOf(state, new Map([...state.ends].map(([topic, end]) => [topic, { [partition]: end }])), partition);
+      this.report();
       this.o.logger.info(`standby ${name} opened: it follows its changelogs from its checkpoints`);
     } catch (err) {
       // a broker fault or a full disk: the next assignment names it again; the active opening does not depend on it
@@ -185,7 +188,11 @@ export class StandbyTasks {
 }
 
 /** Records between the stores' checkpoints and `ends` (offsets, so commit markers count too). */
-function lagOf(state: LocalTaskState, ends: ReadonlyMap<string, number[]>, partition: number): number {
+function lagOf(
+  state: LocalTaskState,
+  ends: ReadonlyMap<string, Readonly<Record<number, number>>>,
+  partition: number,
+): number {
   let lag = 0;
   for (const { store, topic } of state.changelogged)
     lag += Math.max(0, (ends.get(topic)?.[partition] ?? 0) - store.checkpoint());
