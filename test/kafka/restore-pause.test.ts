@@ -3,48 +3,19 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createLogger } from '../../core/logger.js';
-import { stringSerde, type Serde } from '../../core/serde.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
 import { KafkaPort, type OutRecord } from '../../runtime/engines/kafka/kafka-port.js';
 import { partitionFor } from '../../runtime/partitioner.js';
-import type { Processor, ProcessorContext } from '../../runtime/processor.js';
-import type { StreamRecord } from '../../runtime/record.js';
-import { Topology } from '../../runtime/topology.js';
-import type { LinkBatch } from '../../schemas/types.js';
-import type { KeyValueStore } from '../../state/state-store.js';
-import { keyValueStore } from '../../state/store-builder.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
+import { COUNT_PARTITIONS, COUNTS, countingTopology, wordRecord } from './counting.js';
 import { kafkaInfra } from './infra.js';
 import { testTopics } from './test-topics.js';
-
-const COUNTS = 'counts';
-// 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
-const PARTITIONS = 4;
+const PARTITIONS = COUNT_PARTITIONS;
 /** Changelog records of the slow task: a restore of several seconds here (~100–200 k records/s). */
 const FLOOD = 1_500_000;
 
-const countSerde: Serde<number> = {
-  serialize: (n) => Buffer.from(String(n)),
-  deserialize: (b) => Number(b.toString()),
-};
-
 /** When each word was processed, in this process. */
 const processedAt = new Map<string, number>();
-
-class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
-  private ctx!: ProcessorContext<string, LinkBatch>;
-  private store!: KeyValueStore<string, number>;
-  init(context: ProcessorContext<string, LinkBatch>): void {
-    this.ctx = context;
-    this.store = context.getStateStore<KeyValueStore<string, number>>(COUNTS);
-  }
-  process(record: StreamRecord<string, LinkBatch>): void {
-    const n = (this.store.get(record.key) ?? 0) + 1;
-    this.store.put(record.key, n);
-    processedAt.set(record.key, Date.now());
-    this.ctx.forward(record);
-  }
-}
 
 /** `count` words whose partition is `partition`, from `from` on. */
 function wordsOn(partition: number, count: number, from = 0): string[] {
@@ -60,13 +31,7 @@ test(
   async (t) => {
     const { brokers, registry } = kafkaInfra();
     const applicationId = `restore-pause-${Date.now().toString(36)}`;
-    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
-      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addTopic({ name: 'done', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addSource('words-source', 'words')
-      .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
-      .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
-      .addSink('done-sink', 'done', 'counter');
+    const topology = countingTopology(applicationId, (w) => processedAt.set(w, Date.now()));
     await testTopics(t, topology);
     const dir = tempDir('kafka-restore-pause');
     t.after(() => removeDir(dir));
@@ -106,14 +71,9 @@ test(
       }),
     });
     t.after(() => engine.stop().catch(() => undefined));
-    const word = (w: string): StreamRecord<string, LinkBatch> => ({
-      key: w,
-      value: { site: w, sourceUrl: null, discoveredAt: 1, links: [] },
-      timestamp: Date.now(),
-    });
     await engine.start();
     // one word for each task, then, once the fast task has taken its first, more words for it
-    await engine.produce('words', [...wordsOn(SLOW, 1), ...wordsOn(FAST, 1)].map(word));
+    await engine.produce('words', [...wordsOn(SLOW, 1), ...wordsOn(FAST, 1)].map(wordRecord));
     const deadline = Date.now() + 120_000;
     while (!processedAt.has(wordsOn(FAST, 1)[0]!)) {
       assert.ok(Date.now() < deadline, `the fast task took nothing in 120 s\n${lines.join('\n')}`);
@@ -125,7 +85,7 @@ test(
       `the slow task restored before the test could produce: raise FLOOD\n${lines.join('\n')}`,
     );
     const later = wordsOn(FAST, 20, 1_000);
-    await engine.produce('words', later.map(word));
+    await engine.produce('words', later.map(wordRecord));
     while (!later.every((w) => processedAt.has(w))) {
       assert.ok(Date.now() < deadline, `the later words were not done in 120 s\n${lines.join('\n')}`);
       await sleep(50);

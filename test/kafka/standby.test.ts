@@ -3,53 +3,15 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createLogger } from '../../core/logger.js';
 import { M } from '../../core/metric-catalogue.js';
-import { stringSerde, type Serde } from '../../core/serde.js';
 import { KafkaEngine } from '../../runtime/engines/kafka/kafka-engine.js';
-import type { Processor, ProcessorContext } from '../../runtime/processor.js';
-import type { StreamRecord } from '../../runtime/record.js';
-import { Topology } from '../../runtime/topology.js';
-import type { LinkBatch } from '../../schemas/types.js';
-import type { KeyValueStore } from '../../state/state-store.js';
-import { keyValueStore } from '../../state/store-builder.js';
 import { removeDir, sleep, tempDir } from '../e2e/harness.js';
+import { COUNT_PARTITIONS, COUNTS, countingTopology, wordRecord } from './counting.js';
 import { kafkaInfra } from './infra.js';
 import { testTopics } from './test-topics.js';
-
-const COUNTS = 'counts';
-// 4 partitions: test/kafka/topics.test.ts expects it of every changelog on the broker
-const PARTITIONS = 4;
+const PARTITIONS = COUNT_PARTITIONS;
 const WORDS = 200;
 
-const countSerde: Serde<number> = {
-  serialize: (n) => Buffer.from(String(n)),
-  deserialize: (b) => Number(b.toString()),
-};
-
-/** Counts records per key in a changelogged store; forwards the running count in `discoveredAt`. */
-class Counter implements Processor<string, LinkBatch, string, LinkBatch> {
-  private ctx!: ProcessorContext<string, LinkBatch>;
-  private store!: KeyValueStore<string, number>;
-  init(context: ProcessorContext<string, LinkBatch>): void {
-    this.ctx = context;
-    this.store = context.getStateStore<KeyValueStore<string, number>>(COUNTS);
-  }
-  process(record: StreamRecord<string, LinkBatch>): void {
-    const n = (this.store.get(record.key) ?? 0) + 1;
-    this.store.put(record.key, n);
-    this.ctx.forward({
-      key: `${record.key}#${n}`,
-      value: { ...record.value, discoveredAt: n },
-      timestamp: record.timestamp,
-    });
-  }
-}
-
-const words = (): StreamRecord<string, LinkBatch>[] =>
-  Array.from({ length: WORDS }, (_, i) => ({
-    key: `word-${i}`,
-    value: { site: `word-${i}`, sourceUrl: null, discoveredAt: 1, links: [] },
-    timestamp: Date.now(),
-  }));
+const words = () => Array.from({ length: WORDS }, (_, i) => wordRecord(`word-${i}`));
 
 test(
   "with --standby-replicas 1 a member keeps a copy of the other's tasks, and when that member dies the copy takes over: no changelog record restored, every count right",
@@ -57,13 +19,7 @@ test(
   async (t) => {
     const { brokers, registry } = kafkaInfra();
     const applicationId = `standby-${Date.now().toString(36)}`;
-    const topology = new Topology(applicationId, { topicPrefix: `${applicationId}.` })
-      .addTopic({ name: 'words', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addTopic({ name: 'totals', partitions: PARTITIONS, keySerde: stringSerde, schema: 'LinkBatch' })
-      .addSource('words-source', 'words')
-      .addProcessor('counter', () => new Counter() as Processor, ['words-source'])
-      .addStateStore(keyValueStore(COUNTS, stringSerde, countSerde), 'counter')
-      .addSink('totals-sink', 'totals', 'counter');
+    const topology = countingTopology(applicationId);
     const { keysOf } = await testTopics(t, topology);
     const dir = tempDir('kafka-standby');
     t.after(() => removeDir(dir));
