@@ -372,12 +372,8 @@ export const METRICS = {
     ['store'],
     'runtime',
   ),
-  standby_records: counter(
-    'crawlstream_standby_records',
-    'Changelog records applied to standby tasks, by store.',
-    ['store'],
-    'runtime',
-  ),
+  // no store label: a series from the start on every engine, standbys or not (a labelled one would exist only once a standby applied records)
+  standby_records: counter('crawlstream_standby_records', 'Changelog records applied to standby tasks.', [], 'runtime'),
   restore_seconds: counter(
     'crawlstream_restore_seconds',
     'Time spent restoring, by store.',

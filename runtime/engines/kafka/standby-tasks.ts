@@ -165,7 +165,10 @@ export class StandbyTasks {
           if (open.some(({ s }) => s.closing)) throw new Released();
         },
       });
-      for (const r of restored) if (r.records > 0) this.o.metrics.inc(M.standbyRecords, r.records, r.store);
+      this.o.metrics.inc(
+        M.standbyRecords,
+        restored.reduce((n, r) => n + r.records, 0),
+      );
       // read to its end: the store holds every committed record below it, so it starts there next
       // time (Kafka's source records the offset after the last record, short of a commit marker)
       for (const t of targets) if (t.store.checkpoint() < t.to) t.store.restore([], t.to);
