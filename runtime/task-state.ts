@@ -287,7 +287,8 @@ export interface RestoreOptions {
  * the store's checkpoint up to `to` into the store, all targets in one read of `source`, and
  * records the checkpoint the source reports.
  * The one restore of the engines (up to the ends read at the opening) and of `replay rebuild`
- * (a fresh store, from 0). Not cancellable; a failure leaves each store at the last batch applied.
+ * (a fresh store, from 0). A failure, or an `onBatch` that throws (how a standby's catch-up is cut
+ * short), ends the read at once and leaves each store at the last batch applied.
  */
 export async function restoreStores(
   source: ChangelogSource,

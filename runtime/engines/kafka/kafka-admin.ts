@@ -223,14 +223,13 @@ export function encodeClaims(claims: MemberClaims): Buffer {
 
 /** The partitions a member said it owns and keeps warm when it joined; none when its metadata says nothing readable. */
 export function memberClaims(metadata: Buffer): MemberClaims {
-  const ints = (v: unknown): number[] => (Array.isArray(v) ? v.filter((p): p is number => Number.isInteger(p)) : []);
   try {
     const parsed: unknown = JSON.parse(
       kafkajs.AssignerProtocol.MemberMetadata.decode(metadata)?.userData.toString() || '[]',
     );
-    if (Array.isArray(parsed)) return { owned: ints(parsed), warm: [] };
+    if (Array.isArray(parsed)) return { owned: partitionList(parsed), warm: [] };
     const o = parsed as { owned?: unknown; warm?: unknown } | null;
-    return { owned: ints(o?.owned), warm: ints(o?.warm) };
+    return { owned: partitionList(o?.owned), warm: partitionList(o?.warm) };
   } catch {
     return { owned: [], warm: [] };
   }
@@ -252,9 +251,13 @@ export function standbysIn(assignment: Buffer): number[] {
     const parsed = JSON.parse(
       kafkajs.AssignerProtocol.MemberAssignment.decode(assignment)?.userData.toString() || '{}',
     ) as { standby?: unknown } | null;
-    const s = parsed?.standby;
-    return Array.isArray(s) ? s.filter((p): p is number => Number.isInteger(p)) : [];
+    return partitionList(parsed?.standby);
   } catch {
     return [];
   }
+}
+
+/** The integers of a JSON list of partition numbers from another member; [] for anything else. */
+function partitionList(v: unknown): number[] {
+  return Array.isArray(v) ? v.filter((p): p is number => Number.isInteger(p)) : [];
 }

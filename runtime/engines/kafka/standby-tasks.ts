@@ -128,7 +128,7 @@ export class StandbyTasks {
       });
       s.state = state;
       // behind by what its changelogs hold past its checkpoints, until its first catch-up
-      s.lag = lagOf(state, new Map([...state.ends].map(([topic, end]) => [topic, { [partition]: end }])), partition);
+      s.lag = lagOf(state, (topic) => state.ends.get(topic) ?? 0);
       this.report();
       this.o.logger.info(`standby ${name} opened: it follows its changelogs from its checkpoints`);
     } catch (err) {
@@ -158,7 +158,7 @@ export class StandbyTasks {
       const targets = open.flatMap(({ s, state }) =>
         state.changelogged.map((c) => ({ ...c, partition: s.partition, to: ends.get(c.topic)![s.partition] ?? 0 })),
       );
-      for (const { s, state } of open) s.lag = lagOf(state, ends, s.partition);
+      for (const { s, state } of open) s.lag = lagOf(state, (topic) => ends.get(topic)![s.partition] ?? 0);
       this.report();
       const restored = await restoreStores(this.o.changelogs, 0, targets, {
         onBatch: () => {
@@ -172,7 +172,7 @@ export class StandbyTasks {
       // read to its end: the store holds every committed record below it, so it starts there next
       // time (Kafka's source records the offset after the last record, short of a commit marker)
       for (const t of targets) if (t.store.checkpoint() < t.to) t.store.restore([], t.to);
-      for (const { s, state } of open) s.lag = lagOf(state, ends, s.partition);
+      for (const { s, state } of open) s.lag = lagOf(state, (topic) => ends.get(topic)![s.partition] ?? 0);
     } catch (err) {
       if (err instanceof Released) return;
       // the next catch-up tries again (a broker fault); a store that cannot write (a full disk) says so each time
@@ -190,14 +190,9 @@ export class StandbyTasks {
   }
 }
 
-/** Records between the stores' checkpoints and `ends` (offsets, so commit markers count too). */
-function lagOf(
-  state: LocalTaskState,
-  ends: ReadonlyMap<string, Readonly<Record<number, number>>>,
-  partition: number,
-): number {
+/** Records between the stores' checkpoints and their changelogs' ends (offsets, so commit markers count too). */
+function lagOf(state: LocalTaskState, endOf: (topic: string) => number): number {
   let lag = 0;
-  for (const { store, topic } of state.changelogged)
-    lag += Math.max(0, (ends.get(topic)?.[partition] ?? 0) - store.checkpoint());
+  for (const { store, topic } of state.changelogged) lag += Math.max(0, endOf(topic) - store.checkpoint());
   return lag;
 }
