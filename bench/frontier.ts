@@ -11,6 +11,11 @@ import { NO_ADDRESSES } from '../processors/frontier/host-addresses.js';
 import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
 import { packedFingerprints } from '../processors/common/fingerprint.js';
 import { figure, machineLine } from './machine.js';
+import { loadSeenSet, syntheticFingerprint } from './seen-load.js';
+import { TaskDirectory } from '../runtime/task-directory.js';
+import { RocksKeyValueStore } from '../state/rocks-store.js';
+import { bufferSerde } from '../core/serde.js';
+import { SEEN_STORE } from '../processors/frontier/frontier-stores.js';
 
 // The frontier task alone on the topology test driver (the real StreamTask on real RocksDB
 // stores), fed serialized records as the engine would: admit (seen-set, budgets, front queues)
@@ -21,6 +26,9 @@ import { figure, machineLine } from './machine.js';
 // and serialize its output, commit its stores), not the bench playing parser and fetchers
 // (encoding link batches and fetch results, decoding fetch requests): those run in other tasks.
 // "phase CPU" counts both, as this bench did before 2026-12.
+// FRONTIER_BENCH_SEEN_MILLIONS=m: the partition's seen-set already holds m million fingerprints
+// (synthetic, written straight into its store by bench/seen-load.ts, 8.4 M of them unmerged in runs
+// when m ≥ 16.8): the task's opening, the filter's warming and every phase then run at that size
 // `--rules`: the crawl runs with TEN_RULES, none of which refuses the bench's links (each is
 // evaluated in full: every deny rule misses, the last allow rule matches); pair it with a run
 // without, in one sitting (docs/BENCHMARKS.md)
@@ -44,6 +52,7 @@ const TEN_RULES = {
   allowRules: ['surt:(org,', 'host:*.example'],
 };
 const LINKS_PER_BATCH = 100;
+const PRELOAD = Math.round(Number(process.env.FRONTIER_BENCH_SEEN_MILLIONS ?? 0) * 1e6);
 
 console.log(machineLine());
 const dir = mkdtempSync(join(tmpdir(), 'crawlstream-bench-frontier-'));
@@ -66,6 +75,27 @@ try {
   const metrics = new Metrics();
   const topology = crawlTopology({ config, partitions: 1, warcDir: join(dir, 'warc'), addressLookup: NO_ADDRESSES });
   const sent: Buffer[] = [];
+  if (PRELOAD > 0) {
+    const t = performance.now();
+    const sub = topology.build().find((s) => s.sourceTopics.includes(TOPICS.links))!;
+    const db = await new TaskDirectory(join(dir, 'task')).task({ subtopology: sub.id, partition: 0 }).openLive();
+    const seenStore = new RocksKeyValueStore<Buffer, Buffer>(SEEN_STORE, db, bufferSerde, bufferSerde);
+    let offset = 0;
+    const loaded = loadSeenSet({
+      fingerprint: syntheticFingerprint,
+      total: PRELOAD,
+      inRuns: PRELOAD >= 2 ** 24 ? 8_400_000 : 0,
+      put: (key, value) => seenStore.put(key, value),
+      commit: () => seenStore.applyCommitted(++offset),
+    });
+    await db.close();
+    figure(
+      `seen-set loaded with ${PRELOAD.toLocaleString('en-US')} fingerprints (${loaded.runs} runs, ${loaded.blocks.toLocaleString('en-US')} blocks), in`,
+      (performance.now() - t) / 1000,
+      's',
+    );
+  }
+  const opening = performance.now();
   // outputs neither decoded nor kept (the fetchers' side decodes them, outside the frontier's
   // measure), changelogs not kept: memory holds what a frontier task holds
   const driver = await TopologyTestDriver.open({
@@ -82,6 +112,19 @@ try {
     },
   });
   const encode = (topic: string, key: string, value: unknown): ConsumedRawRecord => driver.encode(topic, key, value);
+  figure("task open (its stores and every processor's init)", performance.now() - opening, 'ms');
+  if (PRELOAD > 0) {
+    // the frontier's punctuator fills the filter in 5 ms slices every 10 ms; until then every
+    // check reads the exact layer. Measured apart from admit: a crawl admits meanwhile, slower
+    const t = performance.now();
+    const cpu = process.cpuUsage();
+    do await driver.advanceWallClockTime(1_000, 10);
+    while (metrics.gauge(M.seenSetWarming) > 0);
+    const used = process.cpuUsage(cpu);
+    figure('seen-set warmed by the punctuator, wall', (performance.now() - t) / 1000, 's');
+    figure('  process CPU', (used.user + used.system) / 1e6, 's');
+    figure('  RSS once warm', process.memoryUsage().rss / 2 ** 20, 'MiB');
+  }
   // CPU seconds of the frontier's own work, summed over measured stretches
   let taskCpu = 0;
   // of which the frontier's own thread (the rest is RocksDB's flush and compaction threads)
@@ -159,6 +202,8 @@ try {
   if (process.env.HEAPSNAP) (await import('node:v8')).writeHeapSnapshot(process.env.HEAPSNAP);
   const mem = process.memoryUsage();
   figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, mem.rss / 2 ** 20, 'MiB');
+  const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'latin1'));
+  if (peak) figure('  peak RSS so far', Number(peak[1]) / 1024, 'MiB');
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');

@@ -1,38 +1,32 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRocks } from '../state/rocks.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
 import { bufferSerde } from '../core/serde.js';
-import { SeenSet } from '../state/seen-set.js';
+import { SeenSet, type FingerprintStore } from '../state/seen-set.js';
 import { figure, machineLine } from './machine.js';
+import { loadSeenSet, syntheticFingerprint as fingerprint, mix } from './seen-load.js';
 
-// Opening one partition's seen-set over a RocksDB that already holds N fingerprints (written by
-// `build`, through SeenSet.admit with the default exact-layer pacing, so runs and blocks are as a
-// crawl leaves them):
+// Opening one partition's seen-set over a RocksDB that already holds N fingerprints:
 //   node dist/bench/seen-open.js build <dir> <millions>   extends the store to N M fingerprints
+//                                                        through SeenSet.admit (runs and blocks as
+//                                                        a crawl leaves them; hours past ~50 M)
+//   node dist/bench/seen-open.js load <dir> <millions> [millions in runs]
+//                                                        writes blocks and runs straight into an
+//                                                        empty store (bench/seen-load.ts), minutes
+//                                                        at hundreds of millions
 //   node dist/bench/seen-open.js open <dir>               init(), warming, admits while and after
 // `open` runs on code with or without `warm()` (pairing with the code before it): there init()
 // is the whole load. Where the seen-set has `runsRead`, the runs are read first as the frontier
 // reads them for a link batch that comes before they are (20 ms slices, a turn of the event loop
 // between); SEEN_OPEN_RUNS=force has the first check read them at once instead.
+// SEEN_OPEN_ADMIT_EVERY=k: one admit batch every k warm slices (default 1; at hundreds of millions
+// the warming is ~10^5 slices). SEEN_OPEN_SWEEP=1: then admits a full sweep span of new
+// fingerprints (the exact layer merges every block once within it), so the rate and the bytes
+// written per admitted fingerprint include the merges, then the 75 %-seen mix again.
 const BATCH = 1_000;
 const P = 0.01;
 const EXPECTED = 1_000_000;
-
-/** The i-th fingerprint: distinct for i < 2^32 (the finalizer of murmur3 is a bijection). */
-function fingerprint(i: number, out: Buffer, at: number): void {
-  out.writeUInt32BE(mix(i), at);
-  out.writeUInt32BE(mix(i ^ 0x5bd1e995), at + 4);
-}
-
-function mix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 /** A batch of BATCH fingerprints: `seenShare` of them stored ids in [0, stored), the rest from `fresh` on. */
 function batch(stored: number, fresh: number, seenShare: number, salt: number): Buffer[] {
@@ -48,22 +42,53 @@ function batch(stored: number, fresh: number, seenShare: number, salt: number): 
 
 const ms = () => performance.now();
 
-const [mode, dir, millions] = process.argv.slice(2);
-if ((mode !== 'build' && mode !== 'open') || dir === undefined) {
-  console.error('usage: seen-open.js build <dir> <millions> | open <dir>');
+const [mode, dir, millions, runMillions] = process.argv.slice(2);
+if ((mode !== 'build' && mode !== 'open' && mode !== 'load') || dir === undefined) {
+  console.error('usage: seen-open.js build <dir> <millions> | load <dir> <millions> [millions in runs] | open <dir>');
   process.exit(2);
 }
 console.log(machineLine());
 if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
 const db = await openRocks(join(dir, 'db'));
-const store = new RocksKeyValueStore<Buffer, Buffer>('frontier-seen', db, bufferSerde, bufferSerde);
+const rocks = new RocksKeyValueStore<Buffer, Buffer>('frontier-seen', db, bufferSerde, bufferSerde);
+// bytes of values the seen-set writes (runs, merged blocks, its records): what its changelog carries
+let written = 0;
+const store: FingerprintStore = {
+  get: (key) => rocks.get(key),
+  getMany: (keys) => rocks.getMany(keys),
+  put: (key, value) => {
+    written += key.length + value.length;
+    rocks.put(key, value);
+  },
+  delete: (key) => rocks.delete(key),
+  range: (gte, lt, readAhead) => rocks.range(gte, lt, readAhead),
+};
 let offset = Number(store.get(Buffer.from('bench-offset'))?.readBigUInt64BE(0) ?? 0n);
 const commit = () => {
   const o = Buffer.alloc(8);
   o.writeBigUInt64BE(BigInt(++offset));
-  store.put(Buffer.from('bench-offset'), o);
-  store.applyCommitted(offset);
+  rocks.put(Buffer.from('bench-offset'), o);
+  rocks.applyCommitted(offset);
 };
+if (mode === 'load') {
+  if (rocks.get(Buffer.from('count')) !== undefined) {
+    console.error(`load: ${dir} already holds a seen-set; load writes into an empty one`);
+    process.exit(2);
+  }
+  const total = Math.round(Number(millions) * 1e6);
+  const inRuns = Math.round(Number(runMillions ?? 0) * 1e6);
+  const t = ms();
+  const { bits, blocks, runs } = loadSeenSet({
+    fingerprint,
+    total,
+    inRuns,
+    put: (key, value) => rocks.put(key, value),
+    commit,
+  });
+  figure(`loaded ${total.toLocaleString('en-US')} fingerprints (${inRuns.toLocaleString('en-US')} in ${runs} runs), ${blocks.toLocaleString('en-US')} blocks at ${bits} bits, in`, (ms() - t) / 1000, 's');
+  await db.close();
+  process.exit(0);
+}
 const seen = new SeenSet(store, { expectedCount: EXPECTED, falsePositiveRate: P });
 const t0 = ms();
 seen.init();
@@ -129,6 +154,8 @@ if (mode === 'build') {
     let slices = 0;
     let warmMs = 0;
     let longest = 0;
+    const admitEvery = Number(process.env.SEEN_OPEN_ADMIT_EVERY ?? 1);
+    const warmCpu = process.cpuUsage();
     for (;;) {
       t = ms();
       const done = warmable.warm(5);
@@ -137,6 +164,7 @@ if (mode === 'build') {
       longest = Math.max(longest, slice);
       slices++;
       if (done) break;
+      if (slices % admitEvery !== 0) continue;
       t = ms();
       seen.admit(batch(stored, fresh, 0.75, salt++));
       fresh += BATCH;
@@ -145,21 +173,77 @@ if (mode === 'build') {
       if (salt % 20 === 0) commit();
     }
     figure('  warming to full speed, in 5 ms slices (CPU, admits excluded)', warmMs / 1000, 's');
+    figure('    process CPU over the warming, admits and RocksDB threads included', cpuSeconds(warmCpu), 's');
     figure('  slices / longest slice', slices, `slices / ${longest.toFixed(1)} ms`);
     figure('  SeenSet.admit while warming, 75 % seen', (1000 * admitted) / Math.max(admitMs, 1e-9), 'checks/s');
   }
   admitMs = 0;
   admitted = 0;
+  let answeredSeen = 0;
   for (let k = 0; k < 200; k++) {
     const b = batch(stored, fresh, 0.75, salt++);
     fresh += BATCH;
     const t = ms();
-    seen.admit(b);
+    for (const isNew of seen.admit(b)) if (!isNew) answeredSeen++;
     admitMs += ms() - t;
     admitted += BATCH;
     if (k % 20 === 19) commit();
   }
   figure('  SeenSet.admit once warm, 75 % seen', (1000 * admitted) / admitMs, 'checks/s');
-  store.discardPending();
+  // the loaded or built fingerprints must be found: a wrong layout would answer "new"
+  figure('    answered "seen"', (100 * answeredSeen) / admitted, '% (75 expected)');
+  memory('once warm');
+  if (process.env.SEEN_OPEN_SWEEP === '1') {
+    // a full sweep span of new fingerprints: every block is merged once within it, so what it costs
+    // is what an admit costs at this size, merges included (process CPU: RocksDB's threads too)
+    const span = BATCH * Math.ceil(Math.min(2 ** 24, Math.max(65_536, seen.stats().count)) / BATCH);
+    const sweepsBefore = seen.stats().exact.sweeps;
+    written = 0;
+    const cpu = process.cpuUsage();
+    const t = ms();
+    for (let k = 0; k < span / BATCH; k++) {
+      seen.admit(batch(stored, fresh, 0, salt++));
+      fresh += BATCH;
+      if (k % 20 === 19) commit();
+    }
+    commit();
+    const s = seen.stats();
+    figure(`  admit ${span.toLocaleString('en-US')} new (a sweep span), process CPU`, span / cpuSeconds(cpu), 'links/CPU-s');
+    figure('    wall', span / ((ms() - t) / 1000), 'links/s');
+    figure('    bytes written to the store (and its changelog) per admitted fingerprint', written / span, 'B');
+    figure('    sweeps completed / blocks at', s.exact.sweeps - sweepsBefore, `/ ${s.exact.blockBits} bits`);
+    figure('    block cache hits', (100 * s.exact.blockCacheHits) / Math.max(1, s.exact.blockCacheHits + s.exact.blockCacheMisses), '%');
+    memory('after the sweep span');
+    const mixCpu = process.cpuUsage();
+    for (let k = 0; k < 1_000; k++) {
+      seen.admit(batch(stored, fresh, 0.75, salt++));
+      fresh += BATCH;
+      if (k % 20 === 19) commit();
+    }
+    commit();
+    figure('  then admit 1,000,000, 75 % seen, process CPU', 1e6 / cpuSeconds(mixCpu), 'links/CPU-s');
+    const st = seen.stats();
+    figure('  filter', st.bloomBytes / 2 ** 20, `MiB in ${st.bloomSegments} segments, estimated false-positive rate ${(100 * st.estimatedFalsePositiveRate).toFixed(2)} %`);
+    figure('  unmerged fingerprints in RAM', st.exact.ramBytes / 2 ** 20, `MiB (${st.exact.unmerged.toLocaleString('en-US')})`);
+  }
+  rocks.discardPending();
 }
 await db.close();
+
+function cpuSeconds(since: NodeJS.CpuUsage): number {
+  const u = process.cpuUsage(since);
+  return (u.user + u.system) / 1e6;
+}
+
+/** RSS now and its peak (VmHWM), from /proc on Linux. */
+function memory(when: string): void {
+  figure(`  RSS ${when}`, process.memoryUsage().rss / 2 ** 20, 'MiB');
+  const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'latin1'));
+  if (peak) figure('    peak RSS so far', Number(peak[1]) / 1024, 'MiB');
+  const m = process.memoryUsage();
+  const r = db.memory();
+  const mib = (b: number) => (b / 2 ** 20).toFixed(0);
+  console.log(
+    `    V8 heap used ${mib(m.heapUsed)} MiB, array buffers ${mib(m.arrayBuffers)} MiB; RocksDB memtables ${mib(r.memtables)}, block cache ${mib(r.blockCache)}, table readers ${mib(r.tableReaders)} MiB`,
+  );
+}

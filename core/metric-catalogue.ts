@@ -345,6 +345,11 @@ export const METRICS = {
   seen_set_unmerged: gauge('crawlstream_seen_set_unmerged', 'Fingerprints not yet merged into blocks.', 'seen-set'),
   seen_set_runs: gauge('crawlstream_seen_set_runs', 'Runs of unmerged fingerprints in the store.', 'seen-set'),
   seen_set_sweeps: gauge('crawlstream_seen_set_sweeps', 'Sweeps of the exact layer since start.', 'seen-set'),
+  seen_set_warming: gauge(
+    'crawlstream_seen_set_warming',
+    "Tasks whose seen-set filter is still being filled from the store after opening (checks read the exact layer until it is).",
+    'seen-set',
+  ),
   seen_set_runs_forced: gauge(
     'crawlstream_seen_set_runs_forced',
     'Checks since the task opened that came before the runs were read and read them all at once, holding the task thread.',

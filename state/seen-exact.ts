@@ -4,11 +4,13 @@ import {
   ALL_FROM,
   ALL_TO,
   META_KEY,
+  NO_LEGACY_KEY,
   type SweepState,
   decodeSweepState,
   encodeSweepState,
   isBlockKey,
   isRunKey,
+  layoutBits,
   blockId,
   blockKey,
   blockKeyOf,
@@ -79,13 +81,10 @@ export interface ExactLayerStats {
 }
 
 const MIN_BITS = 4;
-const MAX_BITS = 22;
 const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 // a block the read-ahead skipped because it was cached
 const NOT_READ = Buffer.alloc(0);
-// present once a complete scan found no fingerprint stored one per key (11 bytes: no other key's length)
-const NO_LEGACY_KEY = Buffer.from('legacy-none');
 
 /**
  * The exact layer of the seen-set: every recorded 8-byte fingerprint, in a changelogged store, laid
@@ -497,8 +496,7 @@ export class ExactFingerprints {
   }
 
   private bitsFor(count: number): number {
-    const bits = Math.ceil(Math.log2(Math.max(1, count) / this.blockTarget));
-    return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
+    return layoutBits(count, this.blockTarget);
   }
 }
 

@@ -6,10 +6,15 @@
  *   first name, "page"; kept so stores written before the rename still read).
  * - `r` + sequence (u64 BE), 9 bytes: a run, the fingerprints of one flush, in any order.
  * - `meta`, 4 bytes: the sweep position (`SweepState`, 32 bytes, versioned).
+ * - `count`, 5 bytes: the seen-set's recorded count (u64 BE), as of the last admit.
+ * - `legacy-none`, 11 bytes: present once a complete scan found no fingerprint of the old layout.
  * - 8 bytes: one fingerprint of the old layout (value empty).
  */
 
 export const META_KEY = Buffer.from('meta');
+/** Not 8 bytes long, so never taken for a fingerprint: lets `init()` size the filter before any scan. */
+export const COUNT_KEY = Buffer.from('count');
+export const NO_LEGACY_KEY = Buffer.from('legacy-none');
 const META_VERSION = 1;
 const BLOCK = 0x70;
 const RUN = 0x72;
@@ -52,6 +57,15 @@ export function decodeSweepState(b: Buffer | undefined): SweepState | undefined 
     nextSeq: Number(b.readBigUInt64BE(16)),
     sweeps: Number(b.readBigUInt64BE(24)),
   };
+}
+
+const MIN_BITS = 4;
+const MAX_BITS = 22;
+
+/** The block bits a layout of `count` fingerprints takes, for about `blockTarget` fingerprints a block. */
+export function layoutBits(count: number, blockTarget: number): number {
+  const bits = Math.ceil(Math.log2(Math.max(1, count) / blockTarget));
+  return Math.min(MAX_BITS, Math.max(MIN_BITS, bits));
 }
 
 /** A block's number in RAM: bits × 2^32 + index. */

@@ -9,6 +9,7 @@ import {
   type ExactLayerStats,
   type FingerprintStore,
 } from './seen-exact.js';
+import { COUNT_KEY } from './seen-layout.js';
 
 export type { FingerprintStore } from './seen-exact.js';
 
@@ -58,9 +59,6 @@ export interface SeenSetStats {
   readonly exact: ExactLayerStats;
 }
 
-// not 8 bytes long, so never taken for a fingerprint: the count as of the last admit, which lets
-// init() size the filter before the warm steps scan the store
-const COUNT_KEY = Buffer.from('count');
 
 /**
  * The seen-set of one partition: a Bloom filter in RAM in front of exact 8-byte fingerprints in
@@ -278,7 +276,7 @@ export class SeenSet {
     };
   }
 
-  /** Publishes `stats()` as gauges `seen_set_*{owner}` (warning as 0/1). */
+  /** Publishes `stats()` as gauges `seen_set_*{owner}` (warning and warming as 0/1). */
   reportMetrics(metrics: Metrics, owner: string): void {
     const s = this.stats();
     metrics.setGauge(M.seenSetFingerprints, owner, s.count);
@@ -291,6 +289,7 @@ export class SeenSet {
     metrics.setGauge(M.seenSetRuns, owner, s.exact.runs);
     metrics.setGauge(M.seenSetSweeps, owner, s.exact.sweeps);
     metrics.setGauge(M.seenSetRunsForced, owner, s.exact.runsForced);
+    metrics.setGauge(M.seenSetWarming, owner, s.warming ? 1 : 0);
     metrics.setGauge(M.cacheBytes, owner, s.exact.blockCacheBytes, 'seen-blocks');
     metrics.setGauge(M.cacheBytes, owner, s.bloomBytes, 'seen-bloom');
   }

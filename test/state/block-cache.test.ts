@@ -1,0 +1,62 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BlockCache } from '../../state/block-cache.js';
+
+const block = (bytes: number, fill: number) => Buffer.alloc(bytes, fill);
+
+test('block cache: stays within its budget, keeps what is used, forgets what is not', () => {
+  // 64 bytes of bookkeeping an entry: a block of 936 bytes counts 1,000
+  const cache = new BlockCache(10_000);
+  for (let id = 0; id < 100; id++) {
+    cache.add(id, block(936, id));
+    // block 0 is looked up after every add: it never leaves
+    assert.equal(cache.get(0)?.[0], 0, `block 0 after adding ${id}`);
+    assert.ok(cache.size <= 10_000, `${cache.size} bytes after adding ${id}`);
+  }
+  assert.equal(cache.peek(1), undefined, 'a block added long ago and never used again is evicted');
+  assert.equal(cache.get(99)?.[0], 99, 'the newest block is held');
+  // every block that is still held is the one added under its id
+  for (let id = 0; id < 100; id++) {
+    const held = cache.peek(id);
+    if (held !== undefined) assert.equal(held[0], id);
+  }
+  assert.ok(cache.size >= 5_000, `at least half the budget is used: ${cache.size}`);
+});
+
+test('block cache: counts hits and misses; peek counts neither; an absent block is cached as empty', () => {
+  const cache = new BlockCache(10_000);
+  assert.equal(cache.get(7), undefined);
+  cache.add(7, undefined);
+  assert.equal(cache.get(7)?.length, 0);
+  assert.equal(cache.peek(8), undefined);
+  assert.deepEqual([cache.hits, cache.misses], [1, 1]);
+});
+
+test("block cache: update replaces a cached block, drops a deleted one, caches a new one only while that evicts nothing", () => {
+  const cache = new BlockCache(4_000);
+  cache.add(1, block(936, 1));
+  cache.update(1, block(936, 11));
+  assert.equal(cache.peek(1)?.[0], 11);
+  cache.update(1, undefined);
+  assert.equal(cache.peek(1), undefined);
+  assert.equal(cache.size, 0);
+  // a sweep writing many uncached blocks: the first fill half the budget, the rest are not cached
+  cache.add(100, block(936, 100));
+  for (let id = 2; id < 50; id++) cache.update(id, block(936, id));
+  assert.equal(cache.peek(100)?.[0], 100, 'the block lookups used is still held');
+  assert.ok(cache.size <= 2_000, `${cache.size}`);
+});
+
+test('block cache: a block larger than the budget is not kept; one over half of it displaces the rest', () => {
+  const cache = new BlockCache(3_000);
+  cache.add(1, block(5_000, 1));
+  assert.equal(cache.peek(1), undefined);
+  cache.add(2, block(936, 2));
+  cache.add(3, block(936, 3));
+  cache.add(4, block(2_000, 4));
+  assert.equal(cache.peek(4)?.[0], 4);
+  assert.ok(cache.size <= 3_000, `${cache.size}`);
+  const zero = new BlockCache(0);
+  zero.add(1, block(10, 1));
+  assert.equal(zero.peek(1), undefined);
+});
