@@ -52,12 +52,14 @@ export class BlockCache {
   /**
    * Block `id` was written (or deleted: undefined): a cached copy is replaced (or dropped); an
    * uncached one is cached only while that evicts nothing, so a sweep over more blocks than fit
-   * cannot flush the cache of the blocks lookups use.
+   * cannot flush the cache of the blocks lookups use. What is cached is a copy of `block`: the
+   * sweep cuts blocks from shared slabs, and a cache holding a few blocks of every slab would
+   * keep every slab alive (all the blocks' bytes, at hundreds of millions of fingerprints).
    */
   update(id: number, block: Buffer | undefined): void {
     if (block === undefined) this.remove(id);
-    else if (this.young.has(id) || this.old.has(id)) this.add(id, block);
-    else if (this.youngBytes + block.length + ENTRY_OVERHEAD <= this.maxBytes / 2) this.add(id, block);
+    else if (this.young.has(id) || this.old.has(id)) this.add(id, Buffer.from(block));
+    else if (this.youngBytes + block.length + ENTRY_OVERHEAD <= this.maxBytes / 2) this.add(id, Buffer.from(block));
   }
 
   /** The cached block (the empty buffer: no such block), or undefined, without counting a lookup or refreshing it. */

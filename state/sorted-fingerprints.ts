@@ -45,8 +45,8 @@ const SLAB = 256 * 1024;
 
 /**
  * Buffers for blocks, carved from slabs of 256 KiB: one allocation for many blocks instead of one
- * each. A slab lives while any block cut from it does; the sweep rewrites blocks in order and the
- * next sweep replaces them all, so whole slabs die together.
+ * each. A slab lives while any block cut from it does: the store's pending writes hold them until
+ * the next commit, so whole slabs die together (the block cache keeps copies of its own).
  */
 export class BlockArena {
   private slab = Buffer.allocUnsafeSlow(0);

@@ -60,3 +60,14 @@ test('block cache: a block larger than the budget is not kept; one over half of 
   zero.add(1, block(10, 1));
   assert.equal(zero.peek(1), undefined);
 });
+
+test('block cache: keeps a copy of what update gives it, not a view of the caller’s memory', () => {
+  const cache = new BlockCache(10_000);
+  const slab = Buffer.alloc(4_096, 1);
+  const written = slab.subarray(0, 936);
+  cache.add(5, block(936, 0));
+  cache.update(5, written);
+  slab.fill(2);
+  assert.equal(cache.peek(5)?.[0], 1, 'the cached block is unchanged when the slab it came from is reused');
+  assert.notEqual(cache.peek(5)?.buffer, slab.buffer);
+});
