@@ -81,7 +81,10 @@ export function loadSeenSet(load: SeenLoad): { bits: number; blocks: number; run
     for (let j = 0; j < n; j++) fingerprint(i + j, run, 8 * j);
     write(runKey(runs++), run);
   }
-  put(META_KEY, encodeSweepState({ oldBits: bits, newBits: bits, cursor: 0, sweepStart: runs, nextSeq: runs, sweeps: 1 }));
+  put(
+    META_KEY,
+    encodeSweepState({ oldBits: bits, newBits: bits, cursor: 0, sweepStart: runs, nextSeq: runs, sweeps: 1 }),
+  );
   const count = Buffer.allocUnsafe(8);
   count.writeBigUInt64BE(BigInt(total));
   put(COUNT_KEY, count);

@@ -85,7 +85,11 @@ if (mode === 'load') {
     put: (key, value) => rocks.put(key, value),
     commit,
   });
-  figure(`loaded ${total.toLocaleString('en-US')} fingerprints (${inRuns.toLocaleString('en-US')} in ${runs} runs), ${blocks.toLocaleString('en-US')} blocks at ${bits} bits, in`, (ms() - t) / 1000, 's');
+  figure(
+    `loaded ${total.toLocaleString('en-US')} fingerprints (${inRuns.toLocaleString('en-US')} in ${runs} runs), ${blocks.toLocaleString('en-US')} blocks at ${bits} bits, in`,
+    (ms() - t) / 1000,
+    's',
+  );
   await db.close();
   process.exit(0);
 }
@@ -208,11 +212,19 @@ if (mode === 'build') {
     }
     commit();
     const s = seen.stats();
-    figure(`  admit ${span.toLocaleString('en-US')} new (a sweep span), process CPU`, span / cpuSeconds(cpu), 'links/CPU-s');
+    figure(
+      `  admit ${span.toLocaleString('en-US')} new (a sweep span), process CPU`,
+      span / cpuSeconds(cpu),
+      'links/CPU-s',
+    );
     figure('    wall', span / ((ms() - t) / 1000), 'links/s');
     figure('    bytes written to the store (and its changelog) per admitted fingerprint', written / span, 'B');
     figure('    sweeps completed / blocks at', s.exact.sweeps - sweepsBefore, `/ ${s.exact.blockBits} bits`);
-    figure('    block cache hits', (100 * s.exact.blockCacheHits) / Math.max(1, s.exact.blockCacheHits + s.exact.blockCacheMisses), '%');
+    figure(
+      '    block cache hits',
+      (100 * s.exact.blockCacheHits) / Math.max(1, s.exact.blockCacheHits + s.exact.blockCacheMisses),
+      '%',
+    );
     memory('after the sweep span');
     const mixCpu = process.cpuUsage();
     for (let k = 0; k < 1_000; k++) {
@@ -223,8 +235,16 @@ if (mode === 'build') {
     commit();
     figure('  then admit 1,000,000, 75 % seen, process CPU', 1e6 / cpuSeconds(mixCpu), 'links/CPU-s');
     const st = seen.stats();
-    figure('  filter', st.bloomBytes / 2 ** 20, `MiB in ${st.bloomSegments} segments, estimated false-positive rate ${(100 * st.estimatedFalsePositiveRate).toFixed(2)} %`);
-    figure('  unmerged fingerprints in RAM', st.exact.ramBytes / 2 ** 20, `MiB (${st.exact.unmerged.toLocaleString('en-US')})`);
+    figure(
+      '  filter',
+      st.bloomBytes / 2 ** 20,
+      `MiB in ${st.bloomSegments} segments, estimated false-positive rate ${(100 * st.estimatedFalsePositiveRate).toFixed(2)} %`,
+    );
+    figure(
+      '  unmerged fingerprints in RAM',
+      st.exact.ramBytes / 2 ** 20,
+      `MiB (${st.exact.unmerged.toLocaleString('en-US')})`,
+    );
   }
   rocks.discardPending();
 }

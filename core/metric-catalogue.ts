@@ -347,7 +347,7 @@ export const METRICS = {
   seen_set_sweeps: gauge('crawlstream_seen_set_sweeps', 'Sweeps of the exact layer since start.', 'seen-set'),
   seen_set_warming: gauge(
     'crawlstream_seen_set_warming',
-    "Tasks whose seen-set filter is still being filled from the store after opening (checks read the exact layer until it is).",
+    'Tasks whose seen-set filter is still being filled from the store after opening (checks read the exact layer until it is).',
     'seen-set',
   ),
   seen_set_runs_forced: gauge(

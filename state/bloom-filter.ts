@@ -57,6 +57,8 @@ function sized(bits: number, expected: number): BloomSizing {
  * the block's 512 bits.
  */
 export function expectedFalsePositiveRate(sizing: BloomSizing, entries: number): number {
+  // an empty filter answers "no" to everything (and ln 0 below would make the sum NaN)
+  if (!(entries > 0)) return 0;
   const mean = (entries * BLOCK_BITS) / sizing.bits;
   const k = sizing.hashes;
   // sum over j of P(j entries in a block) × (bits set by j entries / 512)^k, from the mode outwards

@@ -24,44 +24,56 @@ export class ScalableBloom {
   private readonly segments: Segment[] = [];
   private readonly target: number;
   private growths = 0;
+  // the segment entries go to: every one before it is full, every one after it empty
+  private filling = 0;
 
   /**
    * `capacity` ≥ 1 entries at a union false-positive rate of `falsePositiveRate` in (0, 1);
    * validated eagerly. `growable` false keeps the first segments however full they get (RAM stays
-   * fixed; the rate rises with the fill).
+   * fixed; the rate rises with the fill). `maxSegmentBits` bounds each segment (tests use less than
+   * the filter's own MAX_BLOOM_BITS to get several first segments without gigabytes).
    */
   constructor(
     capacity: number,
     falsePositiveRate: number,
     private readonly growable = true,
+    private readonly maxSegmentBits = MAX_BLOOM_BITS,
   ) {
     bloomSizing(1, falsePositiveRate); // validates the rate
     this.target = falsePositiveRate;
     const wanted = Math.max(1, Math.ceil(capacity));
     // as few segments as hold it: each takes an equal share of the entries and of half the rate
     let count = 1;
-    while (!fits(Math.ceil(wanted / count), falsePositiveRate / 2 / count)) count++;
+    while (!this.fits(Math.ceil(wanted / count), falsePositiveRate / 2 / count)) count++;
     for (let i = 0; i < count; i++) this.addSegment(Math.ceil(wanted / count), falsePositiveRate / 2 / count);
   }
 
   /**
-   * Adds the 8 bytes of `fp` at `offset`. True when it may have been added before: an older
+   * Adds the 8 bytes of `fp` at `offset`. True when it may have been added before: an earlier
    * segment may hold it (then nothing is added: that segment answers for it from now on), or
-   * every one of its bits was already set in the newest segment.
+   * every one of its bits was already set in the segment being filled. Segments are filled in
+   * order: the first ones in turn, then each growth segment.
    */
   add(fp: Uint8Array, offset = 0): boolean {
-    let newest = this.segments[this.segments.length - 1]!;
-    if (newest.added >= newest.capacity && this.growable) newest = this.grow();
-    for (let i = 0; i < this.segments.length - 1; i++)
-      if (this.segments[i]!.filter.mightContain(fp, offset)) return true;
-    if (newest.filter.add(fp, offset)) return true;
-    newest.added++;
+    let filling = this.segments[this.filling]!;
+    if (filling.added >= filling.capacity) filling = this.next();
+    for (let i = 0; i < this.filling; i++) if (this.segments[i]!.filter.mightContain(fp, offset)) return true;
+    if (filling.filter.add(fp, offset)) return true;
+    filling.added++;
     return false;
+  }
+
+  /** The segment after the full one being filled: the next first one, else a new one (unless the filter may not grow). */
+  private next(): Segment {
+    if (this.filling < this.segments.length - 1) return this.segments[++this.filling]!;
+    if (!this.growable) return this.segments[this.filling]!;
+    this.grow();
+    return this.segments[++this.filling]!;
   }
 
   /** False: `fp` was never added. True: it probably was. */
   mightContain(fp: Uint8Array, offset = 0): boolean {
-    for (const s of this.segments) if (s.filter.mightContain(fp, offset)) return true;
+    for (let i = 0; i <= this.filling; i++) if (this.segments[i]!.filter.mightContain(fp, offset)) return true;
     return false;
   }
 
@@ -88,7 +100,7 @@ export class ScalableBloom {
     return this.segments[this.segments.length - 1]!.filter.hashes;
   }
 
-  /** Bits of the largest segment: never over MAX_BLOOM_BITS. */
+  /** Bits of the largest segment: never over `maxSegmentBits`. */
   get largestSegmentBits(): number {
     return Math.max(...this.segments.map((s) => s.filter.bits));
   }
@@ -118,44 +130,30 @@ export class ScalableBloom {
     return 1 - none;
   }
 
-  /** The newest segment is at least `load` × full (0..1). */
-  newestLoad(): number {
-    const s = this.segments[this.segments.length - 1]!;
-    return s.added / s.capacity;
-  }
-
   /** The target false-positive rate. */
   get targetRate(): number {
     return this.target;
   }
 
-  private grow(): Segment {
+  private grow(): void {
     this.growths++;
     const rate = this.target / 2 ** (this.growths + 1);
     // twice what there is, or as much as one segment may hold at this rate
-    this.addSegment(capacityOf(this.capacity, rate), rate);
-    return this.segments[this.segments.length - 1]!;
+    let capacity = this.capacity;
+    while (!this.fits(capacity, rate)) capacity = Math.floor(capacity * 0.9);
+    this.addSegment(capacity, rate);
+  }
+
+  /** Whether a filter for `capacity` entries at `rate` stays within the segment bound (bloomSizing throws past MAX_BLOOM_BITS). */
+  private fits(capacity: number, rate: number): boolean {
+    try {
+      return bloomSizing(capacity, rate).bits <= this.maxSegmentBits;
+    } catch {
+      return false;
+    }
   }
 
   private addSegment(capacity: number, rate: number): void {
     this.segments.push({ filter: new BloomFilter(bloomSizing(capacity, rate)), capacity, rate, added: 0 });
-  }
-}
-
-/** The largest capacity ≤ `wanted` whose filter at `rate` stays within MAX_BLOOM_BITS. */
-function capacityOf(wanted: number, rate: number): number {
-  let capacity = wanted;
-  for (;;) {
-    if (fits(capacity, rate)) return capacity;
-    capacity = Math.floor(capacity * 0.9);
-  }
-}
-
-/** Whether a filter for `capacity` entries at `rate` stays within MAX_BLOOM_BITS (bloomSizing throws past it). */
-function fits(capacity: number, rate: number): boolean {
-  try {
-    return bloomSizing(capacity, rate).bits <= MAX_BLOOM_BITS;
-  } catch {
-    return false;
   }
 }

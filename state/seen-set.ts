@@ -59,7 +59,6 @@ export interface SeenSetStats {
   readonly exact: ExactLayerStats;
 }
 
-
 /**
  * The seen-set of one partition: a Bloom filter in RAM in front of exact 8-byte fingerprints in
  * a store (`ExactFingerprints`: runs and sorted blocks). "Definitely new" skips the store; every

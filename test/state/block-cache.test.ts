@@ -32,7 +32,7 @@ test('block cache: counts hits and misses; peek counts neither; an absent block 
   assert.deepEqual([cache.hits, cache.misses], [1, 1]);
 });
 
-test("block cache: update replaces a cached block, drops a deleted one, caches a new one only while that evicts nothing", () => {
+test('block cache: update replaces a cached block, drops a deleted one, caches a new one only while that evicts nothing', () => {
   const cache = new BlockCache(4_000);
   cache.add(1, block(936, 1));
   cache.update(1, block(936, 11));

@@ -44,3 +44,34 @@ test('rates outside (0, 1) are refused', () => {
   for (const rate of [0, 1, -0.1, Number.NaN])
     assert.throws(() => new ScalableBloom(10, rate), { code: 'CS_INVALID_OPTION' });
 });
+
+test('first segments are filled in turn: a capacity over several of them is held without growing', () => {
+  // segments of at most 2^20 bits: 100,000 entries at 0.5 % take several
+  const bloom = new ScalableBloom(100_000, 0.01, true, 2 ** 20);
+  const first = bloom.segmentCount;
+  assert.ok(first >= 2, `${first} first segments`);
+  assert.equal(bloom.estimatedFalsePositiveRate(), 0, 'empty: no false positives, and a number');
+  let maybe = 0;
+  for (let i = 0; i < 100_000; i++) if (bloom.add(fp(i))) maybe++;
+  assert.equal(bloom.grown, 0, 'the capacity it was built for fits without a growth segment');
+  assert.equal(bloom.segmentCount, first);
+  const rate = bloom.estimatedFalsePositiveRate();
+  assert.ok(rate > 0 && rate <= 0.01, `estimated ${rate}`);
+  assert.ok(maybe / 100_000 <= 0.01, `${maybe} new entries reported as maybe there`);
+  for (let i = 0; i < 100_000; i++) if (!bloom.mightContain(fp(i))) assert.fail(`${i} lost`);
+  let wrong = 0;
+  for (let i = 1_000_000; i < 1_200_000; i++) if (bloom.mightContain(fp(i))) wrong++;
+  assert.ok(wrong / 200_000 <= 0.01, `measured ${wrong / 200_000}`);
+  // past it, a growth segment, and nothing is forgotten
+  for (let i = 100_000; i < 150_000; i++) bloom.add(fp(i));
+  assert.equal(bloom.grown, 1);
+  for (let i = 0; i < 150_000; i++) if (!bloom.mightContain(fp(i))) assert.fail(`${i} lost after growing`);
+  assert.ok(bloom.largestSegmentBits <= 2 ** 20);
+});
+
+test('a bloom that may not grow fills its first segments in turn, then keeps adding to the last', () => {
+  const bloom = new ScalableBloom(100_000, 0.01, false, 2 ** 20);
+  for (let i = 0; i < 300_000; i++) bloom.add(fp(i));
+  assert.equal(bloom.grown, 0);
+  for (let i = 0; i < 300_000; i++) if (!bloom.mightContain(fp(i))) assert.fail(`${i} lost`);
+});
