@@ -93,7 +93,13 @@ if (mode === 'load') {
   await db.close();
   process.exit(0);
 }
-const seen = new SeenSet(store, { expectedCount: EXPECTED, falsePositiveRate: P });
+// SEEN_OPEN_MAX_SWEEP: the exact layer's maxSweep (default 2^24), to weigh its RAM against its rewrites
+const maxSweep = process.env.SEEN_OPEN_MAX_SWEEP === undefined ? undefined : Number(process.env.SEEN_OPEN_MAX_SWEEP);
+const seen = new SeenSet(store, {
+  expectedCount: EXPECTED,
+  falsePositiveRate: P,
+  ...(maxSweep === undefined ? {} : { exact: { maxSweep } }),
+});
 const t0 = ms();
 seen.init();
 const initMs = ms() - t0;
@@ -200,7 +206,7 @@ if (mode === 'build') {
   if (process.env.SEEN_OPEN_SWEEP === '1') {
     // a full sweep span of new fingerprints: every block is merged once within it, so what it costs
     // is what an admit costs at this size, merges included (process CPU: RocksDB's threads too)
-    const span = BATCH * Math.ceil(Math.min(2 ** 24, Math.max(65_536, seen.stats().count)) / BATCH);
+    const span = BATCH * Math.ceil(Math.min(maxSweep ?? 2 ** 24, Math.max(65_536, seen.stats().count)) / BATCH);
     const sweepsBefore = seen.stats().exact.sweeps;
     // what making the batches costs the bench (outside the seen-set), measured apart and subtracted
     const making = process.cpuUsage();

@@ -52,14 +52,18 @@ export class BlockCache {
   /**
    * Block `id` was written (or deleted: undefined): a cached copy is replaced (or dropped); an
    * uncached one is cached only while that evicts nothing, so a sweep over more blocks than fit
-   * cannot flush the cache of the blocks lookups use. What is cached is a copy of `block`: the
-   * sweep cuts blocks from shared slabs, and a cache holding a few blocks of every slab would
-   * keep every slab alive (all the blocks' bytes, at hundreds of millions of fingerprints).
+   * cannot flush the cache of the blocks lookups use. `copy`: what is cached is a copy of `block`
+   * (made only if it is cached), for a caller whose block shares memory that should not live as
+   * long as the cache keeps it.
    */
-  update(id: number, block: Buffer | undefined): void {
+  update(id: number, block: Buffer | undefined, copy = false): void {
     if (block === undefined) this.remove(id);
-    else if (this.young.has(id) || this.old.has(id)) this.add(id, Buffer.from(block));
-    else if (this.youngBytes + block.length + ENTRY_OVERHEAD <= this.maxBytes / 2) this.add(id, Buffer.from(block));
+    else if (
+      this.young.has(id) ||
+      this.old.has(id) ||
+      this.youngBytes + block.length + ENTRY_OVERHEAD <= this.maxBytes / 2
+    )
+      this.add(id, copy ? Buffer.from(block) : block);
   }
 
   /** The cached block (the empty buffer: no such block), or undefined, without counting a lookup or refreshing it. */

@@ -4,6 +4,7 @@ import {
   ALL_FROM,
   ALL_TO,
   META_KEY,
+  MIN_BITS,
   NO_LEGACY_KEY,
   type SweepState,
   decodeSweepState,
@@ -80,7 +81,6 @@ export interface ExactLayerStats {
   readonly runsForced: number;
 }
 
-const MIN_BITS = 4;
 const MAX_RAM_BITS = 24;
 const READ_AHEAD = 256;
 // a block the read-ahead skipped because it was cached
@@ -429,7 +429,10 @@ export class ExactFingerprints {
       const merged = this.arena.copy(mergeSorted(old, byValue(order, freshHi, freshLo), freshHi, freshLo));
       if (merged.length > 0) {
         this.store.put(blockKey(this.sweep.newBits, j), merged);
-        this.cache.update(blockId(this.sweep.newBits, j), merged);
+        // merged blocks are cut from shared slabs, which die together once the next sweep has
+        // replaced every block; a cache that holds only some blocks would keep a few of every
+        // slab, and so every slab (all the blocks' bytes): it gets copies then
+        this.cache.update(blockId(this.sweep.newBits, j), merged, !this.cacheHoldsAll(count));
       } else if (split === 0 && old !== undefined) {
         this.store.delete(oldKey);
         this.cache.update(blockId(this.sweep.oldBits, oldIndex), undefined);
@@ -482,6 +485,11 @@ export class ExactFingerprints {
     this.aheadFrom = this.aheadTo = 0;
     // what is still unmerged was added since its block was merged
     this.unmerged.rebucket(this.ramBitsFor(count));
+  }
+
+  /** Whether the block cache has room for every block of a partition of `count` fingerprints. */
+  private cacheHoldsAll(count: number): boolean {
+    return 8 * count + 64 * 2 ** this.sweep.newBits <= this.cache.maxBytes;
   }
 
   /** New fingerprints within which a full sweep completes, at `count` recorded. */

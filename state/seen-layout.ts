@@ -59,7 +59,8 @@ export function decodeSweepState(b: Buffer | undefined): SweepState | undefined 
   };
 }
 
-const MIN_BITS = 4;
+/** The fewest block bits a layout takes. */
+export const MIN_BITS = 4;
 const MAX_BITS = 22;
 
 /** The block bits a layout of `count` fingerprints takes, for about `blockTarget` fingerprints a block. */

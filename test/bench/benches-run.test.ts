@@ -17,12 +17,12 @@ const run = promisify(execFile);
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const cases: { bench: string; args: string[]; env?: Record<string, string>; last: RegExp }[] = [
-  { bench: 'frontier.js', args: ['20000', '200'], last: /^RSS after dispatch: /m },
+  { bench: 'frontier.js', args: ['20000', '200'], last: /^task opened again over /m },
   {
     bench: 'frontier.js',
     args: ['20000', '200'],
     env: { FRONTIER_BENCH_SEEN_MILLIONS: '0.3' },
-    last: /^RSS after dispatch: /m,
+    last: /^task opened again over /m,
   },
   { bench: 'recrawl.js', args: [], env: { RECRAWL_BENCH_URLS: '5000' }, last: /\S/ },
   { bench: 'fetcher.js', args: [], env: { BENCH_HOSTS: '20', BENCH_FETCHES: '200', BENCH_PAGE_KB: '4' }, last: /\S/ },

@@ -61,13 +61,14 @@ test('block cache: a block larger than the budget is not kept; one over half of 
   assert.equal(zero.peek(1), undefined);
 });
 
-test('block cache: keeps a copy of what update gives it, not a view of the caller’s memory', () => {
+test('block cache: update with copy keeps a copy of what it is given, not a view of the caller’s memory', () => {
   const cache = new BlockCache(10_000);
   const slab = Buffer.alloc(4_096, 1);
-  const written = slab.subarray(0, 936);
   cache.add(5, block(936, 0));
-  cache.update(5, written);
+  cache.update(5, slab.subarray(0, 936), true);
+  cache.update(6, slab.subarray(936, 1_872));
   slab.fill(2);
-  assert.equal(cache.peek(5)?.[0], 1, 'the cached block is unchanged when the slab it came from is reused');
+  assert.equal(cache.peek(5)?.[0], 1, 'the copied block is unchanged when the slab it came from is reused');
   assert.notEqual(cache.peek(5)?.buffer, slab.buffer);
+  assert.equal(cache.peek(6)?.[0], 2, 'without copy the cache holds the view it was given');
 });
