@@ -1,3 +1,4 @@
+import { fmix32 } from '../core/hashing.js';
 import {
   COUNT_KEY,
   META_KEY,
@@ -99,11 +100,7 @@ export function syntheticFingerprint(i: number, out: Buffer, at: number): void {
   out.writeUInt32BE(mix(i ^ 0x5bd1e995), at + 4);
 }
 
+/** MurmurHash3's finalizer as an unsigned 32-bit number: a bijection of u32. */
 export function mix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h) >>> 0;
 }
