@@ -431,7 +431,8 @@ export class ExactFingerprints {
         this.store.put(blockKey(this.sweep.newBits, j), merged);
         // merged blocks are cut from shared slabs, which die together once the next sweep has
         // replaced every block; a cache that holds only some blocks would keep a few of every
-        // slab, and so every slab (all the blocks' bytes): it gets copies then
+        // slab, and so every slab (all the blocks' bytes): it gets copies then. (Where all the
+        // blocks fit the budget, the slabs it keeps alive are at most the budget.)
         this.cache.update(blockId(this.sweep.newBits, j), merged, !this.cacheHoldsAll(count));
       } else if (split === 0 && old !== undefined) {
         this.store.delete(oldKey);
