@@ -55,6 +55,9 @@ export function loadSeenSet(load: SeenLoad): { bits: number; blocks: number; run
       fingerprint(i, one, 0);
       const hi = one.readUInt32BE(0);
       if (passBits > 0 && hi >>> (32 - passBits) !== pass) continue;
+      // a typed array ignores writes past its end: a pass larger than planned would lose fingerprints
+      if (2 * n + 2 > words.length)
+        throw new Error(`seen-load: pass ${pass} holds more than ${words.length / 2} fingerprints`);
       words[2 * n] = one.readUInt32BE(4);
       words[2 * n + 1] = hi;
       n++;
