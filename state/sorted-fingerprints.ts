@@ -46,7 +46,8 @@ const SLAB = 256 * 1024;
 /**
  * Buffers for blocks, carved from slabs of 256 KiB: one allocation for many blocks instead of one
  * each. A slab lives while any block cut from it does: the store's pending writes hold them until
- * the next commit, so whole slabs die together (the block cache keeps copies of its own).
+ * the next commit, and a block cache that holds every block until the next sweep replaces them, so
+ * whole slabs die together (a cache that holds only some blocks keeps copies instead).
  */
 export class BlockArena {
   private slab = Buffer.allocUnsafeSlow(0);
