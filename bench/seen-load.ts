@@ -4,19 +4,13 @@ import {
   META_KEY,
   NO_LEGACY_KEY,
   blockKey,
+  encodeCount,
   encodeSweepState,
   layoutBits,
   runKey,
 } from '../state/seen-layout.js';
 
-/**
- * Writes a seen-set's exact layer straight into its store, in the layout `SeenSet.admit` would
- * leave at that count, without admitting one by one (hundreds of millions of admits would take
- * hours): for benches at web scale. Fingerprints 0 .. total - inRuns - 1 go to sorted blocks at
- * the layout's bits; the last `inRuns` to runs of RUN fingerprints, unmerged, with the sweep at its
- * first block (the runs written before it began, as just after a sweep ended). The count, the layout record and the no-legacy marker
- * are written as the seen-set writes them.
- */
+/** What `loadSeenSet` writes, and where. */
 export interface SeenLoad {
   /** The i-th fingerprint (distinct for distinct i), written big-endian at out[at..at+8]. */
   readonly fingerprint: (i: number, out: Buffer, at: number) => void;
@@ -34,6 +28,14 @@ const RUN = 20_000;
 const PASS = 50_000_000;
 const COMMIT_EVERY = 8_192;
 
+/**
+ * Writes a seen-set's exact layer straight into its (empty) store, in the layout `SeenSet.admit`
+ * would leave at that count, without admitting one by one (hundreds of millions of admits would
+ * take hours): for benches at web scale. Fingerprints 0 .. total - inRuns - 1 go to sorted blocks
+ * at the layout's bits; the last `inRuns` to runs of RUN fingerprints, unmerged, with the sweep at
+ * its first block (the runs written before it began, as just after a sweep ended). The count, the
+ * layout record and the no-legacy marker are written as the seen-set writes them.
+ */
 export function loadSeenSet(load: SeenLoad): { bits: number; blocks: number; runs: number } {
   const { fingerprint, total, inRuns, put, commit } = load;
   const blocked = total - inRuns;
@@ -89,9 +91,7 @@ export function loadSeenSet(load: SeenLoad): { bits: number; blocks: number; run
     META_KEY,
     encodeSweepState({ oldBits: bits, newBits: bits, cursor: 0, sweepStart: runs, nextSeq: runs, sweeps: 1 }),
   );
-  const count = Buffer.allocUnsafe(8);
-  count.writeBigUInt64BE(BigInt(total));
-  put(COUNT_KEY, count);
+  put(COUNT_KEY, encodeCount(total));
   put(NO_LEGACY_KEY, Buffer.alloc(1));
   commit();
   return { bits, blocks, runs };

@@ -15,6 +15,18 @@ export const META_KEY = Buffer.from('meta');
 /** Not 8 bytes long, so never taken for a fingerprint: lets `init()` size the filter before any scan. */
 export const COUNT_KEY = Buffer.from('count');
 export const NO_LEGACY_KEY = Buffer.from('legacy-none');
+
+/** The value under COUNT_KEY. */
+export function encodeCount(n: number): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+}
+
+/** The count in a COUNT_KEY value; undefined when absent or malformed. */
+export function decodeCount(b: Buffer | undefined): number | undefined {
+  return b === undefined || b.length !== 8 ? undefined : Number(b.readBigUInt64BE(0));
+}
 const META_VERSION = 1;
 const BLOCK = 0x70;
 const RUN = 0x72;

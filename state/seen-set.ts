@@ -9,7 +9,7 @@ import {
   type ExactLayerStats,
   type FingerprintStore,
 } from './seen-exact.js';
-import { COUNT_KEY } from './seen-layout.js';
+import { COUNT_KEY, decodeCount, encodeCount } from './seen-layout.js';
 
 export type { FingerprintStore } from './seen-exact.js';
 
@@ -109,8 +109,7 @@ export class SeenSet {
    * until `warm` steps have filled it. Call once before `admit`.
    */
   init(): void {
-    const raw = this.store.get(COUNT_KEY);
-    const count = raw === undefined || raw.length !== 8 ? undefined : Number(raw.readBigUInt64BE(0));
+    const count = decodeCount(this.store.get(COUNT_KEY));
     const bloom = new ScalableBloom(Math.max(this.expectedCount, 2 * (count ?? 0)), this.target, this.growFilter);
     this.bloom = bloom;
     this.exact.open(count ?? 0, (bytes, offset) => {
@@ -217,7 +216,7 @@ export class SeenSet {
       this.recorded += admitted;
       this.exact.flush(this.recorded);
       // a store without a count (older versions) gets one once its scan has counted it
-      if (this.countKnown || !this.warming) this.store.put(COUNT_KEY, countBytes(this.recorded));
+      if (this.countKnown || !this.warming) this.store.put(COUNT_KEY, encodeCount(this.recorded));
     }
     return out;
   }
@@ -316,10 +315,4 @@ function packed(fps: readonly Buffer[]): Buffer {
   const out = Buffer.allocUnsafe(8 * fps.length);
   for (let i = 0; i < fps.length; i++) out.set(fps[i]!.subarray(0, 8), 8 * i);
   return out;
-}
-
-function countBytes(n: number): Buffer {
-  const b = Buffer.allocUnsafe(8);
-  b.writeBigUInt64BE(BigInt(n));
-  return b;
 }
