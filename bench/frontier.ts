@@ -12,6 +12,7 @@ import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
 import { packedFingerprints } from '../processors/common/fingerprint.js';
 import { figure, machineLine } from './machine.js';
 import { loadSeenSet, syntheticFingerprint } from './seen-load.js';
+import { processUsage } from './proc-usage.js';
 import { TaskDirectory } from '../runtime/task-directory.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
 import { bufferSerde } from '../core/serde.js';
@@ -202,8 +203,7 @@ try {
   if (process.env.HEAPSNAP) (await import('node:v8')).writeHeapSnapshot(process.env.HEAPSNAP);
   const mem = process.memoryUsage();
   figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, mem.rss / 2 ** 20, 'MiB');
-  const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'latin1'));
-  if (peak) figure('  peak RSS so far', Number(peak[1]) / 1024, 'MiB');
+  figure('  peak RSS so far', processUsage(process.pid).peakMiB, 'MiB');
   figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
   figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
   figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRocks } from '../state/rocks.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
@@ -6,6 +6,8 @@ import { bufferSerde } from '../core/serde.js';
 import { SeenSet, type FingerprintStore } from '../state/seen-set.js';
 import { figure, machineLine } from './machine.js';
 import { loadSeenSet, syntheticFingerprint as fingerprint, mix } from './seen-load.js';
+import { processUsage } from './proc-usage.js';
+import { COUNT_KEY } from '../state/seen-layout.js';
 
 // Opening one partition's seen-set over a RocksDB that already holds N fingerprints:
 //   node dist/bench/seen-open.js build <dir> <millions>   extends the store to N M fingerprints
@@ -71,7 +73,7 @@ const commit = () => {
   rocks.applyCommitted(offset);
 };
 if (mode === 'load') {
-  if (rocks.get(Buffer.from('count')) !== undefined) {
+  if (rocks.get(COUNT_KEY) !== undefined) {
     console.error(`load: ${dir} already holds a seen-set; load writes into an empty one`);
     process.exit(2);
   }
@@ -272,8 +274,7 @@ function cpuSeconds(since: NodeJS.CpuUsage): number {
 /** RSS now and its peak (VmHWM), from /proc on Linux. */
 function memory(when: string): void {
   figure(`  RSS ${when}`, process.memoryUsage().rss / 2 ** 20, 'MiB');
-  const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'latin1'));
-  if (peak) figure('    peak RSS so far', Number(peak[1]) / 1024, 'MiB');
+  figure('    peak RSS so far', processUsage(process.pid).peakMiB, 'MiB');
   const m = process.memoryUsage();
   const r = db.memory();
   const mib = (b: number) => (b / 2 ** 20).toFixed(0);
