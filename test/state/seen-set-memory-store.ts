@@ -1,3 +1,4 @@
+import { fmix32 } from '../../core/hashing.js';
 import type { FingerprintStore } from '../../state/seen-set.js';
 
 /**
@@ -52,19 +53,10 @@ export function syntheticFingerprint(i: number, out: Buffer = Buffer.allocUnsafe
   let l = Math.floor(i / 2 ** 32) >>> 0;
   let r = i >>> 0;
   for (let round = 0; round < 4; round++) {
-    const f = mix(r ^ Math.imul(round + 1, 0x9e3779b9));
+    const f = fmix32(r ^ Math.imul(round + 1, 0x9e3779b9)) >>> 0;
     [l, r] = [r, (l ^ f) >>> 0];
   }
   out.writeUInt32BE(l, 0);
   out.writeUInt32BE(r, 4);
   return out;
-}
-
-function mix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
