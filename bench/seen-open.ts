@@ -208,7 +208,7 @@ if (mode === 'build') {
   if (process.env.SEEN_OPEN_SWEEP === '1') {
     // a full sweep span of new fingerprints: every block is merged once within it, so what it costs
     // is what an admit costs at this size, merges included (process CPU: RocksDB's threads too)
-    const span = BATCH * Math.ceil(Math.min(maxSweep ?? 2 ** 24, Math.max(65_536, seen.stats().count)) / BATCH);
+    const span = BATCH * Math.ceil(seen.stats().sweepSpan / BATCH);
     const sweepsBefore = seen.stats().exact.sweeps;
     // what making the batches costs the bench (outside the seen-set), measured apart and subtracted
     const making = process.cpuUsage();

@@ -1,11 +1,27 @@
+import { fmix32 } from '../core/hashing.js';
 import { BloomFilter, bloomSizing, expectedFalsePositiveRate, MAX_BLOOM_BITS } from './bloom-filter.js';
 
-/** One filter of a {@link ScalableBloom}, with the entries it was sized for and has taken. */
+/**
+ * One segment of a {@link ScalableBloom}: the entries it was sized for and has taken, in one
+ * filter, or in several shards when one filter could not hold them (a fingerprint goes to one
+ * shard by a hash independent of the bits the filter picks, so a check reads one shard, and the
+ * segment's rate is each shard's, not their sum).
+ */
 interface Segment {
-  readonly filter: BloomFilter;
+  readonly shards: BloomFilter[];
   readonly capacity: number;
   readonly rate: number;
   added: number;
+}
+
+/** The shard of `segment` that holds (or would hold) the 8 bytes of `fp` at `offset`. */
+function shardOf(segment: Segment, fp: Uint8Array, o: number): BloomFilter {
+  const shards = segment.shards;
+  if (shards.length === 1) return shards[0]!;
+  const hi = (fp[o]! << 24) | (fp[o + 1]! << 16) | (fp[o + 2]! << 8) | fp[o + 3]!;
+  const lo = (fp[o + 4]! << 24) | (fp[o + 5]! << 16) | (fp[o + 6]! << 8) | fp[o + 7]!;
+  const h = fmix32(lo ^ Math.imul(hi, 0xcc9e2d51) ^ 0x5bd1e995) >>> 0;
+  return shards[Math.floor((h * shards.length) / 4294967296)]!;
 }
 
 /**
@@ -13,25 +29,23 @@ interface Segment {
  * never by rebuilding: entries go to the newest segment; when it holds the entries it was sized
  * for, a new one twice the capacity so far is added, at half the previous growth segment's
  * false-positive rate, so the union's rate stays under the target however far it grows. A segment
- * never passes MAX_BLOOM_BITS: a capacity that would needs is spread over several segments, so no
- * size throws. Answers `false` only for entries never added.
+ * that would pass `maxSegmentBits` (at most MAX_BLOOM_BITS) is sharded instead: each shard takes
+ * its share of the entries at the segment's whole rate, so no size throws and a check still reads
+ * one filter per segment. Answers `false` only for entries never added.
  *
- * The first segments are sized at construction for `capacity` entries at half the target rate
- * (split evenly when they are several); growth segments share the other half (1/4, 1/8, … of the
- * target). Not thread-safe; not persisted.
+ * The first segment is sized at construction for `capacity` entries at half the target rate;
+ * growth segments share the other half (1/4, 1/8, … of the target). Not thread-safe; not persisted.
  */
 export class ScalableBloom {
   private readonly segments: Segment[] = [];
   private readonly target: number;
   private growths = 0;
-  // the segment entries go to: every one before it is full, every one after it empty
-  private filling = 0;
 
   /**
    * `capacity` ≥ 1 entries at a union false-positive rate of `falsePositiveRate` in (0, 1);
-   * validated eagerly. `growable` false keeps the first segments however full they get (RAM stays
-   * fixed; the rate rises with the fill). `maxSegmentBits` bounds each segment (tests use less than
-   * the filter's own MAX_BLOOM_BITS to get several first segments without gigabytes).
+   * validated eagerly. `growable` false keeps the first segment however full it gets (RAM stays
+   * fixed; the rate rises with the fill). `maxSegmentBits` bounds each filter (tests use less than
+   * the filter's own MAX_BLOOM_BITS to get several shards without gigabytes).
    */
   constructor(
     capacity: number,
@@ -41,39 +55,27 @@ export class ScalableBloom {
   ) {
     bloomSizing(1, falsePositiveRate); // validates the rate
     this.target = falsePositiveRate;
-    const wanted = Math.max(1, Math.ceil(capacity));
-    // as few segments as hold it: each takes an equal share of the entries and of half the rate
-    let count = 1;
-    while (!this.fits(Math.ceil(wanted / count), falsePositiveRate / 2 / count)) count++;
-    for (let i = 0; i < count; i++) this.addSegment(Math.ceil(wanted / count), falsePositiveRate / 2 / count);
+    this.addSegment(Math.max(1, Math.ceil(capacity)), falsePositiveRate / 2);
   }
 
   /**
    * Adds the 8 bytes of `fp` at `offset`. True when it may have been added before: an earlier
    * segment may hold it (then nothing is added: that segment answers for it from now on), or
-   * every one of its bits was already set in the segment being filled. Segments are filled in
-   * order: the first ones in turn, then each growth segment.
+   * every one of its bits was already set in the newest segment.
    */
   add(fp: Uint8Array, offset = 0): boolean {
-    let filling = this.segments[this.filling]!;
-    if (filling.added >= filling.capacity) filling = this.next();
-    for (let i = 0; i < this.filling; i++) if (this.segments[i]!.filter.mightContain(fp, offset)) return true;
-    if (filling.filter.add(fp, offset)) return true;
-    filling.added++;
+    let newest = this.segments[this.segments.length - 1]!;
+    if (newest.added >= newest.capacity && this.growable) newest = this.grow();
+    const last = this.segments.length - 1;
+    for (let i = 0; i < last; i++) if (shardOf(this.segments[i]!, fp, offset).mightContain(fp, offset)) return true;
+    if (shardOf(newest, fp, offset).add(fp, offset)) return true;
+    newest.added++;
     return false;
-  }
-
-  /** The segment after the full one being filled: the next first one, else a new one (unless the filter may not grow). */
-  private next(): Segment {
-    if (this.filling < this.segments.length - 1) return this.segments[++this.filling]!;
-    if (!this.growable) return this.segments[this.filling]!;
-    this.grow();
-    return this.segments[++this.filling]!;
   }
 
   /** False: `fp` was never added. True: it probably was. */
   mightContain(fp: Uint8Array, offset = 0): boolean {
-    for (let i = 0; i <= this.filling; i++) if (this.segments[i]!.filter.mightContain(fp, offset)) return true;
+    for (const s of this.segments) if (shardOf(s, fp, offset).mightContain(fp, offset)) return true;
     return false;
   }
 
@@ -91,42 +93,55 @@ export class ScalableBloom {
     return this.segments.length;
   }
 
+  /** Filters in all segments (a segment past `maxSegmentBits` has several shards). */
+  get filterCount(): number {
+    return this.segments.reduce((n, s) => n + s.shards.length, 0);
+  }
+
   get bits(): number {
-    return this.segments.reduce((n, s) => n + s.filter.bits, 0);
+    return this.filters().reduce((n, f) => n + f.bits, 0);
   }
 
   /** Hashes of the newest segment (segments at tighter rates use more). */
   get hashes(): number {
-    return this.segments[this.segments.length - 1]!.filter.hashes;
+    return this.segments[this.segments.length - 1]!.shards[0]!.hashes;
   }
 
-  /** Bits of the largest segment: never over `maxSegmentBits`. */
+  /** Bits of the largest filter: never over `maxSegmentBits`. */
   get largestSegmentBits(): number {
-    return Math.max(...this.segments.map((s) => s.filter.bits));
+    return Math.max(...this.filters().map((f) => f.bits));
   }
 
   get byteLength(): number {
-    return this.segments.reduce((n, s) => n + s.filter.byteLength, 0);
+    return this.filters().reduce((n, f) => n + f.byteLength, 0);
   }
 
-  /** Fraction of all the segments' bits set. */
+  /** Fraction of all the filters' bits set. */
   fill(): number {
     let set = 0;
-    for (const s of this.segments) set += s.filter.fill() * s.filter.bits;
+    for (const f of this.filters()) set += f.fill() * f.bits;
     return set / this.bits;
   }
 
-  /** The union's chance of a false positive now: 1 − Π(1 − each segment's estimate). */
+  /** Fraction of bits set in each filter, segment by segment (for tests: shards fill evenly). */
+  shardFills(): number[] {
+    return this.filters().map((f) => f.fill());
+  }
+
+  /** The union's chance of a false positive now: 1 − Π(1 − each segment's estimate, the mean of its shards'). */
   estimatedFalsePositiveRate(): number {
     let none = 1;
-    for (const s of this.segments) none *= 1 - s.filter.estimatedFalsePositiveRate();
+    for (const s of this.segments) {
+      const rate = s.shards.reduce((r, f) => r + f.estimatedFalsePositiveRate(), 0) / s.shards.length;
+      none *= 1 - rate;
+    }
     return 1 - none;
   }
 
   /** The union's rate when every segment holds its capacity (theory): stays ≤ the target. */
   ratedFalsePositiveRate(): number {
     let none = 1;
-    for (const s of this.segments) none *= 1 - expectedFalsePositiveRate(s.filter, s.capacity);
+    for (const s of this.segments) none *= 1 - expectedFalsePositiveRate(s.shards[0]!, s.capacity / s.shards.length);
     return 1 - none;
   }
 
@@ -135,13 +150,25 @@ export class ScalableBloom {
     return this.target;
   }
 
-  private grow(): void {
+  private filters(): BloomFilter[] {
+    return this.segments.flatMap((s) => s.shards);
+  }
+
+  /** Adds a segment for twice the capacity so far, at half the last growth's rate; returns it. */
+  private grow(): Segment {
     this.growths++;
-    const rate = this.target / 2 ** (this.growths + 1);
-    // twice what there is, or as much as one segment may hold at this rate
-    let capacity = this.capacity;
-    while (!this.fits(capacity, rate)) capacity = Math.floor(capacity * 0.9);
-    this.addSegment(capacity, rate);
+    return this.addSegment(this.capacity, this.target / 2 ** (this.growths + 1));
+  }
+
+  /** A segment for `capacity` entries at `rate`, in as few shards as keep each within `maxSegmentBits`. */
+  private addSegment(capacity: number, rate: number): Segment {
+    let count = 1;
+    while (!this.fits(Math.ceil(capacity / count), rate)) count++;
+    const sizing = bloomSizing(Math.ceil(capacity / count), rate);
+    const shards = Array.from({ length: count }, () => new BloomFilter(sizing));
+    const segment: Segment = { shards, capacity, rate, added: 0 };
+    this.segments.push(segment);
+    return segment;
   }
 
   /** Whether a filter for `capacity` entries at `rate` stays within the segment bound (bloomSizing throws past MAX_BLOOM_BITS). */
@@ -151,9 +178,5 @@ export class ScalableBloom {
     } catch {
       return false;
     }
-  }
-
-  private addSegment(capacity: number, rate: number): void {
-    this.segments.push({ filter: new BloomFilter(bloomSizing(capacity, rate)), capacity, rate, added: 0 });
   }
 }

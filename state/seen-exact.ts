@@ -48,11 +48,21 @@ export interface ExactLayerOptions {
   readonly minSweep?: number;
   /**
    * ... or within this fraction of the stored count, if more, but never more than `maxSweep` (RAM:
-   * ~14 bytes per unmerged fingerprint). Default 1: each fingerprint is rewritten ~1.4 times.
+   * about half a span waits unmerged at a time, ~11 bytes per fingerprint of the span). Default 1:
+   * each fingerprint is rewritten ~1.4 times.
    */
   readonly sweepFraction?: number;
-  /** The most new fingerprints a sweep may wait for (caps the RAM above). Default 2^24 (~16.8 M, ~235 MB). */
+  /** The most new fingerprints a sweep may wait for (caps the RAM above)... Default 2^24 (~16.8 M, ~176 MiB). */
   readonly maxSweep?: number;
+  /**
+   * ... unless this fraction of the stored count is more: a sweep may always wait for it, so a
+   * full sweep's rewrite of every block is spread over at least count × this many new
+   * fingerprints and an admit writes at most ~8 / fraction bytes of blocks, however large the
+   * partition (RAM: ~11 bytes per fingerprint of the span, i.e. ~0.9 B per stored one at 1/12).
+   * 0 keeps `maxSweep` a hard cap. Default 1/12: above ~201 M fingerprints the span grows with
+   * the count (33 M at 400 M, 83 M at 1 B).
+   */
+  readonly minSweepFraction?: number;
   /** RAM for blocks, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every block of ~15 M fingerprints. */
   readonly blockCacheBytes?: number;
 }
@@ -96,7 +106,8 @@ const NOT_READ = Buffer.alloc(0);
  * - In RAM, every fingerprint not yet merged into its block, chained per block: "seen?" is a walk of
  *   one short chain, then (if not there) one binary search in one block read from the store.
  * - A **sweep** merges the unmerged fingerprints into the blocks one block at a time, paced so a full
- *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count)) new fingerprints;
+ *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count), minSweepFraction ×
+ *   count) new fingerprints;
  *   at its end every run written before it began is deleted. A sweep may start with more block
  *   bits than the last (the count grew): each block of the old layout is split as the sweep passes
  *   it.
@@ -116,6 +127,7 @@ export class ExactFingerprints {
   private readonly minSweep: number;
   private readonly maxSweep: number;
   private readonly sweepFraction: number;
+  private readonly minSweepFraction: number;
   private readonly firstBits: number;
   // the layout and the sweep's position, as stored under META_KEY
   private sweep: SweepState = { oldBits: 0, newBits: 0, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
@@ -151,6 +163,7 @@ export class ExactFingerprints {
     this.minSweep = options.minSweep ?? 65_536;
     this.maxSweep = options.maxSweep ?? 2 ** 24;
     this.sweepFraction = options.sweepFraction ?? 1;
+    this.minSweepFraction = options.minSweepFraction ?? 1 / 12;
     if (!Number.isInteger(this.blockTarget) || this.blockTarget < 1)
       throw new InvalidOptionError(`blockTarget must be a positive integer, got ${this.blockTarget}`);
     if (!Number.isInteger(this.minSweep) || this.minSweep < 1)
@@ -159,6 +172,10 @@ export class ExactFingerprints {
       throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
     if (!(this.sweepFraction > 0 && this.sweepFraction <= 1))
       throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
+    if (!(this.minSweepFraction >= 0 && this.minSweepFraction <= this.sweepFraction))
+      throw new InvalidOptionError(
+        `minSweepFraction must be in [0, sweepFraction (${this.sweepFraction})], got ${this.minSweepFraction}`,
+      );
     const cacheBytes = options.blockCacheBytes ?? 128 * 2 ** 20;
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
       throw new InvalidOptionError(`blockCacheBytes must be a whole number, got ${cacheBytes}`);
@@ -186,7 +203,9 @@ export class ExactFingerprints {
       nextSeq: 0,
       sweeps: 0,
     };
-    this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count));
+    // room for what a sweep holds at most (half its span, and a half more): the runs read at a
+    // reopen fill it without the copies of a doubling array
+    this.unmerged = new UnmergedFingerprints(this.ramBitsFor(count), 0.75 * this.sweepSpan(count));
     this.runs = [];
     this.legacy = 0;
     this.noLegacy = this.store.get(NO_LEGACY_KEY) !== undefined;
@@ -494,8 +513,9 @@ export class ExactFingerprints {
   }
 
   /** New fingerprints within which a full sweep completes, at `count` recorded. */
-  private sweepSpan(count: number): number {
-    return Math.max(this.minSweep, Math.min(this.maxSweep, count * this.sweepFraction));
+  sweepSpan(count: number): number {
+    const capped = Math.min(this.maxSweep, count * this.sweepFraction);
+    return Math.max(this.minSweep, capped, Math.floor(count * this.minSweepFraction));
   }
 
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */

@@ -13,6 +13,14 @@ import { COUNT_KEY, decodeCount, encodeCount } from './seen-layout.js';
 
 export type { FingerprintStore } from './seen-exact.js';
 
+/**
+ * The filter a set reopened over n stored fingerprints is sized for: 1.25 n. Past it the filter
+ * grows by a segment as large as all before it (`ScalableBloom`), so over a partition's life it
+ * holds 1–2 × its count either way; a reopen starts it near the low end (2 × n would take a
+ * 400 M-fingerprint partition's filter from 0.7 to 1.1 GB only for room a growth gives anyway).
+ */
+const REOPEN_HEADROOM = 1.25;
+
 export interface SeenSetOptions {
   /** Fingerprints this partition is expected to hold (n); sizes the first filter segments. */
   readonly expectedCount: number;
@@ -55,6 +63,8 @@ export interface SeenSetStats {
   readonly warming: boolean;
   /** Fingerprints checked against the exact layer only because the filter was warming (the filter had not got them). */
   readonly warmChecks: number;
+  /** New fingerprints within which a full sweep of the exact layer completes at this count. */
+  readonly sweepSpan: number;
   /** The exact layer's runs, blocks and sweeps. */
   readonly exact: ExactLayerStats;
 }
@@ -65,7 +75,7 @@ export interface SeenSetStats {
  * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
- * The filter is sized at `init()` for max(expectedCount, 2 × stored) but filled afterwards, by
+ * The filter is sized at `init()` for max(expectedCount, REOPEN_HEADROOM × stored) but filled afterwards, by
  * bounded `warm` steps off the critical path (init reads O(1) keys; until the filter holds every
  * stored fingerprint each check goes to the exact layer, so answers are exact throughout), and
  * grows by segments (`ScalableBloom`) as the partition does: never a rescan of
@@ -110,7 +120,8 @@ export class SeenSet {
    */
   init(): void {
     const count = decodeCount(this.store.get(COUNT_KEY));
-    const bloom = new ScalableBloom(Math.max(this.expectedCount, 2 * (count ?? 0)), this.target, this.growFilter);
+    const sizedFor = Math.max(this.expectedCount, Math.ceil(REOPEN_HEADROOM * (count ?? 0)));
+    const bloom = new ScalableBloom(sizedFor, this.target, this.growFilter);
     this.bloom = bloom;
     this.exact.open(count ?? 0, (bytes, offset) => {
       bloom.add(bytes, offset);
@@ -270,6 +281,7 @@ export class SeenSet {
       bloomFalsePositives: this.falsePositives,
       warming: this.warming,
       warmChecks: this.warmChecks,
+      sweepSpan: this.exact.sweepSpan(this.recorded),
       exact: this.exact.stats(),
     };
   }
@@ -292,13 +304,15 @@ export class SeenSet {
     metrics.setGauge(M.cacheBytes, owner, s.bloomBytes, 'seen-bloom');
   }
 
-  /** The filter's bits, newest hashes, segments and the count they were sized for (for tests and benches). */
-  sizing(): BloomSizing & { sizedFor: number; segments: number } {
+  /** The filter's bits, newest hashes, segments, filters (shards) and the count they were sized for (for tests and benches). */
+  sizing(): BloomSizing & { sizedFor: number; segments: number; filters: number; largestFilterBits: number } {
     return {
       bits: this.bloom.bits,
       hashes: this.bloom.hashes,
       sizedFor: this.bloom.capacity,
       segments: this.bloom.segmentCount,
+      filters: this.bloom.filterCount,
+      largestFilterBits: this.bloom.largestSegmentBits,
     };
   }
 }

@@ -1,7 +1,8 @@
 import { radixByTopBits } from './sorted-fingerprints.js';
 
-// the chain link of an entry taken out of its chain (chains end at -1)
-const TAKEN = -2;
+// an entry taken out of its chain is on the free list: its link is FREE_LINK - the next free
+// entry (chains end at -1, so every link <= -2 is a free one, and -2 ends the free list)
+const FREE_LINK = -3;
 
 /** Growable scratch for the fingerprints `take` hands out: entry i is (hi[i], lo[i]). */
 export interface FingerprintScratch {
@@ -14,19 +15,32 @@ export interface FingerprintScratch {
  * in the bucket of its top `bits` bits, so "is it here?" walks one short chain and the fingerprints
  * of a block (a run of contiguous buckets) are found by walking those buckets. An entry is three
  * interleaved int32s (top 32 bits, low 32 bits, next in chain): a chain step is one memory miss.
+ * Entries taken out are reused by the next adds, so the arrays hold about the most fingerprints
+ * held at once (a sweep keeps about half its span unmerged), not everything added since the last
+ * `rebucket`.
  *
  * Ownership: nothing passed in is kept. Not thread-safe; one instance per exact layer.
  */
 export class UnmergedFingerprints {
-  private ent = new Int32Array(3 * 1024);
+  private ent: Int32Array;
   private used = 0;
   private live = 0;
+  // the first entry of the free list, -1 when empty
+  private free = -1;
   private head: Int32Array;
 
-  /** `bits`: 1..24; about one bucket per two fingerprints expected at most is the aim. */
-  constructor(private bucketBits: number) {
+  /**
+   * `bits`: 1..24; about one bucket per two fingerprints expected at most is the aim. `capacity`:
+   * entries to allocate at once (the array is zeroed lazily by the OS, so room not yet used costs
+   * no RAM), so that reading many fingerprints in does not copy the array as it doubles.
+   */
+  constructor(
+    private bucketBits: number,
+    capacity = 1024,
+  ) {
     checkBits(bucketBits);
     this.head = new Int32Array(2 ** bucketBits).fill(-1);
+    this.ent = new Int32Array(3 * Math.max(1024, Math.ceil(capacity)));
   }
 
   /** Fingerprints held. */
@@ -45,8 +59,13 @@ export class UnmergedFingerprints {
 
   /** Adds the fingerprint whose top and low 32 bits are `h` and `l` (unsigned); a repeat is kept twice. */
   add(h: number, l: number): void {
-    if (3 * this.used === this.ent.length) this.grow(2 * this.used);
-    const i = this.used++;
+    let i = this.free;
+    if (i >= 0) {
+      this.free = FREE_LINK - this.ent[3 * i + 2]!;
+    } else {
+      if (3 * this.used === this.ent.length) this.grow(2 * this.used);
+      i = this.used++;
+    }
     const bucket = h >>> (32 - this.bucketBits);
     this.ent[3 * i] = h;
     this.ent[3 * i + 1] = l;
@@ -78,8 +97,9 @@ export class UnmergedFingerprints {
         out.hi[n] = e[3 * i]!;
         out.lo[n++] = e[3 * i + 1]!;
         const next = e[3 * i + 2]!;
-        // marked in the cache line just read, so `rebucket` finds what is left in one pass
-        e[3 * i + 2] = TAKEN;
+        // onto the free list, in the cache line just read (`rebucket` skips it by its link)
+        e[3 * i + 2] = FREE_LINK - this.free;
+        this.free = i;
         i = next;
       }
       this.head[b] = -1;
@@ -102,16 +122,18 @@ export class UnmergedFingerprints {
     let lo: Int32Array = new Int32Array(this.live);
     let n = 0;
     for (let i = 0; i < used; i++) {
-      if (old[3 * i + 2] === TAKEN) continue;
+      if (old[3 * i + 2]! <= -2) continue;
       hi[n] = old[3 * i]!;
       lo[n++] = old[3 * i + 1]!;
     }
     // the old entries are copied out: their array is the sort's scratch
     [hi, lo] = radixByTopBits(hi, lo, n, bits, old.subarray(0, n), old.subarray(n, 2 * n));
     this.bucketBits = bits;
-    this.ent = new Int32Array(3 * Math.max(1024, 2 * n));
+    // room for half as many more: a sweep holds about as many as it began with (taken entries are reused)
+    this.ent = new Int32Array(3 * Math.max(1024, Math.ceil(1.5 * n)));
     this.head = new Int32Array(2 ** bits).fill(-1);
     this.used = this.live = 0;
+    this.free = -1;
     for (let k = 0; k < n; k++) this.add(hi[k]! >>> 0, lo[k]! >>> 0);
   }
 

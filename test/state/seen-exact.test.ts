@@ -197,7 +197,7 @@ test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the cou
   const seen = new SeenSet(store, {
     expectedCount: 64,
     falsePositiveRate: 0.05,
-    exact: { blockTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200 },
+    exact: { blockTarget: 8, minSweep: 50, sweepFraction: 1, maxSweep: 200, minSweepFraction: 0 },
   });
   seen.init();
   let most = 0;
@@ -213,4 +213,44 @@ test('maxSweep caps how many fingerprints wait unmerged in RAM, whatever the cou
     () => new SeenSet(store, { expectedCount: 64, falsePositiveRate: 0.05, exact: { minSweep: 50, maxSweep: 10 } }),
     { code: 'CS_INVALID_OPTION' },
   );
+  for (const minSweepFraction of [-0.1, 0.5, Number.NaN])
+    assert.throws(
+      () =>
+        new SeenSet(store, {
+          expectedCount: 64,
+          falsePositiveRate: 0.05,
+          exact: { sweepFraction: 0.25, minSweepFraction },
+        }),
+      { code: 'CS_INVALID_OPTION' },
+    );
+});
+
+test('past maxSweep × 1/minSweepFraction, a sweep waits for that fraction of the count: bytes written per admit stay bounded as the set grows', () => {
+  // bytes written per new fingerprint as the set grows fourfold and fourfold again: with maxSweep a
+  // hard cap every block is rewritten once per 1,000 admits, so they grow with the count; with a
+  // floor of count / 8 they level off near 8 × 8 bytes
+  const perAdmit = (minSweepFraction: number): number[] => {
+    const store = new MemoryFingerprintStore();
+    const seen = new SeenSet(store, {
+      expectedCount: 64,
+      falsePositiveRate: 0.05,
+      exact: { blockTarget: 512, minSweep: 50, sweepFraction: 1, maxSweep: 1_000, minSweepFraction },
+    });
+    seen.init();
+    const out: number[] = [];
+    let i = 0;
+    for (const upTo of [8_000, 32_000, 128_000]) {
+      const before = store.bytesWritten;
+      const from = i;
+      for (; i < upTo; i += 100) seen.admit(Array.from({ length: 100 }, (_, j) => syntheticFingerprint(i + j)));
+      out.push((store.bytesWritten - before) / (upTo - from));
+    }
+    assert.ok(seen.has(Array.from({ length: i }, (_, k) => syntheticFingerprint(k))).every(Boolean));
+    return out;
+  };
+  const capped = perAdmit(0);
+  const floored = perAdmit(1 / 8);
+  assert.ok(capped[2]! > 2.5 * capped[0]!, `capped: ${capped.map((b) => b.toFixed(0)).join(', ')} B per admit`);
+  assert.ok(floored[2]! < 1.5 * floored[1]!, `floored: ${floored.map((b) => b.toFixed(0)).join(', ')} B per admit`);
+  assert.ok(floored[2]! < 8 * 8 * 2, `floored: ${floored.map((b) => b.toFixed(0)).join(', ')} B per admit`);
 });

@@ -8,6 +8,8 @@ import type { FingerprintStore } from '../../state/seen-set.js';
  */
 export class MemoryFingerprintStore implements FingerprintStore {
   private readonly map = new Map<string, Buffer>();
+  /** Bytes of keys and values put so far. */
+  bytesWritten = 0;
 
   /** Keys held. */
   get keys(): number {
@@ -23,6 +25,7 @@ export class MemoryFingerprintStore implements FingerprintStore {
   }
 
   put(key: Buffer, value: Buffer): void {
+    this.bytesWritten += key.length + value.length;
     this.map.set(key.toString('latin1'), value);
   }
 

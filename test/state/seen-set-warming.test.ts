@@ -184,16 +184,16 @@ test('an admit before any warm step reads the runs at once and stays exact; once
     assert.equal(seen.stats().exact.runsForced, 1);
   }));
 
-test('a warmed filter is sized as before: for twice the stored count, without growing while it fills', () =>
+test('a warmed filter is sized as before: for 1.25 × the stored count, without growing while it fills', () =>
   withDb('seen-warm-sizing', (db) => {
     const store = seenStore(db);
     fill(store, { ...SMALL, expectedCount: 1_000 }, 8_000);
     const seen = new SeenSet(store, { ...SMALL, expectedCount: 1_000 });
     seen.init();
-    assert.equal(seen.sizing().sizedFor, 16_000);
+    assert.equal(seen.sizing().sizedFor, 10_000);
     seen.warmAll();
     assert.equal(seen.stats().rebuilds, 0);
-    assert.equal(seen.sizing().sizedFor, 16_000);
+    assert.equal(seen.sizing().sizedFor, 10_000);
     assert.ok(!seen.stats().warning, `estimated rate ${seen.stats().estimatedFalsePositiveRate}`);
   }));
 

@@ -1,6 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BloomFilter, bloomSizing, expectedFalsePositiveRate, expectedFill } from '../../state/bloom-filter.js';
+import {
+  BloomFilter,
+  bloomSizing,
+  expectedFalsePositiveRate,
+  expectedFill,
+  MAX_BLOOM_BITS,
+} from '../../state/bloom-filter.js';
 import { SeenSet } from '../../state/seen-set.js';
 import { MemoryFingerprintStore, syntheticFingerprint } from './seen-set-memory-store.js';
 
@@ -166,13 +172,18 @@ test('the seen-set grows by segments past its expected count: every fingerprint 
   assert.ok(measured <= 0.01, `measured FP rate ${measured} after growth`);
 });
 
-test('a partition past the old 2^32-bit filter cap opens: its filter takes several segments, none over the cap', () => {
+test('a partition past the old 2^32-bit filter cap opens: its filter takes several shards, none over the cap', () => {
   // 500 M fingerprints at 1 % need ~5.3 × 10^9 bits: the single filter before threw here, at open
   const seen = new SeenSet(new MemoryFingerprintStore(), { expectedCount: 500_000_000, falsePositiveRate: 0.01 });
   seen.init();
-  const { segments, bits, sizedFor } = seen.sizing();
-  assert.ok(segments >= 2, `${segments} segments`);
+  const { segments, filters, bits, sizedFor, largestFilterBits } = seen.sizing();
+  assert.equal(segments, 1);
+  assert.ok(filters >= 2, `${filters} filters`);
+  assert.ok(largestFilterBits <= MAX_BLOOM_BITS, `${largestFilterBits} bits in one filter`);
   assert.ok(bits > 2 ** 32, `${bits} bits in all`);
+  // sharded, not split: the bits of one filter at half the target rate, not of several at a share of it
+  const classic = (-500_000_000 * Math.log(0.005)) / Math.LN2 ** 2;
+  assert.ok(bits < 1.08 * classic, `${bits} bits, ${(bits / classic).toFixed(3)} × the classic size`);
   assert.ok(sizedFor >= 500_000_000);
   assert.deepEqual(seen.admit([syntheticFingerprint(1), syntheticFingerprint(1)]), [true, false]);
 });
