@@ -108,7 +108,7 @@ export class ScalableBloom {
   }
 
   /** Bits of the largest filter: never over `maxSegmentBits`. */
-  get largestSegmentBits(): number {
+  get largestFilterBits(): number {
     return Math.max(...this.filters().map((f) => f.bits));
   }
 

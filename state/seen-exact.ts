@@ -52,7 +52,7 @@ export interface ExactLayerOptions {
    * each fingerprint is rewritten ~1.4 times.
    */
   readonly sweepFraction?: number;
-  /** The most new fingerprints a sweep may wait for (caps the RAM above)... Default 2^24 (~16.8 M, ~176 MiB). */
+  /** The most new fingerprints a sweep may wait for (caps the RAM above, but see the next). Default 2^24 (~16.8 M, ~176 MiB). */
   readonly maxSweep?: number;
   /**
    * ... unless this fraction of the stored count is more: a sweep may always wait for it, so a

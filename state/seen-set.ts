@@ -75,12 +75,12 @@ export interface SeenSetStats {
  * "maybe seen" is confirmed against the exact layer in one batched read, so a Bloom false positive
  * never loses a new URL: the only errors left are 64-bit fingerprint collisions.
  *
- * The filter is sized at `init()` for max(expectedCount, REOPEN_HEADROOM × stored) but filled afterwards, by
- * bounded `warm` steps off the critical path (init reads O(1) keys; until the filter holds every
- * stored fingerprint each check goes to the exact layer, so answers are exact throughout), and
- * grows by segments (`ScalableBloom`) as the partition does: never a rescan of
- * the store while the crawl runs, never a size it cannot hold (a segment stays under 2^32 bits; a
- * larger count takes several). Bits set by writes the runtime later discards (a failed commit)
+ * The filter is sized at `init()` for max(expectedCount, REOPEN_HEADROOM × stored) but filled
+ * afterwards, by bounded `warm` steps off the critical path (init reads O(1) keys; until the
+ * filter holds every stored fingerprint each check goes to the exact layer, so answers are exact
+ * throughout), and grows by segments (`ScalableBloom`) as the partition does: never a rescan of
+ * the store while the crawl runs, never a size it cannot hold (a filter stays under 2^32 bits; a
+ * larger segment is sharded over several). Bits set by writes the runtime later discards (a failed commit)
  * stay set: that only costs a store read, never a lost URL. After a failed commit the task must be
  * closed and a new one `init()`ed (both engines do): the exact layer's RAM part follows the
  * store's pending writes.
@@ -312,7 +312,7 @@ export class SeenSet {
       sizedFor: this.bloom.capacity,
       segments: this.bloom.segmentCount,
       filters: this.bloom.filterCount,
-      largestFilterBits: this.bloom.largestSegmentBits,
+      largestFilterBits: this.bloom.largestFilterBits,
     };
   }
 }

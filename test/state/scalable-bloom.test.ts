@@ -27,7 +27,7 @@ test('a capacity past one filter’s 2^32 bits is sharded over filters that each
   assert.equal(bloom.segmentCount, 1);
   assert.ok(bloom.filterCount >= 3, `${bloom.filterCount} filters`);
   assert.ok(bloom.capacity >= 1_000_000_000);
-  assert.ok(bloom.largestSegmentBits <= MAX_BLOOM_BITS, `${bloom.largestSegmentBits} bits in one segment`);
+  assert.ok(bloom.largestFilterBits <= MAX_BLOOM_BITS, `${bloom.largestFilterBits} bits in one segment`);
   assert.ok(bloom.bits > 2 ** 32, `${bloom.bits} bits in all`);
   assert.ok(bloom.ratedFalsePositiveRate() <= 0.01, `rated ${bloom.ratedFalsePositiveRate()}`);
 });
@@ -72,7 +72,7 @@ test('a sharded segment holds the capacity it was built for without growing, at 
   for (let i = 100_000; i < 150_000; i++) bloom.add(fp(i));
   assert.equal(bloom.grown, 1);
   for (let i = 0; i < 150_000; i++) if (!bloom.mightContain(fp(i))) assert.fail(`${i} lost after growing`);
-  assert.ok(bloom.largestSegmentBits <= 2 ** 20);
+  assert.ok(bloom.largestFilterBits <= 2 ** 20);
 });
 
 test('a sharded bloom that may not grow keeps adding to its shards past its capacity', () => {
