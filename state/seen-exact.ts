@@ -21,6 +21,7 @@ import {
 import { byValue, inSorted, lowerBound, mergeSorted, BlockArena } from './sorted-fingerprints.js';
 import { type FingerprintScratch, UnmergedFingerprints } from './unmerged-fingerprints.js';
 import { WarmScan } from './seen-warm-scan.js';
+import { SweepPacing, type SweepPacingOptions } from './sweep-pacing.js';
 
 /**
  * The key-value store under the seen-set's exact layer (values are opaque bytes). A
@@ -39,30 +40,11 @@ export interface FingerprintStore {
   range(gte: Buffer, lt: Buffer, readAhead?: number): IterableIterator<[Buffer, Buffer]>;
 }
 
-export interface ExactLayerOptions {
+export interface ExactLayerOptions extends SweepPacingOptions {
   /** Fingerprints the partition is expected to hold: sizes the first block layout. */
   readonly expectedCount: number;
   /** Fingerprints per block the layout aims at when it is (re)sized. Default 512 (4 KiB blocks). */
   readonly blockTarget?: number;
-  /** A sweep merges every block within at least this many new fingerprints. Default 65,536. */
-  readonly minSweep?: number;
-  /**
-   * ... or within this fraction of the stored count, if more, but never more than `maxSweep` (RAM:
-   * about half a span waits unmerged at a time, ~11 bytes per fingerprint of the span). Default 1:
-   * each fingerprint is rewritten ~1.4 times.
-   */
-  readonly sweepFraction?: number;
-  /** The most new fingerprints a sweep may wait for (caps the RAM above, but see the next). Default 2^24 (~16.8 M, ~176 MiB). */
-  readonly maxSweep?: number;
-  /**
-   * ... unless this fraction of the stored count is more: a sweep may always wait for it, so a
-   * full sweep's rewrite of every block is spread over at least count × this many new
-   * fingerprints and an admit writes at most ~8 / fraction bytes of blocks, however large the
-   * partition (RAM: ~11 bytes per fingerprint of the span, i.e. ~0.9 B per stored one at 1/12).
-   * 0 keeps `maxSweep` a hard cap. Default 1/12: above ~201 M fingerprints the span grows with
-   * the count (33 M at 400 M, 83 M at 1 B).
-   */
-  readonly minSweepFraction?: number;
   /** RAM for blocks, so a seen URL is confirmed (and a sweep merges) without a store read. Default 128 MiB: every block of ~15 M fingerprints. */
   readonly blockCacheBytes?: number;
 }
@@ -106,8 +88,7 @@ const NOT_READ = Buffer.alloc(0);
  * - In RAM, every fingerprint not yet merged into its block, chained per block: "seen?" is a walk of
  *   one short chain, then (if not there) one binary search in one block read from the store.
  * - A **sweep** merges the unmerged fingerprints into the blocks one block at a time, paced so a full
- *   sweep completes within max(minSweep, min(maxSweep, sweepFraction × count), minSweepFraction ×
- *   count) new fingerprints;
+ *   sweep completes within `SweepPacing`'s span of new fingerprints;
  *   at its end every run written before it began is deleted. A sweep may start with more block
  *   bits than the last (the count grew): each block of the old layout is split as the sweep passes
  *   it.
@@ -124,10 +105,7 @@ const NOT_READ = Buffer.alloc(0);
  */
 export class ExactFingerprints {
   private readonly blockTarget: number;
-  private readonly minSweep: number;
-  private readonly maxSweep: number;
-  private readonly sweepFraction: number;
-  private readonly minSweepFraction: number;
+  private readonly pacing: SweepPacing;
   private readonly firstBits: number;
   // the layout and the sweep's position, as stored under META_KEY
   private sweep: SweepState = { oldBits: 0, newBits: 0, cursor: 0, sweepStart: 0, nextSeq: 0, sweeps: 0 };
@@ -160,22 +138,9 @@ export class ExactFingerprints {
     options: ExactLayerOptions,
   ) {
     this.blockTarget = options.blockTarget ?? 512;
-    this.minSweep = options.minSweep ?? 65_536;
-    this.maxSweep = options.maxSweep ?? 2 ** 24;
-    this.sweepFraction = options.sweepFraction ?? 1;
-    this.minSweepFraction = options.minSweepFraction ?? 1 / 12;
     if (!Number.isInteger(this.blockTarget) || this.blockTarget < 1)
       throw new InvalidOptionError(`blockTarget must be a positive integer, got ${this.blockTarget}`);
-    if (!Number.isInteger(this.minSweep) || this.minSweep < 1)
-      throw new InvalidOptionError(`minSweep must be a positive integer, got ${this.minSweep}`);
-    if (!Number.isInteger(this.maxSweep) || this.maxSweep < this.minSweep)
-      throw new InvalidOptionError(`maxSweep must be an integer >= minSweep (${this.minSweep}), got ${this.maxSweep}`);
-    if (!(this.sweepFraction > 0 && this.sweepFraction <= 1))
-      throw new InvalidOptionError(`sweepFraction must be in (0, 1], got ${this.sweepFraction}`);
-    if (!(this.minSweepFraction >= 0 && this.minSweepFraction <= this.sweepFraction))
-      throw new InvalidOptionError(
-        `minSweepFraction must be in [0, sweepFraction (${this.sweepFraction})], got ${this.minSweepFraction}`,
-      );
+    this.pacing = new SweepPacing(options);
     const cacheBytes = options.blockCacheBytes ?? 128 * 2 ** 20;
     if (!Number.isInteger(cacheBytes) || cacheBytes < 0)
       throw new InvalidOptionError(`blockCacheBytes must be a whole number, got ${cacheBytes}`);
@@ -514,8 +479,7 @@ export class ExactFingerprints {
 
   /** New fingerprints within which a full sweep completes, at `count` recorded. */
   sweepSpan(count: number): number {
-    const capped = Math.min(this.maxSweep, count * this.sweepFraction);
-    return Math.max(this.minSweep, capped, Math.floor(count * this.minSweepFraction));
+    return this.pacing.span(count);
   }
 
   /** Chain buckets for about two unmerged fingerprints each at the most a sweep lets wait. */
