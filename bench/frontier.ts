@@ -201,12 +201,7 @@ try {
   );
   if (global.gc) global.gc();
   if (process.env.HEAPSNAP) (await import('node:v8')).writeHeapSnapshot(process.env.HEAPSNAP);
-  const mem = process.memoryUsage();
-  figure(`RSS with ${N.toLocaleString('en-US')} URLs queued`, mem.rss / 2 ** 20, 'MiB');
-  figure('  peak RSS so far', processUsage(process.pid).peakMiB, 'MiB');
-  figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
-  figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
-  figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
+  memoryFigures(`RSS with ${N.toLocaleString('en-US')} URLs queued`);
   // the task directory's layout is TaskDirectory's: count all of it (the RocksDB is nearly all)
   figure('RocksDB files on disk', dirBytes(join(dir, 'task')) / 2 ** 20, 'MiB');
   for (const prop of [
@@ -308,7 +303,7 @@ try {
   figure('dispatch frontier CPU', dispatched / taskCpu, 'URLs/CPU-s');
   figure("  of which on the frontier's thread", (100 * threadCpu) / taskCpu, '%');
   figure("dispatch phase CPU (with the fetchers' side)", dispatched / ((used.user + used.system) / 1e6), 'URLs/CPU-s');
-  figure('RSS after dispatch', process.memoryUsage().rss / 2 ** 20, 'MiB');
+  memoryFigures('RSS after dispatch');
   // the task opens again over all of it (its stores stay open: what is timed is every processor's
   // init, the scans of host and site states included, as after a rebalance)
   driver.commit();
@@ -343,4 +338,14 @@ function dirBytes(path: string): number {
     total += entry.isDirectory() ? dirBytes(child) : statSync(child).size;
   }
   return total;
+}
+
+/** RSS now, its peak so far, and what V8 holds of it (heap used and reserved, external buffers). */
+function memoryFigures(what: string): void {
+  const mem = process.memoryUsage();
+  figure(what, mem.rss / 2 ** 20, 'MiB');
+  figure('  peak RSS so far', processUsage(process.pid).peakMiB, 'MiB');
+  figure('  of which V8 heap used', mem.heapUsed / 2 ** 20, 'MiB');
+  figure('  V8 heap reserved', mem.heapTotal / 2 ** 20, 'MiB');
+  figure('  of which external (buffers)', mem.external / 2 ** 20, 'MiB');
 }
