@@ -1,5 +1,5 @@
 import { M } from '../core/metric-catalogue.js';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metrics } from '../core/metrics.js';
@@ -12,7 +12,7 @@ import type { FetchRequest, FetchResult, LinkBatch } from '../schemas/types.js';
 import { packedFingerprints } from '../processors/common/fingerprint.js';
 import { figure, machineLine } from './machine.js';
 import { loadSeenSet, syntheticFingerprint } from './seen-load.js';
-import { processUsage } from './proc-usage.js';
+import { callingThreadCpuS, processUsage } from './proc-usage.js';
 import { TaskDirectory } from '../runtime/task-directory.js';
 import { RocksKeyValueStore } from '../state/rocks-store.js';
 import { bufferSerde } from '../core/serde.js';
@@ -132,13 +132,13 @@ try {
   let threadCpu = 0;
   const measured = <T>(work: () => T): T => {
     const before = process.cpuUsage();
-    const beforeThread = mainThreadCpu();
+    const beforeThread = callingThreadCpuS();
     try {
       return work();
     } finally {
       const used = process.cpuUsage(before);
       taskCpu += (used.user + used.system) / 1e6;
-      threadCpu += mainThreadCpu() - beforeThread;
+      threadCpu += callingThreadCpuS() - beforeThread;
     }
   };
 
@@ -317,17 +317,6 @@ try {
   await driver.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });
-}
-
-/** CPU seconds of this (the main) thread, from /proc (Linux; 0 elsewhere); 10 ms resolution. */
-function mainThreadCpu(): number {
-  try {
-    const stat = readFileSync('/proc/thread-self/stat', 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /** Bytes of the files under `path`, in every folder below it. */

@@ -27,6 +27,15 @@ function statCpuS(stat: string): number {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
+/** CPU seconds, user + system, of the calling thread (/proc/thread-self); 0 where that is not readable. */
+export function callingThreadCpuS(): number {
+  try {
+    return statCpuS(readFileSync('/proc/thread-self/stat', 'latin1'));
+  } catch {
+    return 0;
+  }
+}
+
 /** Usage of process `pid`; throws ENOENT once it has ended. */
 export function processUsage(pid: number): ProcessUsage {
   const cpuS = statCpuS(readFileSync(`/proc/${pid}/stat`, 'latin1'));
