@@ -7,3 +7,8 @@ export function fmix32(h: number): number {
   h ^= h >>> 16;
   return h;
 }
+
+/** The big-endian unsigned 32 bits at `o` (no bounds checks: callers pass offsets inside `b`). Pure. */
+export function u32be(b: Uint8Array, o: number): number {
+  return ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
+}

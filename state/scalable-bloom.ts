@@ -1,4 +1,4 @@
-import { fmix32 } from '../core/hashing.js';
+import { fmix32, u32be } from '../core/hashing.js';
 import { BloomFilter, bloomSizing, expectedFalsePositiveRate, MAX_BLOOM_BITS } from './bloom-filter.js';
 
 /**
@@ -14,14 +14,15 @@ interface Segment {
   added: number;
 }
 
-/** The shard of `segment` that holds (or would hold) the 8 bytes of `fp` at `offset`. */
-function shardOf(segment: Segment, fp: Uint8Array, o: number): BloomFilter {
+/** A hash of the 8 bytes of `fp` at `o` that picks a shard: independent of the bits a BloomFilter derives from them. */
+function shardHash(fp: Uint8Array, o: number): number {
+  return fmix32(u32be(fp, o + 4) ^ Math.imul(u32be(fp, o), 0xcc9e2d51) ^ 0x5bd1e995) >>> 0;
+}
+
+/** The shard of `segment` that holds (or would hold) a fingerprint of shard hash `h`. */
+function shardOf(segment: Segment, h: number): BloomFilter {
   const shards = segment.shards;
-  if (shards.length === 1) return shards[0]!;
-  const hi = (fp[o]! << 24) | (fp[o + 1]! << 16) | (fp[o + 2]! << 8) | fp[o + 3]!;
-  const lo = (fp[o + 4]! << 24) | (fp[o + 5]! << 16) | (fp[o + 6]! << 8) | fp[o + 7]!;
-  const h = fmix32(lo ^ Math.imul(hi, 0xcc9e2d51) ^ 0x5bd1e995) >>> 0;
-  return shards[Math.floor((h * shards.length) / 4294967296)]!;
+  return shards.length === 1 ? shards[0]! : shards[Math.floor((h * shards.length) / 4294967296)]!;
 }
 
 /**
@@ -40,6 +41,8 @@ export class ScalableBloom {
   private readonly segments: Segment[] = [];
   private readonly target: number;
   private growths = 0;
+  // some segment has several shards: a check hashes the fingerprint for them once
+  private sharded = false;
 
   /**
    * `capacity` ≥ 1 entries at a union false-positive rate of `falsePositiveRate` in (0, 1);
@@ -66,16 +69,18 @@ export class ScalableBloom {
   add(fp: Uint8Array, offset = 0): boolean {
     let newest = this.segments[this.segments.length - 1]!;
     if (newest.added >= newest.capacity && this.growable) newest = this.grow();
+    const h = this.sharded ? shardHash(fp, offset) : 0;
     const last = this.segments.length - 1;
-    for (let i = 0; i < last; i++) if (shardOf(this.segments[i]!, fp, offset).mightContain(fp, offset)) return true;
-    if (shardOf(newest, fp, offset).add(fp, offset)) return true;
+    for (let i = 0; i < last; i++) if (shardOf(this.segments[i]!, h).mightContain(fp, offset)) return true;
+    if (shardOf(newest, h).add(fp, offset)) return true;
     newest.added++;
     return false;
   }
 
   /** False: `fp` was never added. True: it probably was. */
   mightContain(fp: Uint8Array, offset = 0): boolean {
-    for (const s of this.segments) if (shardOf(s, fp, offset).mightContain(fp, offset)) return true;
+    const h = this.sharded ? shardHash(fp, offset) : 0;
+    for (const s of this.segments) if (shardOf(s, h).mightContain(fp, offset)) return true;
     return false;
   }
 
@@ -166,6 +171,7 @@ export class ScalableBloom {
     while (!this.fits(Math.ceil(capacity / count), rate)) count++;
     const sizing = bloomSizing(Math.ceil(capacity / count), rate);
     const shards = Array.from({ length: count }, () => new BloomFilter(sizing));
+    if (count > 1) this.sharded = true;
     const segment: Segment = { shards, capacity, rate, added: 0 };
     this.segments.push(segment);
     return segment;

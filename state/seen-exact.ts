@@ -1,4 +1,5 @@
 import { InvalidOptionError } from '../core/errors.js';
+import { u32be } from '../core/hashing.js';
 import { BlockCache } from './block-cache.js';
 import {
   ALL_FROM,
@@ -262,8 +263,8 @@ export class ExactFingerprints {
     const slotOf: number[] = [];
     for (let w = 0; w < n; w++) {
       const o = 8 * at[w]!;
-      const h = u32(fps, o);
-      const l = u32(fps, o + 4);
+      const h = u32be(fps, o);
+      const l = u32be(fps, o + 4);
       if (this.unmerged.has(h, l)) {
         out[w] = true;
         continue;
@@ -298,7 +299,7 @@ export class ExactFingerprints {
       const w = waiting[k]!;
       const block = blocks[slotOf[k]!];
       const o = 8 * at[w]!;
-      if (block !== undefined && inSorted(block, u32(fps, o), u32(fps, o + 4))) out[w] = true;
+      if (block !== undefined && inSorted(block, u32be(fps, o), u32be(fps, o + 4))) out[w] = true;
       else if (this.legacy > 0 || !(this.noLegacy || this.warmed)) legacyAsk.push(w);
     }
     if (legacyAsk.length > 0) {
@@ -311,7 +312,7 @@ export class ExactFingerprints {
   /** Records the fingerprint at bytes offset..offset+8 of `fps` (copied): `contains` sees it at once; the store at the next `flush`. */
   stage(fps: Uint8Array, offset: number): void {
     this.ensureRuns();
-    this.unmerged.add(u32(fps, offset), u32(fps, offset + 4));
+    this.unmerged.add(u32be(fps, offset), u32be(fps, offset + 4));
     if (this.staged.length < 8 * this.stagedCount + 8) {
       const grown = Buffer.allocUnsafe(2 * this.staged.length);
       this.staged.copy(grown, 0, 0, 8 * this.stagedCount);
@@ -491,9 +492,4 @@ export class ExactFingerprints {
   private bitsFor(count: number): number {
     return layoutBits(count, this.blockTarget);
   }
-}
-
-/** The big-endian u32 at `o` (no bounds checks: callers pass offsets inside `b`). */
-function u32(b: Uint8Array, o: number): number {
-  return ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
 }
