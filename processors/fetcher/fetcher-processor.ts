@@ -7,7 +7,7 @@ import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
-import { LeaseClock } from './lease-clock.js';
+import { LeaseClock, ProcessFrame } from './lease-clock.js';
 import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
@@ -58,7 +58,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   /** The per-IP gap at the wire: shared by the process's fetcher tasks when the engine runs them all. */
   private gate!: WireGate;
   /** The issuing frontier's clock, estimated from the leases of this task's partition. */
-  private readonly clock = new LeaseClock();
+  private clock!: LeaseClock;
 
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
@@ -69,6 +69,12 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.ctx = context;
     // every fetch of this process to an address passes one gate, whichever task it belongs to
     this.gate = context.inProcess('fetcher-wire-gate', () => new WireGate(this.config.ipGapMs));
+    // and every lease of the process starts on one offset (lease-clock.ts, ProcessFrame)
+    this.clock = new LeaseClock(
+      undefined,
+      undefined,
+      context.inProcess('fetcher-lease-frame', () => new ProcessFrame()),
+    );
     const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
@@ -116,18 +122,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // closed while waiting (or before): the task's last commit is done, so a result could never be
     // committed; no request is sent, and the frontier's lease expiry issues the URL again
     if (this.waits.closed) return;
-    const offset = this.clock.offsetFor(req.host);
-    const now = this.clock.toFrontier(this.clock.now(), offset);
-    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
-    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
-    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
-    const late = now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
-    if (late || req.ownerEpoch < this.newestEpoch) {
-      this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
-      if (!(req.ownerEpoch < this.newestEpoch)) this.clock.reported(req.host, offset);
-      this.emit(req, lateOutcome(req, now, late, this.newestEpoch), null);
-      return;
-    }
+    if (this.droppedLate(req)) return;
     // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
@@ -135,6 +130,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const wire =
       address === undefined ? undefined : await this.gate.pass(address, (ms, wake) => this.waits.wait(ms, wake));
     if (address !== undefined && wire === undefined) return;
+    // the gate may have held it past its window: then another partition's slot may be next on the address
+    if (this.droppedLate(req)) return wire?.done();
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
@@ -183,6 +180,25 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     m.inc(M.fetchBodyBytes, outcome.body.length);
     m.observe(M.fetchDuration, outcome.durationMs / 1000, req.kind);
     this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
+  }
+
+  /**
+   * Whether the lease is answered as late (past its window: CS_LEASE_EXPIRED) or stale (an older
+   * owner's) instead of fetched; if so the answer is out.
+   */
+  private droppedLate(req: FetchRequest): boolean {
+    const offset = this.clock.lateOffsetFor(req.host);
+    const now = this.clock.toFrontier(this.clock.now(), offset);
+    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
+    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
+    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
+    const late = now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
+    const stale = req.ownerEpoch < this.newestEpoch;
+    if (!late && !stale) return false;
+    this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
+    if (!stale) this.clock.reported(req.host, offset);
+    this.emit(req, lateOutcome(req, now, late, this.newestEpoch), null);
+    return true;
   }
 
   /** How long until the lease's notBefore on this task's clock (≤ 0: due). */

@@ -164,6 +164,25 @@ describe('FetcherProcessor', () => {
     assert.deepEqual(run.pageRecords, [], 'even on its last attempt, an expired lease says nothing about the page');
   });
 
+  test("a lease the per-IP gate holds past its start window is answered CS_LEASE_EXPIRED, never sent: its slot may be another partition's by then", async () => {
+    const hosts: string[] = [];
+    const server = track(
+      await startHttp((req, res) => {
+        hosts.push((req.headers.host ?? '').split(':')[0]!);
+        res.end('ok');
+      }),
+    );
+    // two hosts on one address (127.0.0.1): the second may start only 600 ms after the first, and its window ends before that
+    const first = lease(`http://first.test:${server.port}/`);
+    const second = lease(`http://second.test:${server.port}/`, { notAfter: Date.now() + 200 });
+    const run = await runLeases(loopbackConfig({ ipGapMs: 600 }), [first, second]);
+    assert.deepEqual(hosts, ['first.test']);
+    const byLease = new Map(run.results.map((r) => [r.leaseId, r]));
+    assert.equal(byLease.get(first.leaseId)?.status, 200);
+    assert.equal(byLease.get(second.leaseId)?.errorCode, 'CS_LEASE_EXPIRED');
+    assert.match(byLease.get(second.leaseId)?.errorMessage ?? '', /after its not-after deadline/);
+  });
+
   test('a lease is not started before its notBefore', async () => {
     const arrivals: number[] = [];
     const server = track(

@@ -1,6 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaseClock, OFFSET_WINDOW_MS } from '../../../processors/fetcher/lease-clock.js';
+import {
+  LeaseClock,
+  OFFSET_WINDOW_MS,
+  ProcessFrame,
+  SETTLE_MS,
+  SHARED_FRAME_TOLERANCE_MS,
+} from '../../../processors/fetcher/lease-clock.js';
 
 /**
  * A fetcher's lease clock `skewMs` off the frontier's (positive: ahead), on a local clock the test
@@ -79,4 +85,76 @@ test('reset forgets the samples and the hosts: a new frontier owner may run on a
   c.arrive(30);
   assert.equal(c.clock.offset, 5_030);
   assert.equal(c.clock.offsetFor('a.test'), 5_030);
+});
+
+test("the fetcher tasks of one process read leases on the process's least offset, so two partitions' slots on one address stay a slot apart when their leases travel unlike", () => {
+  let local = 50_000;
+  const frame = new ProcessFrame();
+  const slow = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  const fast = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  // one frontier clock, 2 s behind this machine's; one partition's leases take 150 ms at least, the other's 20 ms
+  const frontierNow = () => local - 2_000;
+  for (let i = 0; i < 5; i++) {
+    slow.observe(frontierNow() - 150 - 40 * i);
+    fast.observe(frontierNow() - 20 - 10 * i);
+    local += 100;
+  }
+  assert.equal(slow.offset, 2_020, 'the process floor, not its own 2,150');
+  assert.equal(fast.offset, 2_020);
+  // slots 230 ms apart on the frontier's clock start 230 ms apart here, whichever task starts them
+  const slot = frontierNow() + 1_000;
+  assert.equal(fast.toLocal(slot + 230) - slow.toLocal(slot), 230);
+  // a lease of the slow partition past its window by the floor is late, though not by its own offset
+  assert.ok(slow.toFrontier(slow.now()) > frontierNow() - 150);
+  // without a frame, each keeps its own
+  const alone = new LeaseClock(() => local);
+  alone.observe(frontierNow() - 150);
+  assert.equal(alone.offset, 2_150);
+});
+
+test('a task whose leases come from a frontier clock off the others by more than the tolerance keeps its own offset', () => {
+  const local = 50_000;
+  const frame = new ProcessFrame();
+  const synced = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  const off = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  synced.observe(local - 30);
+  off.observe(local - 30 - SHARED_FRAME_TOLERANCE_MS - 3_000);
+  assert.equal(synced.offset, 30);
+  assert.equal(
+    off.offset,
+    30 + SHARED_FRAME_TOLERANCE_MS + 3_000,
+    'its own: the floor would drop all its leases as late',
+  );
+  // within the tolerance, the floor
+  const near = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  near.observe(local - 30 - SHARED_FRAME_TOLERANCE_MS);
+  assert.equal(near.offset, 30);
+  // a reset task reads 0 until its first lease, whatever the frame holds
+  near.reset();
+  assert.equal(near.offset, 0);
+});
+
+test("a new task whose first leases waited for its assignment judges them late on the process floor, and waits on its own offset; once settled, a far offset is another frontier's clock", () => {
+  let local = 50_000;
+  const frame = new ProcessFrame();
+  const running = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  running.observe(local - 30);
+  const fresh = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  // its first lease was written 5 s ago, while the partition had no fetcher
+  fresh.observe(local - 5_000);
+  assert.equal(fresh.offsetFor('h.test'), 5_000, 'waits on its own: never early');
+  assert.equal(fresh.lateOffsetFor('h.test'), 30, 'judged on the floor: a start 5 s late is dropped, not made');
+  // a lease that travelled as fast as the others brings it onto the floor for both
+  fresh.observe(local - 40);
+  assert.equal(fresh.offsetFor('h.test'), 30);
+  assert.equal(fresh.lateOffsetFor('h.test'), 30);
+  // a task whose leases stay 3 s above the floor past SETTLE_MS reads another frontier clock: its own for both
+  const other = new LeaseClock(() => local, OFFSET_WINDOW_MS, frame);
+  other.observe(local - 3_030);
+  assert.equal(other.lateOffsetFor('h.test'), 30);
+  local += SETTLE_MS;
+  running.observe(local - 30);
+  other.observe(local - 3_030);
+  assert.equal(other.offsetFor('h.test'), 3_030);
+  assert.equal(other.lateOffsetFor('h.test'), 3_030);
 });
