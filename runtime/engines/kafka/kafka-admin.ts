@@ -64,8 +64,7 @@ export class KafkaAdmin {
         waiting = waiting.filter((t) => !led.has(t));
         lastError = undefined;
       } catch (err) {
-        if ((err as { retriable?: boolean }).retriable !== true)
-          throw kafkaError(`cannot read the metadata of ${waiting.join(', ')}`, err);
+        if (!notYetKnown(err)) throw kafkaError(`cannot read the metadata of ${waiting.join(', ')}`, err);
         lastError = err;
       }
       if (waiting.length === 0) return;
@@ -260,4 +259,24 @@ export function standbysIn(assignment: Buffer): number[] {
 /** The integers of a JSON list of partition numbers from another member; [] for anything else. */
 function partitionList(v: unknown): number[] {
   return Array.isArray(v) ? v.filter((p): p is number => Number.isInteger(p)) : [];
+}
+
+/**
+ * Whether `err` is an answer to ask again about topics just created: retriable by kafkajs's word,
+ * or a broker that has not heard of them yet (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE),
+ * also when kafkajs has wrapped that in a give-up of its own retries (seen on a three-broker
+ * cluster with 26 topics of 64 partitions, a few seconds after the cluster started).
+ */
+function notYetKnown(err: unknown): boolean {
+  for (
+    let e = err as { retriable?: boolean; type?: string; originalError?: unknown; cause?: unknown } | undefined,
+      depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    if (e.retriable === true || e.type === 'UNKNOWN_TOPIC_OR_PARTITION' || e.type === 'LEADER_NOT_AVAILABLE')
+      return true;
+    e = (e.originalError ?? e.cause) as typeof e;
+  }
+  return false;
 }
