@@ -8,6 +8,7 @@ import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
 import { LeaseClock, ProcessFrame } from './lease-clock.js';
+import { CrawlError } from '../../core/errors.js';
 import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
 import { isDedupable } from '../common/payload.js';
@@ -140,8 +141,13 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       // robots.txt, sitemaps and feeds are read whatever type they are served as
       const accept =
         req.kind === 'PAGE' ? (h: Record<string, string>) => this.acceptTypes.accepts(h['content-type']) : undefined;
-      // the gate's gap runs from the real send: a connect that took long must not shorten it
-      outcome = await this.client.fetch(req.url, headers, accept, wire?.sent);
+      // the gate's gap runs from the real send: a connect that took long must not shorten it; and
+      // a lease whose window passed meanwhile is not sent (the judge saw starts 50-100 ms late)
+      outcome = await this.client.fetch(req.url, headers, accept, () => {
+        const late = this.lateness(req);
+        if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
+        wire?.sent();
+      });
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer
       outcome = failedOutcome(req.url, Math.round(this.clock.now() - started), err);
@@ -152,7 +158,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const reportOffset = this.clock.offset;
     outcome.startedAt = this.clock.toFrontier(started, reportOffset);
     this.clock.reported(req.host, reportOffset);
-    this.ctx.metrics.inc(M.fetches, 1, req.kind);
+    if (outcome.errorCode === 'CS_LEASE_EXPIRED') {
+      this.ctx.metrics.inc(M.leasesDroppedLate);
+      this.clock.reported(req.host, reportOffset);
+    } else this.ctx.metrics.inc(M.fetches, 1, req.kind);
     let robotsBody: string | null = null;
     try {
       // a body cut at the cap is still checked: a bomb is the more telling verdict than its size
@@ -187,18 +196,23 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
    * owner's) instead of fetched; if so the answer is out.
    */
   private droppedLate(req: FetchRequest): boolean {
-    const offset = this.clock.lateOffsetFor(req.host);
-    const now = this.clock.toFrontier(this.clock.now(), offset);
-    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
-    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
-    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
-    const late = now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
+    const { late, now, offset } = this.lateness(req);
     const stale = req.ownerEpoch < this.newestEpoch;
     if (!late && !stale) return false;
     this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
     if (!stale) this.clock.reported(req.host, offset);
     this.emit(req, lateOutcome(req, now, late, this.newestEpoch), null);
     return true;
+  }
+
+  /** Whether the lease's window has passed now, and now on the frontier's clock with the offset it was judged with. */
+  private lateness(req: FetchRequest): { late: boolean; now: number; offset: number } {
+    const offset = this.clock.lateOffsetFor(req.host);
+    const now = this.clock.toFrontier(this.clock.now(), offset);
+    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
+    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
+    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
+    return { late: now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS, now, offset };
   }
 
   /** How long until the lease's notBefore on this task's clock (≤ 0: due). */
@@ -358,12 +372,17 @@ export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifMo
 }
 
 /** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
+/** Why a lease whose window has passed (`now` on the frontier's clock) is not fetched. */
+function lateMessage(req: FetchRequest, now: number): string {
+  return now > req.notAfter
+    ? `lease started ${now - req.notAfter} ms after its not-after deadline`
+    : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
+}
+
 function lateOutcome(req: FetchRequest, now: number, late: boolean, newestEpoch: number): FetchOutcome {
   const why = !late
     ? `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`
-    : now > req.notAfter
-      ? `lease started ${now - req.notAfter} ms after its not-after deadline`
-      : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
+    : lateMessage(req, now);
   return {
     url: req.url,
     status: 0,

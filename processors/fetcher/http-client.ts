@@ -162,13 +162,14 @@ export class HttpClient {
    * `acceptBody` answers false on a 2xx response's headers, the body is not read: the connection
    * is closed at once and the outcome is CS_REFUSED_TYPE with an empty, truncated body.
    * `onSend` runs once, synchronously, right before the request's head is written to its socket
-   * (after DNS and the connect); never when the request fails before that.
+   * (after DNS and the connect); never when the request fails before that. When it returns an
+   * error, nothing is written and the outcome is that error's (its code, for a CrawlError).
    */
   async fetch(
     url: string,
     headers: Record<string, string> = {},
     acceptBody?: (headers: Record<string, string>) => boolean,
-    onSend?: () => void,
+    onSend?: () => Error | void,
   ): Promise<FetchOutcome> {
     const startedAt = Date.now();
     const t0 = performance.now();

@@ -8,10 +8,13 @@ import type { Dispatcher } from 'undici';
  * process. A callback runs at most once and is forgotten with its signal.
  */
 export class SendHooks {
-  private readonly hooks = new WeakMap<AbortSignal, () => void>();
+  private readonly hooks = new WeakMap<AbortSignal, () => Error | void>();
 
-  /** Calls `onSend` when the request dispatched with `signal` is sent; a later call replaces it. */
-  on(signal: AbortSignal, onSend: () => void): void {
+  /**
+   * Calls `onSend` when the request dispatched with `signal` is about to be sent; a later call
+   * replaces it. When `onSend` returns an error the request is not written: it fails with that error.
+   */
+  on(signal: AbortSignal, onSend: () => Error | void): void {
     this.hooks.set(signal, onSend);
   }
 
@@ -27,11 +30,11 @@ export class SendHooks {
 
 /** Passes every event on to the request's own handler, after `onSend` for the first start. */
 class SendHandler implements Dispatcher.DispatchHandler {
-  private onSend: (() => void) | undefined;
+  private onSend: (() => Error | void) | undefined;
 
   constructor(
     private readonly inner: Dispatcher.DispatchHandler,
-    onSend: () => void,
+    onSend: () => Error | void,
   ) {
     this.onSend = onSend;
   }
@@ -39,13 +42,16 @@ class SendHandler implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
     const once = this.onSend;
     this.onSend = undefined;
-    // the owner's bookkeeping must never fail the request
+    let refused: Error | void = undefined;
+    // the owner's bookkeeping must never fail the request (only its refusal does)
     try {
-      once?.();
+      refused = once?.();
     } catch {
       /* ignored */
     }
     this.inner.onRequestStart?.(controller, context);
+    // undici checks right after this call whether the request was aborted, before writing its head
+    if (refused instanceof Error) controller.abort(refused);
   }
 
   onRequestUpgrade(

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { CrawlError } from '../../../core/errors.js';
 import type http from 'node:http';
 import { Readable, pipeline } from 'node:stream';
 import { after, describe, test } from 'node:test';
@@ -205,7 +206,7 @@ describe('HttpClient', () => {
       }),
     );
     const client = loopbackClient();
-    const sent = (name: string) => () => events.push(`sent ${name}`);
+    const sent = (name: string) => () => void events.push(`sent ${name}`);
     // the first request opens the connection: its send comes after the connect
     const first = client.fetch(`http://127.0.0.1:${server.port}/a`, {}, undefined, sent('/a'));
     // the process's own global fetch to the same address (a health probe, say) is not this client's
@@ -225,10 +226,33 @@ describe('HttpClient', () => {
     await refused.close();
     const other = loopbackClient();
     let calls = 0;
-    const out = await other.fetch(`http://127.0.0.1:${port}/`, {}, undefined, () => calls++);
+    const out = await other.fetch(`http://127.0.0.1:${port}/`, {}, undefined, () => void calls++);
     await other.close();
     assert.equal(out.errorCode, 'CS_CONNECT', out.errorMessage);
     assert.equal(calls, 0, 'a refused connection sent nothing');
+  });
+
+  test('a request whose send hook answers an error is not written: it fails with that error, the connection made', async () => {
+    const seen: string[] = [];
+    const server = track(
+      await startHttp((req, res) => {
+        seen.push(req.url ?? '');
+        res.end('ok');
+      }),
+    );
+    const client = loopbackClient();
+    const out = await client.fetch(
+      `http://127.0.0.1:${server.port}/refused`,
+      {},
+      undefined,
+      () => new CrawlError('CS_LEASE_EXPIRED', 'the window passed'),
+    );
+    assert.equal(out.errorCode, 'CS_LEASE_EXPIRED', out.errorMessage);
+    assert.equal(out.status, 0);
+    // the client goes on: the next request is written
+    assert.equal((await client.fetch(`http://127.0.0.1:${server.port}/next`)).status, 200);
+    await client.close();
+    assert.deepEqual(seen, ['/next'], 'the server never read the refused request');
   });
 
   test('a refused connection is CS_CONNECT', async () => {
