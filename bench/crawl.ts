@@ -8,6 +8,7 @@ import type { SiteSpec } from '../synthetic-web/sites.js';
 import { SyntheticWeb, type SyntheticWebOptions } from '../synthetic-web/synthetic-web.js';
 import { formatProfileSummary, profileFiles, summarizeProfile } from './cpu-profile.js';
 import { measureCrawl, printRun, type CrawlRun } from './crawl-measure.js';
+import { ipGapsWithinStamps } from './loop-ticks.js';
 import { machineLine } from './machine.js';
 import type { NaiveCrawlerConfig } from './naive-crawler.js';
 import { processUsage } from './proc-usage.js';
@@ -257,15 +258,7 @@ async function judgeAndPrint(
   for (const v of report.violations.slice(0, 3)) process.stdout.write(`  ${v.kind} ${v.host} #${v.seq}: ${v.detail}\n`);
   const gaps = report.violations.filter((v) => v.kind === 'ip-gap');
   if (gaps.length > 0) {
-    const bySeq = new Map(log.map((e) => [e.seq, e]));
-    const within = gaps.filter((v) => {
-      const later = bySeq.get(v.seq);
-      const earlier = bySeq.get(Number(/after #(\d+)/.exec(v.detail)?.[1]));
-      const needs = Number(/needs ([\d.]+) ms/.exec(v.detail)?.[1]);
-      if (later === undefined || earlier === undefined || !(needs > 0)) return false;
-      // the earlier stamp may be late by the stall before it; a later stamp is never early
-      return later.start - earlier.start + run.webLoop.stallBefore(earlier.start) >= needs;
-    });
+    const within = ipGapsWithinStamps(report, log, run.webLoop);
     process.stdout.write(
       `  ${within.length} of ${gaps.length} ip-gap violations are within the judge's stamps: the earlier request was stamped after the web's loop had stood still at least as long as the gap is short\n`,
     );

@@ -1,3 +1,6 @@
+import type { PolitenessReport } from '../synthetic-web/politeness.js';
+import type { RequestLogEntry } from '../synthetic-web/synthetic-web.js';
+
 /**
  * When this process's event loop turned, from a 1 ms interval timer: a request the web stamps
  * right after the loop stood still may have arrived any time during the stall, so its stamp is late
@@ -38,4 +41,26 @@ export class LoopTicks {
     }
     this.ticks[this.count++] = performance.timeOrigin + performance.now();
   }
+}
+
+/**
+ * The ip-gap violations of `report` the judge cannot tell from a polite pair: the earlier request
+ * was stamped right after `ticks`' loop had stood still at least as long as the gap is short (a
+ * later stamp is never early). Not a verdict that they are none: the crawler's own send times are
+ * not in the log.
+ */
+export function ipGapsWithinStamps(
+  report: PolitenessReport,
+  log: readonly RequestLogEntry[],
+  ticks: LoopTicks,
+): PolitenessReport['violations'] {
+  const bySeq = new Map(log.map((e) => [e.seq, e]));
+  return report.violations.filter((v) => {
+    if (v.kind !== 'ip-gap') return false;
+    const later = bySeq.get(v.seq);
+    const earlier = bySeq.get(Number(/after #(\d+)/.exec(v.detail)?.[1]));
+    const needs = Number(/needs ([\d.]+) ms/.exec(v.detail)?.[1]);
+    if (later === undefined || earlier === undefined || !(needs > 0)) return false;
+    return later.start - earlier.start + ticks.stallBefore(earlier.start) >= needs;
+  });
 }

@@ -11,7 +11,8 @@ npm run --silent lint
 
 # the three-broker runs only when named: the chaos run (test/kafka/cluster-chaos.test.ts, 4-7 min),
 # `npm run test:chaos` (docs/KAFKA.md, "Chaos on a replicated cluster"; its history in docs/INCIDENTS.md),
-# and the failover of a 1 GiB partition (test/kafka/cluster-failover.test.ts), `npm run test:failover`
+# the failover of a 1 GiB partition (test/kafka/cluster-failover.test.ts), `npm run test:failover`,
+# and the rolling restart at 64 partitions (test/kafka/cluster-rolling.test.ts), `npm run test:rolling`
 if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(find dist/test -name '*.test.js' ! -name 'cluster-chaos.test.js' ! -name 'cluster-failover.test.js' ! -name 'cluster-rolling.test.js' | sort); fi
 
 # whether a selected file's path matches the pattern. grep reads every line (no -q): with pipefail, a

@@ -141,10 +141,11 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       // robots.txt, sitemaps and feeds are read whatever type they are served as
       const accept =
         req.kind === 'PAGE' ? (h: Record<string, string>) => this.acceptTypes.accepts(h['content-type']) : undefined;
-      // the gate's gap runs from the real send: a connect that took long must not shorten it; and
-      // a lease whose window passed meanwhile is not sent (the judge saw starts 50-100 ms late)
+      // the gate's gap runs from the real send: a connect that took long must not shorten it. A
+      // frontier slot keeps as much again as a lease's start window for its fetch to reach the
+      // wire (ip-limiter.ts); one that has not by then is not sent: the address may be another partition's
       outcome = await this.client.fetch(req.url, headers, accept, () => {
-        const late = this.lateness(req);
+        const late = this.lateness(req, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
         if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
         wire?.sent();
       });
@@ -205,14 +206,18 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     return true;
   }
 
-  /** Whether the lease's window has passed now, and now on the frontier's clock with the offset it was judged with. */
-  private lateness(req: FetchRequest): { late: boolean; now: number; offset: number } {
+  /**
+   * Whether the lease's window (and `beyondMs` after it) has passed now, and now on the frontier's
+   * clock with the offset it was judged with.
+   */
+  private lateness(req: FetchRequest, beyondMs = 0): { late: boolean; now: number; offset: number } {
     const offset = this.clock.lateOffsetFor(req.host);
     const now = this.clock.toFrontier(this.clock.now(), offset);
     // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
     // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
     // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
-    return { late: now > req.notAfter || Date.now() - req.notAfter > EXPIRY_GRACE_MS, now, offset };
+    const late = now > req.notAfter + beyondMs || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
+    return { late, now, offset };
   }
 
   /** How long until the lease's notBefore on this task's clock (≤ 0: due). */

@@ -11,6 +11,7 @@ import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, pageRecordsOf } from './page-records.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
+import { ipGapsWithinStamps, LoopTicks } from '../../bench/loop-ticks.js';
 import { commitQuantile, longestGap, type Buckets, addBuckets, parseCommitBuckets } from './rolling-figures.js';
 
 // Issue #36's third Done-when: 64 partitions on a three-node cluster, two instances of each role
@@ -75,6 +76,9 @@ test(
     const tag = Date.now().toString(36);
     const generated = rollingSites(tag);
     const web = await SyntheticWeb.start({ sites: generated });
+    // when the web's loop turned: a stamp taken after it stood still may be late by the stall
+    const webLoop = new LoopTicks();
+    webLoop.start();
     const dir = tempDir('kafka-rolling');
     const instances: Instance[] = [];
     const began = Date.now();
@@ -226,7 +230,12 @@ test(
       assert.deepEqual(unfetched(), [], 'pages the crawl never fetched');
 
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', crashes: [], ipOf: web.ipOf });
-      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
+      const within = ipGapsWithinStamps(report, log, webLoop);
+      assert.deepEqual(
+        report.violations,
+        [],
+        `${formatPolitenessReport(report)}\n${within.length} of them within the judge's stamps (the earlier request stamped after the web's loop had stood still at least as long as the gap is short)`,
+      );
 
       const records = await pageRecordsOf(brokers, registry);
       const counts = countByUrl(records);
@@ -246,6 +255,7 @@ test(
         `commit p99 ≤ ${crawlP99} s, interval ${COMMIT_INTERVAL_S} s`,
       );
     } finally {
+      webLoop.stop();
       for (const i of instances) i.child.kill('SIGKILL');
       await Promise.all(instances.map((i) => i.exited));
       await web.close();
