@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';
 import { standardExpectations, standardWeb, type PageSpec, type SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLUSTER, createReplicatedTopics, startCluster } from './cluster.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js';
@@ -20,7 +20,6 @@ import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js'
 // not write), the server's log must show no politeness violation, and no URL may be lost.
 // CRAWLSTREAM_TEST_SEED replays a run's choices (which instances, which broker, how it stops).
 
-const CLUSTER = fileURLToPath(new URL('../../../scripts/kafka/cluster.sh', import.meta.url));
 const PARTITIONS = 8;
 const SITES = 24;
 const PAGES = 20;
@@ -73,26 +72,10 @@ test(
     note(`seed ${seed} (CRAWLSTREAM_TEST_SEED=${seed} replays the choices)`);
     const at = (): string => `${((Date.now() - began) / 1000).toFixed(1)} s, ${web.requests().length} requests`;
     try {
-      const cluster = await sh('bash', [CLUSTER, 'start']);
-      assert.equal(cluster.code, 0, `cluster.sh start:\n${cluster.stderr}`);
-      const brokers = /^CRAWLSTREAM_CLUSTER_BROKERS=(\S+)$/m.exec(cluster.stdout)?.[1];
-      assert.ok(brokers, `cluster.sh start printed no brokers:\n${cluster.stdout}`);
+      const brokers = await startCluster();
       note(`${at()}: cluster up on ${brokers}`);
-      const created = await sh(process.execPath, [
-        CLI,
-        'topics',
-        'create',
-        '--brokers',
-        brokers,
-        '--partitions',
-        String(PARTITIONS),
-        '--replication-factor',
-        '3',
-        '--min-insync-replicas',
-        '2',
-      ]);
-      assert.equal(created.code, 0, created.stderr);
-      assert.match(created.stdout, /created\s+page-records \(8 partitions,.* min\.insync\.replicas=2\)/);
+      const created = await createReplicatedTopics(brokers, PARTITIONS);
+      assert.match(created, /created\s+page-records \(8 partitions,.* min\.insync\.replicas=2\)/);
       const seeds = writeSeeds(dir, web.seedUrls());
       const partitions = ['--partitions', String(PARTITIONS)];
       const injected = await sh(process.execPath, [CLI, ...injectArgs(seeds, brokers, registry), ...partitions]);

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import type { PageSpec, SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
@@ -12,6 +11,7 @@ import { KafkaPort, type OutRecord } from '../../runtime/engines/kafka/kafka-por
 import { partitionFor } from '../../runtime/partitioner.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLUSTER, createReplicatedTopics, startCluster } from './cluster.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, LOOPBACK_WEB_ARGS } from './page-records.js';
@@ -21,7 +21,6 @@ import { injectArgs, LOOPBACK_WEB_ARGS } from './page-records.js';
 // when fetching for that partition's sites resumes. Once with a standby on the other instance
 // (--standby-replicas 1), once without (a full restore), each under its own application id.
 
-const CLUSTER = fileURLToPath(new URL('../../../scripts/kafka/cluster.sh', import.meta.url));
 const PARTITIONS = 4;
 const SITES = 16;
 const PAGES = 60;
@@ -69,22 +68,7 @@ async function failover(
   const instances: Instance[] = [];
   const began = Date.now();
   try {
-    const created = await sh(process.execPath, [
-      CLI,
-      'topics',
-      'create',
-      '--brokers',
-      brokers,
-      '--app-id',
-      appId,
-      '--partitions',
-      String(PARTITIONS),
-      '--replication-factor',
-      '3',
-      '--min-insync-replicas',
-      '2',
-    ]);
-    assert.equal(created.code, 0, created.stderr);
+    await createReplicatedTopics(brokers, PARTITIONS, appId);
     // the partition whose task dies: the one most of the sites fall in
     const partitionOf = (host: string): number => partitionFor(Buffer.from(siteOf(`http://${host}/`)), PARTITIONS);
     const counts = new Array<number>(PARTITIONS).fill(0);
@@ -227,10 +211,7 @@ test(
   { timeout: 2_400_000 },
   async (t) => {
     const { registry } = kafkaInfra();
-    const cluster = await sh('bash', [CLUSTER, 'start']);
-    assert.equal(cluster.code, 0, `cluster.sh start:\n${cluster.stderr}`);
-    const brokers = /^CRAWLSTREAM_CLUSTER_BROKERS=(\S+)$/m.exec(cluster.stdout)?.[1];
-    assert.ok(brokers, cluster.stdout);
+    const brokers = await startCluster();
     t.after(() => sh('bash', [CLUSTER, 'stop']));
     const tag = Date.now().toString(36);
     const withStandby = await failover(brokers, registry, `fo-standby-${tag}`, 1, (l) => t.diagnostic(l));

@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import type { PageSpec, SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
+import { CLUSTER, createReplicatedTopics, startCluster } from './cluster.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, pageRecordsOf } from './page-records.js';
@@ -22,7 +22,6 @@ import { commitQuantile, longestGap, type Buckets, addBuckets, parseCommitBucket
 // p99; the page records, read by a consumer we did not write, say exactly once; the judge says
 // polite, per host and per address. `npm run test:rolling`; CRAWLSTREAM_TEST_LOGS=<dir> keeps every instance's output.
 
-const CLUSTER = fileURLToPath(new URL('../../../scripts/kafka/cluster.sh', import.meta.url));
 const PARTITIONS = Number(process.env['CRAWLSTREAM_ROLLING_PARTITIONS'] ?? 64);
 const SITES = 128;
 const PAGES = 25;
@@ -89,24 +88,9 @@ test(
     };
     const at = (): string => `${((Date.now() - began) / 1000).toFixed(1)} s, ${web.requests().length} requests`;
     try {
-      const cluster = await sh('bash', [CLUSTER, 'start']);
-      assert.equal(cluster.code, 0, `cluster.sh start:\n${cluster.stderr}`);
-      const brokers = /^CRAWLSTREAM_CLUSTER_BROKERS=(\S+)$/m.exec(cluster.stdout)?.[1];
-      assert.ok(brokers, `cluster.sh start printed no brokers:\n${cluster.stdout}`);
+      const brokers = await startCluster();
       const partitions = ['--partitions', String(PARTITIONS)];
-      const created = await sh(process.execPath, [
-        CLI,
-        'topics',
-        'create',
-        '--brokers',
-        brokers,
-        ...partitions,
-        '--replication-factor',
-        '3',
-        '--min-insync-replicas',
-        '2',
-      ]);
-      assert.equal(created.code, 0, created.stderr);
+      await createReplicatedTopics(brokers, PARTITIONS);
       note(`${at()}: cluster up on ${brokers}, topics of ${PARTITIONS} partitions`);
       const injected = await sh(process.execPath, [
         CLI,
