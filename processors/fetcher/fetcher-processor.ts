@@ -159,10 +159,9 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const reportOffset = this.clock.offset;
     outcome.startedAt = this.clock.toFrontier(started, reportOffset);
     this.clock.reported(req.host, reportOffset);
-    if (outcome.errorCode === 'CS_LEASE_EXPIRED') {
-      this.ctx.metrics.inc(M.leasesDroppedLate);
-      this.clock.reported(req.host, reportOffset);
-    } else this.ctx.metrics.inc(M.fetches, 1, req.kind);
+    // refused at the wire (its window passed during the connect): a late drop, not a fetch
+    if (outcome.errorCode === 'CS_LEASE_EXPIRED') this.ctx.metrics.inc(M.leasesDroppedLate);
+    else this.ctx.metrics.inc(M.fetches, 1, req.kind);
     let robotsBody: string | null = null;
     try {
       // a body cut at the cap is still checked: a bomb is the more telling verdict than its size
@@ -376,7 +375,6 @@ export function conditionalHeaders(req: Pick<FetchRequest, 'ifNoneMatch' | 'ifMo
   return headers;
 }
 
-/** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
 /** Why a lease whose window has passed (`now` on the frontier's clock) is not fetched. */
 function lateMessage(req: FetchRequest, now: number): string {
   return now > req.notAfter
@@ -384,6 +382,7 @@ function lateMessage(req: FetchRequest, now: number): string {
     : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
 }
 
+/** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
 function lateOutcome(req: FetchRequest, now: number, late: boolean, newestEpoch: number): FetchOutcome {
   const why = !late
     ? `lease of frontier owner epoch ${req.ownerEpoch}; epoch ${newestEpoch} owns the partition now`
