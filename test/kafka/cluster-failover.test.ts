@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import type { PageSpec, SiteSpec } from '../../synthetic-web/sites.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { validateCrawlConfig } from '../../processors/common/crawl-config.js';
 import { siteOf } from '../../processors/common/normalize.js';
@@ -11,7 +11,7 @@ import { KafkaPort, type OutRecord } from '../../runtime/engines/kafka/kafka-por
 import { partitionFor } from '../../runtime/partitioner.js';
 import { crawlTopology } from '../../topology/crawl-topology.js';
 import { CLI, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
-import { CLUSTER, createReplicatedTopics, startCluster } from './cluster.js';
+import { CLUSTER, createReplicatedTopics, hubSite, startCluster } from './cluster.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, LOOPBACK_WEB_ARGS } from './page-records.js';
@@ -36,13 +36,7 @@ const FILL_VALUE = Number(process.env['CRAWLSTREAM_FAILOVER_VALUE_BYTES'] ?? 200
 const STANDBY_RESUME_MS = 30_000;
 
 function failoverSites(tag: string): SiteSpec[] {
-  return Array.from({ length: SITES }, (_, i) => {
-    const host = `fo${i}-${tag}.test`;
-    const paths = Array.from({ length: PAGES - 1 }, (_, j) => `/p${j}.html`);
-    const pages: Record<string, PageSpec> = { '/': { title: `${host} home`, links: paths } };
-    for (const p of paths) pages[p] = { title: `${host} ${p}`, links: ['/'] };
-    return { host, seed: true, robots: { status: 200, body: `User-agent: *\nCrawl-delay: ${CRAWL_DELAY_S}\n` }, pages };
-  });
+  return Array.from({ length: SITES }, (_, i) => hubSite(`fo${i}-${tag}.test`, PAGES, CRAWL_DELAY_S));
 }
 
 interface Failover {

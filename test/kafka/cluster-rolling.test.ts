@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import type { PageSpec, SiteSpec } from '../../synthetic-web/sites.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
-import { CLUSTER, createReplicatedTopics, startCluster } from './cluster.js';
+import { CLUSTER, createReplicatedTopics, hubSite, startCluster } from './cluster.js';
 import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, pageRecordsOf } from './page-records.js';
@@ -35,16 +35,11 @@ const STANDBYS = process.env['CRAWLSTREAM_ROLLING_STANDBYS'] ?? '1';
 const CAP_MS = 1_500_000;
 
 function rollingSites(tag: string): SiteSpec[] {
-  return Array.from({ length: SITES }, (_, i) => {
-    const host = `roll${i}-${tag}.test`;
-    const paths = Array.from({ length: PAGES - 1 }, (_, j) => `/p${j}.html`);
-    const pages: Record<string, PageSpec> = { '/': { title: `${host} home`, links: paths } };
-    for (const p of paths) pages[p] = { title: `${host} ${p}`, links: ['/'] };
-    // two sites an address, as on shared hosting: the judge checks the per-address rules too
-    const address = `127.0.1.${10 + Math.floor(i / 2)}`;
-    const robots = { status: 200, body: `User-agent: *\nCrawl-delay: ${CRAWL_DELAY_S}\n` };
-    return { host, address, seed: true, robots, pages };
-  });
+  // two sites an address, as on shared hosting: the judge checks the per-address rules too
+  return Array.from({ length: SITES }, (_, i) => ({
+    ...hubSite(`roll${i}-${tag}.test`, PAGES, CRAWL_DELAY_S),
+    address: `127.0.1.${10 + Math.floor(i / 2)}`,
+  }));
 }
 
 async function opsText(i: Instance, path: string): Promise<{ status: number; body: string } | undefined> {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import type { PageSpec, SiteSpec } from '../../synthetic-web/sites.js';
 import { CLI, sh } from '../e2e/harness.js';
 
 /** The three-node KRaft cluster of the chaos, failover and rolling tests (replication 3, min.insync.replicas 2). */
@@ -35,4 +36,21 @@ export async function createReplicatedTopics(brokers: string, partitions: number
   ]);
   assert.equal(created.code, 0, created.stderr);
   return created.stdout;
+}
+
+/**
+ * A seed site of `pages` pages, its home linking every other page and each of those linking home,
+ * whose robots.txt asks `crawlDelayS` seconds between requests: a crawl of it lasts at least
+ * `pages` × that.
+ */
+export function hubSite(host: string, pages: number, crawlDelayS: number): SiteSpec {
+  const paths = Array.from({ length: pages - 1 }, (_, j) => `/p${j}.html`);
+  const spec: Record<string, PageSpec> = { '/': { title: `${host} home`, links: paths } };
+  for (const p of paths) spec[p] = { title: `${host} ${p}`, links: ['/'] };
+  return {
+    host,
+    seed: true,
+    robots: { status: 200, body: `User-agent: *\nCrawl-delay: ${crawlDelayS}\n` },
+    pages: spec,
+  };
 }
