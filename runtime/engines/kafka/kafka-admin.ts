@@ -265,7 +265,7 @@ function partitionList(v: unknown): number[] {
  * Whether `err` is an answer to ask again about topics just created: retriable by kafkajs's word,
  * or a broker that has not heard of them yet (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE),
  * also when kafkajs has wrapped that in a give-up of its own retries (seen on a three-broker
- * cluster with 26 topics of 64 partitions, a few seconds after the cluster started).
+ * cluster with 26 topics of 8 partitions, a few seconds after the cluster started).
  */
 function notYetKnown(err: unknown): boolean {
   for (
