@@ -7,6 +7,7 @@ import { commandUsage } from './usage.js';
 import { SETTINGS } from './settings.js';
 import { parseLogOptions, type LoggerOptions } from '../core/logger.js';
 import { availableParallelism } from 'node:os';
+import { cgroupMemoryLimit } from './memory-limit.js';
 import { validateCrawlConfig, type CrawlConfig } from '../processors/common/crawl-config.js';
 import { parseWarcStoreUrl, type WarcStoreTarget } from '../processors/common/warc-store-target.js';
 import { parseCidr } from '../processors/fetcher/address-guard.js';
@@ -185,6 +186,7 @@ export function crawlSettingsOf({ values, sites }: ResolvedSettings): Omit<Crawl
   const caFile = str('ca-file');
   const config = validateCrawlConfig({
     threads: availableParallelism(),
+    memoryBudgetBytes: cgroupMemoryLimit(),
     ...(partial as Partial<CrawlConfig>),
     resolve,
     allowIps,

@@ -199,6 +199,15 @@ export const CRAWL_KNOBS: readonly Setting[] = [
     'seenBlockCacheBytes',
     "RAM per frontier partition caching the seen-set's fingerprint blocks (0: none)",
   ),
+  {
+    name: 'memory-budget',
+    kind: 'int',
+    unit: 'bytes',
+    arg: 'BYTES',
+    config: 'memoryBudgetBytes',
+    ownDefault: true,
+    help: "RAM this process plans its frontier partitions' seen-sets within, all together: block caches shrink to fit beside the filters (default: the cgroup's memory limit, if any; 0: none)",
+  },
   bytes('warc-max-file', 'warcMaxFileBytes', 'a WARC file is closed and a new one started at about this size'),
   bytes(
     'content-text-max',

@@ -21,7 +21,31 @@ export class BlockCache {
   hits = 0;
   misses = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(private max: number) {}
+
+  /** The budget: `size` stays within it. */
+  get maxBytes(): number {
+    return this.max;
+  }
+
+  /**
+   * A new budget (a process memory plan granted this cache more or less). A smaller one keeps the
+   * most recent blocks that fit: the old generation goes, and the young one keeps its newest
+   * blocks up to half the budget. O(blocks held) when it shrinks; rare (a plan changes as tasks
+   * come and go).
+   */
+  resize(maxBytes: number): void {
+    this.max = maxBytes;
+    if (this.oldBytes + this.youngBytes > maxBytes) this.dropOld();
+    if (this.youngBytes <= maxBytes / 2) return;
+    const entries = [...this.young];
+    let from = entries.length;
+    let bytes = 0;
+    while (from > 0 && bytes + entries[from - 1]![1].length + ENTRY_OVERHEAD <= maxBytes / 2)
+      bytes += entries[--from]![1].length + ENTRY_OVERHEAD;
+    this.young = new Map(entries.slice(from));
+    this.youngBytes = bytes;
+  }
 
   /** The cached block (the empty buffer: no such block), or undefined when not cached. */
   get(id: number): Buffer | undefined {
@@ -86,12 +110,14 @@ export class BlockCache {
       this.youngBytes = 0;
     }
     // a block over half the budget: the old generation goes too, so both stay within it
-    if (this.oldBytes + bytes > this.maxBytes) {
-      this.old = new Map();
-      this.oldBytes = 0;
-    }
+    if (this.oldBytes + bytes > this.maxBytes) this.dropOld();
     this.young.set(id, block);
     this.youngBytes += bytes;
+  }
+
+  private dropOld(): void {
+    this.old = new Map();
+    this.oldBytes = 0;
   }
 
   private remove(id: number): void {

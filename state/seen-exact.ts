@@ -150,6 +150,21 @@ export class ExactFingerprints {
     this.firstBits = this.bitsFor(options.expectedCount);
   }
 
+  /** RAM held by the unmerged fingerprints' chains (as `stats().ramBytes`, without building the rest). */
+  get ramBytes(): number {
+    return this.unmerged.byteLength;
+  }
+
+  /** The block cache's budget (`blockCacheBytes` until a memory plan resizes it). */
+  get cacheBytes(): number {
+    return this.cache.maxBytes;
+  }
+
+  /** A new budget for the block cache (`BlockCache.resize`); whatever it is, answers stay exact. */
+  resizeCache(bytes: number): void {
+    this.cache.resize(bytes);
+  }
+
   /**
    * Opens the layout without reading any fingerprint: O(1) store reads (the layout record and
    * the legacy marker). The stored fingerprints are then read by `warm` steps, each handed to

@@ -10,6 +10,7 @@ import {
   type FingerprintStore,
 } from './seen-exact.js';
 import { COUNT_KEY, decodeCount, encodeCount } from './seen-layout.js';
+import type { MemoryBudget, MemoryClaim, MemoryShare } from './memory-budget.js';
 
 export type { FingerprintStore } from './seen-exact.js';
 
@@ -33,6 +34,13 @@ export interface SeenSetOptions {
   readonly growFilter?: boolean;
   /** Tuning of the exact layer's blocks and sweeps (see `ExactFingerprints`); defaults suit a crawl. */
   readonly exact?: Omit<ExactLayerOptions, 'expectedCount'>;
+  /**
+   * The process's memory plan, shared with its other seen-sets: from `init()` to `close()` the
+   * filter and the unmerged fingerprints are claimed in it (as they grow: at `init`, `warm`'s end
+   * and `reportMetrics`) and the block cache gets its grant (`exact.blockCacheBytes` asked).
+   * Absent: the cache keeps the size asked.
+   */
+  readonly memory?: MemoryBudget;
 }
 
 /** Gauges of one seen-set, as plain numbers for metrics. */
@@ -101,6 +109,9 @@ export class SeenSet {
   private found = 0;
   private countKnown = true;
   private warmChecks = 0;
+  private readonly memory: MemoryBudget | undefined;
+  private closed = false;
+  private claims: { bloom: MemoryClaim; chains: MemoryClaim; blocks: MemoryShare } | undefined;
 
   constructor(
     private readonly store: FingerprintStore,
@@ -111,6 +122,7 @@ export class SeenSet {
     this.target = options.falsePositiveRate;
     this.growFilter = options.growFilter ?? true;
     this.exact = new ExactFingerprints(store, { ...options.exact, expectedCount: options.expectedCount });
+    this.memory = options.memory;
   }
 
   /**
@@ -131,6 +143,39 @@ export class SeenSet {
     this.recorded = count ?? 0;
     this.countKnown = count !== undefined;
     this.warming = !this.exact.warmed;
+    this.plan();
+  }
+
+  /**
+   * Leaves the process's memory plan (`SeenSetOptions.memory`) for good: its claims and cache
+   * grant go back, and nothing after joins it again. Idempotent; the set still answers.
+   */
+  close(): void {
+    this.closed = true;
+    const c = this.claims;
+    this.claims = undefined;
+    c?.bloom.release();
+    c?.chains.release();
+    c?.blocks.release();
+  }
+
+  /** Claims the filter's and the chains' RAM as they are now in the memory plan (joining it at the first call). */
+  private plan(): void {
+    const memory = this.memory;
+    if (memory === undefined || this.closed) return;
+    const bloom = this.bloom.byteLength;
+    const chains = this.exact.ramBytes;
+    if (this.claims === undefined) {
+      const asked = this.exact.cacheBytes;
+      this.claims = {
+        bloom: memory.claim('seen-bloom', bloom),
+        chains: memory.claim('seen-chains', chains),
+        blocks: memory.share('seen-blocks', asked, (granted) => this.exact.resizeCache(granted)),
+      };
+    } else {
+      this.claims.bloom.update(bloom);
+      this.claims.chains.update(chains);
+    }
   }
 
   /**
@@ -148,6 +193,7 @@ export class SeenSet {
     this.warming = false;
     // a store without a count (written before there was one) counts its scan
     if (!this.countKnown) this.recorded += this.found;
+    this.plan();
     return true;
   }
 
@@ -228,6 +274,8 @@ export class SeenSet {
       this.exact.flush(this.recorded);
       // a store without a count (older versions) gets one once its scan has counted it
       if (this.countKnown || !this.warming) this.store.put(COUNT_KEY, encodeCount(this.recorded));
+      // the filter may have grown a segment, the chains their arrays
+      if (this.claims !== undefined) this.plan();
     }
     return out;
   }
@@ -288,6 +336,7 @@ export class SeenSet {
 
   /** Publishes `stats()` as gauges `seen_set_*{owner}` (warning and warming as 0/1). */
   reportMetrics(metrics: Metrics, owner: string): void {
+    this.plan();
     const s = this.stats();
     metrics.setGauge(M.seenSetFingerprints, owner, s.count);
     metrics.setGauge(M.seenSetBloomBytes, owner, s.bloomBytes);

@@ -69,6 +69,7 @@ export const CRAWL_CONFIG_BOUNDS = {
   seenExpectedUrls: whole(1),
   seenFalsePositiveRate: openFraction(0, 1), // 0 sizes an infinite filter, 1 a filter that keeps nothing
   seenBlockCacheBytes: whole(0),
+  memoryBudgetBytes: whole(0),
   warcMaxFileBytes: whole(1024 * 1024),
   // the topic's max.message.bytes grows with it; 64 MiB keeps a record within what brokers accept
   contentTextMaxBytes: whole(0, 64 * 1024 * 1024),

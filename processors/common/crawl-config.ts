@@ -95,6 +95,13 @@ export interface CrawlConfig {
   readonly seenFalsePositiveRate: number;
   /** RAM per frontier partition for the seen-set's fingerprint blocks (a cache: a hit needs no store read). */
   readonly seenBlockCacheBytes: number;
+  /**
+   * RAM the process plans its frontier partitions' seen-sets within, all of them together
+   * (state/memory-budget.ts): their filters and unmerged fingerprints are counted and their block
+   * caches share what the budget leaves. 0 here (none: each cache its `seenBlockCacheBytes`); the
+   * CLI's default is the cgroup's memory limit when there is one.
+   */
+  readonly memoryBudgetBytes: number;
   /** `--resolve` rules (PATTERN=IP) and `--allow-ip` CIDRs for the fetcher. */
   readonly resolve: readonly string[];
   readonly allowIps: readonly string[];
@@ -197,6 +204,7 @@ export const defaultCrawlConfig: CrawlConfig = {
   seenExpectedUrls: 1_000_000,
   seenFalsePositiveRate: 0.01,
   seenBlockCacheBytes: 128 * 1024 * 1024,
+  memoryBudgetBytes: 0,
   resolve: [],
   allowIps: [],
   systemDns: true,

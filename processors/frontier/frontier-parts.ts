@@ -2,6 +2,7 @@ import { M } from '../../core/metric-catalogue.js';
 import type { ProcessorContext } from '../../runtime/processor.js';
 import type { FetchRequest, HostState } from '../../schemas/types.js';
 import { SeenSet } from '../../state/seen-set.js';
+import { MemoryBudget, describeOver } from '../../state/memory-budget.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { BackQueues } from './back-queues.js';
 import { DeferredSet } from './deferred-set.js';
@@ -57,6 +58,8 @@ export interface FrontierParts {
   readonly meta: MetaStore;
   readonly sites: SitePolicy;
   readonly seenSet: SeenSet;
+  /** The process's memory plan, shared by its frontier tasks (`ProcessorContext.inProcess`). */
+  readonly memory: MemoryBudget;
   readonly deferred: DeferredSet;
   /** Which links the user's scope, rules, depth and type filters let in. */
   readonly scope: LinkScope;
@@ -96,10 +99,16 @@ export function openFrontierParts(
     (k, v) => meta.put(k, numberBytes(v)),
     config.recrawlShare,
   );
+  // one plan for every frontier task here, so one that takes over more partitions stays within it
+  const memory = ctx.inProcess(
+    'memory-budget',
+    () => new MemoryBudget(config.memoryBudgetBytes, (r) => ctx.log.warn(describeOver(r), { over: r.over })),
+  );
   const seenSet = new SeenSet(ctx.getStateStore<SeenStore>(SEEN_STORE), {
     expectedCount: config.seenExpectedUrls,
     falsePositiveRate: config.seenFalsePositiveRate,
     exact: { blockCacheBytes: config.seenBlockCacheBytes },
+    memory,
   });
   seenSet.init();
   const sites = new SitePolicy(ctx.getStateStore<SiteStore>(SITES_STORE), config, () => ctx.currentTimeMs());
@@ -129,6 +138,7 @@ export function openFrontierParts(
     meta,
     sites,
     seenSet,
+    memory,
     deferred,
     scope: new LinkScope(config, new SeedScope(config.scope, ctx.getStateStore<ScopeStore>(SCOPE_STORE)), (site, url) =>
       sites.settings.forUrl(site, url),

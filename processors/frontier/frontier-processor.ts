@@ -155,6 +155,8 @@ export class FrontierProcessor implements Processor<string, FrontierInput, strin
 
   close(): void {
     this.closed = true;
+    // the partition's filter, chains and cache leave the process's plan (the others' caches grow back)
+    this.p.seenSet.close();
     reportFrontierGauges(this.p);
   }
 

@@ -55,6 +55,7 @@ export function reportFrontierGauges(p: FrontierParts): void {
   g(M.frontierDeferredUrls, p.deferred.size);
   g(M.recrawlScheduledUrls, p.revisits.scheduled);
   p.seenSet.reportMetrics(metrics, owner);
+  p.memory.reportMetrics(metrics);
   metrics.setGauge(M.cacheBytes, owner, p.robots.bytes, 'robots-parsed');
   metrics.setGauge(M.cacheBytes, owner, p.sites.cacheBytes, 'site-states');
 }

@@ -95,8 +95,16 @@ test('a bad value names the setting and where it came from', (t) => {
 test('every crawl knob has a named setting whose shown default is the one the crawl uses', () => {
   const bySetting = new Map(SETTINGS.filter((s) => s.config).map((s) => [s.config!, s]));
   // --no-system-dns, --ca-file, --no-sitemaps; --threads defaults to the machine's cores (options.test.ts);
-  // --warc-store with the S3 settings (warc-store-options.test.ts)
-  const elsewhere: (keyof CrawlConfig)[] = ['systemDns', 'extraCaPem', 'sitemaps', 'threads', 'warcStore'];
+  // --warc-store with the S3 settings (warc-store-options.test.ts); --memory-budget defaults to the
+  // cgroup's limit (memory-limit.test.ts)
+  const elsewhere: (keyof CrawlConfig)[] = [
+    'systemDns',
+    'extraCaPem',
+    'sitemaps',
+    'threads',
+    'warcStore',
+    'memoryBudgetBytes',
+  ];
   for (const key of Object.keys(defaultCrawlConfig) as (keyof CrawlConfig)[]) {
     if (elsewhere.includes(key)) continue;
     const s = bySetting.get(key);

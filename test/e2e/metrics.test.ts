@@ -5,6 +5,8 @@ import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 import { crawlArgs, removeDir, startCli, tempDir, writeSeeds } from './harness.js';
 
+const BUDGET = 256 * 2 ** 20;
+
 test(
   'during an embedded crawl /metrics parses with prometheus_client and its fetch count equals the requests the web server saw',
   { timeout: 180_000 },
@@ -14,7 +16,15 @@ test(
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
       const { child, exited } = startCli(
-        crawlArgs(seeds, join(dir, 'data'), ['--metrics-port', '0', '--log-format', 'json']),
+        crawlArgs(seeds, join(dir, 'data'), [
+          '--metrics-port',
+          '0',
+          '--log-format',
+          'json',
+          // less than the frontier partitions' block caches ask (128 MiB each): they share what is left
+          '--memory-budget',
+          String(BUDGET),
+        ]),
       );
       let address: string | undefined;
       let stderr = '';
@@ -56,6 +66,27 @@ test(
       assert.equal(byKind.find((s) => s.labels['kind'] === 'ROBOTS')?.value, robots, 'robots.txt fetches');
       assert.ok(sampleSum(families, 'crawlstream_page_records_total') > 0);
       assert.ok(sampleSum(families, 'crawlstream_records_processed_total') > 0);
+
+      // the memory plan: every frontier partition's filter and chains claimed, the caches within the rest
+      const plan = Object.fromEntries(
+        families
+          .find((f) => f.name === 'crawlstream_memory_budget_bytes')!
+          .samples.map((s) => [s.labels['part'], s.value]),
+      );
+      assert.equal(plan['total'], BUDGET);
+      assert.equal(plan['reserve'], BUDGET / 4);
+      assert.ok(plan['claimed']! > 0, `claimed ${plan['claimed']}`);
+      assert.equal(plan['over'], 0);
+      const partitions = plan['wanted']! / (128 * 2 ** 20);
+      assert.ok(
+        Number.isInteger(partitions) && partitions >= 2,
+        `${partitions} frontier partitions asked 128 MiB each`,
+      );
+      assert.equal(plan['granted'], Math.floor(BUDGET - BUDGET / 4 - plan['claimed']!), 'the caches share the rest');
+      const blocks = families
+        .find((f) => f.name === 'crawlstream_cache_bytes')!
+        .samples.find((s) => s.labels['cache'] === 'seen-blocks')!.value!;
+      assert.ok(blocks <= plan['granted']!, `seen-block caches hold ${blocks} bytes of ${plan['granted']} granted`);
     } finally {
       await web.close();
       removeDir(dir);

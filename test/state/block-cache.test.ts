@@ -72,3 +72,24 @@ test('block cache: update with copy keeps a copy of what it is given, not a view
   assert.notEqual(cache.peek(5)?.buffer, slab.buffer);
   assert.equal(cache.peek(6)?.[0], 2, 'without copy the cache holds the view it was given');
 });
+
+test('block cache: a smaller budget evicts down to it at once, the most recent blocks kept; a larger one fills again', () => {
+  const cache = new BlockCache(10_000);
+  for (let id = 0; id < 30; id++) cache.add(id, block(936, id));
+  assert.ok(cache.size > 4_000, `filled: ${cache.size}`);
+  cache.resize(4_000);
+  assert.equal(cache.maxBytes, 4_000);
+  assert.ok(cache.size <= 4_000, `${cache.size} bytes after shrinking to 4,000`);
+  assert.equal(cache.peek(29)?.[0], 29, 'the newest block survives the shrink');
+  for (let id = 30; id < 60; id++) {
+    cache.add(id, block(936, id));
+    assert.ok(cache.size <= 4_000, `${cache.size} bytes after adding ${id} at the smaller budget`);
+  }
+  cache.resize(0);
+  assert.equal(cache.size, 0, 'a budget of 0 holds nothing');
+  cache.add(1, block(936, 1));
+  assert.equal(cache.peek(1), undefined);
+  cache.resize(10_000);
+  for (let id = 0; id < 30; id++) cache.add(id, block(936, id));
+  assert.ok(cache.size > 5_000 && cache.size <= 10_000, `grown back: ${cache.size}`);
+});
