@@ -148,6 +148,14 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
         const late = this.lateness(req, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
         if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
         wire?.sent();
+        // when the head left, on this machine's clock: beside a server's log, it tells a late
+        // stamp there from a start here (--log-level debug; the send path's only debug line)
+        this.ctx.log.debug('request sent', {
+          url: req.url,
+          address: address ?? null,
+          lease: req.leaseId,
+          sentAt: Math.round((performance.timeOrigin + performance.now()) * 10) / 10,
+        });
       });
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer

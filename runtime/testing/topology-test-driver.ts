@@ -1,3 +1,4 @@
+import type { Logger } from '../../core/logger.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +87,8 @@ export interface TopologyTestDriverOptions {
    * give two drivers one map to run them as one engine runs two partitions; a map of the task's own by default.
    */
   readonly inProcess?: Map<string, unknown>;
+  /** The task's logger (processors get it as `context.log`); silent by default. */
+  readonly logger?: Logger;
 }
 
 /**
@@ -124,7 +127,7 @@ export class TopologyTestDriver {
     startTime: number,
     private readonly outputOptions: Pick<
       TopologyTestDriverOptions,
-      'onOutput' | 'onRawOutput' | 'captureOutputs' | 'keepChangelogs' | 'inProcess'
+      'onOutput' | 'onRawOutput' | 'captureOutputs' | 'keepChangelogs' | 'inProcess' | 'logger'
     >,
   ) {
     this.metrics = metrics;
@@ -390,7 +393,7 @@ export class TopologyTestDriver {
       this.serdes,
       this.metrics,
       () => this.time,
-      undefined,
+      this.outputOptions.logger,
       undefined,
       undefined,
       this.outputOptions.inProcess,

@@ -12,7 +12,14 @@ import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, pageRecordsOf } from './page-records.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
 import { ipGapsWithinStamps, LoopTicks } from '../../bench/loop-ticks.js';
-import { commitQuantile, longestGap, type Buckets, addBuckets, parseCommitBuckets } from './rolling-figures.js';
+import {
+  commitQuantile,
+  longestGap,
+  type Buckets,
+  addBuckets,
+  parseCommitBuckets,
+  violationsWithRequests,
+} from './rolling-figures.js';
 
 // Issue #36's third Done-when: 64 partitions on a three-node cluster, two instances of each role
 // (six in all, a standby of every task), and a rolling restart of every instance while the crawl
@@ -225,6 +232,10 @@ test(
 
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', crashes: [], ipOf: web.ipOf });
       const within = ipGapsWithinStamps(report, log, webLoop);
+      // each violation with the requests it names, to set beside the fetchers' "request sent" lines
+      // (CRAWLSTREAM_LOG_LEVEL=debug): a late stamp here or a start there
+      if (keep)
+        writeFileSync(join(keep, 'violations.json'), JSON.stringify(violationsWithRequests(report, log), null, 1));
       check(
         report.violations.length === 0,
         `${formatPolitenessReport(report)}\n${within.length} of them within the judge's stamps (the earlier request stamped after the web's loop had stood still at least as long as the gap is short)`,

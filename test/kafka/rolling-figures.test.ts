@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addBuckets, commitQuantile, longestGap, parseCommitBuckets, type Buckets } from './rolling-figures.js';
+import {
+  addBuckets,
+  commitQuantile,
+  longestGap,
+  parseCommitBuckets,
+  violationsWithRequests,
+  type Buckets,
+} from './rolling-figures.js';
+import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
 
 const METRICS = (a: number, b: number, inf: number): string =>
   [
@@ -37,4 +45,22 @@ test('the longest stop counts from the last request before the window to the fir
   assert.deepEqual(longestGap(starts, 4_000, 6_000), { ms: 14_900, from: 5_100 });
   // a stop begun before the window counts whole too
   assert.deepEqual(longestGap(starts, 1_000, 4_000), { ms: 4_800, from: 200 });
+});
+
+test('a violation comes with its own request and every request its detail cites, in order', () => {
+  const entry = (seq: number, host: string, start: number): RequestLogEntry =>
+    ({ seq, host, method: 'GET', path: '/', start, end: start + 5, status: 200, bytes: 10 }) as RequestLogEntry;
+  const log = [entry(1, 'a.test', 0), entry(2, 'b.test', 50), entry(3, 'a.test', 60)];
+  const report = {
+    requests: 3,
+    hosts: 2,
+    perHost: {},
+    violations: [{ kind: 'ip-gap' as const, host: 'b.test', seq: 2, detail: 'started 45.0 ms after #1 on 127.0.1.1' }],
+  };
+  const [v] = violationsWithRequests(report, log);
+  assert.deepEqual(
+    v!.requests.map((r) => r.seq),
+    [1, 2],
+  );
+  assert.equal(v!.violation.host, 'b.test');
 });

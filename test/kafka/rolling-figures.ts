@@ -1,3 +1,6 @@
+import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { PolitenessReport, Violation } from '../../synthetic-web/judge/types.js';
+
 /** Cumulative counts of one histogram by upper bound (`le`, seconds; Infinity for +Inf), as Prometheus exposes them. */
 export type Buckets = Map<number, number>;
 
@@ -46,4 +49,23 @@ export function longestGap(starts: readonly number[], from: number, to: number):
     if (gap > best.ms) best = { ms: gap, from: sorted[i - 1]! };
   }
   return best;
+}
+
+/** A judge's violation with the requests it names: its own (`seq`) and each `#N` its detail cites. */
+export interface ViolationWithRequests {
+  readonly violation: Violation;
+  readonly requests: readonly RequestLogEntry[];
+}
+
+/** Each violation of `report` beside the log entries of the requests it names, for reading against another log. */
+export function violationsWithRequests(
+  report: PolitenessReport,
+  log: readonly RequestLogEntry[],
+): ViolationWithRequests[] {
+  const bySeq = new Map(log.map((r) => [r.seq, r]));
+  return report.violations.map((violation) => {
+    const cited = [...violation.detail.matchAll(/#(\d+)/g)].map((m) => Number(m[1]));
+    const seqs = [...new Set([...cited, violation.seq])].sort((a, b) => a - b);
+    return { violation, requests: seqs.flatMap((s) => bySeq.get(s) ?? []) };
+  });
 }

@@ -6,6 +6,7 @@ import { RobotsCache } from '../../../processors/frontier/politeness.js';
 import type { FetcherProcessor } from '../../../processors/fetcher/fetcher-processor.js';
 import type { FetchedPage, FetchResult } from '../../../schemas/types.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
+import { createLogger } from '../../../core/logger.js';
 import {
   byType,
   failedFetchRecords,
@@ -313,3 +314,29 @@ test(
     }
   },
 );
+
+test('at --log-level debug the fetcher logs when each request left, on its own clock, before the server had it', async () => {
+  const arrived: number[] = [];
+  const server = await startHttp((_req, res) => {
+    arrived.push(performance.timeOrigin + performance.now());
+    res.end('ok');
+  });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'debug', format: 'json', write: (l) => lines.push(JSON.parse(l)) });
+  const fetcher = await fetcherDriver(loopbackConfig(), undefined, { partition: 0, partitions: 1, logger });
+  try {
+    const before = performance.timeOrigin + performance.now();
+    const one = lease(`http://sent.test:${server.port}/a`);
+    await fetcher.pipeInputs(TOPIC.requests, [{ key: one.site, value: one }]);
+    const sent = lines.filter((l) => l['msg'] === 'request sent');
+    assert.equal(sent.length, 1, JSON.stringify(lines));
+    assert.equal(sent[0]!['url'], one.url);
+    assert.equal(sent[0]!['lease'], one.leaseId);
+    assert.equal(sent[0]!['address'], '127.0.0.1');
+    const at = sent[0]!['sentAt'] as number;
+    assert.ok(at >= before - 0.1 && at <= arrived[0]! + 0.1, `sent at ${at}: after ${before}, by ${arrived[0]}`);
+  } finally {
+    await fetcher.close();
+    await server.close();
+  }
+});

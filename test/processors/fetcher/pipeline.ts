@@ -1,3 +1,4 @@
+import type { Logger } from '../../../core/logger.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,7 +86,10 @@ export async function fetcherDriver(
   config: CrawlConfig,
   dir?: string,
   /** Partition `partition` of `partitions`, sharing `inProcess` with other drivers (default: partition 0 of 1, alone). */
-  place: { partition: number; partitions: number; inProcess?: Map<string, unknown> } = { partition: 0, partitions: 1 },
+  place: { partition: number; partitions: number; inProcess?: Map<string, unknown>; logger?: Logger } = {
+    partition: 0,
+    partitions: 1,
+  },
 ): Promise<TopologyTestDriver> {
   // the parser's WARC directory is never written: only the fetcher's sub-topology runs
   const topology = crawlTopology({
@@ -100,6 +104,7 @@ export async function fetcherDriver(
     startTime: Date.now(),
     ...(dir === undefined ? {} : { dir }),
     ...(place.inProcess === undefined ? {} : { inProcess: place.inProcess }),
+    ...(place.logger === undefined ? {} : { logger: place.logger }),
   });
 }
 
