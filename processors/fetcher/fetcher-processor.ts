@@ -8,6 +8,7 @@ import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
 import { LeaseClock, ProcessFrame } from './lease-clock.js';
+import { leaseIssuer } from '../common/lease-id.js';
 import { CrawlError } from '../../core/errors.js';
 import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
@@ -36,7 +37,10 @@ const LEASE_ID_OVERHEAD = 64;
  * This holds for every outcome: a response, a failure (status 0 and an error code), and a lease
  * whose not-after deadline has passed, which is dropped unfetched as CS_LEASE_EXPIRED so a backlog
  * of requests can never burst a host. Every time a result reports is on the frontier's clock too. A lease from an older frontier owner epoch than one this
- * task has already seen (the partition moved to a new owner) is dropped the same way.
+ * task has already seen from the same frontier partition (it moved to a new owner) is dropped the
+ * same way. Fetch requests are keyed by address, so a task takes leases of many frontier
+ * partitions, each with its own epochs and clock, and every lease of an address passes one
+ * process's wire gate.
  *
  * The lease's `ifNoneMatch` / `ifModifiedSince` are sent as conditional headers; a 304 is an
  * ordinary outcome (status 304, no error). A 2xx body whose content coding decodes to more than
@@ -45,8 +49,6 @@ const LEASE_ID_OVERHEAD = 64;
 export class FetcherProcessor implements Processor<string, FetchRequest, string, FetchResult | FetchedPage> {
   private ctx!: ProcessorContext<string, FetchResult | FetchedPage>;
   private client!: HttpClient;
-  /** The newest frontier owner epoch seen on this partition's leases; older leases are stale. */
-  private newestEpoch = 0;
   /** Ids of the last RECENT_LEASES leases taken, oldest first. */
   private readonly recentLeases = new Set<string>();
   private recentLeaseBytes = 0;
@@ -58,8 +60,12 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private readonly waits = new LeaseWaits();
   /** The per-IP gap at the wire: shared by the process's fetcher tasks when the engine runs them all. */
   private gate!: WireGate;
-  /** The issuing frontier's clock, estimated from the leases of this task's partition. */
-  private clock!: LeaseClock;
+  /**
+   * Each issuing frontier partition's newest owner epoch (its older leases are stale) and clock,
+   * estimated from its leases: a task takes leases of many (fetch requests are keyed by address).
+   */
+  private readonly issuers = new Map<string, Issuer>();
+  private frame!: ProcessFrame;
 
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
@@ -71,11 +77,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // every fetch of this process to an address passes one gate, whichever task it belongs to
     this.gate = context.inProcess('fetcher-wire-gate', () => new WireGate(this.config.ipGapMs));
     // and every lease of the process starts on one offset (lease-clock.ts, ProcessFrame)
-    this.clock = new LeaseClock(
-      undefined,
-      undefined,
-      context.inProcess('fetcher-lease-frame', () => new ProcessFrame()),
-    );
+    this.frame = context.inProcess('fetcher-lease-frame', () => new ProcessFrame());
     const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
@@ -109,21 +111,23 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.client.tlsSessions.bytes, 'tls-sessions');
-    // a newer owner may run on another machine: its clock is learnt afresh; a stale lease's times
-    // are on its old owner's clock and teach nothing
-    if (req.ownerEpoch > this.newestEpoch) {
-      this.newestEpoch = req.ownerEpoch;
-      this.clock.reset();
+    // a newer owner of the issuing partition may run on another machine: its clock is learnt
+    // afresh; a stale lease's times are on its old owner's clock and teach nothing
+    const issuer = this.issuerOf(req);
+    if (req.ownerEpoch > issuer.newestEpoch) {
+      issuer.newestEpoch = req.ownerEpoch;
+      issuer.clock.reset();
     }
-    if (req.ownerEpoch === this.newestEpoch) this.clock.observe(req.issuedAt);
+    if (req.ownerEpoch === issuer.newestEpoch) issuer.clock.observe(req.issuedAt);
+    const clock = issuer.clock;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early, and the offset may move while waiting)
-    for (let early = this.untilDue(req); early > 0; early = this.untilDue(req))
+    for (let early = untilDue(req, clock); early > 0; early = untilDue(req, clock))
       if (!(await this.waits.wait(early))) break;
     // closed while waiting (or before): the task's last commit is done, so a result could never be
     // committed; no request is sent, and the frontier's lease expiry issues the URL again
     if (this.waits.closed) return;
-    if (this.droppedLate(req)) return;
+    if (this.droppedLate(req, issuer)) return;
     // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
@@ -132,11 +136,11 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       address === undefined ? undefined : await this.gate.pass(address, (ms, wake) => this.waits.wait(ms, wake));
     if (address !== undefined && wire === undefined) return;
     // the gate may have held it past its window: then another partition's slot may be next on the address
-    if (this.droppedLate(req)) return wire?.done();
+    if (this.droppedLate(req, issuer)) return wire?.done();
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
-    const started = this.clock.now();
+    const started = clock.now();
     try {
       // robots.txt, sitemaps and feeds are read whatever type they are served as
       const accept =
@@ -145,7 +149,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       // frontier slot keeps as much again as a lease's start window for its fetch to reach the
       // wire (ip-limiter.ts); one that has not by then is not sent: the address may be another partition's
       outcome = await this.client.fetch(req.url, headers, accept, () => {
-        const late = this.lateness(req, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
+        const late = lateness(req, clock, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
         if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
         wire?.sent();
         // when the head left, on this machine's clock: beside a server's log, it tells a late
@@ -159,14 +163,14 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       });
     } catch (err) {
       // the client never rejects by contract; if it ever does, the lease still gets its answer
-      outcome = failedOutcome(req.url, Math.round(this.clock.now() - started), err);
+      outcome = failedOutcome(req.url, Math.round(clock.now() - started), err);
     } finally {
       wire?.done();
     }
     // reported with the offset of now: the host's next lease keeps its gap from this report
-    const reportOffset = this.clock.offset;
-    outcome.startedAt = this.clock.toFrontier(started, reportOffset);
-    this.clock.reported(req.host, reportOffset);
+    const reportOffset = clock.offset;
+    outcome.startedAt = clock.toFrontier(started, reportOffset);
+    clock.reported(req.host, reportOffset);
     // refused at the wire (its window passed during the connect): a late drop, not a fetch
     if (outcome.errorCode === 'CS_LEASE_EXPIRED') this.ctx.metrics.inc(M.leasesDroppedLate);
     else this.ctx.metrics.inc(M.fetches, 1, req.kind);
@@ -199,37 +203,27 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
   }
 
+  /** What this task keeps of the frontier partition that issued `req` (made at its first lease). */
+  private issuerOf(req: FetchRequest): Issuer {
+    const key = leaseIssuer(req.leaseId);
+    let issuer = this.issuers.get(key);
+    if (issuer === undefined)
+      this.issuers.set(key, (issuer = { newestEpoch: 0, clock: new LeaseClock(undefined, undefined, this.frame) }));
+    return issuer;
+  }
+
   /**
    * Whether the lease is answered as late (past its window: CS_LEASE_EXPIRED) or stale (an older
    * owner's) instead of fetched; if so the answer is out.
    */
-  private droppedLate(req: FetchRequest): boolean {
-    const { late, now, offset } = this.lateness(req);
-    const stale = req.ownerEpoch < this.newestEpoch;
+  private droppedLate(req: FetchRequest, issuer: Issuer): boolean {
+    const { late, now, offset } = lateness(req, issuer.clock);
+    const stale = req.ownerEpoch < issuer.newestEpoch;
     if (!late && !stale) return false;
     this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
-    if (!stale) this.clock.reported(req.host, offset);
-    this.emit(req, lateOutcome(req, now, late, this.newestEpoch), null);
+    if (!stale) issuer.clock.reported(req.host, offset);
+    this.emit(req, lateOutcome(req, now, late, issuer.newestEpoch), null);
     return true;
-  }
-
-  /**
-   * Whether the lease's window (and `beyondMs` after it) has passed now, and now on the frontier's
-   * clock with the offset it was judged with.
-   */
-  private lateness(req: FetchRequest, beyondMs = 0): { late: boolean; now: number; offset: number } {
-    const offset = this.clock.lateOffsetFor(req.host);
-    const now = this.clock.toFrontier(this.clock.now(), offset);
-    // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
-    // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
-    // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
-    const late = now > req.notAfter + beyondMs || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
-    return { late, now, offset };
-  }
-
-  /** How long until the lease's notBefore on this task's clock (≤ 0: due). */
-  private untilDue(req: FetchRequest): number {
-    return this.clock.toLocal(req.notBefore ?? 0, this.clock.offsetFor(req.host)) - this.clock.now();
   }
 
   /** Forwards the lease's one fetch result and one fetched record (their times on the frontier's clock). */
@@ -388,6 +382,33 @@ function lateMessage(req: FetchRequest, now: number): string {
   return now > req.notAfter
     ? `lease started ${now - req.notAfter} ms after its not-after deadline`
     : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
+}
+
+/** One issuing frontier partition, as a fetcher task knows it. */
+interface Issuer {
+  /** The newest owner epoch seen on its leases; older leases are stale. */
+  newestEpoch: number;
+  /** Its clock, estimated from its leases. */
+  readonly clock: LeaseClock;
+}
+
+/**
+ * Whether the lease's window (and `beyondMs` after it) has passed now, and now on the frontier's
+ * clock with the offset it was judged with.
+ */
+function lateness(req: FetchRequest, clock: LeaseClock, beyondMs = 0): { late: boolean; now: number; offset: number } {
+  const offset = clock.lateOffsetFor(req.host);
+  const now = clock.toFrontier(clock.now(), offset);
+  // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
+  // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
+  // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
+  const late = now > req.notAfter + beyondMs || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
+  return { late, now, offset };
+}
+
+/** How long until the lease's notBefore on its issuer's clock (≤ 0: due). */
+function untilDue(req: FetchRequest, clock: LeaseClock): number {
+  return clock.toLocal(req.notBefore ?? 0, clock.offsetFor(req.host)) - clock.now();
 }
 
 /** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */

@@ -3,6 +3,7 @@ import type { FetchRequest, HostState, QueueEntry } from '../../schemas/types.js
 import { eligibleAt, wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
+import { leaseIdOf } from '../common/lease-id.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 
 export const FETCH_REQUESTS_SINK = 'fetch-requests-sink';
@@ -116,7 +117,7 @@ export class Dispatcher {
     fromQueue: boolean,
   ): void {
     const p = this.p;
-    const leaseId = `${p.epoch}-${p.ctx.taskId.partition}-${(this.leaseCounter++).toString(36)}`;
+    const leaseId = leaseIdOf(p.epoch, p.ctx.taskId.partition, this.leaseCounter++);
     const notAfter = notBefore + window;
     const expiresAt = notAfter + p.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
     const kind = fromQueue ? (entry.kind ?? 'PAGE') : 'ROBOTS';
@@ -149,7 +150,11 @@ export class Dispatcher {
     };
     // a revisit carries its validators and what its last visit found (one history read)
     if (visit > 0) Object.assign(request, p.revisits.fieldsFor(url, visit));
-    p.ctx.forward({ key: state.site, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
+    // keyed by address: every lease of an address goes to one fetcher task, so one process's wire
+    // gate spaces its sends by their real times, whatever clocks the fetchers read the slots on
+    // (two processes each holding their own offset started leases of one address 3-98 ms apart)
+    const key = state.ip !== null && state.ip !== '' ? state.ip : state.site;
+    p.ctx.forward({ key, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     p.ctx.metrics.inc(M.leasesIssued, 1, kind);
     // the gap this host must keep after the fetch: what politeness costs, summed over leases
     p.ctx.metrics.inc(M.politenessDelay, state.gapMs / 1000);

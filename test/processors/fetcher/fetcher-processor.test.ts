@@ -7,6 +7,7 @@ import type { FetcherProcessor } from '../../../processors/fetcher/fetcher-proce
 import type { FetchedPage, FetchResult } from '../../../schemas/types.js';
 import { startHttp, type LoopbackServer } from './loopback.js';
 import { createLogger } from '../../../core/logger.js';
+import { leaseIdOf } from '../../../processors/common/lease-id.js';
 import {
   byType,
   failedFetchRecords,
@@ -337,6 +338,29 @@ test('at --log-level debug the fetcher logs when each request left, on its own c
     assert.ok(at >= before - 0.1 && at <= arrived[0]! + 0.1, `sent at ${at}: after ${before}, by ${arrived[0]}`);
   } finally {
     await fetcher.close();
+    await server.close();
+  }
+});
+
+test("a task takes leases of several frontier partitions, each judged stale only against its own partition's newest epoch", async () => {
+  const hits: string[] = [];
+  const server = await startHttp((req, res) => {
+    hits.push((req.headers.host ?? '').split(':')[0]!);
+    res.end('ok');
+  });
+  try {
+    // partition 0 is at epoch 5, partition 1 at epoch 2 (it moved less often): both are current;
+    // a lease of partition 0's epoch 4 is an older owner's
+    const p0 = lease(`http://zero.test:${server.port}/`, { ownerEpoch: 5, leaseId: leaseIdOf(5, 0, 1) });
+    const p1 = lease(`http://one.test:${server.port}/`, { ownerEpoch: 2, leaseId: leaseIdOf(2, 1, 1) });
+    const old = lease(`http://old.test:${server.port}/`, { ownerEpoch: 4, leaseId: leaseIdOf(4, 0, 9) });
+    const run = await runLeases(loopbackConfig(), [p0, p1, old]);
+    assert.deepEqual(hits.sort(), ['one.test', 'zero.test']);
+    const byLease = new Map(run.results.map((r) => [r.leaseId, r]));
+    assert.equal(byLease.get(p1.leaseId)?.status, 200, 'the partition at a lower epoch is not stale');
+    assert.equal(byLease.get(old.leaseId)?.errorCode, 'CS_LEASE_EXPIRED');
+    assert.match(byLease.get(old.leaseId)?.errorMessage ?? '', /owner epoch 4; epoch 5 owns/);
+  } finally {
     await server.close();
   }
 });

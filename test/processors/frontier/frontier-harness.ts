@@ -50,6 +50,11 @@ export class FrontierHarness {
     return this.seen;
   }
 
+  /** The key of every request forwarded (since the last crash), oldest first: what places it on a fetcher partition. */
+  get requestKeys(): (string | null)[] {
+    return this.driver.output<FetchRequest>(TOPICS.fetchRequests).map((r) => r.key as string | null);
+  }
+
   /**
    * Hands a record to the task now, or, while an earlier one is still being processed (a link
    * batch waiting for the seen-set's runs), after it, in order, as an engine would: `advance`,
