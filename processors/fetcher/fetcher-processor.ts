@@ -127,7 +127,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // closed while waiting (or before): the task's last commit is done, so a result could never be
     // committed; no request is sent, and the frontier's lease expiry issues the URL again
     if (this.waits.closed) return;
-    if (this.droppedLate(req, issuer)) return;
+    if (this.droppedLate(req, issuer, 'on arrival')) return;
     // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
@@ -136,7 +136,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       address === undefined ? undefined : await this.gate.pass(address, (ms, wake) => this.waits.wait(ms, wake));
     if (address !== undefined && wire === undefined) return;
     // the gate may have held it past its window: then another partition's slot may be next on the address
-    if (this.droppedLate(req, issuer)) return wire?.done();
+    if (this.droppedLate(req, issuer, 'at the gate')) return wire?.done();
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
     let outcome: FetchOutcome;
@@ -172,8 +172,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     outcome.startedAt = clock.toFrontier(started, reportOffset);
     clock.reported(req.host, reportOffset);
     // refused at the wire (its window passed during the connect): a late drop, not a fetch
-    if (outcome.errorCode === 'CS_LEASE_EXPIRED') this.ctx.metrics.inc(M.leasesDroppedLate);
-    else this.ctx.metrics.inc(M.fetches, 1, req.kind);
+    if (outcome.errorCode === 'CS_LEASE_EXPIRED') {
+      this.ctx.metrics.inc(M.leasesDroppedLate);
+      this.ctx.log.debug('lease dropped', { url: req.url, lease: req.leaseId, why: 'late', where: 'at the wire' });
+    } else this.ctx.metrics.inc(M.fetches, 1, req.kind);
     let robotsBody: string | null = null;
     try {
       // a body cut at the cap is still checked: a bomb is the more telling verdict than its size
@@ -216,10 +218,18 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
    * Whether the lease is answered as late (past its window: CS_LEASE_EXPIRED) or stale (an older
    * owner's) instead of fetched; if so the answer is out.
    */
-  private droppedLate(req: FetchRequest, issuer: Issuer): boolean {
+  private droppedLate(req: FetchRequest, issuer: Issuer, where: string): boolean {
     const { late, now, offset } = lateness(req, issuer.clock);
     const stale = req.ownerEpoch < issuer.newestEpoch;
     if (!late && !stale) return false;
+    this.ctx.log.debug('lease dropped', {
+      url: req.url,
+      lease: req.leaseId,
+      why: stale ? 'stale' : 'late',
+      where,
+      pastWindowMs: Math.round(now - req.notAfter),
+      offset: Math.round(offset),
+    });
     this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
     if (!stale) issuer.clock.reported(req.host, offset);
     this.emit(req, lateOutcome(req, now, late, issuer.newestEpoch), null);

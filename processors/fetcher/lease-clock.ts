@@ -102,10 +102,11 @@ export class ProcessFrame {
  * of the current offset and the one its last report used (`offsetFor`), and the gap holds on this
  * process's clock whatever the offset did in between.
  *
- * One clock per fetcher task: a task reads one fetch-requests partition, which one frontier
- * partition writes (both keyed by site, equal counts), and a newer owner epoch (the partition
- * moved, maybe to another machine) starts it afresh (`reset`). The tasks of one process read
- * through one `ProcessFrame`, so that leases of different partitions are started on one offset.
+ * One clock per issuing frontier partition in a fetcher task (fetch requests are keyed by address,
+ * so a task reads leases of many; the lease id names the issuer), and a newer owner epoch of that
+ * partition (it moved, maybe to another machine) starts it afresh (`reset`). The clocks of one
+ * process read through one `ProcessFrame`, so that leases of different partitions are started on
+ * one offset.
  * Pure bookkeeping; not thread-safe.
  */
 export class LeaseClock {
