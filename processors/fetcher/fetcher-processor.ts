@@ -7,8 +7,8 @@ import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
-import { LeaseClock, ProcessFrame } from './lease-clock.js';
-import { leaseIssuer } from '../common/lease-id.js';
+import { ProcessFrame } from './lease-clock.js';
+import { LeaseIssuers, lateness, untilDue, type Issuer } from './lease-issuers.js';
 import { CrawlError } from '../../core/errors.js';
 import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
 import { HttpClient, type FetchOutcome } from './http-client.js';
@@ -64,8 +64,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
    * Each issuing frontier partition's newest owner epoch (its older leases are stale) and clock,
    * estimated from its leases: a task takes leases of many (fetch requests are keyed by address).
    */
-  private readonly issuers = new Map<string, Issuer>();
-  private frame!: ProcessFrame;
+  private issuers!: LeaseIssuers;
 
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
@@ -77,7 +76,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // every fetch of this process to an address passes one gate, whichever task it belongs to
     this.gate = context.inProcess('fetcher-wire-gate', () => new WireGate(this.config.ipGapMs));
     // and every lease of the process starts on one offset (lease-clock.ts, ProcessFrame)
-    this.frame = context.inProcess('fetcher-lease-frame', () => new ProcessFrame());
+    this.issuers = new LeaseIssuers(context.inProcess('fetcher-lease-frame', () => new ProcessFrame()));
     const resolver = (this.resolver = new CachingDnsResolver({
       rules: this.config.resolve.map(parseResolveRule),
       systemDns: this.config.systemDns,
@@ -111,14 +110,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.recentLeaseBytes, 'fetcher-recent-leases');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.resolver.cacheBytes, 'dns');
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.client.tlsSessions.bytes, 'tls-sessions');
-    // a newer owner of the issuing partition may run on another machine: its clock is learnt
-    // afresh; a stale lease's times are on its old owner's clock and teach nothing
-    const issuer = this.issuerOf(req);
-    if (req.ownerEpoch > issuer.newestEpoch) {
-      issuer.newestEpoch = req.ownerEpoch;
-      issuer.clock.reset();
-    }
-    if (req.ownerEpoch === issuer.newestEpoch) issuer.clock.observe(req.issuedAt);
+    const issuer = this.issuers.received(req);
     const clock = issuer.clock;
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early, and the offset may move while waiting)
@@ -203,15 +195,6 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     m.inc(M.fetchBodyBytes, outcome.body.length);
     m.observe(M.fetchDuration, outcome.durationMs / 1000, req.kind);
     this.emit(req, outcome, robotsBody, this.client.requestHead(req.url, headers));
-  }
-
-  /** What this task keeps of the frontier partition that issued `req` (made at its first lease). */
-  private issuerOf(req: FetchRequest): Issuer {
-    const key = leaseIssuer(req.leaseId);
-    let issuer = this.issuers.get(key);
-    if (issuer === undefined)
-      this.issuers.set(key, (issuer = { newestEpoch: 0, clock: new LeaseClock(undefined, undefined, this.frame) }));
-    return issuer;
   }
 
   /**
@@ -392,33 +375,6 @@ function lateMessage(req: FetchRequest, now: number): string {
   return now > req.notAfter
     ? `lease started ${now - req.notAfter} ms after its not-after deadline`
     : `lease started ${Date.now() - req.notAfter} ms after its not-after deadline on this fetcher's clock, more than the ${EXPIRY_GRACE_MS} ms it may run ahead of the frontier's`;
-}
-
-/** One issuing frontier partition, as a fetcher task knows it. */
-interface Issuer {
-  /** The newest owner epoch seen on its leases; older leases are stale. */
-  newestEpoch: number;
-  /** Its clock, estimated from its leases. */
-  readonly clock: LeaseClock;
-}
-
-/**
- * Whether the lease's window (and `beyondMs` after it) has passed now, and now on the frontier's
- * clock with the offset it was judged with.
- */
-function lateness(req: FetchRequest, clock: LeaseClock, beyondMs = 0): { late: boolean; now: number; offset: number } {
-  const offset = clock.lateOffsetFor(req.host);
-  const now = clock.toFrontier(clock.now(), offset);
-  // the offset cannot tell skew from transit: leases that waited for this task's assignment (or
-  // in a lag lasting the offset's window) read as on time. Its own clock bounds that: a fetcher
-  // may run ahead of the frontier by at most the grace the frontier gives a lease's result.
-  const late = now > req.notAfter + beyondMs || Date.now() - req.notAfter > EXPIRY_GRACE_MS;
-  return { late, now, offset };
-}
-
-/** How long until the lease's notBefore on its issuer's clock (≤ 0: due). */
-function untilDue(req: FetchRequest, clock: LeaseClock): number {
-  return clock.toLocal(req.notBefore ?? 0, clock.offsetFor(req.host)) - clock.now();
 }
 
 /** A lease dropped unfetched: past its deadline, or issued by an owner epoch older than one already seen (the partition moved). */
