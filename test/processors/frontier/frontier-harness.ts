@@ -1,3 +1,4 @@
+import type { Logger } from '../../../core/logger.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CrawlConfig } from '../../../processors/common/crawl-config.js';
@@ -19,7 +20,11 @@ export class FrontierHarness {
   private constructor(readonly driver: TopologyTestDriver) {}
 
   /** `addressLookup`: what the frontier learns of a new host's address (default: nothing, no per-IP limit before a fetch). */
-  static async open(config: CrawlConfig, addressLookup: AddressLookup = NO_ADDRESSES): Promise<FrontierHarness> {
+  static async open(
+    config: CrawlConfig,
+    addressLookup: AddressLookup = NO_ADDRESSES,
+    logger?: Logger,
+  ): Promise<FrontierHarness> {
     // the parser's WARC directory is never written: only the frontier's sub-topology runs
     const topology = crawlTopology({
       config,
@@ -27,7 +32,9 @@ export class FrontierHarness {
       warcDir: join(tmpdir(), 'crawlstream-no-warc'),
       addressLookup,
     });
-    return new FrontierHarness(await TopologyTestDriver.open({ topology, sourceTopic: TOPICS.links }));
+    return new FrontierHarness(
+      await TopologyTestDriver.open({ topology, sourceTopic: TOPICS.links, ...(logger ? { logger } : {}) }),
+    );
   }
 
   get task(): StreamTask {
