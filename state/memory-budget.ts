@@ -143,7 +143,7 @@ export class MemoryBudget {
       claimed,
       wanted: bySum([...this.shares].map((s) => ({ what: s.what, bytes: s.wanted }))),
       granted: bySum([...this.shares].map((s) => ({ what: s.what, bytes: Math.max(0, s.granted) }))),
-      over: this.total === 0 ? 0 : Math.max(0, claimed + this.reserve - this.total),
+      over: this.overBytes(claimed),
     };
   }
 
@@ -170,9 +170,14 @@ export class MemoryBudget {
       s.granted = granted;
       s.apply(granted);
     }
-    const over = this.report().over > 0;
+    const over = this.overBytes(sum(this.claims)) > 0;
     if (over && !this.wasOver) this.onOver?.(this.report());
     this.wasOver = over;
+  }
+
+  /** Bytes by which `claimed` and the reserve pass the total (0 with no budget). */
+  private overBytes(claimed: number): number {
+    return this.total === 0 ? 0 : Math.max(0, claimed + this.reserve - this.total);
   }
 }
 

@@ -36,8 +36,9 @@ export interface SeenSetOptions {
   readonly exact?: Omit<ExactLayerOptions, 'expectedCount'>;
   /**
    * The process's memory plan, shared with its other seen-sets: from `init()` to `close()` the
-   * filter and the unmerged fingerprints are claimed in it (as they grow: at `init`, `warm`'s end
-   * and `reportMetrics`) and the block cache gets its grant (`exact.blockCacheBytes` asked).
+   * filter and the unmerged fingerprints are claimed in it (as they grow: at `init`, after an
+   * admit that recorded new ones, at `warm`'s end and `reportMetrics`) and the block cache gets
+   * its grant (`exact.blockCacheBytes` asked).
    * Absent: the cache keeps the size asked.
    */
   readonly memory?: MemoryBudget;
