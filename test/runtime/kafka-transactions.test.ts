@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import kafkajs, { type Producer } from 'kafkajs';
-import { KafkajsTransactionalProducer } from '../../runtime/engines/kafka/kafka-transactions.js';
+import { KafkajsTransactionalProducer, transactionBusy } from '../../runtime/engines/kafka/kafka-transactions.js';
 import type { OutRecord } from '../../runtime/engines/kafka/kafka-common.js';
 import { BARE_TOPIC_NAMES } from '../../runtime/topology.js';
 
@@ -101,4 +101,48 @@ test('each send carries one partition, and a failed send aborts the transaction 
     `aborted while a send was in flight: ${events.join(' | ')}`,
   );
   assert.equal(events.at(-1), 'commit');
+});
+
+test("a transaction kafkajs gave up retrying on the broker's CONCURRENT_TRANSACTIONS is aborted and sent again, not lost", async () => {
+  // seen in the 64-partition rolling test: AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS
+  // past kafkajs' own retries, which throws KafkaJSNumberOfRetriesExceeded naming the broker's
+  // answer only as its cause; the fetcher task lost its commit and the results of its fetches
+  const busy = new kafkajs.KafkaJSProtocolError({
+    type: 'CONCURRENT_TRANSACTIONS',
+    code: 51,
+    retriable: true,
+    message:
+      'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing',
+  } as unknown as Error);
+  const events: string[] = [];
+  let attempt = 0;
+  const producer = fakeProducer((req) => {
+    const [p] = partitionsOf(req) as [number];
+    events.push(`send ${p}`);
+    if (attempt++ === 0) throw new kafkajs.KafkaJSNumberOfRetriesExceeded(busy, { retryCount: 5, retryTime: 1_000 });
+    return Promise.resolve([{ topicName: 'changelog', partition: p, errorCode: 0, baseOffset: '7' }]);
+  }, events);
+  const tp = new KafkajsTransactionalProducer(
+    producer,
+    'task-0',
+    () => undefined,
+    BARE_TOPIC_NAMES,
+    kafkajs.CompressionTypes.None,
+  );
+  const bases = await tp.commit([record(3)], 'group', []);
+  assert.deepEqual(events, ['send 3', 'abort', 'send 3', 'commit']);
+  assert.equal(bases.get('changelog\u00003'), 7);
+});
+
+test('transactionBusy: the busy answers by type, message or cause; any other failure is not busy', () => {
+  const busy = (type: string) => Object.assign(new Error(type.toLowerCase()), { type });
+  const wrapped = (cause: unknown) =>
+    new kafkajs.KafkaJSNumberOfRetriesExceeded(cause as Error, { retryCount: 5, retryTime: 1 });
+  assert.equal(transactionBusy(busy('CONCURRENT_TRANSACTIONS')), true);
+  assert.equal(transactionBusy(wrapped(busy('NOT_COORDINATOR'))), true);
+  assert.equal(transactionBusy(new Error('x', { cause: wrapped(busy('COORDINATOR_LOAD_IN_PROGRESS')) })), true);
+  assert.equal(transactionBusy(busy('INVALID_PRODUCER_EPOCH')), false);
+  assert.equal(transactionBusy(wrapped(busy('INVALID_PRODUCER_EPOCH'))), false);
+  assert.equal(transactionBusy(new Error('Connection refused')), false);
+  assert.equal(transactionBusy(undefined), false);
 });
