@@ -51,17 +51,26 @@ export async function fence(producer: Producer): Promise<void> {
 }
 
 /**
- * Runs `work` again while it fails with `transactionBusy`, waiting `firstDelayMs` doubled each time,
- * up to 8 retries; any other failure, or the 9th busy one, is thrown. `work` must leave nothing
- * visible when it fails (a failed transaction is aborted), so running it whole again is safe.
+ * No busy retry of a commit starts this long after its first attempt: one attempt may itself take
+ * kafkajs' own retries (seconds), and a task retrying holds its partition's rebalance.
  */
-async function whileBusy<T>(work: () => Promise<T>, firstDelayMs: number): Promise<T> {
+const COMMIT_BUSY_MS = 10_000;
+
+/**
+ * Runs `work` again while it fails with `transactionBusy`, waiting `firstDelayMs` doubled each time,
+ * up to 8 retries and none begun `withinMs` after the first attempt; any other failure, or the
+ * last busy one, is thrown. `work` must leave nothing visible when it fails (a failed transaction
+ * is aborted), so running it whole again is safe.
+ */
+async function whileBusy<T>(work: () => Promise<T>, firstDelayMs: number, withinMs = Infinity): Promise<T> {
+  const began = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      if (!transactionBusy(err) || attempt >= 8) throw err;
-      await new Promise((r) => setTimeout(r, firstDelayMs * 2 ** attempt));
+      const delay = firstDelayMs * 2 ** attempt;
+      if (!transactionBusy(err) || attempt >= 8 || Date.now() + delay - began > withinMs) throw err;
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
 }
@@ -83,7 +92,7 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
     offsets: readonly TopicPartitionOffset[],
   ): Promise<Map<string, number>> {
     // the previous transaction's markers may still be being written: an aborted attempt leaves nothing visible
-    return whileBusy(() => this.commitOnce(records, groupId, offsets), 20);
+    return whileBusy(() => this.commitOnce(records, groupId, offsets), 20, COMMIT_BUSY_MS);
   }
 
   private async commitOnce(
