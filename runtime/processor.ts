@@ -1,4 +1,5 @@
 import type { RecordMetadata, StreamRecord } from './record.js';
+import type { MemoryBudget } from '../state/memory-budget.js';
 import type { StateStore } from '../state/state-store.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Logger } from '../core/logger.js';
@@ -67,6 +68,14 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * Owned as `coLocated`'s objects are.
    */
   inProcess<T>(key: string, create: () => T): T;
+  /**
+   * The memory plan of this process (state/memory-budget.ts): one for every task the engine runs
+   * here, of every processor, with the process's RocksDB databases already claimed in it; its
+   * total is the topology's `memoryBudgetBytes`. A processor claims the RAM its state must hold and
+   * sizes its caches by the shares it is granted, and gives both back when it closes. Always given:
+   * a task run alone (the test driver) gets one of its own.
+   */
+  memory(): MemoryBudget;
 }
 
 /**

@@ -16,6 +16,8 @@ import { join, resolve } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
+import type { MemoryBudget } from '../state/memory-budget.js';
+import { RocksClaim } from './process-memory.js';
 import { ownedUnder, takeOwnership } from './task-owners.js';
 
 /** The live RocksDB of a task, inside its task directory. */
@@ -123,6 +125,8 @@ export interface TaskDirectoryOptions {
   readonly onWait?: (task: TaskDir, path: string) => void;
   /** Called before a live RocksDB unused for `unusedMs` (more than `staleAfterMs`) is wiped. */
   readonly onStale?: (task: TaskDir, unusedMs: number, staleAfterMs: number) => void;
+  /** The process's memory plan: every RocksDB opened here is claimed in it while open (`RocksClaim`). */
+  readonly memory?: MemoryBudget;
 }
 
 /** One task's directory. Owns nothing open: each method opens and hands over, or works on the disk. */
@@ -179,12 +183,15 @@ export class TaskDir {
     const release = await takeOwnership(resolve(path), () => this.hooks.onWait?.(this, path));
     try {
       if (follows) this.wipeIfStale();
+      let claim: RocksClaim | undefined;
       const onClosed = () => {
+        claim?.release();
         touch(this.path);
         if (follows) this.markFollowed();
         release();
       };
       const db = await openRocks(path, DEFAULT_ROCKS_MEMORY, onClosed, live ? (m) => this.markCorrupt(m) : undefined);
+      if (this.hooks.memory) claim = new RocksClaim(this.hooks.memory, db);
       if (follows) this.markFollowed();
       return db;
     } catch (err) {

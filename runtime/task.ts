@@ -10,6 +10,8 @@ import type { Serde } from '../core/serde.js';
 import type { ProcessorNode, Subtopology, Topology } from './topology.js';
 import type { StateStore } from '../state/state-store.js';
 import { TaskLifecycle, type TaskState } from './task-lifecycle.js';
+import type { MemoryBudget } from '../state/memory-budget.js';
+import { processMemory, sharedMemory } from './process-memory.js';
 
 /** Where a task's sinks put serialized records; the engine makes them part of the next commit. */
 export interface RecordCollector {
@@ -243,6 +245,11 @@ export class StreamTask {
     return this.inProcess.get(k) as T;
   }
 
+  /** The process's memory plan (`ProcessorContext.memory`): the engine's, else this task's own. */
+  memoryPlan(): MemoryBudget {
+    return sharedMemory(this.inProcess, () => processMemory(this.topology, this.logger));
+  }
+
   registerQuery(processor: string, name: string, handler: QueryHandler): void {
     const id = `${processor}/${name}`;
     if (this.queries.has(id)) throw new CrawlError('CS_TOPOLOGY', `query ${id} is registered twice`);
@@ -348,5 +355,9 @@ class NodeContext implements ProcessorContext {
 
   inProcess<T>(key: string, create: () => T): T {
     return this.task.inProcessObject(this.node.name, key, create);
+  }
+
+  memory(): MemoryBudget {
+    return this.task.memoryPlan();
   }
 }

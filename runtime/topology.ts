@@ -61,6 +61,12 @@ export interface TopologyOptions {
    * application id already and take no prefix.
    */
   readonly topicPrefix?: string;
+  /**
+   * The total of the memory plan of a process running this topology (`ProcessorContext.memory`),
+   * in bytes: the tasks' RocksDB databases and their processors' caches and fixed state are planned
+   * inside it. 0 (default): no total; every part is counted and every cache gets what it asks.
+   */
+  readonly memoryBudgetBytes?: number;
 }
 
 export type NodeKind = 'source' | 'processor' | 'sink';
@@ -108,6 +114,8 @@ export class Topology implements TopicNaming {
   readonly stores = new Map<string, { builder: StoreBuilder; processors: string[] }>();
 
   readonly topicPrefix: string;
+  /** `TopologyOptions.memoryBudgetBytes`; 0: none. */
+  readonly memoryBudgetBytes: number;
 
   constructor(
     readonly applicationId: string,
@@ -120,6 +128,9 @@ export class Topology implements TopicNaming {
       );
     }
     this.topicPrefix = options.topicPrefix ?? '';
+    this.memoryBudgetBytes = options.memoryBudgetBytes ?? 0;
+    if (!Number.isSafeInteger(this.memoryBudgetBytes) || this.memoryBudgetBytes < 0)
+      throw new CrawlError('CS_TOPOLOGY', `memory budget must be whole bytes (0: none), got ${this.memoryBudgetBytes}`);
     if (this.topicPrefix !== '' && !/^[a-z][a-z0-9-]*\.$/.test(this.topicPrefix))
       throw new CrawlError(
         'CS_TOPOLOGY',

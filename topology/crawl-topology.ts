@@ -79,7 +79,10 @@ export function crawlTopology({
 }: CrawlTopologyOptions): Topology {
   const lookup = addressLookup ?? resolverLookup(config);
   // the default id keeps the bare topic names of every existing deployment
-  const t = new Topology(applicationId, { topicPrefix: applicationId === APPLICATION_ID ? '' : `${applicationId}.` });
+  const t = new Topology(applicationId, {
+    topicPrefix: applicationId === APPLICATION_ID ? '' : `${applicationId}.`,
+    memoryBudgetBytes: config.memoryBudgetBytes,
+  });
   const topic = (
     name: string,
     schema: Parameters<Topology['addTopic']>[0]['schema'],

@@ -2,7 +2,7 @@ import { M } from '../../core/metric-catalogue.js';
 import type { ProcessorContext } from '../../runtime/processor.js';
 import type { FetchRequest, HostState } from '../../schemas/types.js';
 import { SeenSet } from '../../state/seen-set.js';
-import { MemoryBudget, describeOver } from '../../state/memory-budget.js';
+import type { MemoryBudget } from '../../state/memory-budget.js';
 import type { CrawlConfig } from '../common/crawl-config.js';
 import { BackQueues } from './back-queues.js';
 import { DeferredSet } from './deferred-set.js';
@@ -99,11 +99,8 @@ export function openFrontierParts(
     (k, v) => meta.put(k, numberBytes(v)),
     config.recrawlShare,
   );
-  // one plan for every frontier task here, so one that takes over more partitions stays within it
-  const memory = ctx.inProcess(
-    'memory-budget',
-    () => new MemoryBudget(config.memoryBudgetBytes, (r) => ctx.log.warn(describeOver(r), { over: r.over })),
-  );
+  // the process's plan (its RocksDB databases claimed in it): one that takes over more partitions stays within it
+  const memory = ctx.memory();
   const seenSet = new SeenSet(ctx.getStateStore<SeenStore>(SEEN_STORE), {
     expectedCount: config.seenExpectedUrls,
     falsePositiveRate: config.seenFalsePositiveRate,

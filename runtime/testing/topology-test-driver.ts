@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/logger.js';
+import { silentLogger, type Logger } from '../../core/logger.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { RecordDriver } from '../record-driver.js';
 import { buildSerdes, type SerdeSet } from '../serdes.js';
 import { StreamTask } from '../task.js';
 import { TaskDirectory } from '../task-directory.js';
+import { processMemory, sharedMemory } from '../process-memory.js';
 import {
   applyCommitted,
   closeTaskState,
@@ -155,7 +156,10 @@ export class TopologyTestDriver {
     const ownDir = options.dir === undefined ? mkdtempSync(join(tmpdir(), 'crawlstream-driver-')) : undefined;
     const dir = options.dir ?? ownDir!;
     const id = { subtopology: sub.id, partition };
-    const state = await openTaskStores(id, sub, topology, new TaskDirectory(dir).task(id));
+    // one process: the task's database is claimed in the plan its processors see (`ProcessorContext.memory`)
+    const inProcess = options.inProcess ?? new Map<string, unknown>();
+    const memory = sharedMemory(inProcess, () => processMemory(topology, options.logger ?? silentLogger));
+    const state = await openTaskStores(id, sub, topology, new TaskDirectory(dir, { memory }).task(id));
     const driver = new TopologyTestDriver(
       topology,
       sub,
@@ -166,7 +170,7 @@ export class TopologyTestDriver {
       ownDir,
       options.metrics ?? new Metrics(),
       startTime,
-      options,
+      { ...options, inProcess },
     );
     driver.taskNow = driver.newTask();
     driver.taskNow.init();

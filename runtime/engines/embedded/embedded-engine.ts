@@ -27,6 +27,8 @@ import { FileSchemaRegistry } from './file-schema-registry.js';
 import { LogRetention, RETENTION_INTERVAL_MS, TRUNCATE_INTERVAL_MS } from './log-retention.js';
 import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
+import { PROCESS_MEMORY_KEY, processMemory, RocksClaim } from '../../process-memory.js';
+import type { MemoryBudget } from '../../../state/memory-budget.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
@@ -71,6 +73,10 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private readonly directory: TaskDirectory;
   /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
   private readonly coLocated = new Map<string, unknown>();
+  /** The process's memory plan (process-memory.ts). */
+  private readonly memory: MemoryBudget;
+  /** The embedded log's RocksDB in the plan, while open. */
+  private logClaim: RocksClaim | undefined;
   /** Set while commits are paused by a full disk (`pauseCommits`): they are retried there, nowhere else. */
   private recovering: Promise<void> | undefined;
   /** Set once a write of the log failed: RocksDB refuses every write until it is reopened. */
@@ -90,7 +96,11 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       this.metrics,
       (l) => this.say(l),
     );
-    this.directory = new TaskDirectory(options.dataDir);
+    // one plan for the process: the tasks' databases and the log's are claimed in it, and processors
+    // size their caches by it (`ProcessorContext.memory`)
+    this.memory = processMemory(topology, this.logger);
+    this.coLocated.set(PROCESS_MEMORY_KEY, this.memory);
+    this.directory = new TaskDirectory(options.dataDir, { memory: this.memory });
     this.produced = new OutputCollector(this.deadLetters);
     this.recovery = new TaskRecovery({
       logger: this.logger,
@@ -114,6 +124,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const subtopologies = this.topology.build();
     this.subtopologies = subtopologies;
     this.log = await this.whenSpace('the embedded log', () => EmbeddedLog.open(join(dataDir, 'log')));
+    this.logClaim = new RocksClaim(this.memory, this.log);
     this.retained = new LogRetention(this.log, this.topology, () => this.tasks, this.metrics);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);
@@ -481,6 +492,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     await this.recovering;
     for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
     // a log whose write failed reports that failure on its close: nothing is lost by it
+    this.logClaim?.release();
     if (this.logBroken) await this.log?.close().catch(() => undefined);
     else await this.log?.close();
   }

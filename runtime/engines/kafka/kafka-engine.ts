@@ -20,6 +20,7 @@ import { claimStateDir } from './cluster-identity.js';
 import { checkTopics, committedInputs, deadLetterTopicLimit, groupIdOf, transactionalIdOf } from './topics.js';
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
+import { processMemory } from '../../process-memory.js';
 import { StandbyTasks } from './standby-tasks.js';
 import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
@@ -123,6 +124,7 @@ export class KafkaEngine extends EngineBase implements Engine {
       this.tasks = new TaskManager({
         topology: this.topology,
         dataDir: this.options.dataDir,
+        memory: processMemory(this.topology, this.logger),
         commitIntervalMs: this.options.commitIntervalMs ?? KAFKA_ENGINE_SETTINGS.commitIntervalMs.default,
         deadLetters: new DeadLetters(deadLetterLimit.topic, deadLetterLimit.maxBytes, this.metrics, (l) => this.say(l)),
         serdes,

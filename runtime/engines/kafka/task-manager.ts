@@ -17,6 +17,8 @@ import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
 import { brokerFault, TaskSlot } from './task-slot.js';
 import { PAUSE_RETRY_MS, resourceFault, type PauseReason, type TaskPauses } from '../../resource-pause.js';
+import { PROCESS_MEMORY_KEY } from '../../process-memory.js';
+import type { MemoryBudget } from '../../../state/memory-budget.js';
 
 /**
  * How long a member waits before it fences the producer of a partition it did not hold: the
@@ -54,6 +56,8 @@ export const ORPHAN_CHECK_MS = 15_000;
 export interface TaskManagerOptions {
   readonly topology: Topology;
   readonly dataDir: string;
+  /** The process's memory plan (`ProcessorContext.memory`): its RocksDB databases are claimed in it. */
+  readonly memory?: MemoryBudget;
   readonly commitIntervalMs: number;
   /** Default HANDOVER_GRACE_MS. */
   readonly handoverGraceMs?: number;
@@ -118,7 +122,9 @@ export class TaskManager {
 
   constructor(private readonly o: TaskManagerOptions) {
     this.repairs = new StoreRepairs(o.logger);
+    if (o.memory) this.inProcess.set(PROCESS_MEMORY_KEY, o.memory);
     this.directory = new TaskDirectory(o.dataDir, {
+      ...(o.memory ? { memory: o.memory } : {}),
       // a partition revoked and assigned back at once: its previous task may still be committing or restoring
       onWait: (dir) => this.say(`task ${dir.name} waits for its previous opening or closing on this member to let go`),
       onStale: (dir, unusedMs, staleAfterMs) =>
