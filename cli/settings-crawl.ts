@@ -206,7 +206,7 @@ export const CRAWL_KNOBS: readonly Setting[] = [
     arg: 'BYTES',
     config: 'memoryBudgetBytes',
     ownDefault: true,
-    help: "RAM this process plans its frontier partitions' seen-sets within, all together: block caches shrink to fit beside the filters (default: the cgroup's memory limit, if any; 0: none)",
+    help: "RAM this process plans within, all together: its RocksDB databases and frontier partitions' seen-set filters are counted, and the seen-sets' block caches shrink to fit beside them (default: the cgroup's memory limit, if any; 0: none)",
   },
   bytes('warc-max-file', 'warcMaxFileBytes', 'a WARC file is closed and a new one started at about this size'),
   bytes(
