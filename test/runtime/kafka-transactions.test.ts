@@ -30,6 +30,10 @@ function fakeProducer(sendBatch: SendBatch, events: string[]): Producer {
   return { transaction: () => Promise.resolve(tx), disconnect: () => Promise.resolve() } as unknown as Producer;
 }
 
+/** The port's transactional producer over `producer`, as task 0's. */
+const transactional = (producer: Producer, compression = kafkajs.CompressionTypes.None) =>
+  new KafkajsTransactionalProducer(producer, 'task-0', () => undefined, BARE_TOPIC_NAMES, compression);
+
 const partitionsOf = (req: Parameters<SendBatch>[0]) => [
   ...new Set(req.topicMessages.flatMap((t) => t.messages.map((m) => m.partition))),
 ];
@@ -49,13 +53,7 @@ test('a send that leaves a partition out (kafkajs after a leader move) is aborte
       answered.map((q) => ({ topicName: 'changelog', partition: q, errorCode: 0, baseOffset: String(10 * n + q) })),
     );
   }, events);
-  const tp = new KafkajsTransactionalProducer(
-    producer,
-    'task-0',
-    () => undefined,
-    BARE_TOPIC_NAMES,
-    kafkajs.CompressionTypes.None,
-  );
+  const tp = transactional(producer);
   const bases = await tp.commit([record(0), record(1), record(2)], 'group', []);
   assert.deepEqual(events, ['send 0', 'send 1 (no result)', 'send 2', 'abort', 'send 0', 'send 1', 'send 2', 'commit']);
   assert.deepEqual(
@@ -84,13 +82,7 @@ test('each send carries one partition, and a failed send aborts the transaction 
     events.push(`sent ${p}`);
     return [{ topicName: 'changelog', partition: p, errorCode: 0, baseOffset: String(p) }];
   }, events);
-  const tp = new KafkajsTransactionalProducer(
-    producer,
-    'task-0',
-    () => undefined,
-    BARE_TOPIC_NAMES,
-    kafkajs.CompressionTypes.LZ4,
-  );
+  const tp = transactional(producer, kafkajs.CompressionTypes.LZ4);
   await tp.commit([record(0), record(2), record(0), record(1)], 'group', []);
   assert.ok(
     events.every((e) => !e.startsWith('send ') || !e.includes(',')),
@@ -122,13 +114,7 @@ test("a transaction kafkajs gave up retrying on the broker's CONCURRENT_TRANSACT
     if (attempt++ === 0) throw new kafkajs.KafkaJSNumberOfRetriesExceeded(busy, { retryCount: 5, retryTime: 1_000 });
     return Promise.resolve([{ topicName: 'changelog', partition: p, errorCode: 0, baseOffset: '7' }]);
   }, events);
-  const tp = new KafkajsTransactionalProducer(
-    producer,
-    'task-0',
-    () => undefined,
-    BARE_TOPIC_NAMES,
-    kafkajs.CompressionTypes.None,
-  );
+  const tp = transactional(producer);
   const bases = await tp.commit([record(3)], 'group', []);
   assert.deepEqual(events, ['send 3', 'abort', 'send 3', 'commit']);
   assert.equal(bases.get('changelog\u00003'), 7);
