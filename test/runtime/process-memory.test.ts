@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RocksClaim } from '../../runtime/process-memory.js';
+import { isCrawlError } from '../../core/errors.js';
+import { silentLogger } from '../../core/logger.js';
+import { processMemory, RocksClaim } from '../../runtime/process-memory.js';
+import { Topology } from '../../runtime/topology.js';
 import { TaskDirectory } from '../../runtime/task-directory.js';
 import { MemoryBudget } from '../../state/memory-budget.js';
 import type { RocksMemory } from '../../state/rocks.js';
@@ -58,4 +61,15 @@ test("a RocksDB's claim follows what it holds (memtables, block cache, index and
   held = { memtables: 9 * MiB, blockCache: 0, tableReaders: 0 };
   await new Promise((r) => setTimeout(r, 60));
   assert.equal(plan.report().claimed, 0, 'a released claim follows nothing');
+});
+
+test("a topology's memory budget is whole bytes, 0 (none) by default; the process's plan takes its total", () => {
+  assert.equal(new Topology('app').memoryBudgetBytes, 0);
+  assert.equal(processMemory(new Topology('app', { memoryBudgetBytes: 64 * MiB }), silentLogger).total, 64 * MiB);
+  for (const bad of [-1, 1.5, Number.NaN])
+    assert.throws(
+      () => new Topology('app', { memoryBudgetBytes: bad }),
+      (err: unknown) =>
+        isCrawlError(err) && err.code === 'CS_TOPOLOGY' && /memory budget must be whole bytes/.test(err.message),
+    );
 });
