@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import kafkajs, { type Producer } from 'kafkajs';
-import { KafkajsTransactionalProducer, transactionBusy } from '../../runtime/engines/kafka/kafka-transactions.js';
-import type { OutRecord } from '../../runtime/engines/kafka/kafka-common.js';
+import { KafkajsTransactionalProducer } from '../../runtime/engines/kafka/kafka-transactions.js';
+import { transactionBusy, type OutRecord } from '../../runtime/engines/kafka/kafka-common.js';
 import { BARE_TOPIC_NAMES } from '../../runtime/topology.js';
 
 const record = (partition: number): OutRecord => ({

@@ -72,6 +72,28 @@ export function kafkaFaultCode(err: unknown): 'CS_KAFKA' | 'CS_FENCED' | undefin
   return /^KafkaJS/.test((err as Error | undefined)?.name ?? '') ? 'CS_KAFKA' : undefined;
 }
 
+/** A fault as kafkajs builds it: its class name, the broker's answer, whether kafkajs would retry it, what it wraps. */
+type Fault = { name?: string; type?: string; message?: string; retriable?: boolean; cause?: unknown };
+
+/** `err` and the causes it wraps, outermost first; at most 8 deep (a cycle ends there). */
+function* faultChain(err: unknown): Generator<Fault> {
+  let e = err as Fault | undefined;
+  for (let depth = 0; e && depth < 8; depth++, e = e.cause as Fault | undefined) yield e;
+}
+
+const BUSY = /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR|INCOMPLETE_SEND/;
+
+/**
+ * The broker's "the previous transaction of this id is still being ended" (or its coordinator
+ * moved), or a send that left partitions out: try again. Also when kafkajs gave up retrying one
+ * of those itself: its KafkaJSNumberOfRetriesExceeded names the broker's answer only as its
+ * `cause` (a fetcher task's commit was lost so, and with it the results of fetches it had made).
+ */
+export function transactionBusy(err: unknown): boolean {
+  for (const e of faultChain(err)) if (BUSY.test(`${e.type ?? ''} ${e.message ?? ''}`)) return true;
+  return false;
+}
+
 /** kafkajs' names of faults that a broker's restart or a moving leader causes, whatever their `retriable`. */
 const TRANSIENT = new Set([
   'KafkaJSConnectionError',
@@ -88,8 +110,7 @@ const TRANSIENT = new Set([
  * retriable: a new topic's metadata may lag; callers that create topics wait for them apart) is not.
  */
 export function isTransientFault(err: unknown): boolean {
-  type Fault = { name?: string; type?: string; retriable?: boolean; cause?: unknown };
-  for (let e = err as Fault | undefined; e; e = e.cause as Fault | undefined) {
+  for (const e of faultChain(err)) {
     if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') return false;
     if (TRANSIENT.has(e.name ?? '') || e.retriable === true) return true;
     if (e.name !== 'KafkaJSNumberOfRetriesExceeded') return false;

@@ -4,6 +4,7 @@ import {
   kafkaError,
   SEND_CHUNK_BYTES,
   toTopicMessages,
+  transactionBusy,
   type OutRecord,
   type TopicPartitionOffset,
   type TransactionalProducer,
@@ -19,21 +20,6 @@ import type { TopicNaming } from '../../topology.js';
  */
 class IncompleteSend extends Error {
   readonly type = 'INCOMPLETE_SEND';
-}
-
-const BUSY = /CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|NOT_COORDINATOR|INCOMPLETE_SEND/;
-
-/**
- * The broker's "the previous transaction of this id is still being ended" (or its coordinator
- * moved), or a send that left partitions out: try again. Also when kafkajs gave up retrying one
- * of those itself: its KafkaJSNumberOfRetriesExceeded names the broker's answer only as its
- * `cause` (a fetcher task's commit was lost so, and with it the results of fetches it had made).
- */
-export function transactionBusy(err: unknown): boolean {
-  type Fault = { type?: string; message?: string; cause?: unknown };
-  for (let e = err as Fault | undefined, depth = 0; e && depth < 8; e = e.cause as Fault | undefined, depth++)
-    if (BUSY.test(`${e.type ?? ''} ${e.message ?? ''}`)) return true;
-  return false;
 }
 
 /**
