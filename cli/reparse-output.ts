@@ -68,6 +68,9 @@ export async function embeddedOutput(dataDir: string, topology: Topology): Promi
       log.ensureTopic(topic, n);
       partitions.set(topic, n);
     }
+    // as the crawl stores them (embedded-engine.ts): written once, beside the log's RocksDB
+    log.storeApart(TOPICS.pageRecords);
+    log.storeApart(TOPICS.pageContent);
     return {
       present: async (parserVersion) => {
         const serde = serdes.value(TOPICS.pageRecords);

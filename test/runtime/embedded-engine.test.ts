@@ -153,6 +153,10 @@ test('a stateful topology emits exact outputs and commits its input positions', 
   try {
     await run(dir, ['a', 'b', 'a', 'c', 'a', 'b']);
     assert.deepEqual(await countsByWord(dir), { a: [1, 2, 3], b: [1, 2], c: [1] });
+    // `counts` has no consumer: retention keeps it, so its records are written once, beside RocksDB
+    const kept = path.join(dir, 'log', 'kept');
+    const keptBytes = fs.readdirSync(kept).reduce((sum, f) => sum + fs.statSync(path.join(kept, f)).size, 0);
+    assert.ok(keptBytes > 0, 'the kept segments hold the counts');
     const log = await EmbeddedLog.open(path.join(dir, 'log'));
     try {
       for (let p = 0; p < PARTITIONS; p++) {

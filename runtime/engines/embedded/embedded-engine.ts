@@ -135,6 +135,10 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     this.log.ensureTopic(this.deadLetters.topic, 1);
     // tasks tail their source topics: their latest appends are read from memory
     for (const sub of subtopologies) for (const topic of sub.sourceTopics) this.log.cacheTail(topic);
+    // what retention never deletes is written once, beside RocksDB, not rewritten by its compactions
+    const consumed = new Set(subtopologies.flatMap((sub) => sub.sourceTopics));
+    for (const spec of this.topology.topics.values())
+      if (!spec.compacted && (spec.keep || !consumed.has(spec.name))) this.log.storeApart(spec.name);
     for (const sub of subtopologies) {
       for (let partition = 0; partition < sub.partitions; partition++)
         this.tasks.push(

@@ -8,6 +8,8 @@ import {
   type RocksPort,
   type RocksWrite,
 } from '../../../state/rocks.js';
+import { join } from 'node:path';
+import { decodeMark, encodeMark, KeptSegments, type Placement } from './kept-segments.js';
 import { TailCache } from './tail-cache.js';
 
 /** Set on a record whose stored frame could not be read; its value holds the raw bytes. */
@@ -41,28 +43,55 @@ const LOG_MEMORY: RocksMemoryBounds = {
   memtableBytes: 2 * DEFAULT_ROCKS_MEMORY.memtableBytes,
 };
 
+/** The key of the kept segments' committed end (kept-segments.ts). */
+const KEPT_MARK_KEY = Buffer.from('k\u0000mark');
+
 /**
  * The embedded engine's durable, partitioned topics, all in one RocksDB so that a commit —
  * appends to any partitions plus consumer positions — is one atomic, fsynced write batch: the
- * embedded equivalent of a Kafka transaction. Single-writer: one process owns a data dir.
+ * embedded equivalent of a Kafka transaction. The records of topics stored apart (`storeApart`:
+ * the kept ones) are written once to append-only segments beside it (kept-segments.ts), the
+ * batch holding a pointer to each. Single-writer: one process owns a data dir.
  */
 export class EmbeddedLog {
   private readonly ends = new Map<string, number>();
   private readonly starts = new Map<string, number>();
   private readonly listeners = new Set<(topic: string, partition: number) => void>();
   private readonly tail = new TailCache();
+  private readonly apart = new Set<string>();
 
-  private constructor(private db: RocksPort) {}
+  private constructor(
+    private db: RocksPort,
+    private readonly kept: KeptSegments,
+  ) {}
 
   /** What the log holds in memory: RocksDB's own figures and the tail cache's bytes. */
   memory(): RocksMemory & { tail: number } {
     return { ...this.db.memory(), tail: this.tail.bytes };
   }
 
-  static async open(dir: string): Promise<EmbeddedLog> {
+  /** Opens the log in `dir`; `segmentBytes`: the kept segments' size (kept-segments.ts, SEGMENT_BYTES). */
+  static async open(dir: string, options: { segmentBytes?: number } = {}): Promise<EmbeddedLog> {
     // every record of every topic passes through this one database: memtables twice a task's,
     // so a fast crawl flushes half as often
-    return new EmbeddedLog(await openRocks(dir, LOG_MEMORY));
+    const db = await openRocks(dir, LOG_MEMORY);
+    try {
+      const mark = decodeMark(db.get(KEPT_MARK_KEY));
+      return new EmbeddedLog(db, KeptSegments.open(join(dir, 'kept'), mark, options.segmentBytes));
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Stores the records this process appends to `topic` from now on in the kept segments: for
+   * topics retention never deletes records of (kept, or without a consumer) and that are not
+   * compacted; a kept record in RocksDB would be rewritten by every compaction of its SST file.
+   * Reads find records wherever they were stored.
+   */
+  storeApart(topic: string): void {
+    this.apart.add(topic);
   }
 
   /** Declares a topic; refuses a partition count that differs from the one on disk. */
@@ -121,6 +150,12 @@ export class EmbeddedLog {
     // the close reports the write error that broke the database; the files are released all the same
     await old.close().catch(() => undefined);
     this.db = await openRocks(old.path, LOG_MEMORY);
+    const mark = decodeMark(this.db.get(KEPT_MARK_KEY)) ?? { segment: 1, position: 0 };
+    if (mark.segment !== this.kept.mark.segment || mark.position !== this.kept.mark.position)
+      throw new CrawlError(
+        'CS_INTERNAL',
+        `the embedded log reopened with its kept segments ending at ${mark.segment}:${mark.position}, not ${this.kept.mark.segment}:${this.kept.mark.position}: a commit that failed was written after all; restart to go on from what the disk holds`,
+      );
     for (const [tp, end] of this.ends) {
       const [topic, partition] = tp.split('\u0000') as [string, string];
       const onDisk = this.storedEnd(topic, Number(partition));
@@ -167,7 +202,8 @@ export class EmbeddedLog {
     })) {
       const offset = Number(k.readBigUInt64BE(k.length - 8));
       try {
-        out.push({ ...decodeRecord(v, topic, partition, offset), topic, partition, offset });
+        const stored = KeptSegments.isPointer(v) ? this.kept.read(v) : v;
+        out.push({ ...decodeRecord(stored, topic, partition, offset), topic, partition, offset });
       } catch (err) {
         // handed on as an undecodable value so the engine dead-letters it instead of stalling
         out.push({
@@ -195,6 +231,9 @@ export class EmbeddedLog {
    */
   commit(appends: readonly Append[], positions: readonly Position[]): Map<string, number> {
     const batch: RocksWrite[] = [];
+    // each record's encoding, by its index in the batch; a record stored apart has a pointer there
+    const encoded: Buffer[] = [];
+    const apart: number[] = [];
     const nextEnds = new Map<string, number>();
     const bases = new Map<string, number>();
     const tails: { tp: string; first: number; from: number; to: number; append: Append }[] = [];
@@ -206,8 +245,21 @@ export class EmbeddedLog {
       let next = nextEnds.get(tp) ?? this.ends.get(tp)!;
       if (!bases.has(tp)) bases.set(tp, next);
       tails.push({ tp, first: next, from: batch.length, to: batch.length + a.records.length, append: a });
-      for (const r of a.records) batch.push({ key: recordKey(a.topic, a.partition, next++), value: encodeRecord(r) });
+      const stored = this.apart.has(a.topic);
+      for (const r of a.records) {
+        const value = encodeRecord(r);
+        if (stored) apart.push(batch.length);
+        encoded.push(value);
+        batch.push({ key: recordKey(a.topic, a.partition, next++), value });
+      }
       nextEnds.set(tp, next);
+    }
+    let placement: Placement | undefined;
+    if (apart.length > 0) {
+      placement = this.kept.place(apart.map((i) => encoded[i]!));
+      for (let j = 0; j < apart.length; j++)
+        batch[apart[j]!] = { key: batch[apart[j]!]!.key, value: placement.pointers[j]! };
+      batch.push({ key: KEPT_MARK_KEY, value: encodeMark(placement.mark) });
     }
     for (const [tp, end] of nextEnds) {
       const [topic, partition] = tp.split('\u0000') as [string, string];
@@ -221,9 +273,10 @@ export class EmbeddedLog {
       batch.push({ key: positionKey(p.group, p.topic, p.partition), value: b });
     }
     this.db.write(batch, { sync: true });
+    if (placement !== undefined) this.kept.advance(placement);
     for (const [tp, end] of nextEnds) this.ends.set(tp, end);
     for (const t of tails)
-      if (this.tail.caches(t.tp)) this.cacheAppend(t.tp, t.first, t.append, batch.slice(t.from, t.to));
+      if (this.tail.caches(t.tp)) this.cacheAppend(t.tp, t.first, t.append, encoded.slice(t.from, t.to));
     for (const a of appends) if (a.records.length > 0) for (const l of this.listeners) l(a.topic, a.partition);
     return bases;
   }
@@ -235,15 +288,15 @@ export class EmbeddedLog {
    * for as long as it holds the record (a heap snapshot found ~23 MiB of slabs behind ~2.4 MiB of
    * cached records). A record written into a buffer of its own is cached as it is.
    */
-  private cacheAppend(tp: string, first: number, a: Append, written: readonly RocksWrite[]): void {
+  private cacheAppend(tp: string, first: number, a: Append, written: readonly Buffer[]): void {
     const records: ConsumedRawRecord[] = [];
     const sizes: number[] = [];
     let total = 0;
-    for (const w of written) if (!ownsBuffer(w.value!)) total += w.value!.length;
+    for (const w of written) if (!ownsBuffer(w)) total += w.length;
     const slab = total > 0 ? Buffer.allocUnsafeSlow(total) : undefined;
     let at = 0;
     for (let i = 0; i < written.length; i++) {
-      const value = written[i]!.value!;
+      const value = written[i]!;
       let encoded = value;
       if (!ownsBuffer(value)) {
         const length = value.copy(slab!, at);
@@ -287,6 +340,7 @@ export class EmbeddedLog {
 
   async close(): Promise<void> {
     this.listeners.clear();
+    this.kept.close();
     await this.db.close();
   }
 }
