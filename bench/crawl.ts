@@ -52,6 +52,8 @@ const PROFILE = process.env['CRAWL_BENCH_PROFILE'] === '1';
 const EXTRA = (process.env['CRAWL_BENCH_ARGS'] ?? '').split(' ').filter(Boolean);
 /** Node flags for the crawler process, e.g. `--cpu-prof --cpu-prof-dir=DIR` for a profile. */
 const NODE_ARGS = (process.env['CRAWL_BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+/** 1: keep the bench's directory (the crawler's data dir, each crawler's server log as JSON lines) and print where. */
+const KEEP = process.env['CRAWL_BENCH_KEEP'] === '1';
 /**
  * Kafka instead of the embedded engine: `run --role all` against these (start them with
  * scripts/kafka/start.sh); the broker's CPU is read from `<CRAWLSTREAM_KAFKA_RUN>/kafka.pid`.
@@ -131,7 +133,8 @@ async function main(): Promise<void> {
   const crawl = runs.get('crawlstream');
   const naive = runs.get('naive');
   if (crawl !== undefined && naive !== undefined) printRatio(crawl, naive);
-  rmSync(dir, { recursive: true, force: true });
+  if (KEEP) process.stdout.write(`kept: ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
 }
 
 interface Bench {
@@ -197,7 +200,7 @@ async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb;
     progressS: 10,
   });
   const brokerCpuS = brokerPid === undefined ? 0 : processUsage(brokerPid).cpuS - brokerCpu0;
-  await judgeAndPrint(run, web, sites, 'crawlstream');
+  await judgeAndPrint(run, web, sites, 'crawlstream', dir);
   if (brokerPid !== undefined)
     process.stdout.write(
       `crawlstream broker CPU per page (whole run): ${((brokerCpuS * 1000) / run.cpuPages).toFixed(2)} ms\n`,
@@ -232,7 +235,7 @@ async function runNaive(bench: Bench, { web, seeds }: { web: SyntheticWeb; seeds
     limitS: LIMIT_S,
     progressS: 10,
   });
-  await judgeAndPrint(run, web, bench.sites, 'naive-crawler');
+  await judgeAndPrint(run, web, bench.sites, 'naive-crawler', bench.dir);
   return run;
 }
 
@@ -242,8 +245,15 @@ async function judgeAndPrint(
   web: SyntheticWeb,
   sites: readonly SiteSpec[],
   userAgent: string,
+  dir: string,
 ): Promise<void> {
   const log = web.requests();
+  // kept with the data dir: one request a line, with the address it came in on
+  if (KEEP)
+    writeFileSync(
+      join(dir, `${userAgent}-requests.jsonl`),
+      log.map((r) => JSON.stringify({ ...r, ip: REAL ? web.ipOf(r.host) : '127.0.0.1' })).join('\n') + '\n',
+    );
   const { http, https, resumed } = web.connections;
   await web.close();
   const report = checkPoliteness(log, sites, { userAgent, ...(REAL ? { ipOf: web.ipOf } : {}) });
