@@ -211,6 +211,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       why: stale ? 'stale' : 'late',
       where,
       pastWindowMs: Math.round(now - req.notAfter),
+      // how far ahead of its start it was issued, and how long ago: a lease issued at its start
+      // has only its window to cross the frontier's commit and reach this task
+      leadMs: Math.round((req.notBefore ?? req.issuedAt) - req.issuedAt),
+      issuedAgoMs: Math.round(now - req.issuedAt),
       offset: Math.round(offset),
     });
     this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
