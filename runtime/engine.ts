@@ -1,4 +1,5 @@
 import type { Metrics } from '../core/metrics.js';
+import type { MemoryBudget } from '../state/memory-budget.js';
 import type { StreamRecord } from './record.js';
 
 /**
@@ -8,6 +9,12 @@ import type { StreamRecord } from './record.js';
 export interface Engine {
   readonly name: 'embedded' | 'kafka';
   readonly metrics: Metrics;
+  /**
+   * The process's memory plan (state/memory-budget.ts): the RocksDB databases and state every task
+   * of this process claims, the caches it grants; the ops server publishes it at each scrape, so a
+   * process of any role reports it.
+   */
+  readonly memoryPlan: MemoryBudget;
   /** Opens topics and stores, restores state, initializes every task and starts processing. */
   start(): Promise<void>;
   /** Writes records to a topic atomically (seeds, control commands); keys pick partitions. */

@@ -64,6 +64,8 @@ export async function startOpsServer({
     engine.metrics.setGauge(M.tasksQuarantined, 'engine', quarantined);
     const bytes = disk?.bytes();
     if (bytes !== undefined) engine.metrics.setGauge(M.stateDiskBytes, 'engine', bytes);
+    // the engine's, not a processor's: a fetcher- or parser-only process has a plan too
+    engine.memoryPlan.reportMetrics(engine.metrics);
   });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];

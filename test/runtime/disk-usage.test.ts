@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { MemoryBudget } from '../../state/memory-budget.js';
 import { Metrics } from '../../core/metrics.js';
 import { DiskUsage, DISK_USAGE_MAX_REFRESH_MS } from '../../runtime/disk-usage.js';
 import type { Engine, EngineHealth } from '../../runtime/engine.js';
@@ -35,6 +36,7 @@ function quietEngine(): Engine {
   return {
     name: 'embedded',
     metrics: new Metrics(),
+    memoryPlan: new MemoryBudget(0),
     start: async () => undefined,
     produce: async () => undefined,
     isIdle: () => true,

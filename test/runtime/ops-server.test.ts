@@ -104,6 +104,12 @@ test('the ops endpoints: not ready before start, ready after, metrics parse, unh
   assert.ok(sampleSum(families, 'crawlstream_commits_total') > 0, 'commits counted');
   assert.ok(sampleSum(families, 'crawlstream_commit_duration_seconds_count') > 0, 'commit durations observed');
   assert.equal(sampleSum(families, 'crawlstream_tasks_running'), 2);
+  // the process's plan, though no processor here sizes a cache by it: the engine's log is claimed in it
+  const plan = Object.fromEntries(
+    families.find((f) => f.name === 'crawlstream_memory_budget_bytes')!.samples.map((s) => [s.labels['part'], s.value]),
+  );
+  assert.equal(plan['total'], 0);
+  assert.ok(plan['claimed']! >= 2 ** 20, `claimed ${plan['claimed']}`);
   assert.ok(
     families.some((f) => f.name === 'process_cpu_seconds'),
     'default process metrics are exported',

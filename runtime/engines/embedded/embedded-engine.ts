@@ -74,7 +74,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
   private readonly coLocated = new Map<string, unknown>();
   /** The process's memory plan (process-memory.ts). */
-  private readonly memory: MemoryBudget;
+  readonly memoryPlan: MemoryBudget;
   /** The embedded log's RocksDB in the plan, while open. */
   private logClaim: RocksClaim | undefined;
   /** Set while commits are paused by a full disk (`pauseCommits`): they are retried there, nowhere else. */
@@ -98,9 +98,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     );
     // one plan for the process: the tasks' databases and the log's are claimed in it, and processors
     // size their caches by it (`ProcessorContext.memory`)
-    this.memory = processMemory(topology, this.logger);
-    this.coLocated.set(PROCESS_MEMORY_KEY, this.memory);
-    this.directory = new TaskDirectory(options.dataDir, { memory: this.memory });
+    this.memoryPlan = processMemory(topology, this.logger);
+    this.coLocated.set(PROCESS_MEMORY_KEY, this.memoryPlan);
+    this.directory = new TaskDirectory(options.dataDir, { memory: this.memoryPlan });
     this.produced = new OutputCollector(this.deadLetters);
     this.recovery = new TaskRecovery({
       logger: this.logger,
@@ -124,7 +124,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const subtopologies = this.topology.build();
     this.subtopologies = subtopologies;
     this.log = await this.whenSpace('the embedded log', () => EmbeddedLog.open(join(dataDir, 'log')));
-    this.logClaim = new RocksClaim(this.memory, this.log);
+    this.logClaim = new RocksClaim(this.memoryPlan, this.log);
     this.retained = new LogRetention(this.log, this.topology, () => this.tasks, this.metrics);
     this.serdes = await buildSerdes(this.topology, new FileSchemaRegistry(dataDir));
     for (const spec of this.topology.topics.values()) this.log.ensureTopic(spec.name, spec.partitions);

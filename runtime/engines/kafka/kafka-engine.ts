@@ -21,6 +21,7 @@ import { checkTopics, committedInputs, deadLetterTopicLimit, groupIdOf, transact
 import { consumeLoop } from './consume-loop.js';
 import { TaskManager } from './task-manager.js';
 import { processMemory } from '../../process-memory.js';
+import type { MemoryBudget } from '../../../state/memory-budget.js';
 import { StandbyTasks } from './standby-tasks.js';
 import { KAFKA_ENGINE_SETTINGS } from './engine-settings.js';
 
@@ -83,11 +84,14 @@ export class KafkaEngine extends EngineBase implements Engine {
   private fetchedRecords = 0;
   private restored = 0;
 
+  readonly memoryPlan: MemoryBudget;
+
   constructor(
     private readonly topology: Topology,
     private readonly options: KafkaEngineOptions,
   ) {
     super(options.logger);
+    this.memoryPlan = processMemory(topology, this.logger);
   }
 
   async start(): Promise<void> {
@@ -124,7 +128,7 @@ export class KafkaEngine extends EngineBase implements Engine {
       this.tasks = new TaskManager({
         topology: this.topology,
         dataDir: this.options.dataDir,
-        memory: processMemory(this.topology, this.logger),
+        memory: this.memoryPlan,
         commitIntervalMs: this.options.commitIntervalMs ?? KAFKA_ENGINE_SETTINGS.commitIntervalMs.default,
         deadLetters: new DeadLetters(deadLetterLimit.topic, deadLetterLimit.maxBytes, this.metrics, (l) => this.say(l)),
         serdes,
