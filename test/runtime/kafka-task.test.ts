@@ -16,7 +16,20 @@ import { TaskLifecycle } from '../../runtime/task-lifecycle.js';
 import { openTaskState, restoreTaskState, type LocalTaskState } from '../../runtime/task-state.js';
 import { StreamTask } from '../../runtime/task.js';
 import { MemoryRegistry } from '../../schemas/memory-registry.js';
-import { CHANGELOG, ScriptedCluster, ScriptedProducer, countTopology, tempDataDir, until } from './scripted-port.js';
+import {
+  APP,
+  CHANGELOG,
+  ScriptedCluster,
+  ScriptedProducer,
+  countTopology,
+  tempDataDir,
+  until,
+} from './scripted-port.js';
+import { stringSerde } from '../../core/serde.js';
+import type { Processor, ProcessorContext } from '../../runtime/processor.js';
+import type { StreamRecord } from '../../runtime/record.js';
+import { Topology } from '../../runtime/topology.js';
+import type { LinkBatch } from '../../schemas/types.js';
 
 const ID = { subtopology: 0, partition: 1 };
 const GROUP = 'scripted-counter';
@@ -34,8 +47,8 @@ interface Rig {
 }
 
 /** A running KafkaTask over real stores, its producer scripted; `commitIntervalMs` long, so commits come when asked. */
-async function rig(cluster = new ScriptedCluster(), dataDir = tempDataDir()): Promise<Rig> {
-  const { topology, sub } = countTopology();
+async function rig(cluster = new ScriptedCluster(), dataDir = tempDataDir(), made = countTopology()): Promise<Rig> {
+  const { topology, sub } = made;
   const serdes = await buildSerdes(topology, new MemoryRegistry());
   const metrics = new Metrics();
   const dir = new TaskDirectory(dataDir).task(ID);
@@ -197,6 +210,88 @@ test('an ungraceful close commits nothing and drops pending writes', async () =>
     assert.equal((next.state.stores.get('counts') as unknown as { get(k: string): unknown }).get('a'), undefined);
   } finally {
     await next.task.close(false);
+    rmSync(r.dataDir, { recursive: true, force: true });
+  }
+});
+
+const totals = (r: Rig) => r.cluster.records('totals', 0).length + r.cluster.records('totals', 1).length;
+
+/** Forwards each record as it is. */
+class Relay implements Processor<string, LinkBatch, string, LinkBatch> {
+  private ctx!: ProcessorContext<string, LinkBatch>;
+  init(context: ProcessorContext<string, LinkBatch>): void {
+    this.ctx = context;
+  }
+  process(record: StreamRecord<string, LinkBatch>): void {
+    this.ctx.forward(record);
+  }
+}
+
+/** A stateless relay whose inputs are committed before it processes them, as the fetcher's are. */
+function beforeTopology(): ReturnType<typeof countTopology> {
+  const topology = new Topology(APP)
+    .addTopic({ name: 'words', partitions: 2, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addTopic({ name: 'totals', partitions: 2, keySerde: stringSerde, schema: 'LinkBatch' })
+    .addSource('words-source', 'words')
+    .addProcessor('relay', () => new Relay() as Processor, ['words-source'], { commitInputs: 'before' })
+    .addSink('totals-sink', 'totals', 'relay');
+  return { topology, sub: topology.build()[0]! };
+}
+
+/** What kafkajs rejects a commit with when the coordinator's broker went away, as the producer wraps it. */
+const brokerGone = () =>
+  new CrawlError('CS_KAFKA', 'scripted: transaction failed: KafkaJSConnectionError Connection error', {
+    cause: Object.assign(new Error('Connection error: ECONNREFUSED'), { name: 'KafkaJSConnectionError' }),
+  });
+
+test("a 'before' task's commit that meets a transient broker fault is tried again in a new transaction: its outputs, whose inputs are committed already, are not lost", async () => {
+  const r = await rig(new ScriptedCluster(), tempDataDir(), beforeTopology());
+  try {
+    start(r);
+    r.task.enqueue(words(r, [0, 1]));
+    await until(() => r.task.busy() === 0 && r.task.backlog() === 0, 'the records taken and processed');
+    assert.equal(totals(r), 0, 'the inputs were committed before, the outputs not yet');
+    r.producer.answers.push(brokerGone(), brokerGone());
+    await r.task.commit();
+    assert.equal(r.lost.length, 0, 'the task goes on');
+    assert.equal(totals(r), 2, 'both outputs committed once');
+    const attempts = r.producer.commits.filter((c) => c.records.length > 0);
+    assert.equal(attempts.length, 3, 'two failed attempts, then the one that committed');
+    assert.equal(r.metrics.counter(M.commitsAborted), 0);
+
+    // a fence is not tried again: another producer owns the id
+    r.task.enqueue(words(r, [2]));
+    await until(() => r.task.busy() === 0 && r.task.backlog() === 0, 'the next record processed');
+    r.producer.answers.push(new CrawlError('CS_FENCED', 'scripted: another producer took the id'));
+    const before = r.producer.commits.length;
+    await r.task.commit();
+    assert.deepEqual(
+      r.lost.map((e) => e.code),
+      ['CS_FENCED'],
+    );
+    assert.equal(r.producer.commits.length, before + 1, 'one attempt');
+  } finally {
+    await r.task.close(false);
+    rmSync(r.dataDir, { recursive: true, force: true });
+  }
+});
+
+test("an 'after' task's commit that meets a transient broker fault loses the task at once: its inputs are not committed, so the next owner makes its outputs again", async () => {
+  const r = await rig();
+  try {
+    start(r);
+    r.task.enqueue(words(r, [0]));
+    await until(() => r.task.busy() === 0 && r.task.backlog() === 0, 'the record processed');
+    r.producer.answers.push(brokerGone());
+    await r.task.commit();
+    assert.deepEqual(
+      r.lost.map((e) => e.code),
+      ['CS_KAFKA'],
+    );
+    assert.equal(r.producer.commits.length, 1, 'one attempt');
+    assert.equal(r.cluster.records(CHANGELOG, ID.partition).length, 0, 'the failed transaction wrote nothing');
+  } finally {
+    await r.task.close(false);
     rmSync(r.dataDir, { recursive: true, force: true });
   }
 });
