@@ -1,5 +1,5 @@
 import { CrawlError } from '../../../core/errors.js';
-import type { ConsumedRawRecord, RawRecord, RecordHeaders } from '../../record.js';
+import type { ConsumedRawRecord, RawRecord } from '../../record.js';
 import {
   DEFAULT_ROCKS_MEMORY,
   openRocks,
@@ -11,6 +11,7 @@ import {
 import { join } from 'node:path';
 import { decodeMark, encodeMark, KeptSegments, type Placement } from './kept-segments.js';
 import { TailCache } from './tail-cache.js';
+import { decodeRecord, encodeRecord, endKey, positionKey, recordKey, recordPrefix, tpKey } from './log-format.js';
 
 /** Set on a record whose stored frame could not be read; its value holds the raw bytes. */
 export const CORRUPT_HEADER = 'x-crawlstream-corrupt';
@@ -389,78 +390,4 @@ class ClosedRocks implements RocksPort {
  */
 function ownsBuffer(b: Buffer): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength;
-}
-
-function tpKey(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
-
-/** Record key prefixes by `topic\0partition`: built once, never handed out (callers copy or slice). */
-const prefixes = new Map<string, Buffer>();
-
-function recordPrefix(topic: string, partition: number): Buffer {
-  const tp = tpKey(topic, partition);
-  let prefix = prefixes.get(tp);
-  if (prefix === undefined) {
-    const b = Buffer.alloc(Buffer.byteLength(topic) + 7);
-    let n = b.write(`r\u0000${topic}\u0000`);
-    n = b.writeUInt32BE(partition, n);
-    prefix = b.subarray(0, n);
-    prefixes.set(tp, prefix);
-  }
-  return prefix;
-}
-
-function recordKey(topic: string, partition: number, offset: number): Buffer {
-  const p = recordPrefix(topic, partition);
-  const b = Buffer.allocUnsafe(p.length + 8);
-  p.copy(b);
-  b.writeUInt32BE(Math.floor(offset / 0x1_0000_0000), p.length);
-  b.writeUInt32BE(offset >>> 0, p.length + 4);
-  return b;
-}
-
-function endKey(topic: string, partition: number): Buffer {
-  return Buffer.from(`e\u0000${topic}\u0000${partition}`);
-}
-
-function positionKey(group: string, topic: string, partition: number): Buffer {
-  return Buffer.from(`p\u0000${group}\u0000${topic}\u0000${partition}`);
-}
-
-// record layout: timestamp f64 | key length u32 | key | value length i32 (-1 = null) | value | headers JSON
-function encodeRecord(r: RawRecord): Buffer {
-  const headers =
-    r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : Buffer.alloc(0);
-  const valueLength = r.value === null ? 0 : r.value.length;
-  const b = Buffer.allocUnsafe(8 + 4 + r.key.length + 4 + valueLength + headers.length);
-  let o = b.writeDoubleBE(r.timestamp, 0);
-  o = b.writeUInt32BE(r.key.length, o);
-  o += r.key.copy(b, o);
-  o = b.writeInt32BE(r.value === null ? -1 : r.value.length, o);
-  if (r.value !== null) o += r.value.copy(b, o);
-  headers.copy(b, o);
-  return b;
-}
-
-function decodeRecord(b: Buffer, topic: string, partition: number, offset: number): RawRecord {
-  try {
-    const timestamp = b.readDoubleBE(0);
-    const keyLength = b.readUInt32BE(8);
-    const key = b.subarray(12, 12 + keyLength);
-    let o = 12 + keyLength;
-    const valueLength = b.readInt32BE(o);
-    o += 4;
-    const value = valueLength < 0 ? null : b.subarray(o, o + valueLength);
-    o += Math.max(0, valueLength);
-    if (o > b.length) throw new RangeError('record shorter than its lengths');
-    const headers = o < b.length ? (JSON.parse(b.subarray(o).toString('utf8')) as RecordHeaders) : undefined;
-    return headers ? { key, value, timestamp, headers } : { key, value, timestamp };
-  } catch (err) {
-    throw new CrawlError(
-      'CS_CORRUPT_RECORD',
-      `record ${topic}-${partition}@${offset} cannot be read: ${(err as Error).message}`,
-      { cause: err },
-    );
-  }
 }

@@ -21,8 +21,7 @@ import {
   type TaskStores,
 } from '../../task-state.js';
 import type { TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
-import { isTransientFault } from './kafka-common.js';
-import { taskIdString } from '../../../core/ids.js';
+import { commitRetryingTransient } from './kafka-transactions.js';
 
 export interface KafkaTaskHost {
   readonly groupId: string;
@@ -54,14 +53,6 @@ export interface KafkaTaskHost {
 }
 
 const MAX_TAKE = 500;
-
-/**
- * How long after its first attempt a 'before' task's commit is still tried again after a broker
- * fault that may pass (a broker restarting, a coordinator moving): its outputs answer inputs
- * already committed, so a lost commit loses them for good. The same bound as the producer's own
- * busy retries: a task retrying holds its partition's rebalance.
- */
-export const BEFORE_COMMIT_RETRY_MS = 10_000;
 
 /**
  * Runs one StreamTask on Kafka: a loop that processes buffered records, runs punctuators and
@@ -399,7 +390,11 @@ export class KafkaTask {
       let bases: Map<string, number>;
       const started = process.hrtime.bigint();
       try {
-        bases = await this.commitTransaction(records, offsets);
+        // a 'before' task's outputs can never be made again (its inputs are committed): retried
+        const retry = { task: this.name, stopped: () => this.closed, log: (l: string) => this.host.log(l) };
+        bases = await (this.task.commitInputs === 'before'
+          ? commitRetryingTransient(this.producer, records, this.host.groupId, offsets, retry)
+          : this.producer.commit(records, this.host.groupId, offsets));
       } catch (err) {
         this.host.metrics.inc(M.commitsAborted);
         discardPending(this.state);
@@ -427,38 +422,6 @@ export class KafkaTask {
   }
 
   /**
-   * One transaction of `records` and `offsets`. A 'before' task's (its inputs are committed before
-   * they are processed, so its outputs can never be made again: a fetcher's are the answers the
-   * web gave) is tried again in a new transaction after a transient broker fault, backing off from
-   * 200 ms, until BEFORE_COMMIT_RETRY_MS after the first attempt; fenced, closed, or any other
-   * fault ends it. A failed attempt leaves nothing visible (its transaction is aborted).
-   */
-  private async commitTransaction(
-    records: readonly OutputRecord[],
-    offsets: readonly TopicPartitionOffset[],
-  ): Promise<Map<string, number>> {
-    const began = Date.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.producer.commit(records, this.host.groupId, offsets);
-      } catch (err) {
-        const delay = 200 * 2 ** attempt;
-        if (
-          this.task.commitInputs !== 'before' ||
-          this.closed ||
-          !transientCommitFault(err) ||
-          Date.now() + delay - began > BEFORE_COMMIT_RETRY_MS
-        )
-          throw err;
-        this.host.log(
-          `task ${taskIdString(this.task.id)}: commit failed (${(err as Error).message}); its outputs answer inputs already committed, so it is tried again in ${delay} ms`,
-        );
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
-  }
-
-  /**
    * Stops processing; with `commit`, waits up to `graceMs` for work in flight and commits once
    * more (best effort: a fenced task's last commit fails harmlessly). Then closes processors,
    * stores, the RocksDB and the producer. Idempotent.
@@ -479,12 +442,6 @@ export class KafkaTask {
   }
 
   private closed = false;
-}
-
-/** A commit's fault that a new transaction may get past: a transient broker fault, not a fence. */
-function transientCommitFault(err: unknown): boolean {
-  if (isCrawlError(err)) return err.code === 'CS_KAFKA' && isTransientFault(err.cause);
-  return isTransientFault(err);
 }
 
 /** The key of a topic partition in this engine's maps (the runtime's `rangeKey`). */

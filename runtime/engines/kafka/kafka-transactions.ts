@@ -4,12 +4,14 @@ import {
   kafkaError,
   SEND_CHUNK_BYTES,
   toTopicMessages,
+  isTransientFault,
   transactionBusy,
   type OutRecord,
   type TopicPartitionOffset,
   type TransactionalProducer,
 } from './kafka-common.js';
 import type { TopicNaming } from '../../topology.js';
+import { isCrawlError } from '../../../core/errors.js';
 
 /**
  * A produce that kafkajs reported as done although some partitions were never written: when a
@@ -165,4 +167,48 @@ export class KafkajsTransactionalProducer implements TransactionalProducer {
     this.onClose();
     await this.producer.disconnect();
   }
+}
+
+/**
+ * How long after its first attempt a 'before' task's commit is still tried again after a broker
+ * fault that may pass (a broker restarting, a coordinator moving): its outputs answer inputs
+ * already committed, so a lost commit loses them for good. The same bound as the producer's own
+ * busy retries: a task retrying holds its partition's rebalance.
+ */
+export const BEFORE_COMMIT_RETRY_MS = 10_000;
+
+/**
+ * `producer.commit` of outputs that can never be made again (a 'before' task's: its inputs were
+ * committed before it processed them): tried again in a new transaction after a transient broker
+ * fault, backing off from 200 ms doubled, until BEFORE_COMMIT_RETRY_MS after the first attempt;
+ * a fence, any other fault, or `stopped()` ends it (the last fault is thrown). A failed attempt
+ * leaves nothing visible (its transaction is aborted); one whose answer was lost after the broker
+ * committed it is written again (the outputs twice: their consumers must tolerate that).
+ */
+export async function commitRetryingTransient(
+  producer: TransactionalProducer,
+  records: readonly OutRecord[],
+  groupId: string,
+  offsets: readonly TopicPartitionOffset[],
+  o: { task: string; stopped(): boolean; log(line: string): void },
+): Promise<Map<string, number>> {
+  const began = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await producer.commit(records, groupId, offsets);
+    } catch (err) {
+      const delay = 200 * 2 ** attempt;
+      if (o.stopped() || !transientCommitFault(err) || Date.now() + delay - began > BEFORE_COMMIT_RETRY_MS) throw err;
+      o.log(
+        `task ${o.task}: commit failed (${(err as Error).message}); its outputs answer inputs already committed, so it is tried again in ${delay} ms`,
+      );
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/** A commit's fault that a new transaction may get past: a transient broker fault, not a fence. */
+function transientCommitFault(err: unknown): boolean {
+  if (isCrawlError(err)) return err.code === 'CS_KAFKA' && isTransientFault(err.cause);
+  return isTransientFault(err);
 }
