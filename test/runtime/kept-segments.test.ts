@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { isCrawlError } from '../../core/errors.js';
 import { KeptSegments } from '../../runtime/engines/embedded/kept-segments.js';
 import { CORRUPT_HEADER, EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
-import { fill, mountSmallDisk, unmount } from '../small-disk.js';
+import { fill, tempSmallDisk } from '../small-disk.js';
 
 const record = (key: string, bytes: number, fillByte = 0x61) => ({
   key: Buffer.from(key),
@@ -181,14 +181,8 @@ test(
   'a commit whose kept records meet a full disk fails with CS_DISK_FULL and changes nothing; with space back the same commit succeeds without a reopen',
   { timeout: 60_000, skip: process.getuid?.() === 0 ? false : 'mounting a small filesystem needs root' },
   async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'crawlstream-kept-full-'));
-    mountSmallDisk(dir, '4m');
     let log: EmbeddedLog | undefined;
-    t.after(async () => {
-      await log?.close().catch(() => undefined);
-      unmount(dir);
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const dir = tempSmallDisk(t, 'crawlstream-kept-full-', '4m', () => log?.close());
     log = await EmbeddedLog.open(join(dir, 'log'));
     log.ensureTopic('kept', 1);
     log.storeApart('kept');

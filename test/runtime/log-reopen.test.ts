@@ -1,11 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { isCrawlError } from '../../core/errors.js';
 import { EmbeddedLog } from '../../runtime/engines/embedded/log-store.js';
-import { fill, mountSmallDisk, unmount } from '../small-disk.js';
+import { fill, tempSmallDisk } from '../small-disk.js';
 
 const append = (key: string, bytes = 16) => [
   { topic: 't', partition: 0, records: [{ key: Buffer.from(key), value: Buffer.alloc(bytes, 0x61), timestamp: 1 }] },
@@ -17,15 +16,9 @@ test(
   'a log whose commit failed on a full disk refuses writes until it is reopened; reopened once space returns, it holds every commit that succeeded and none of the failed one, and the same commit then succeeds',
   { timeout: 60_000, skip: process.getuid?.() === 0 ? false : 'mounting a small filesystem needs root' },
   async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'crawlstream-log-reopen-'));
-    // smaller than a WAL's preallocated block, so the WAL cannot hold space in reserve
-    mountSmallDisk(dir, '4m');
     let log: EmbeddedLog | undefined;
-    t.after(async () => {
-      await log?.close().catch(() => undefined);
-      unmount(dir);
-      rmSync(dir, { recursive: true, force: true });
-    });
+    // smaller than a WAL's preallocated block, so the WAL cannot hold space in reserve
+    const dir = tempSmallDisk(t, 'crawlstream-log-reopen-', '4m', () => log?.close());
     log = await EmbeddedLog.open(join(dir, 'log'));
     log.ensureTopic('t', 1);
     log.commit(append('a'), position(1));
