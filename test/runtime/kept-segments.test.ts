@@ -206,3 +206,21 @@ test(
     assert.equal(log.committedPosition('g', 'kept', 0), 2);
   },
 );
+
+test('a placement that began a new segment and was never advanced leaves that segment to the next placement; advancing to it cannot fail', (t) => {
+  const dir = tempDir(t);
+  const segments = KeptSegments.open(dir, undefined, 10);
+  t.after(() => segments.close());
+  const first = segments.place([Buffer.from('aaaaaaaa')]);
+  segments.advance(first);
+  const lost = segments.place([Buffer.from('bbbbbbbb')]);
+  assert.deepEqual(lost.mark, { segment: 2, position: 8 });
+  const kept = segments.place([Buffer.from('cccccccc')]);
+  assert.deepEqual(kept.mark, lost.mark);
+  segments.advance(kept);
+  assert.deepEqual(segments.mark, { segment: 2, position: 8 });
+  assert.equal(segments.read(first.pointers[0]!).toString(), 'aaaaaaaa');
+  assert.equal(segments.read(kept.pointers[0]!).toString(), 'cccccccc');
+  const after = segments.place([Buffer.from('dd')]);
+  assert.deepEqual(after.mark, { segment: 2, position: 10 }, 'appends go on in the segment advanced to');
+});

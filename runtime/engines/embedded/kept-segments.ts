@@ -55,6 +55,8 @@ export interface Placement {
  */
 export class KeptSegments {
   private writeFd: number | undefined;
+  /** The next segment, opened by a placement that rolled over and not yet advanced to. */
+  private next: { segment: number; fd: number } | undefined;
   private readonly readFds = new Map<number, number>();
 
   private constructor(
@@ -113,7 +115,9 @@ export class KeptSegments {
     if (position > 0 && position + total > this.segmentBytes) {
       segment++;
       position = 0;
-      fd = this.openForWrite(segment, true);
+      // opened once, here, so that advancing (after the batch is durable) cannot fail
+      this.next ??= { segment, fd: this.openForWrite(segment, true) };
+      fd = this.next.fd;
     }
     const pointers: Buffer[] = [];
     let at = position;
@@ -128,13 +132,13 @@ export class KeptSegments {
     return { pointers, mark: { segment, position: at } };
   }
 
-  /** Moves the committed end to a placement whose batch is durable. */
+  /** Moves the committed end to a placement whose batch is durable. Never throws. */
   advance(placement: Placement): void {
-    const { segment } = placement.mark;
-    if (segment !== this.committed.segment) {
+    if (placement.mark.segment !== this.committed.segment && this.next !== undefined) {
       const old = this.writeFd;
-      this.writeFd = this.openForWrite(segment, false);
-      if (old !== undefined) closeSync(old);
+      this.writeFd = this.next.fd;
+      this.next = undefined;
+      if (old !== undefined) closeQuietly(old);
     }
     this.committed = placement.mark;
   }
@@ -168,8 +172,10 @@ export class KeptSegments {
   }
 
   close(): void {
-    if (this.writeFd !== undefined) closeSync(this.writeFd);
+    if (this.writeFd !== undefined) closeQuietly(this.writeFd);
+    if (this.next !== undefined) closeQuietly(this.next.fd);
     this.writeFd = undefined;
+    this.next = undefined;
     for (const fd of this.readFds.values()) closeSync(fd);
     this.readFds.clear();
   }
@@ -240,6 +246,14 @@ function writeAll(fd: number, buffers: readonly Buffer[], position: number): voi
         within = 0;
       }
     }
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // a descriptor that fails to close holds nothing the log still needs
   }
 }
 
