@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { CrawlError } from '../core/errors.js';
 import { EmbeddedLog } from '../runtime/engines/embedded/log-store.js';
+import { neverTruncated } from '../runtime/engines/embedded/log-retention.js';
 import { FileSchemaRegistry } from '../runtime/engines/embedded/file-schema-registry.js';
 import { readChangelogs } from '../runtime/engines/kafka/changelog-reader.js';
 import { ConfluentSchemaRegistry } from '../runtime/engines/kafka/confluent-registry.js';
@@ -68,9 +69,8 @@ export async function embeddedOutput(dataDir: string, topology: Topology): Promi
       log.ensureTopic(topic, n);
       partitions.set(topic, n);
     }
-    // as the crawl stores them (embedded-engine.ts): written once, beside the log's RocksDB
-    log.storeApart(TOPICS.pageRecords);
-    log.storeApart(TOPICS.pageContent);
+    // as the crawl stores them: what retention never deletes is written once, beside the log's RocksDB
+    for (const topic of neverTruncated(topology, topology.build())) log.storeApart(topic);
     return {
       present: async (parserVersion) => {
         const serde = serdes.value(TOPICS.pageRecords);

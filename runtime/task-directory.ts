@@ -1,9 +1,6 @@
 import {
-  closeSync,
   existsSync,
-  fsyncSync,
   mkdirSync,
-  openSync,
   readFileSync,
   readdirSync,
   renameSync,
@@ -14,6 +11,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CrawlError } from '../core/errors.js';
+import { fsyncDir } from '../core/files.js';
 import { taskIdString, type TaskId } from '../core/ids.js';
 import { DEFAULT_ROCKS_MEMORY, openRocks, type RocksPort } from '../state/rocks.js';
 import type { MemoryBudget } from '../state/memory-budget.js';
@@ -375,7 +373,7 @@ export function recoverTaskDir(dir: string, isAlive: (pid: number) => boolean = 
   if (olds.length > 0 && !existsSync(join(dir, LIVE_DIR))) {
     const newest = olds.shift()!;
     renameSync(join(dir, newest), join(dir, LIVE_DIR));
-    syncDir(dir);
+    fsyncDir(dir);
     done.push(`restored ${LIVE_DIR} from ${newest}: a rebuild stopped between its two renames`);
   }
   for (const name of olds) {
@@ -403,16 +401,6 @@ export function swapIn(dir: string, rebuilt: string): void {
   const hadLive = existsSync(live);
   if (hadLive) renameSync(live, old);
   renameSync(rebuilt, live);
-  syncDir(dir);
+  fsyncDir(dir);
   if (hadLive) rmSync(old, { recursive: true, force: true });
-}
-
-/** Makes the renames in `dir` durable. */
-function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -1,7 +1,8 @@
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { sha1Digest } from '../common/payload.js';
-import { fsyncDir, writeAll, writeError } from './warc-files.js';
+import { writeAll, writeError } from './warc-files.js';
+import { fsyncDir } from '../../core/files.js';
 import { isDefect, readWarcFile, type WarcRecord } from './warc-reader.js';
 import { surt } from './surt.js';
 

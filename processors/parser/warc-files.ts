@@ -1,5 +1,6 @@
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { CrawlError } from '../../core/errors.js';
+import { isDiskFull } from '../../core/files.js';
 
 /** Suffix of a WARC file while it is being written (or after a crash, until recovery). */
 export const OPEN_SUFFIX = '.open';
@@ -31,24 +32,13 @@ export function writeAll(fd: number, buf: Buffer, position: number): void {
   while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
 }
 
-/** Makes renames and new entries in `dir` durable. */
-export function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
  * A failed write of `file` in `dir` as a CrawlError: CS_DISK_FULL, its message beginning
  * `disk full at <dir>`, when the disk or quota is full (the runtime then pauses the task until
  * space returns: runtime/resource-pause.ts); CS_INTERNAL otherwise.
  */
 export function writeError(err: unknown, file: string, dir: string): CrawlError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const diskFull = code === 'ENOSPC' || code === 'EDQUOT';
+  const diskFull = isDiskFull(err);
   const what = `writing WARC file ${file} failed: ${String(err)}`;
   return new CrawlError(diskFull ? 'CS_DISK_FULL' : 'CS_INTERNAL', diskFull ? `disk full at ${dir}: ${what}` : what, {
     cause: err,

@@ -12,7 +12,8 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
-import { OPEN_SUFFIX, fsyncDir, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
+import { OPEN_SUFFIX, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
+import { fsyncDir } from '../../core/files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
 import {

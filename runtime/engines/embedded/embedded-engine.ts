@@ -24,7 +24,7 @@ import { EngineBase } from '../../engine-base.js';
 import { OutputCollector, serializeFor, type OutputRecord } from '../../output-collector.js';
 import { rangeKey } from '../../changelog-source.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
-import { LogRetention, RETENTION_INTERVAL_MS, TRUNCATE_INTERVAL_MS } from './log-retention.js';
+import { LogRetention, neverTruncated, RETENTION_INTERVAL_MS, TRUNCATE_INTERVAL_MS } from './log-retention.js';
 import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
 import { EmbeddedLog, type Append, type Position } from './log-store.js';
 import { PROCESS_MEMORY_KEY, processMemory, RocksClaim } from '../../process-memory.js';
@@ -136,9 +136,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     // tasks tail their source topics: their latest appends are read from memory
     for (const sub of subtopologies) for (const topic of sub.sourceTopics) this.log.cacheTail(topic);
     // what retention never deletes is written once, beside RocksDB, not rewritten by its compactions
-    const consumed = new Set(subtopologies.flatMap((sub) => sub.sourceTopics));
-    for (const spec of this.topology.topics.values())
-      if (!spec.compacted && (spec.keep || !consumed.has(spec.name))) this.log.storeApart(spec.name);
+    for (const topic of neverTruncated(this.topology, subtopologies)) this.log.storeApart(topic);
     for (const sub of subtopologies) {
       for (let partition = 0; partition < sub.partitions; partition++)
         this.tasks.push(

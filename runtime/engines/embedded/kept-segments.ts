@@ -2,7 +2,6 @@ import {
   closeSync,
   fdatasyncSync,
   fstatSync,
-  fsyncSync,
   ftruncateSync,
   mkdirSync,
   openSync,
@@ -14,6 +13,7 @@ import {
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CrawlError } from '../../../core/errors.js';
+import { fsyncDir, isDiskFull } from '../../../core/files.js';
 
 /** A segment is closed and the next one begun once it holds about this much. */
 export const SEGMENT_BYTES = 256 * 2 ** 20;
@@ -149,7 +149,7 @@ export class KeptSegments {
    */
   read(value: Buffer): Buffer {
     const segment = value.readUInt32BE(8);
-    const position = value.readUInt32BE(12) * 0x1_0000_0000 + value.readUInt32BE(16);
+    const position = Number(value.readBigUInt64BE(12));
     const length = value.readUInt32BE(20);
     const crc = value.readUInt32BE(24);
     const out = Buffer.allocUnsafeSlow(length);
@@ -176,7 +176,7 @@ export class KeptSegments {
     if (this.next !== undefined) closeQuietly(this.next.fd);
     this.writeFd = undefined;
     this.next = undefined;
-    for (const fd of this.readFds.values()) closeSync(fd);
+    for (const fd of this.readFds.values()) closeQuietly(fd);
     this.readFds.clear();
   }
 
@@ -193,7 +193,7 @@ export class KeptSegments {
     if (this.readFds.size > READ_FDS) {
       const [oldest, oldFd] = this.readFds.entries().next().value as [number, number];
       this.readFds.delete(oldest);
-      closeSync(oldFd);
+      closeQuietly(oldFd);
     }
     return fd;
   }
@@ -203,18 +203,15 @@ export class KeptSegments {
     return ioStep(this.dir, 'open', () => {
       const path = join(this.dir, segmentName(n));
       let fd: number;
+      let created = fresh;
       try {
         fd = openSync(path, fresh ? 'w+' : 'r+');
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         fd = openSync(path, 'w+');
+        created = true;
       }
-      const d = openSync(this.dir, 'r');
-      try {
-        fsyncSync(d);
-      } finally {
-        closeSync(d);
-      }
+      if (created) fsyncDir(this.dir);
       return fd;
     });
   }
@@ -261,8 +258,7 @@ function closeQuietly(fd: number): void {
 export function encodeMark(mark: KeptMark): Buffer {
   const b = Buffer.allocUnsafe(12);
   b.writeUInt32BE(mark.segment, 0);
-  b.writeUInt32BE(Math.floor(mark.position / 0x1_0000_0000), 4);
-  b.writeUInt32BE(mark.position >>> 0, 8);
+  b.writeBigUInt64BE(BigInt(mark.position), 4);
   return b;
 }
 
@@ -271,15 +267,14 @@ export function decodeMark(b: Buffer | undefined): KeptMark | undefined {
   if (b === undefined) return undefined;
   if (b.length !== 12)
     throw new CrawlError('CS_STORE_CORRUPT', `the kept segments' mark has ${b.length} bytes, not 12`);
-  return { segment: b.readUInt32BE(0), position: b.readUInt32BE(4) * 0x1_0000_0000 + b.readUInt32BE(8) };
+  return { segment: b.readUInt32BE(0), position: Number(b.readBigUInt64BE(4)) };
 }
 
 function pointer(segment: number, position: number, length: number, crc: number): Buffer {
   const b = Buffer.allocUnsafe(POINTER_BYTES);
   POINTER_TAG.copy(b, 0);
   b.writeUInt32BE(segment, 8);
-  b.writeUInt32BE(Math.floor(position / 0x1_0000_0000), 12);
-  b.writeUInt32BE(position >>> 0, 16);
+  b.writeBigUInt64BE(BigInt(position), 12);
   b.writeUInt32BE(length, 20);
   b.writeUInt32BE(crc, 24);
   return b;
@@ -300,8 +295,7 @@ function ioStep<T>(dir: string, what: string, step: () => T): T {
     return step();
   } catch (err) {
     if (err instanceof CrawlError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    const full = code === 'ENOSPC' || code === 'EDQUOT';
+    const full = isDiskFull(err);
     throw new CrawlError(
       full ? 'CS_DISK_FULL' : 'CS_STORE',
       `kept segments in ${dir}: ${what} failed${full ? ': disk full' : ''}: ${(err as Error).message}`,

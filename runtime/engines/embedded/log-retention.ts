@@ -2,7 +2,7 @@ import { M } from '../../../core/metric-catalogue.js';
 import { taskIdString } from '../../../core/ids.js';
 import type { Metrics } from '../../../core/metrics.js';
 import type { RocksMemory } from '../../../state/rocks.js';
-import type { Topology } from '../../topology.js';
+import type { Subtopology, Topology } from '../../topology.js';
 import { ChangelogCompactor } from './changelog-compactor.js';
 import type { EmbeddedLog } from './log-store.js';
 import type { OpenTask } from './task-recovery.js';
@@ -17,6 +17,18 @@ export const TRUNCATE_INTERVAL_MS = 500;
 
 /** How often changelogs are compacted and the log's memory reported. */
 export const RETENTION_INTERVAL_MS = 5_000;
+
+/**
+ * The topics retention never deletes a record of and that are not compacted: the kept ones, and
+ * those no sub-topology reads (`truncate` finds no consumer's position there). The log writes
+ * their records once, beside its RocksDB (`EmbeddedLog.storeApart`).
+ */
+export function neverTruncated(topology: Topology, subtopologies: readonly Subtopology[]): string[] {
+  const consumed = new Set(subtopologies.flatMap((sub) => sub.sourceTopics));
+  return [...topology.topics.values()]
+    .filter((spec) => !spec.compacted && (spec.keep || !consumed.has(spec.name)))
+    .map((spec) => spec.name);
+}
 
 /**
  * The embedded log's retention: deletes what every consuming group has committed past (output
