@@ -62,28 +62,28 @@ test('offsets are contiguous per partition and start at 0', () =>
     }
   }));
 
-test('records keep their timestamp, null value and headers', () =>
+test('records keep their timestamp, null value and headers, read from the database or from the tail cache', () =>
   withDir(async (dir) => {
     const log = await EmbeddedLog.open(dir);
     try {
       log.ensureTopic('t', 1);
+      log.ensureTopic('cached', 1);
+      log.cacheTail('cached');
+      const records = [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '', 6, {})];
       log.commit(
-        [
-          {
-            topic: 't',
-            partition: 0,
-            records: [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '')],
-          },
-        ],
+        ['t', 'cached'].map((topic) => ({ topic, partition: 0, records })),
         [],
       );
-      const [tomb, withHeaders, empty] = log.read('t', 0, 0, 10);
-      assert.equal(tomb!.value, null);
-      assert.equal(tomb!.timestamp, 1.7e12 + 0.5);
-      assert.equal(tomb!.headers, undefined);
-      assert.deepEqual(withHeaders!.headers, { 'x-a': 'ü', 'x-b': '' });
-      assert.deepEqual([empty!.key.length, empty!.value?.length], [0, 0]);
-      assert.deepEqual([tomb!.topic, tomb!.partition, withHeaders!.offset], ['t', 0, 1]);
+      for (const topic of ['t', 'cached']) {
+        const [tomb, withHeaders, empty] = log.read(topic, 0, 0, 10);
+        assert.equal(tomb!.value, null);
+        assert.equal(tomb!.timestamp, 1.7e12 + 0.5);
+        assert.equal(tomb!.headers, undefined);
+        assert.deepEqual(withHeaders!.headers, { 'x-a': 'ü', 'x-b': '' });
+        assert.deepEqual([withHeaders!.key.toString(), withHeaders!.value?.toString()], ['h', 'v']);
+        assert.deepEqual([empty!.key.length, empty!.value?.length, empty!.headers], [0, 0, undefined]);
+        assert.deepEqual([tomb!.topic, tomb!.partition, withHeaders!.offset], [topic, 0, 1]);
+      }
     } finally {
       await log.close();
     }

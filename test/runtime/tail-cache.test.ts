@@ -137,6 +137,28 @@ test('records the tail cache holds keep only their own bytes alive, not the 8 Ki
   }
 });
 
+test('a value in a buffer of its own (a page) is cached as it is; a view of a larger buffer is copied', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    const page = Buffer.alloc(30_000, 1);
+    const larger = Buffer.alloc(100_000, 2);
+    const view = larger.subarray(10_000, 40_000);
+    log.commit([{ topic: 't', partition: 0, records: [{ key: Buffer.from('p'), value: page, timestamp: 1 }] }], []);
+    log.commit([{ topic: 't', partition: 0, records: [{ key: Buffer.from('v'), value: view, timestamp: 2 }] }], []);
+    const [own, copied] = log.read('t', 0, 0, 10);
+    assert.equal(own!.value!.buffer, page.buffer, 'not copied');
+    assert.ok(copied!.value!.equals(view));
+    assert.notEqual(copied!.value!.buffer, larger.buffer);
+    assert.ok(copied!.value!.buffer.byteLength < 40_000, `keeps ${copied!.value!.buffer.byteLength} bytes alive`);
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("the tail cache counts a small record's objects, not only its bytes, against its budget", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
   try {

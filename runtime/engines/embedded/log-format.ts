@@ -45,18 +45,36 @@ export function positionKey(group: string, topic: string, partition: number): Bu
 }
 
 // record layout: timestamp f64 | key length u32 | key | value length i32 (-1 = null) | value | headers JSON
-export function encodeRecord(r: RawRecord): Buffer {
-  const headers =
-    r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : Buffer.alloc(0);
-  const valueLength = r.value === null ? 0 : r.value.length;
-  const b = Buffer.allocUnsafe(8 + 4 + r.key.length + 4 + valueLength + headers.length);
-  let o = b.writeDoubleBE(r.timestamp, 0);
-  o = b.writeUInt32BE(r.key.length, o);
-  o += r.key.copy(b, o);
-  o = b.writeInt32BE(r.value === null ? -1 : r.value.length, o);
-  if (r.value !== null) o += r.value.copy(b, o);
-  headers.copy(b, o);
-  return b;
+/**
+ * The frames of `records`, in order, as views of one new buffer: a commit's records are framed
+ * with one allocation, not one each (a page's ~25 KB records were each a buffer of their own).
+ * The views share that buffer, so whoever keeps one past the commit copies it (the tail cache does).
+ */
+export function encodeRecords(records: readonly RawRecord[]): Buffer[] {
+  const headers: (Buffer | undefined)[] = new Array(records.length);
+  let total = 0;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    const h = r.headers && Object.keys(r.headers).length > 0 ? Buffer.from(JSON.stringify(r.headers)) : undefined;
+    headers[i] = h;
+    total += 16 + r.key.length + (r.value === null ? 0 : r.value.length) + (h === undefined ? 0 : h.length);
+  }
+  const b = Buffer.allocUnsafeSlow(total);
+  const frames: Buffer[] = new Array(records.length);
+  let o = 0;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    const start = o;
+    o = b.writeDoubleBE(r.timestamp, o);
+    o = b.writeUInt32BE(r.key.length, o);
+    o += r.key.copy(b, o);
+    o = b.writeInt32BE(r.value === null ? -1 : r.value.length, o);
+    if (r.value !== null) o += r.value.copy(b, o);
+    const h = headers[i];
+    if (h !== undefined) o += h.copy(b, o);
+    frames[i] = b.subarray(start, o);
+  }
+  return frames;
 }
 
 export function decodeRecord(b: Buffer, topic: string, partition: number, offset: number): RawRecord {

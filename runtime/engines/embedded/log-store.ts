@@ -11,7 +11,7 @@ import {
 import { join } from 'node:path';
 import { decodeMark, encodeMark, KeptSegments, type Placement } from './kept-segments.js';
 import { TailCache } from './tail-cache.js';
-import { decodeRecord, encodeRecord, endKey, positionKey, recordKey, recordPrefix, tpKey } from './log-format.js';
+import { decodeRecord, encodeRecords, endKey, positionKey, recordKey, recordPrefix, tpKey } from './log-format.js';
 
 /** Set on a record whose stored frame could not be read; its value holds the raw bytes. */
 export const CORRUPT_HEADER = 'x-crawlstream-corrupt';
@@ -238,6 +238,9 @@ export class EmbeddedLog {
     const nextEnds = new Map<string, number>();
     const bases = new Map<string, number>();
     const tails: { tp: string; first: number; from: number; to: number; append: Append }[] = [];
+    const all: RawRecord[] = [];
+    for (const a of appends) for (const r of a.records) all.push(r);
+    const frames = encodeRecords(all);
     for (const a of appends) {
       if (a.records.length === 0) continue;
       const tp = tpKey(a.topic, a.partition);
@@ -247,8 +250,8 @@ export class EmbeddedLog {
       if (!bases.has(tp)) bases.set(tp, next);
       tails.push({ tp, first: next, from: batch.length, to: batch.length + a.records.length, append: a });
       const stored = this.apart.has(a.topic);
-      for (const r of a.records) {
-        const value = encodeRecord(r);
+      for (let i = 0; i < a.records.length; i++) {
+        const value = frames[encoded.length]!;
         if (stored) apart.push(batch.length);
         encoded.push(value);
         batch.push({ key: recordKey(a.topic, a.partition, next++), value });
@@ -283,35 +286,44 @@ export class EmbeddedLog {
   }
 
   /**
-   * Hands a committed append to the tail cache, decoded from the bytes written. Small records are
-   * copied, all into one buffer of their own: a small record's bytes are a slice of an 8 KiB pool
-   * slab shared with whatever else was allocated beside it, and the cache would pin the whole slab
-   * for as long as it holds the record (a heap snapshot found ~23 MiB of slabs behind ~2.4 MiB of
-   * cached records). A record written into a buffer of its own is cached as it is.
+   * Hands a committed append to the tail cache: its records as they were appended, at their
+   * offsets. A key or value that is a view of a larger buffer (a small one is a slice of an 8 KiB
+   * pool slab shared with whatever else was allocated beside it; `written`, the frames, are views
+   * of the commit's one buffer) is copied, all into one buffer of the append's own, so the cache
+   * pins no more than it holds (a heap snapshot once found ~23 MiB of slabs behind ~2.4 MiB of
+   * cached records). A value in a buffer of its own (a page) is cached as it is, not copied.
+   * Sizes are the frames' (what the cache's bound counts).
    */
   private cacheAppend(tp: string, first: number, a: Append, written: readonly Buffer[]): void {
-    const records: ConsumedRawRecord[] = [];
-    const sizes: number[] = [];
     let total = 0;
-    for (const w of written) if (!ownsBuffer(w)) total += w.length;
+    for (const r of a.records) {
+      if (!ownsBuffer(r.key)) total += r.key.length;
+      if (r.value !== null && !ownsBuffer(r.value)) total += r.value.length;
+    }
     const slab = total > 0 ? Buffer.allocUnsafeSlow(total) : undefined;
     let at = 0;
-    for (let i = 0; i < written.length; i++) {
-      const value = written[i]!;
-      let encoded = value;
-      if (!ownsBuffer(value)) {
-        const length = value.copy(slab!, at);
-        encoded = slab!.subarray(at, at + length);
-        at += length;
-      }
-      const offset = first + i;
+    const own = (b: Buffer): Buffer => {
+      if (ownsBuffer(b)) return b;
+      const length = b.copy(slab!, at);
+      const copy = slab!.subarray(at, at + length);
+      at += length;
+      return copy;
+    };
+    const records: ConsumedRawRecord[] = [];
+    const sizes: number[] = [];
+    for (let i = 0; i < a.records.length; i++) {
+      const r = a.records[i]!;
+      const headers = r.headers !== undefined && Object.keys(r.headers).length > 0 ? r.headers : undefined;
       records.push({
-        ...decodeRecord(encoded, a.topic, a.partition, offset),
+        key: own(r.key),
+        value: r.value === null ? null : own(r.value),
+        timestamp: r.timestamp,
+        ...(headers !== undefined ? { headers } : {}),
         topic: a.topic,
         partition: a.partition,
-        offset,
+        offset: first + i,
       });
-      sizes.push(encoded.length + TAIL_RECORD_OVERHEAD);
+      sizes.push(written[i]!.length + TAIL_RECORD_OVERHEAD);
     }
     this.tail.appended(tp, first, records, sizes);
   }
