@@ -1,8 +1,8 @@
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { sha1Digest } from '../common/payload.js';
-import { writeAll, writeError } from './warc-files.js';
-import { fsyncDir } from '../../core/files.js';
+import { writeError } from './warc-files.js';
+import { fsyncDir, writeAll } from '../../core/files.js';
 import { isDefect, readWarcFile, type WarcRecord } from './warc-reader.js';
 import { surt } from './surt.js';
 
@@ -179,7 +179,7 @@ function writeCdxjLines(warcPath: string, lines: Buffer[]): { path: string; line
   let fd: number | undefined;
   try {
     fd = openSync(tmp, 'w');
-    writeAll(fd, data, 0);
+    writeAll(fd, [data], 0);
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;

@@ -1,4 +1,3 @@
-import { writeSync } from 'node:fs';
 import { CrawlError } from '../../core/errors.js';
 import { isDiskFull } from '../../core/files.js';
 
@@ -24,12 +23,6 @@ export function parseWarcFileName(
   const m = /^(\d{17})-(\d{5})-(\d{5,})\.warc\.gz(\.open)?$/.exec(name.slice(head.length));
   if (m === null || Number(m[2]) !== partition) return undefined;
   return { createdMs: stampMillis(m[1]!), seq: Number(m[3]), open: m[4] !== undefined };
-}
-
-/** Writes all of `buf` at `position`; regular files may still return short writes. */
-export function writeAll(fd: number, buf: Buffer, position: number): void {
-  let done = 0;
-  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
 }
 
 /**

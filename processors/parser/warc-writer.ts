@@ -12,8 +12,8 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CrawlError, InvalidOptionError } from '../../core/errors.js';
-import { OPEN_SUFFIX, parseWarcFileName, warcFileName, writeAll, writeError } from './warc-files.js';
-import { fsyncDir } from '../../core/files.js';
+import { OPEN_SUFFIX, parseWarcFileName, warcFileName, writeError } from './warc-files.js';
+import { fsyncDir, writeAll } from '../../core/files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
 import {
@@ -393,11 +393,14 @@ export class WarcWriter {
     const start = file.size;
     this.lastAppendAt = Date.now();
     try {
+      let at = start;
       for (const [i, member] of members.entries()) {
-        locations.push({ file: file.name, offset: file.size, length: member.length, recordId: recordIds[i]! });
-        writeAll(file.fd, member, file.size);
-        file.size += member.length;
+        locations.push({ file: file.name, offset: at, length: member.length, recordId: recordIds[i]! });
+        at += member.length;
       }
+      // one call for the record's members (a response, its request, its metadata)
+      writeAll(file.fd, members, start);
+      file.size = at;
     } catch (err) {
       this.abandonTail(start);
       throw writeError(err, file.name, this.dir);
@@ -435,7 +438,7 @@ export class WarcWriter {
       this.gzipLevel,
     );
     try {
-      writeAll(fd, member, 0);
+      writeAll(fd, [member], 0);
     } catch (err) {
       closeSync(fd);
       unlinkSync(join(this.dir, name + OPEN_SUFFIX));

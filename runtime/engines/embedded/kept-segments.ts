@@ -8,12 +8,11 @@ import {
   readdirSync,
   readSync,
   unlinkSync,
-  writevSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CrawlError } from '../../../core/errors.js';
-import { fsyncDir, isDiskFull } from '../../../core/files.js';
+import { fsyncDir, isDiskFull, writeAll } from '../../../core/files.js';
 
 /** A segment is closed and the next one begun once it holds about this much. */
 export const SEGMENT_BYTES = 256 * 2 ** 20;
@@ -214,35 +213,6 @@ export class KeptSegments {
       if (created) fsyncDir(this.dir);
       return fd;
     });
-  }
-}
-
-/**
- * Writes `buffers` one after another from `position`, going on after a short write (a disk filling
- * up writes part, and the next call then fails with ENOSPC).
- */
-function writeAll(fd: number, buffers: readonly Buffer[], position: number): void {
-  let i = 0;
-  let within = 0;
-  let at = position;
-  while (i < buffers.length) {
-    // writev takes at most IOV_MAX (1,024) buffers a call
-    const batch = buffers.slice(i, i + 1024) as Buffer[];
-    if (within > 0) batch[0] = batch[0]!.subarray(within);
-    let n = writevSync(fd, batch, at);
-    if (n === 0) throw new Error(`no byte written at ${at}`);
-    at += n;
-    while (n > 0 && i < buffers.length) {
-      const rest = buffers[i]!.length - within;
-      if (n < rest) {
-        within += n;
-        n = 0;
-      } else {
-        n -= rest;
-        i++;
-        within = 0;
-      }
-    }
   }
 }
 
