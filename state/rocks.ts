@@ -27,7 +27,6 @@ export interface RocksPort {
     lt: Buffer,
     options?: { reverse?: boolean; limit?: number; batch?: number },
   ): IterableIterator<[Buffer, Buffer]>;
-  deleteRange(gte: Buffer, lt: Buffer): void;
   /** A RocksDB property such as `rocksdb.cur-size-all-mem-tables`; undefined when unknown. */
   property(name: string): string | undefined;
   /** What RocksDB holds in memory now, by its own accounting (bytes). */
@@ -257,25 +256,6 @@ class NxteditionRocks implements RocksPort {
         for (let i = 0; i < rows.length; i += 2) yield [rows[i]!, rows[i + 1]!];
         if (finished) return;
       }
-    } finally {
-      it._closeSync();
-      this.db.detachResource(it);
-    }
-  }
-
-  deleteRange(gte: Buffer, lt: Buffer): void {
-    // keys only, deleted in batches: synchronous and every failure surfaces here
-    const it = this.db._iterator({ ...RAW, gte, lt, keys: true, values: false });
-    try {
-      for (;;) {
-        const { rows, finished } = it._nextvSync(1000, {});
-        const batch: RocksWrite[] = [];
-        for (let i = 0; i < rows.length; i += 2) batch.push({ key: rows[i]!, value: null });
-        this.write(batch);
-        if (finished) return;
-      }
-    } catch (err) {
-      throw this.failed('deleteRange', err);
     } finally {
       it._closeSync();
       this.db.detachResource(it);

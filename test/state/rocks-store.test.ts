@@ -233,17 +233,6 @@ test('RocksPort iterate honours bounds, reverse and limit; write is atomic with 
     assert.equal(keys(db.iterate(b('a'), b('d'))), 'ac');
     assert.equal(keys(db.iterate(b('a'), b('z'), { reverse: true, limit: 2 })), 'ed');
     assert.deepEqual(db.getMany([b('a'), b('b')]), [b('A'), undefined]);
-    db.deleteRange(b('a'), b('d'));
-    assert.equal(keys(db.iterate(b('a'), b('z'))), 'de');
-  }));
-
-test('RocksPort deleteRange reports a failure of the binding instead of dropping it', () =>
-  withDb(async (db) => {
-    // a bound that is not bytes makes the binding fail; the port must surface that (by throwing or
-    // rejecting), not report success while the range is still there
-    db.write([{ key: Buffer.from('k'), value: Buffer.from('v') }]);
-    await assert.rejects(async () => db.deleteRange(42 as unknown as Buffer, Buffer.from('z')), Error);
-    assert.deepEqual(db.get(Buffer.from('k')), Buffer.from('v'));
   }));
 
 test('openRocks refuses a second open of the same directory with CS_STORE', () =>
