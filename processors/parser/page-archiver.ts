@@ -9,13 +9,6 @@ import { dedupDigest, derivePage } from './derive-page.js';
 import { fetchFacts } from './warc-facts.js';
 import type { HtmlAnalysis } from './html-analysis.js';
 import type { WarcLocation, WarcWriter } from './warc-writer.js';
-import {
-  type PrebuildSpec,
-  type PrebuiltRequestResponse,
-  type RequestResponseArgs,
-  newRequestResponseIds,
-} from './warc-response.js';
-import { isDedupable } from '../common/payload.js';
 
 /** Where the archiver's output goes: a parsed page, keyed for the site-keyed half (see ParsedPage). */
 export type ParsedPageSink = (key: string, page: ParsedPage, timestamp: number) => void;
@@ -57,16 +50,9 @@ export class PageArchiver {
   /**
    * `analysis`: the page body's HTML analysis when it was made beforehand (see DeriveInput);
    * `deflated`: its payload deflated beforehand for the response record (`deflatePayload` at the
-   * WARC writer's level), used when one is written; `prebuilt`: its response, request and
-   * metadata records made beforehand from `prebuildSpec(page)`, used when they are written.
+   * WARC writer's level), used when one is written.
    */
-  archive(
-    page: FetchedPage,
-    timestamp: number,
-    analysis?: HtmlAnalysis,
-    deflated?: Buffer,
-    prebuilt?: PrebuiltRequestResponse,
-  ): void {
+  archive(page: FetchedPage, timestamp: number, analysis?: HtmlAnalysis, deflated?: Buffer): void {
     const m = this.metrics;
     const digest = dedupDigest(page);
     // a payload archived before becomes a revisit record, not a second copy of the bytes
@@ -80,7 +66,7 @@ export class PageArchiver {
         ? this.archiveNotModified(page)
         : first !== undefined
           ? this.archiveRevisit(page, digest!, first)
-          : this.archiveFetch(page, digest, deflated, prebuilt);
+          : this.archiveFetch(page, digest, deflated);
     if (!refused) m.inc(M.warcArchived, 1, page.kind);
     const derived = derivePage(
       { page, location, payloadDigest, dedupDigest: digest, first, notModified, ...(analysis ? { analysis } : {}) },
@@ -128,31 +114,23 @@ export class PageArchiver {
     return { location, payloadDigest };
   }
 
-  /**
-   * What a parse worker needs to make `page`'s response, request and metadata records ahead
-   * (`prebuildRequestResponse` with the page's body), for the WARC file open now; undefined when
-   * none is open or the fetch got no response (it is archived as a metadata record).
-   */
-  prebuildSpec(page: FetchedPage): PrebuildSpec | undefined {
-    const warcinfoId = this.warc.openWarcinfoId;
-    if (warcinfoId === undefined || page.status <= 0) return undefined;
-    const { payload: _payload, ...args } = fetchArgs(page, isDedupable(page) ? page.payloadDigest : null);
-    return { args, ids: newRequestResponseIds(true), warcinfoId, gzipLevel: this.warc.gzipLevel };
-  }
-
   /** Every fetch is archived: request + response when a response came, a metadata record otherwise. */
-  private archiveFetch(
-    page: FetchedPage,
-    payloadDigest: string | null,
-    deflated: Buffer | undefined,
-    prebuilt: PrebuiltRequestResponse | undefined,
-  ): Archived {
+  private archiveFetch(page: FetchedPage, payloadDigest: string | null, deflated: Buffer | undefined): Archived {
     const date = new Date(page.fetchedAt);
     if (page.status > 0) {
-      const written = this.warc.writeRequestResponse(
-        { ...fetchArgs(page, payloadDigest), ...(deflated !== undefined ? { deflatedPayload: deflated } : {}) },
-        prebuilt,
-      );
+      const written = this.warc.writeRequestResponse({
+        targetUri: page.url,
+        date,
+        ...(page.remoteAddress ? { ip: page.remoteAddress } : {}),
+        requestHeaders: page.requestHead,
+        statusLine: statusLine(page),
+        responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
+        payload: page.body,
+        ...(payloadDigest !== null ? { payloadDigest } : {}),
+        ...(deflated !== undefined ? { deflatedPayload: deflated } : {}),
+        ...(page.truncated ? { truncated: 'length' as const } : {}),
+        metadata: fetchFacts(page),
+      });
       return { location: written.response, payloadDigest: written.payloadDigest };
     }
     const location = this.warc.writeMetadata({
@@ -173,22 +151,6 @@ export class PageArchiver {
 interface Archived {
   location: WarcLocation;
   payloadDigest: string | null;
-}
-
-/** The records of a fetch that got a response, as the WARC writer takes them. */
-function fetchArgs(page: FetchedPage, payloadDigest: string | null | undefined): RequestResponseArgs {
-  return {
-    targetUri: page.url,
-    date: new Date(page.fetchedAt),
-    ...(page.remoteAddress ? { ip: page.remoteAddress } : {}),
-    requestHeaders: page.requestHead,
-    statusLine: statusLine(page),
-    responseHeaders: page.headers.map((h) => [h.name, h.value] as [string, string]),
-    payload: page.body,
-    ...(payloadDigest !== null && payloadDigest !== undefined ? { payloadDigest } : {}),
-    ...(page.truncated ? { truncated: 'length' as const } : {}),
-    metadata: fetchFacts(page),
-  };
 }
 
 function statusLine(page: FetchedPage): string {

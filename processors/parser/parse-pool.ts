@@ -1,38 +1,18 @@
 import { Worker } from 'node:worker_threads';
 import { analyzeHtml, fromTransfer, type AnalysisRequest, type HtmlAnalysis } from './html-analysis.js';
-import type { PrebuildSpec, PrebuiltRequestResponse } from './warc-response.js';
 
-/**
- * A body made ready on a worker: its analysis, its payload deflated for the WARC record and its
- * WARC records made ahead, each when asked.
- */
+/** A body made ready on a worker: its analysis, and its payload deflated for the WARC record when asked. */
 export interface PreparedBody {
   analysis: HtmlAnalysis;
   /** `deflatePayload(body, deflateLevel)` (warc-records.ts); absent when not asked or answered on the main thread. */
   deflated?: Buffer;
-  /** `prebuildRequestResponse(prebuild, body, deflated)` (warc-response.ts); absent when not asked or answered on the main thread. */
-  prebuilt?: PrebuiltRequestResponse;
 }
 
-/** What the main thread sends a parse worker. */
-export interface WorkerRequest {
-  id: number;
-  /** The body in a buffer of its own, moved. */
-  req: Omit<AnalysisRequest, 'body'> & { body: Uint8Array };
-  deflateLevel?: number;
-  prebuild?: PrebuildSpec;
-}
-
-/**
- * A parse worker's answer: `analysis` (and `deflated`, `prebuilt` when asked), or `error` when
- * analysis threw. The prebuilt records' members come joined in `members`, cut at `memberLengths`,
- * so one buffer of its own is moved instead of each member copied.
- */
+/** A parse worker's answer: `analysis` (and `deflated` when asked), or `error` when analysis threw. */
 export interface WorkerAnswer {
   id: number;
   analysis?: HtmlAnalysis;
   deflated?: Uint8Array;
-  prebuilt?: Omit<PrebuiltRequestResponse, 'members'> & { members: Uint8Array; memberLengths: number[] };
   error?: string;
 }
 
@@ -97,11 +77,8 @@ export class ParsePool {
     return n;
   }
 
-  /**
-   * Analyses `req.body`, with `deflateLevel` deflates it too, and with `prebuild` makes its WARC
-   * records (see PreparedBody).
-   */
-  analyze(req: AnalysisRequest, deflateLevel?: number, prebuild?: PrebuildSpec): Promise<PreparedBody | undefined> {
+  /** Analyses `req.body`, and with `deflateLevel` deflates it too (see PreparedBody). */
+  analyze(req: AnalysisRequest, deflateLevel?: number): Promise<PreparedBody | undefined> {
     if (this.closed) return Promise.resolve(inline(req));
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.pending.size < slot.pending.size) slot = s;
@@ -113,8 +90,7 @@ export class ParsePool {
     return new Promise((resolve) => {
       if (slot.pending.size === 0) slot.worker.ref();
       slot.pending.set(id, { req, resolve });
-      const msg: WorkerRequest = { id, req: { ...req, body }, deflateLevel, ...(prebuild ? { prebuild } : {}) };
-      slot.worker.postMessage(msg, [body.buffer]);
+      slot.worker.postMessage({ id, req: { ...req, body }, deflateLevel }, [body.buffer]);
     });
   }
 
@@ -130,11 +106,9 @@ export class ParsePool {
       if (msg.analysis === undefined) return p.resolve(undefined);
       ParsePool.answeredByWorkers++;
       const d = msg.deflated;
-      const prebuilt = msg.prebuilt === undefined ? undefined : fromTransferredRecords(msg.prebuilt);
       p.resolve({
         analysis: fromTransfer(msg.analysis),
         ...(d === undefined ? {} : { deflated: Buffer.from(d.buffer, d.byteOffset, d.byteLength) }),
-        ...(prebuilt === undefined ? {} : { prebuilt }),
       });
     });
     const lost = () => {
@@ -164,36 +138,4 @@ function inline(req: AnalysisRequest): PreparedBody | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Prebuilt records as a worker sends them: the members joined in one buffer it moved (see WorkerAnswer). */
-export function toTransferredRecords(p: PrebuiltRequestResponse): NonNullable<WorkerAnswer['prebuilt']> {
-  const memberLengths = p.members.map((m) => m.length);
-  const members = new Uint8Array(memberLengths.reduce((n, l) => n + l, 0));
-  let at = 0;
-  for (const m of p.members) {
-    members.set(m, at);
-    at += m.length;
-  }
-  return { ...p, members, memberLengths };
-}
-
-/** Prebuilt records as received from a worker; the members are views of the one buffer moved. */
-function fromTransferredRecords(t: NonNullable<WorkerAnswer['prebuilt']>): PrebuiltRequestResponse {
-  const all = Buffer.from(t.members.buffer, t.members.byteOffset, t.members.byteLength);
-  const members: Buffer[] = [];
-  let at = 0;
-  for (const length of t.memberLengths) {
-    members.push(all.subarray(at, at + length));
-    at += length;
-  }
-  const b = t.blocks;
-  const buffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-  return {
-    ids: t.ids,
-    warcinfoId: t.warcinfoId,
-    gzipLevel: t.gzipLevel,
-    blocks: { ...b, responseHead: buffer(b.responseHead), requestBlock: buffer(b.requestBlock) },
-    members,
-  };
 }

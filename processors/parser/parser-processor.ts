@@ -131,13 +131,10 @@ export class ParserProcessor implements Processor<string, FetchedPage | ParsedPa
             ? this.pool!.analyze(
                 analysisRequest(page, contentType, { config: this.config, robotsToken: this.robotsToken }),
                 storesDeflated(page) ? this.gzipLevel : undefined,
-                this.archiver.prebuildSpec(page),
               )
             : undefined;
         if (prepared !== undefined) this.ctx.metrics.inc(M.parserPagesOffloaded);
-        return this.inOrder(prepared, (p) =>
-          this.archiver.archive(page, record.timestamp, p?.analysis, p?.deflated, p?.prebuilt),
-        );
+        return this.inOrder(prepared, (p) => this.archiver.archive(page, record.timestamp, p?.analysis, p?.deflated));
       }
       case TOPICS.parsedPages:
         return this.inOrder(undefined, () => {

@@ -16,15 +16,15 @@ import { OPEN_SUFFIX, parseWarcFileName, warcFileName, writeError } from './warc
 import { fsyncDir, writeAll } from '../../core/files.js';
 import { truncateToCompleteMembers } from './warc-recovery.js';
 import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
-
-export type { RequestResponseArgs } from './warc-response.js';
 import {
   DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
   type HttpHeaders,
   type WarcFields,
   gzipMember,
+  httpRequestBlock,
   httpResponseHead,
+  isCompressedPayload,
   newRecordId,
   warcDate,
   warcFieldsBlock,
@@ -34,13 +34,6 @@ import {
   type MemberSpec,
 } from './warc-records.js';
 import { sha1Digest } from '../common/payload.js';
-import {
-  type PrebuiltRequestResponse,
-  type RequestResponseArgs,
-  newRequestResponseIds,
-  requestResponseBlocks,
-  requestResponseMembers,
-} from './warc-response.js';
 import { defaultCrawlConfig } from '../common/crawl-config.js';
 
 /** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
@@ -85,6 +78,29 @@ export interface WarcWriterOptions {
    * before it takes its final name, so a final-named WARC always has its index. Default false.
    */
   cdxj?: boolean;
+}
+
+export interface RequestResponseArgs {
+  targetUri: string;
+  /** Start of the fetch; both records carry it as WARC-Date. */
+  date: Date;
+  ip?: string;
+  /** Raw HTTP request head (request line and headers). */
+  requestHeaders: string;
+  statusLine: string;
+  responseHeaders: HttpHeaders;
+  /** Body as received after transfer decoding; content encoding (gzip, br) is kept. */
+  payload: Buffer;
+  /** `sha1Digest(payload)` when the caller has it already; it is trusted, not recomputed. */
+  payloadDigest?: string;
+  /**
+   * `deflatePayload(payload, gzipLevel)` when the caller made it already (off this thread); it is
+   * trusted, not recomputed. Unused for a payload stored as is (compressed already).
+   */
+  deflatedPayload?: Buffer;
+  truncated?: 'length' | 'time';
+  /** Fields of a metadata record written right after the request, concurrent to the response (e.g. fetch facts). */
+  metadata?: Record<string, string>;
 }
 
 export interface RevisitArgs {
@@ -212,49 +228,74 @@ export class WarcWriter {
 
   /**
    * Writes a response record and its request record (WARC-Concurrent-To each other), in that
-   * order, in the same file, and the metadata record when `args.metadata`. Digests are SHA-1
-   * base32; the payload digest covers `payload` as given, the block digest the whole HTTP message
-   * stored. `prebuilt`: the same records made ahead from the same `args` (see
-   * PrebuiltRequestResponse), trusted: their members are written as they are when they name the
-   * open file's warcinfo record.
+   * order, in the same file. Digests are SHA-1 base32; the payload digest covers `payload` as
+   * given, the block digest the whole HTTP message stored.
    */
-  writeRequestResponse(
-    args: RequestResponseArgs,
-    prebuilt?: PrebuiltRequestResponse,
-  ): {
+  writeRequestResponse(args: RequestResponseArgs): {
     request: WarcLocation;
     response: WarcLocation;
     payloadDigest: string;
     blockDigest: string;
   } {
-    const blocks = prebuilt?.blocks ?? requestResponseBlocks(args);
-    const ids = prebuilt?.ids ?? newRequestResponseIds(args.metadata !== undefined);
-    const recordIds =
-      ids.metadata === undefined ? [ids.response, ids.request] : [ids.response, ids.request, ids.metadata];
-    const [response, request] = this.append(recordIds, (warcinfoId) =>
-      prebuilt !== undefined && prebuilt.warcinfoId === warcinfoId && prebuilt.gzipLevel === this.gzipLevel
-        ? prebuilt.members
-        : requestResponseMembers(args, blocks, ids, warcinfoId, this.gzipLevel),
-    );
-    this.index?.add(
-      'response',
-      args.targetUri,
-      warcDate(args.date),
-      blocks.payloadDigest,
-      blocks.responseHead,
-      response!,
-    );
-    return {
-      request: request!,
-      response: response!,
-      payloadDigest: blocks.payloadDigest,
-      blockDigest: blocks.blockDigest,
-    };
-  }
+    const date = warcDate(args.date);
+    const responseHead = httpResponseHead(args.statusLine, args.responseHeaders, args.payload.length);
+    const payloadDigest = args.payloadDigest ?? sha1Digest(args.payload);
+    const blockDigest = sha1Digest(responseHead, args.payload);
+    const requestBlock = httpRequestBlock(args.requestHeaders);
+    const requestDigest = sha1Digest(requestBlock);
+    const responseId = newRecordId();
+    const requestId = newRecordId();
+    const ipField: WarcFields = args.ip === undefined ? [] : [['WARC-IP-Address', args.ip]];
+    // the payload is part 2 of the response record: [record head, HTTP head, payload, CRLF CRLF]
+    const compressed = isCompressedPayload(args.responseHeaders);
+    const deflatedPart = compressed ? undefined : args.deflatedPayload;
+    const storedPart = compressed || deflatedPart !== undefined ? 2 : -1;
 
-  /** The warcinfo record id of the open file, which records made ahead name; undefined while none is open. */
-  get openWarcinfoId(): string | undefined {
-    return this.state === 'open' ? this.current?.warcinfoId : undefined;
+    const metadataId = args.metadata === undefined ? undefined : newRecordId();
+    const ids = metadataId === undefined ? [responseId, requestId] : [responseId, requestId, metadataId];
+    const [response, request] = this.append(ids, (warcinfoId) => [
+      {
+        parts: warcRecordParts(
+          [
+            ['WARC-Type', 'response'],
+            ['WARC-Record-ID', responseId],
+            ['WARC-Date', date],
+            ['WARC-Target-URI', args.targetUri],
+            ...ipField,
+            ['WARC-Concurrent-To', requestId],
+            ['WARC-Warcinfo-ID', warcinfoId],
+            ['WARC-Payload-Digest', payloadDigest],
+            ['WARC-Block-Digest', blockDigest],
+            ...(args.truncated === undefined ? [] : ([['WARC-Truncated', args.truncated]] as WarcFields)),
+            ['Content-Type', 'application/http;msgtype=response'],
+          ],
+          [responseHead, args.payload],
+        ),
+        storedPart,
+        ...(deflatedPart === undefined ? {} : { deflatedPart }),
+      },
+      {
+        parts: warcRecordParts(
+          [
+            ['WARC-Type', 'request'],
+            ['WARC-Record-ID', requestId],
+            ['WARC-Date', date],
+            ['WARC-Target-URI', args.targetUri],
+            ...ipField,
+            ['WARC-Concurrent-To', responseId],
+            ['WARC-Warcinfo-ID', warcinfoId],
+            ['WARC-Block-Digest', requestDigest],
+            ['Content-Type', 'application/http;msgtype=request'],
+          ],
+          [requestBlock],
+        ),
+      },
+      ...(metadataId === undefined
+        ? []
+        : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, responseId)]),
+    ]);
+    this.index?.add('response', args.targetUri, date, payloadDigest, responseHead, response!);
+    return { request: request!, response: response!, payloadDigest, blockDigest };
   }
 
   /**
@@ -267,32 +308,30 @@ export class WarcWriter {
     const recordId = newRecordId();
     const date = warcDate(args.date);
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
-    const location = this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) =>
-      this.gzipped([
-        recordMember(
-          [
-            ['WARC-Type', 'revisit'],
-            ['WARC-Record-ID', recordId],
-            ['WARC-Date', date],
-            ['WARC-Target-URI', args.targetUri],
-            ['WARC-Warcinfo-ID', warcinfoId],
-            ['WARC-Profile', REVISIT_PROFILES[args.profile]],
-            ...refersTo,
-            ['WARC-Refers-To-Target-URI', args.refersToUri],
-            ['WARC-Refers-To-Date', warcDate(args.refersToDate)],
-            ...(args.payloadDigest !== undefined
-              ? [['WARC-Payload-Digest', args.payloadDigest] as [string, string]]
-              : []),
-            ['WARC-Block-Digest', sha1Digest(block)],
-            ['Content-Type', 'application/http;msgtype=response'],
-          ],
-          block,
-        ),
-        ...(metadataId === undefined
-          ? []
-          : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
-      ]),
-    )[0]!;
+    const location = this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
+      recordMember(
+        [
+          ['WARC-Type', 'revisit'],
+          ['WARC-Record-ID', recordId],
+          ['WARC-Date', date],
+          ['WARC-Target-URI', args.targetUri],
+          ['WARC-Warcinfo-ID', warcinfoId],
+          ['WARC-Profile', REVISIT_PROFILES[args.profile]],
+          ...refersTo,
+          ['WARC-Refers-To-Target-URI', args.refersToUri],
+          ['WARC-Refers-To-Date', warcDate(args.refersToDate)],
+          ...(args.payloadDigest !== undefined
+            ? [['WARC-Payload-Digest', args.payloadDigest] as [string, string]]
+            : []),
+          ['WARC-Block-Digest', sha1Digest(block)],
+          ['Content-Type', 'application/http;msgtype=response'],
+        ],
+        block,
+      ),
+      ...(metadataId === undefined
+        ? []
+        : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
+    ])[0]!;
     this.index?.add('revisit', args.targetUri, date, args.payloadDigest, block, location);
     return location;
   }
@@ -300,13 +339,9 @@ export class WarcWriter {
   /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
   writeMetadata(args: MetadataArgs): WarcLocation {
     const recordId = newRecordId();
-    return this.append([recordId], (warcinfoId) =>
-      this.gzipped([metadataMember(recordId, args.targetUri, warcDate(args.date), warcinfoId, args.fields)]),
-    )[0]!;
-  }
-
-  private gzipped(specs: readonly MemberSpec[]): Buffer[] {
-    return specs.map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
+    return this.append([recordId], (warcinfoId) => [
+      metadataMember(recordId, args.targetUri, warcDate(args.date), warcinfoId, args.fields),
+    ])[0]!;
   }
 
   /** Makes every record written so far durable (fsync of the current file, when it grew since the last). */
@@ -338,22 +373,21 @@ export class WarcWriter {
   }
 
   /**
-   * Writes records built for the current file's warcinfo id (their gzip members), as adjacent
-   * members, rotating first when they would push the file past maxFileBytes. Returns one location
-   * per record.
+   * Writes records built for the current file's warcinfo id, as adjacent members, rotating first
+   * when they would push the file past maxFileBytes. Returns one location per record.
    */
-  private append(recordIds: string[], build: (warcinfoId: string) => Buffer[]): WarcLocation[] {
+  private append(recordIds: string[], build: (warcinfoId: string) => MemberSpec[]): WarcLocation[] {
     if (this.state !== 'open') {
       throw new CrawlError('CS_INTERNAL', `WarcWriter is ${this.state === 'new' ? 'not open yet' : 'closed'}`);
     }
     let file = this.current ?? this.startFile();
-    let members = build(file.warcinfoId);
+    let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
     const total = members.reduce((n, m) => n + m.length, 0);
     if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
       this.finishFile();
       file = this.startFile();
       // the records name their file's warcinfo record, so they are built again for the new file
-      members = build(file.warcinfoId);
+      members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
     }
     const locations: WarcLocation[] = [];
     const start = file.size;

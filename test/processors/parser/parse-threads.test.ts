@@ -15,8 +15,6 @@ import { fetchedPageFor } from './fetched-page.js';
 import { httpBody, parseRecord, readAt } from './warc-helpers.js';
 import { deflatePayload } from '../../../processors/parser/warc-records.js';
 import { ParserTasks } from './parser-tasks.js';
-import { WarcWriter } from '../../../processors/parser/warc-writer.js';
-import { newRequestResponseIds, prebuildRequestResponse } from '../../../processors/parser/warc-response.js';
 
 const PORT = 8080;
 
@@ -102,13 +100,7 @@ async function parseAll(pages: FetchedPage[], threads: number): Promise<{ record
     // one task: which of two near copies is "first" then depends on the order of the input alone
     // (across partitions it depends on which task finishes first, in any engine)
     const tasks = await ParserTasks.open(dir, 1, { ...defaultCrawlConfig, threads });
-    // the first page opens the WARC file: the records of the pages after it are made on the workers
-    for (const [i, p] of pages.entries()) {
-      tasks.fetched(p);
-      if (i > 0) continue;
-      if (threads > 1) await tasks.drainAhead(PARSER_LOOKAHEAD);
-      else tasks.drain();
-    }
+    for (const p of pages) tasks.fetched(p);
     if (threads > 1) await tasks.drainAhead(PARSER_LOOKAHEAD);
     else tasks.drain();
     tasks.commit();
@@ -143,23 +135,10 @@ test('pages parsed on worker threads give the same page records and outlinks as 
   assert.ok(pages.filter((p) => p.body.length >= OFFLOAD_MIN_BYTES).length >= 15, 'too few pages to offload');
   const one = await parseAll(pages, 1);
   const before = ParsePool.answeredByWorkers;
-  // which response records were written from members made on a worker for the open file
-  let madeAhead = 0;
-  const write = WarcWriter.prototype.writeRequestResponse;
-  WarcWriter.prototype.writeRequestResponse = function (this: WarcWriter, args, prebuilt) {
-    if (prebuilt !== undefined && prebuilt.warcinfoId === this.openWarcinfoId) madeAhead++;
-    return write.call(this, args, prebuilt);
-  };
-  let three: Awaited<ReturnType<typeof parseAll>>;
-  try {
-    three = await parseAll(pages, 3);
-  } finally {
-    WarcWriter.prototype.writeRequestResponse = write;
-  }
+  const three = await parseAll(pages, 3);
   const offloaded = ParsePool.answeredByWorkers - before;
   // every HTML page past the size but the exact copy (not parsed again) and the non-HTML 404
   assert.ok(offloaded >= 15, `only ${offloaded} pages were analysed on a worker`);
-  assert.ok(madeAhead >= 14, `only ${madeAhead} response records were made on a worker`);
   assert.equal(one.records.length, pages.length, 'one record per page');
   assert.deepEqual(three.records, one.records);
   assert.deepEqual(three.links, one.links);
@@ -220,35 +199,6 @@ test('a worker asked to deflates the payload for its WARC record: raw deflate th
     assert.deepEqual(asked.analysis, analyzeHtml(request(body)));
     const plain = await pool.analyze(request(body));
     assert.equal(plain?.deflated, undefined, 'not asked, not deflated');
-  } finally {
-    pool.release();
-  }
-});
-
-test("a worker asked to make a page's WARC records makes the members this thread would", async () => {
-  const pool = ParsePool.acquire(1);
-  try {
-    const body = Buffer.from(html('Made ahead', ['/m.html'], 3_000));
-    const spec = {
-      args: {
-        targetUri: 'http://a.test/m',
-        date: new Date('2024-05-01T12:00:00.250Z'),
-        requestHeaders: 'GET /m HTTP/1.1\r\nHost: a.test\r\n\r\n',
-        statusLine: 'HTTP/1.1 200 OK',
-        responseHeaders: [['Content-Type', 'text/html']] as [string, string][],
-        metadata: { 'fetch-duration-ms': '12' },
-      },
-      ids: newRequestResponseIds(true),
-      warcinfoId: '<urn:uuid:00000000-0000-4000-8000-000000000000>',
-      gzipLevel: 1,
-    };
-    const asked = await pool.analyze(request(body), 1, spec);
-    assert.ok(asked?.prebuilt, 'made on the worker');
-    const here = prebuildRequestResponse(spec, body, deflatePayload(body, 1));
-    assert.deepEqual(asked.prebuilt.members, here.members);
-    assert.deepEqual(asked.prebuilt.blocks, here.blocks);
-    assert.deepEqual([asked.prebuilt.ids, asked.prebuilt.warcinfoId], [spec.ids, spec.warcinfoId]);
-    assert.equal((await pool.analyze(request(body), 1))?.prebuilt, undefined, 'not asked, not made');
   } finally {
     pool.release();
   }

@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { deflatePayload, gzipMember } from '../../../processors/parser/warc-records.js';
 import { WarcWriter, type WarcLocation } from '../../../processors/parser/warc-writer.js';
-import { newRequestResponseIds, prebuildRequestResponse } from '../../../processors/parser/warc-response.js';
 import { CrawlError, InvalidOptionError } from '../../../core/errors.js';
 import { fetchOf, httpBody, httpHead, listFiles, parseRecord, readAt, tempDir } from './warc-helpers.js';
 import { assertWarcioCheckPasses, warcioIndex } from '../../python/warcio.js';
@@ -426,35 +425,6 @@ test('a response record written with its payload deflated beforehand is the same
   }
   // the heads are stored, not deflated, when the payload comes deflated: a few hundred bytes more
   assert.ok(lengths[1]! < lengths[0]! + 600, `member of ${lengths[1]} B vs ${lengths[0]} B deflated here`);
-});
-
-test('records made ahead are written as they are for the file they name, and made again for another', (t) => {
-  const dir = tempDir(t);
-  const w = new WarcWriter({ dir });
-  assert.equal(w.openWarcinfoId, undefined, 'no file before open()');
-  w.open();
-  w.writeMetadata({ targetUri: 'http://example.com/first', date: new Date(), fields: { n: '1' } });
-  const warcinfoId = w.openWarcinfoId!;
-  const ahead = (url: string, naming: string) => {
-    const { payload, ...args } = { ...fetchOf(url, 5_000), metadata: { 'fetch-duration-ms': '7' } };
-    const spec = { args, ids: newRequestResponseIds(true), warcinfoId: naming, gzipLevel: w.gzipLevel };
-    return { args: { ...args, payload }, prebuilt: prebuildRequestResponse(spec, payload) };
-  };
-  const same = ahead('http://example.com/same', warcinfoId);
-  const other = ahead('http://example.com/other', '<urn:uuid:00000000-0000-4000-8000-000000000000>');
-  const a = w.writeRequestResponse(same.args, same.prebuilt);
-  const b = w.writeRequestResponse(other.args, other.prebuilt);
-  w.close();
-  const bytes = readFileSync(join(dir, a.response.file));
-  const members = same.prebuilt.members;
-  assert.deepEqual(bytes.subarray(a.response.offset, a.response.offset + a.response.length), members[0]);
-  assert.deepEqual(bytes.subarray(a.request.offset, a.request.offset + a.request.length), members[1]);
-  assert.equal(a.payloadDigest, same.prebuilt.blocks.payloadDigest);
-  const rebuilt = parseRecord(readAt(dir, b.response));
-  assert.equal(rebuilt.headers.get('warc-warcinfo-id'), warcinfoId, 'made again for the open file');
-  assert.equal(rebuilt.headers.get('warc-record-id'), other.prebuilt.ids.response, 'with the ids made ahead');
-  assert.deepEqual(httpBody(rebuilt.block), other.args.payload);
-  assertWarcioCheckPasses(join(dir, a.response.file));
 });
 
 test('a revisit stores the response head as received: its Content-Length is the payload it replays with', (t) => {
