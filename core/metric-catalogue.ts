@@ -268,6 +268,12 @@ export const METRICS = {
     'frontier',
   ),
   frontier_leases: gauge('crawlstream_frontier_leases', 'Leases in flight.', 'frontier'),
+  frontier_ip_start_window: gauge(
+    'crawlstream_frontier_ip_start_window_seconds',
+    'How late a lease to a shared address may start; its next start there is planned that much later.',
+    'politeness',
+    'seconds',
+  ),
   frontier_active_hosts: gauge('crawlstream_frontier_active_hosts', 'Hosts holding a back queue.', 'frontier'),
   frontier_hosts_waiting: gauge(
     'crawlstream_frontier_hosts_waiting',

@@ -141,6 +141,15 @@ export class IpLimiter {
   }
 
   /**
+   * The start window a lease to a shared address gets now (ms): the fixed half slot with Kafka's
+   * slots, the learnt window otherwise, 0 when leases to an address never overlap.
+   */
+  get currentWindowMs(): number {
+    if (this.slotMs > 0) return IP_START_WINDOW_MS / 2;
+    return this.concurrency > 1 && this.spacingMs > 0 ? this.window : 0;
+  }
+
+  /**
    * A lease issued with the start window reached its fetcher `lateMs` after its notAfter and was
    * dropped unfetched: the window widens by that and its floor again, so the next ones fit.
    */

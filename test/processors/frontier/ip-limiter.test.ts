@@ -43,6 +43,20 @@ test('the start window widens when leases reach their fetcher too late, plans th
   assert.equal(new IpLimiter(1, 500).startWindow(a), undefined, 'no window where leases cannot overlap');
 });
 
+test('the start window a task reports is the one its leases to a shared address get', () => {
+  const ips = new IpLimiter(4, 500);
+  const a = host('a.test', '10.0.0.1');
+  assert.equal(ips.currentWindowMs, ips.startWindow(a));
+  ips.startedLate(90);
+  assert.equal(ips.currentWindowMs, ips.startWindow(a));
+  ips.startedInTime();
+  assert.equal(ips.currentWindowMs, ips.startWindow(a));
+  assert.equal(new IpLimiter(1, 500).currentWindowMs, 0, 'none where leases cannot overlap');
+  // Kafka's slots: every task's window is the fixed half of the slot's
+  const slotted = new IpLimiter(4, 500, undefined, { partition: 0, partitions: 2 });
+  assert.equal(slotted.currentWindowMs, slotted.startWindow(a));
+});
+
 test('a fetch that started later than its lease said pushes the next start on its address back', () => {
   const ips = new IpLimiter(1, 500);
   const a = host('a.test', '10.0.0.1');
