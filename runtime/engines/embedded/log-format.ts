@@ -48,7 +48,8 @@ export function positionKey(group: string, topic: string, partition: number): Bu
 /**
  * The frames of `records`, in order, as views of one new buffer: a commit's records are framed
  * with one allocation, not one each (a page's ~25 KB records were each a buffer of their own).
- * The views share that buffer, so whoever keeps one past the commit copies it (the tail cache does).
+ * The views share that buffer and live as long as the commit does: the kept segments write them
+ * and RocksDB copies them; the tail cache keeps the records as appended, not their frames.
  */
 export function encodeRecords(records: readonly RawRecord[]): Buffer[] {
   const headers: (Buffer | undefined)[] = new Array(records.length);
