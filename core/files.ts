@@ -18,20 +18,25 @@ export function isDiskFull(err: unknown): boolean {
 
 /**
  * Writes `buffers` one after another from `position`, going on after a short write (a disk filling
- * up writes part, and the next call then fails with ENOSPC).
+ * up writes part, and the next call then fails with ENOSPC). Empty buffers, and none, write nothing.
  */
 export function writeAll(fd: number, buffers: readonly Buffer[], position: number): void {
   let i = 0;
   let within = 0;
   let at = position;
-  while (i < buffers.length) {
+  for (;;) {
+    while (i < buffers.length && buffers[i]!.length === within) {
+      i++;
+      within = 0;
+    }
+    if (i === buffers.length) return;
     // writev takes at most IOV_MAX (1,024) buffers a call
     const batch = buffers.slice(i, i + 1024) as Buffer[];
     if (within > 0) batch[0] = batch[0]!.subarray(within);
     let n = writevSync(fd, batch, at);
     if (n === 0) throw new Error(`no byte written at ${at}`);
     at += n;
-    while (n > 0 && i < buffers.length) {
+    while (n > 0) {
       const rest = buffers[i]!.length - within;
       if (n < rest) {
         within += n;
