@@ -34,16 +34,18 @@ test(
       });
       let done = false;
       void exited.then(() => (done = true));
-      // scrape until the crawl exits: the last scrape is taken while it is idle, after its last fetch
+      // scrape until the crawl exits: the last scrape kept is one taken while the engine still ran
+      // (ready after it), idle after its last fetch; once it stops, its tasks' memory claims are released
       let last: string | undefined;
       let readySeen = false;
       while (!done) {
         if (address !== undefined) {
           try {
+            const res = await fetch(`http://${address}/metrics`);
+            const text = res.status === 200 ? await res.text() : undefined;
             const ready = await fetch(`http://${address}/readyz`);
             readySeen ||= ready.status === 200;
-            const res = await fetch(`http://${address}/metrics`);
-            if (res.status === 200) last = await res.text();
+            if (text !== undefined && ready.status === 200) last = text;
           } catch {
             // the crawl closed its endpoints between two scrapes
           }
