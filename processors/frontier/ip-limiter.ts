@@ -146,7 +146,7 @@ export class IpLimiter {
    */
   get currentWindowMs(): number {
     if (this.slotMs > 0) return IP_START_WINDOW_MS / 2;
-    return this.concurrency > 1 && this.spacingMs > 0 ? this.window : 0;
+    return this.leasesOverlap ? this.window : 0;
   }
 
   /**
@@ -163,7 +163,12 @@ export class IpLimiter {
   }
 
   private overlaps(ip: string): boolean {
-    return this.concurrency > 1 && this.spacingMs > 0 && ip !== '';
+    return this.leasesOverlap && ip !== '';
+  }
+
+  /** Whether the leases to one address may overlap: more than one in flight, and a gap to keep. */
+  private get leasesOverlap(): boolean {
+    return this.concurrency > 1 && this.spacingMs > 0;
   }
 
   /** Records a lease already out (found at init). */

@@ -19,6 +19,20 @@ const record = (offset: number): ConsumedRawRecord => ({
 });
 const offsets = (records: ConsumedRawRecord[] | undefined) => records?.map((r) => r.offset);
 
+/** Runs `fn` on a log in a temporary directory with one partition of topic `t`, its tail cached; closes and removes it after. */
+async function withCachedLog(fn: (log: EmbeddedLog) => void): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
+  try {
+    const log = await EmbeddedLog.open(dir);
+    log.ensureTopic('t', 1);
+    log.cacheTail('t');
+    fn(log);
+    await log.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 test('the tail cache holds the latest appends within its byte budget and sends older reads to the log', () => {
   const cache = new TailCache(100);
   cache.enable('t', 5);
@@ -108,12 +122,8 @@ test("the tail cache's bytes are those of the records it holds, over every parti
   assert.equal(cache.bytes, 30);
 });
 
-test('records the tail cache holds keep only their own bytes alive, not the 8 KiB pool slabs they were written beside', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
-  try {
-    const log = await EmbeddedLog.open(dir);
-    log.ensureTopic('t', 1);
-    log.cacheTail('t');
+test('records the tail cache holds keep only their own bytes alive, not the 8 KiB pool slabs they were written beside', () =>
+  withCachedLog((log) => {
     for (let c = 0; c < 20; c++) {
       const records = Array.from({ length: 5 }, (_, i) => ({
         key: Buffer.from(`k${c}-${i}`),
@@ -131,18 +141,10 @@ test('records the tail cache holds keep only their own bytes alive, not the 8 Ki
       assert.equal(r.value!.buffer, r.key.buffer);
       assert.ok(r.key.buffer.byteLength < 5 * 100, `a cached record keeps ${r.key.buffer.byteLength} bytes alive`);
     }
-    await log.close();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('a value in a buffer of its own (a page) is cached as it is; a view of a larger buffer is copied', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
-  try {
-    const log = await EmbeddedLog.open(dir);
-    log.ensureTopic('t', 1);
-    log.cacheTail('t');
+test('a value in a buffer of its own (a page) is cached as it is; a view of a larger buffer is copied', () =>
+  withCachedLog((log) => {
     const page = Buffer.alloc(30_000, 1);
     const larger = Buffer.alloc(100_000, 2);
     const view = larger.subarray(10_000, 40_000);
@@ -153,18 +155,10 @@ test('a value in a buffer of its own (a page) is cached as it is; a view of a la
     assert.ok(copied!.value!.equals(view));
     assert.notEqual(copied!.value!.buffer, larger.buffer);
     assert.ok(copied!.value!.buffer.byteLength < 40_000, `keeps ${copied!.value!.buffer.byteLength} bytes alive`);
-    await log.close();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test("the tail cache counts a small record's objects, not only its bytes, against its budget", async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawlstream-tail-'));
-  try {
-    const log = await EmbeddedLog.open(dir);
-    log.ensureTopic('t', 1);
-    log.cacheTail('t');
+test("the tail cache counts a small record's objects, not only its bytes, against its budget", () =>
+  withCachedLog((log) => {
     // 20,000 records of ~30 encoded bytes: 0.6 MB of bytes, but each is also a decoded object
     for (let c = 0; c < 200; c++)
       log.commit(
@@ -183,11 +177,7 @@ test("the tail cache counts a small record's objects, not only its bytes, agains
       );
     const held = log.memory().tail;
     assert.ok(held > 1.9 * 2 ** 20 && held <= 2 * 2 ** 20, `the tail cache counts ${held} bytes`);
-    await log.close();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test('a record dropped from the tail cache is no longer held by it', async () => {
   const cache = new TailCache(100_000);

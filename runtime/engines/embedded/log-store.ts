@@ -234,15 +234,14 @@ export class EmbeddedLog {
    */
   commit(appends: readonly Append[], positions: readonly Position[]): Map<string, number> {
     const batch: RocksWrite[] = [];
-    // each record's encoding, by its index in the batch; a record stored apart has a pointer there
-    const encoded: Buffer[] = [];
+    // each record's frame, at its index in the batch; a record stored apart has a pointer there
+    const all: RawRecord[] = [];
+    for (const a of appends) for (const r of a.records) all.push(r);
+    const frames = encodeRecords(all);
     const apart: number[] = [];
     const nextEnds = new Map<string, number>();
     const bases = new Map<string, number>();
     const tails: { tp: string; first: number; from: number; to: number; append: Append }[] = [];
-    const all: RawRecord[] = [];
-    for (const a of appends) for (const r of a.records) all.push(r);
-    const frames = encodeRecords(all);
     for (const a of appends) {
       if (a.records.length === 0) continue;
       const tp = tpKey(a.topic, a.partition);
@@ -253,16 +252,14 @@ export class EmbeddedLog {
       tails.push({ tp, first: next, from: batch.length, to: batch.length + a.records.length, append: a });
       const stored = this.apart.has(a.topic);
       for (let i = 0; i < a.records.length; i++) {
-        const value = frames[encoded.length]!;
         if (stored) apart.push(batch.length);
-        encoded.push(value);
-        batch.push({ key: recordKey(a.topic, a.partition, next++), value });
+        batch.push({ key: recordKey(a.topic, a.partition, next++), value: frames[batch.length]! });
       }
       nextEnds.set(tp, next);
     }
     let placement: Placement | undefined;
     if (apart.length > 0) {
-      placement = this.kept.place(apart.map((i) => encoded[i]!));
+      placement = this.kept.place(apart.map((i) => frames[i]!));
       for (let j = 0; j < apart.length; j++)
         batch[apart[j]!] = { key: batch[apart[j]!]!.key, value: placement.pointers[j]! };
       batch.push({ key: KEPT_MARK_KEY, value: encodeMark(placement.mark) });
@@ -282,7 +279,7 @@ export class EmbeddedLog {
     if (placement !== undefined) this.kept.advance(placement);
     for (const [tp, end] of nextEnds) this.ends.set(tp, end);
     for (const t of tails)
-      if (this.tail.caches(t.tp)) this.cacheAppend(t.tp, t.first, t.append, encoded.slice(t.from, t.to));
+      if (this.tail.caches(t.tp)) this.cacheAppend(t.tp, t.first, t.append, frames.slice(t.from, t.to));
     for (const a of appends) if (a.records.length > 0) for (const l of this.listeners) l(a.topic, a.partition);
     return bases;
   }
