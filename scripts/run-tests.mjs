@@ -8,8 +8,14 @@
 // recorded last time (.cache/test-durations.json), or e2e files first when none are recorded, so
 // that the two lanes end close together. CRAWLSTREAM_TEST_LANES=1 runs every file in one lane, in
 // the order given.
+//
+// A file runs with --test-force-exit, so one whose test timed out ends instead of waiting on what
+// the test left running; whatever is left in its process group (a crawl a test started) is killed
+// once it exits; and a file that runs longer than CRAWLSTREAM_TEST_FILE_TIMEOUT_S (default 1,500 s,
+// above the longest test's own timeout) is killed and counted as failed, with the TAP it printed.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { clearTimeout, setTimeout } from 'node:timers';
 
 const files = process.argv.slice(2);
 if (files.length === 0) {
@@ -18,6 +24,7 @@ if (files.length === 0) {
 }
 const lanes = process.env.CRAWLSTREAM_TEST_LANES === '1' ? 1 : 2;
 const durationsFile = '.cache/test-durations.json';
+const fileLimitMs = 1000 * Number(process.env.CRAWLSTREAM_TEST_FILE_TIMEOUT_S ?? 1_500);
 
 /** @type {Record<string, number>} */
 let recorded = {};
@@ -43,25 +50,42 @@ function runFile(file, lane) {
   return new Promise((resolve) => {
     const start = Date.now();
     // its own process group, so that a stop reaches the runner's subprocess too
-    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-concurrency=1', file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    const child = spawn(
+      process.execPath,
+      ['--test', '--test-reporter=tap', '--test-concurrency=1', '--test-force-exit', file],
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
     running.add(child);
     const out = [];
     child.stdout.on('data', (chunk) => out.push(chunk));
     child.stderr.on('data', (chunk) => out.push(chunk));
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // nothing left in the group
+      }
+    };
+    let overLimit = false;
+    const watchdog = setTimeout(() => {
+      overLimit = true;
+      killGroup();
+    }, fileLimitMs);
+    // what a test left running (its own timeout fired first) holds no lane
+    child.on('exit', killGroup);
     child.on('close', (code, signal) => {
+      clearTimeout(watchdog);
       running.delete(child);
       const result = {
         file,
         lane,
         ms: Date.now() - start,
-        code: signal ? 1 : code,
+        code: signal || overLimit ? 1 : code,
         tap: Buffer.concat(out).toString(),
       };
       done.push(result);
-      console.log(`# ---- ${file} (lane ${lane}, ${(result.ms / 1000).toFixed(1)} s, exit ${signal ?? code})`);
+      const limit = overLimit ? `, killed at the per-file limit of ${fileLimitMs / 1000} s` : '';
+      console.log(`# ---- ${file} (lane ${lane}, ${(result.ms / 1000).toFixed(1)} s, exit ${signal ?? code}${limit})`);
       process.stdout.write(result.tap.endsWith('\n') || result.tap === '' ? result.tap : `${result.tap}\n`);
       resolve(result);
     });

@@ -218,7 +218,9 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       offset: Math.round(offset),
     });
     this.ctx.metrics.inc(late ? M.leasesDroppedLate : M.leasesDroppedStale);
-    if (!stale) issuer.clock.reported(req.host, offset);
+    // nothing was sent, and not before the lease was due (by then the host's gap had passed): its
+    // next lease keeps no gap from this one
+    if (!stale) issuer.clock.forget(req.host);
     this.emit(req, lateOutcome(req, now, late, issuer.newestEpoch), null);
     return true;
   }

@@ -73,6 +73,9 @@ test("a host's lease keeps the offset its last report used when the offset has f
   assert.equal(c.clock.offsetFor('a.test'), -4_980, 'once reported with the lower offset, the host follows it');
   c.arrive(-200);
   assert.equal(c.clock.offsetFor('a.test'), -4_980, 'never below its last report');
+  c.clock.forget('a.test');
+  assert.equal(c.clock.offsetFor('a.test'), c.clock.offset, 'a host whose lease was dropped takes the current offset');
+  assert.ok(c.clock.offset < -4_980);
 });
 
 test('reset forgets the samples and the hosts: a new frontier owner may run on another clock', () => {

@@ -77,3 +77,59 @@ for (const fetcherAheadMs of [5_000, -10_000]) {
     },
   );
 }
+
+test(
+  "the frontier's clock steps 7 s forward between two fetches of a host (a VM paused, an NTP step): at most the host's next lease is dropped as late, never the ones after it, and every request keeps the gap",
+  { timeout: 60_000 },
+  async () => {
+    // more than a lease's window plus the grace a fetcher may run ahead of the frontier
+    const STEP_MS = 7_000;
+    const wall = Date.now;
+    let step = 0;
+    // the wall clock (the frontier's, in this process) steps; performance.now, the fetcher's, does not
+    Date.now = () => wall() + step;
+    const served: { start: number; end: number }[] = [];
+    const server = await startHttp((_req, res) => {
+      const entry = { start: performance.now(), end: 0 };
+      served.push(entry);
+      res.on('finish', () => (entry.end = performance.now()));
+      res.end('ok');
+    });
+    const driver = await fetcherDriver(loopbackConfig({ fetchTimeoutMs: FETCH_TIMEOUT_MS }));
+    try {
+      const url = (page: number) => `http://stepped.test:${server.port}/${page}`;
+      let results: FetchResult[] = [];
+      // leases planned as the frontier plans them: a gap after the last fetch that was sent (a
+      // dropped lease starts none), never before now on its clock
+      for (let page = 1; page <= 4; page++) {
+        if (page === 2) step = STEP_MS;
+        const sent = results.filter((r) => r.errorCode === null).at(-1);
+        const notBefore = Math.max(
+          Date.now() + (page === 1 ? AHEAD_MS : 0),
+          sent === undefined ? 0 : sent.startedAt + sent.durationMs + GAP_MS,
+        );
+        const next = lease(url(page), { issuedAt: Date.now(), notBefore, notAfter: notBefore + WINDOW_MS });
+        await driver.pipeInput(TOPIC.requests, next.site, next);
+        results = driver.output<FetchResult>(TOPIC.results).map((r) => r.value!);
+      }
+      const outcomes = results.map((r) => r.errorCode ?? r.status);
+      assert.equal(outcomes.length, 4, outcomes.join(', '));
+      assert.equal(outcomes[0], 200, results[0]!.errorMessage ?? '');
+      // before the fix every lease after the step was dropped so, forever
+      assert.deepEqual(outcomes.slice(2), [200, 200], results.map((r) => r.errorMessage ?? '').join('\n'));
+      assert.ok(outcomes[1] === 200 || outcomes[1] === 'CS_LEASE_EXPIRED', `the lease after the step: ${outcomes[1]}`);
+      assert.equal(served.length, outcomes.filter((o) => o === 200).length);
+      for (let i = 1; i < served.length; i++) {
+        const gap = served[i]!.start - served[i - 1]!.end;
+        assert.ok(
+          gap >= GAP_MS,
+          `request ${i + 1} came ${gap.toFixed(0)} ms after the one before ended; the gap is ${GAP_MS} ms`,
+        );
+      }
+    } finally {
+      Date.now = wall;
+      await driver.close();
+      await server.close();
+    }
+  },
+);
