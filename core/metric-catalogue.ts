@@ -270,7 +270,7 @@ export const METRICS = {
   frontier_leases: gauge('crawlstream_frontier_leases', 'Leases in flight.', 'frontier'),
   frontier_ip_start_window: gauge(
     'crawlstream_frontier_ip_start_window_seconds',
-    'How late a lease to a shared address may start; its next start there is planned that much later.',
+    "How late a lease to a shared address may start: the half slot of Kafka's slots, else 0 (the wire gate keeps the gap).",
     'politeness',
     'seconds',
   ),

@@ -22,13 +22,6 @@ interface Claim {
 export class AddressClock {
   private readonly inFlight = new Map<string, number>();
   private readonly nextStart = new Map<string, number>();
-  /**
-   * While leases are in flight: the latest of each lease's planned start plus the spacing (the
-   * frontier's clock) and of the reported ends plus the spacing (the fetchers').
-   */
-  private readonly floor = new Map<string, number>();
-  /** Addresses with a lease in flight that ended without saying when (or whether) it started. */
-  private readonly unsure = new Set<string>();
   private readonly claims = new Map<string, Map<number, Claim>>();
   private sweptAt = 0;
 
@@ -45,14 +38,10 @@ export class AddressClock {
     return this.nextStart.get(ip) ?? 0;
   }
 
-  /**
-   * A lease on `ip` was issued; the next may start at `next` at the earliest, and at `floor` (its
-   * planned start plus the spacing, without the start window) once it reported its start.
-   */
-  started(ip: string, next: number, floor: number): void {
+  /** A lease on `ip` was issued; the next may start at `next` at the earliest. */
+  started(ip: string, next: number): void {
     this.inFlight.set(ip, this.leases(ip) + 1);
     this.nextStart.set(ip, next);
-    if (floor > (this.floor.get(ip) ?? 0)) this.floor.set(ip, floor);
   }
 
   /** A lease on `ip` was found out at a task's opening. */
@@ -62,28 +51,14 @@ export class AddressClock {
 
   /**
    * A lease on `ip` ended: `next` is its reported start plus the spacing, undefined when it did not
-   * say when it started (it expired); `done` its reported end plus the spacing. The next start is
-   * pushed back to `next` if that is later. When the last lease in flight there ends and every one
-   * of them reported, the next start is the latest planned start or reported end plus the spacing
-   * when that is sooner: the start window planned after each overlapping lease (in case it started
-   * late) is given back, since none can start any more. The end, not the start, because the server saw the request
-   * before the fetch ended however late it reached the wire; the planned starts are on the
-   * frontier's clock, so a fetcher whose clock runs behind cannot bring the next start forward.
+   * say when it started (it expired, or was dropped unsent). The next start is pushed back to
+   * `next` if that is later: a fetch that started late keeps its gap too.
    */
-  ended(ip: string, next: number | undefined, done: number = next ?? 0): void {
-    if (next === undefined) this.unsure.add(ip);
-    else {
-      if (next > this.next(ip)) this.nextStart.set(ip, next);
-      const floor = Math.max(next, done);
-      if (floor > (this.floor.get(ip) ?? 0)) this.floor.set(ip, floor);
-    }
+  ended(ip: string, next: number | undefined): void {
+    if (next !== undefined && next > this.next(ip)) this.nextStart.set(ip, next);
     const n = this.leases(ip) - 1;
-    if (n > 0) return void this.inFlight.set(ip, n);
-    this.inFlight.delete(ip);
-    const floor = this.floor.get(ip);
-    this.floor.delete(ip);
-    // both bounds keep the gap; a long fetch's end may lie past the window's, which then stays
-    if (!this.unsure.delete(ip) && floor !== undefined && floor < this.next(ip)) this.nextStart.set(ip, floor);
+    if (n > 0) this.inFlight.set(ip, n);
+    else this.inFlight.delete(ip);
   }
 
   /** Task `task` waits for `ip` at `now`: it joins the queue (from its first call) or says it still waits. */

@@ -1,7 +1,6 @@
 import { M } from '../../core/metric-catalogue.js';
 import type { FetchResult, HostState, Lease, LinkBatch, QueueEntry } from '../../schemas/types.js';
 import { isFinalOutcome } from '../common/outcome.js';
-import { EXPIRY_GRACE_MS } from './dispatch.js';
 import { wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
@@ -43,16 +42,8 @@ export class Completion {
     state.lease = null;
     p.slots.release(result.leaseId);
     p.outcomes.note(result, now);
-    if (p.ips.startWindow(state) !== undefined) {
-      // how late a lease arrives depends on the engine and its load: the start window learns it
-      const notAfter = lease.expiresAt - p.config.fetchTimeoutMs - EXPIRY_GRACE_MS;
-      // (a lease the frontier itself gave up on, CS_LEASE_LOST, says nothing about delivery)
-      if (result.errorCode === 'CS_LEASE_EXPIRED') {
-        if (result.startedAt > notAfter) p.ips.startedLate(result.startedAt - notAfter);
-      } else if (result.errorCode !== 'CS_LEASE_LOST') p.ips.startedInTime();
-    }
     const started = result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt;
-    const freed = p.ips.release(state.ip, started, result.startedAt + Math.max(0, result.durationMs));
+    const freed = p.ips.release(state.ip, started);
     wakeWaiting(p, freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;
     if (applyFetchTiming(state, result, now, p.sites.settings.hostConfig(state.site, state.host))) {

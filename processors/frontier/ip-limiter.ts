@@ -4,18 +4,11 @@ import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresse
 import { GAP_SAFETY_MS } from './politeness.js';
 
 /**
- * How late a lease on an address that allows more than one lease in flight may start (its
- * notAfter is its notBefore plus this), at least: the next lease there is planned this much later
- * still, so a fetch started late by up to this cannot bring the next one within the gap.
+ * With Kafka's slots (frontier tasks sharing an address without a shared clock), what a slot
+ * adds to the spacing: a lease there must start within half of it (its notAfter is its notBefore
+ * plus that), and the other half covers a start reaching the wire late.
  */
 export const IP_START_WINDOW_MS = 100;
-
-/**
- * The widest such window. A lease must reach a fetcher inside it, so it grows when leases arrive
- * too late (the Kafka engine delivers a lease a commit interval or more after its issue) and
- * shrinks back while they arrive in time; every start it widens costs that much per-IP spacing.
- */
-export const IP_START_WINDOW_MAX_MS = 2_000;
 
 /**
  * This task's place among the frontier tasks sharing every address (one per frontier partition),
@@ -32,9 +25,12 @@ export interface IpShare {
  * resolved IP and at least `gapMs` between two lease starts there, so many small sites on one
  * shared-hosting address are not hit at once. A lease's start is its notBefore plus a small
  * slack; a fetch that started later than that pushes the address's next start back (`release`).
- * With one lease in flight that is exact; with more, the next lease may be out before the
- * previous fetch reports its start, so those leases must start within IP_START_WINDOW_MS of
- * their notBefore (`startWindow`) and the next start is planned that much later.
+ * With more than one lease in flight the next may be out before the previous one has started;
+ * the plan does not have to allow for a late start, because every lease of an address leaves
+ * through one fetcher's wire gate (wire-gate.ts), which spaces the sends by the gap from when each
+ * one really left. So overlapping leases get the usual lease window, and the next start is
+ * planned one spacing after the last (a start window planned after each, as before, held every
+ * shared address to about one start a lease round trip: BENCHMARKS.md, "Real pages … Eighth sitting").
  * A host is looked up before its first lease (host-addresses.ts), so that lease counts too.
  * In memory: after a restart every address starts empty, which is safe because every host
  * already waits a full gap of its own.
@@ -57,8 +53,6 @@ export class IpLimiter {
   private readonly clock: AddressClock;
   private readonly waiting = new Map<string, Set<string>>();
   private readonly addresses: HostAddresses;
-  /** The current start window of overlapping leases (IP_START_WINDOW_MS..IP_START_WINDOW_MAX_MS). */
-  private window = IP_START_WINDOW_MS;
 
   /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
   private readonly spacingMs: number;
@@ -124,51 +118,27 @@ export class IpLimiter {
     }
     const start = this.slotMs > 0 && ip !== '' ? this.slotAt(ip, at) : at;
     this.clock.unclaim(ip, task);
-    this.clock.started(ip, start + this.spacingMs + (this.overlaps(ip) ? this.window : 0), start + this.spacingMs);
+    this.clock.started(ip, start + this.spacingMs);
     return start;
   }
 
   /**
-   * The window a lease to the host must start in, when its address allows leases to overlap
-   * and keeps a gap (the current window); undefined: the usual lease window.
+   * The window a lease to the host must start in: with Kafka's slots, the fixed half slot (every
+   * task must agree where a slot ends; a fetch reaches the wire some time after the fetcher
+   * checked its window, tens of ms on a loaded machine, which the other half absorbs); undefined
+   * otherwise: the usual lease window, the wire gate keeping the gap.
    */
   startWindow(state: HostState): number | undefined {
-    // a slot's start window is fixed (every task must agree where a slot ends) and half the
-    // slot's: a fetch reaches the wire some time after the fetcher checked its window (tens of
-    // ms on a loaded machine), which the other half absorbs
-    if (state.ip !== null && state.ip !== '' && this.slotMs > 0) return IP_START_WINDOW_MS / 2;
-    return state.ip !== null && this.overlaps(state.ip) ? this.window : undefined;
+    return state.ip !== null && state.ip !== '' ? this.slotWindowMs : undefined;
   }
 
-  /**
-   * The start window a lease to a shared address gets now (ms): the fixed half slot with Kafka's
-   * slots, the learnt window otherwise, 0 when leases to an address never overlap.
-   */
+  /** The start window a lease to a shared address gets (ms): the fixed half slot with Kafka's slots, else 0 (none). */
   get currentWindowMs(): number {
-    if (this.slotMs > 0) return IP_START_WINDOW_MS / 2;
-    return this.leasesOverlap ? this.window : 0;
+    return this.slotWindowMs ?? 0;
   }
 
-  /**
-   * A lease issued with the start window reached its fetcher `lateMs` after its notAfter and was
-   * dropped unfetched: the window widens by that and its floor again, so the next ones fit.
-   */
-  startedLate(lateMs: number): void {
-    this.window = Math.min(IP_START_WINDOW_MAX_MS, Math.ceil(this.window + Math.max(0, lateMs) + IP_START_WINDOW_MS));
-  }
-
-  /** A lease issued with the start window started in time: the window narrows by 0.5 % towards its floor. */
-  startedInTime(): void {
-    this.window = Math.max(IP_START_WINDOW_MS, Math.floor(this.window * 0.995));
-  }
-
-  private overlaps(ip: string): boolean {
-    return this.leasesOverlap && ip !== '';
-  }
-
-  /** Whether the leases to one address may overlap: more than one in flight, and a gap to keep. */
-  private get leasesOverlap(): boolean {
-    return this.concurrency > 1 && this.spacingMs > 0;
+  private get slotWindowMs(): number | undefined {
+    return this.slotMs > 0 ? IP_START_WINDOW_MS / 2 : undefined;
   }
 
   /** Records a lease already out (found at init). */
@@ -178,13 +148,12 @@ export class IpLimiter {
 
   /**
    * A lease to `ip` ended; its fetch started at `startedAt` (0: it never did, or the frontier cannot
-   * tell: the address then keeps the start window planned after it) and ended at `endedAt`. Returns the hosts that were
-   * waiting on that address and the time they may be tried again; the caller puts them back in its
-   * schedule.
+   * tell). Returns the hosts that were waiting on that address and the time they may be tried
+   * again; the caller puts them back in its schedule.
    */
-  release(ip: string | null, startedAt: number, endedAt = startedAt): { hosts: string[]; at: number } {
+  release(ip: string | null, startedAt: number): { hosts: string[]; at: number } {
     if (ip === null) return { hosts: [], at: 0 };
-    this.clock.ended(ip, startedAt > 0 ? startedAt + this.spacingMs : undefined, endedAt + this.spacingMs);
+    this.clock.ended(ip, startedAt > 0 ? startedAt + this.spacingMs : undefined);
     const set = this.waiting.get(ip);
     this.waiting.delete(ip);
     return { hosts: set ? [...set] : [], at: this.clock.next(ip) };

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IP_START_WINDOW_MAX_MS, IP_START_WINDOW_MS, IpLimiter } from '../../../processors/frontier/ip-limiter.js';
+import { IP_START_WINDOW_MS, IpLimiter } from '../../../processors/frontier/ip-limiter.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
 import { GAP_SAFETY_MS } from '../../../processors/frontier/politeness.js';
 import { AddressClock, CLAIM_TTL_MS } from '../../../processors/frontier/address-clock.js';
@@ -9,52 +9,29 @@ const host = (name: string, ip: string | null = null) => ({ ...newHost(name, `ht
 /** Whether a lease to `h` that may start at `at` is granted now. */
 const may = (ips: IpLimiter, h: ReturnType<typeof host>, at: number) => ips.tryAcquire(h, at) !== undefined;
 
-test('two starts on one address are at least the gap (plus slack and the start window) apart, and no more leases than the concurrency run there', () => {
+test('two starts on one address are at least the gap (plus slack) apart, and no more leases than the concurrency run there', () => {
   const ips = new IpLimiter(2, 500);
   const a = host('a.test', '10.0.0.1');
   assert.equal(may(ips, a, 1_000), true);
-  // leases may overlap here: each must start within the window, and the next is planned after it
-  assert.equal(ips.startWindow(a), IP_START_WINDOW_MS);
-  const next = 1_000 + 500 + GAP_SAFETY_MS + IP_START_WINDOW_MS;
+  // leases may overlap here: the wire gate spaces their sends, so they get the usual lease window
+  // and the next start is planned one spacing after this one
+  assert.equal(ips.startWindow(a), undefined);
+  const next = 1_000 + 500 + GAP_SAFETY_MS;
   assert.equal(may(ips, host('b.test', '10.0.0.1'), next - 1), false);
   assert.equal(may(ips, host('b.test', '10.0.0.1'), next), true);
   assert.equal(may(ips, host('c.test', '10.0.0.1'), 10_000), false, 'a third lease in flight');
   assert.equal(may(ips, host('d.test', '10.0.0.2'), 1_000), true, 'another address is not held back');
 });
 
-test('the start window widens when leases reach their fetcher too late, plans the next start after it, and narrows back while they arrive in time', () => {
-  const ips = new IpLimiter(4, 500);
+test("the start window a task reports is the one its leases to a shared address get: none, or the fixed half slot of Kafka's slots", () => {
   const a = host('a.test', '10.0.0.1');
-  ips.startedLate(90);
-  const widened = IP_START_WINDOW_MS + 90 + IP_START_WINDOW_MS;
-  assert.equal(ips.startWindow(a), widened);
-  assert.equal(may(ips, a, 1_000), true);
-  const next = 1_000 + 500 + GAP_SAFETY_MS + widened;
-  assert.equal(
-    may(ips, host('b.test', '10.0.0.1'), next - 1),
-    false,
-    'a start late by the whole window still keeps the gap',
-  );
-  assert.equal(may(ips, host('b.test', '10.0.0.1'), next), true);
-  for (let i = 0; i < 50; i++) ips.startedLate(1_000);
-  assert.equal(ips.startWindow(a), IP_START_WINDOW_MAX_MS, 'the window has a ceiling');
-  for (let i = 0; i < 2_000; i++) ips.startedInTime();
-  assert.equal(ips.startWindow(a), IP_START_WINDOW_MS, 'and a floor');
-  assert.equal(new IpLimiter(1, 500).startWindow(a), undefined, 'no window where leases cannot overlap');
-});
-
-test('the start window a task reports is the one its leases to a shared address get', () => {
   const ips = new IpLimiter(4, 500);
-  const a = host('a.test', '10.0.0.1');
-  assert.equal(ips.currentWindowMs, ips.startWindow(a));
-  ips.startedLate(90);
-  assert.equal(ips.currentWindowMs, ips.startWindow(a));
-  ips.startedInTime();
-  assert.equal(ips.currentWindowMs, ips.startWindow(a));
+  assert.equal(ips.currentWindowMs, 0);
+  assert.equal(ips.startWindow(a), undefined);
   assert.equal(new IpLimiter(1, 500).currentWindowMs, 0, 'none where leases cannot overlap');
-  // Kafka's slots: every task's window is the fixed half of the slot's
   const slotted = new IpLimiter(4, 500, undefined, { partition: 0, partitions: 2 });
-  assert.equal(slotted.currentWindowMs, slotted.startWindow(a));
+  assert.equal(slotted.currentWindowMs, IP_START_WINDOW_MS / 2);
+  assert.equal(slotted.startWindow(a), IP_START_WINDOW_MS / 2);
 });
 
 test('a fetch that started later than its lease said pushes the next start on its address back', () => {
@@ -98,9 +75,11 @@ interface SimulatedFetch {
 
 /**
  * Each task always has a new host on 10.0.0.1 ready; every 20 ms the tasks' dispatches run in
- * order (task 0's first) for 60 s. A granted lease starts anywhere in its start window and takes
- * 5 ms to 2 s. `granted` sees each grant (its start, and the dispatch time). Asserts that starts
- * are `gapMs` apart and at most `concurrency` are in flight; returns the fetches by start.
+ * order (task 0's first) for 60 s. A granted lease with a start window (Kafka's slots) starts
+ * anywhere in it; one without reaches its fetcher up to 300 ms late and leaves when the wire gate
+ * lets it, `gapMs` after the send before it (wire-gate.ts); each takes 5 ms to 2 s. `granted` sees
+ * each grant (its start, and the dispatch time). Asserts that starts are `gapMs` apart and at most
+ * `concurrency` are in flight; returns the fetches by start.
  */
 function sharedAddress(
   tasks: readonly IpLimiter[],
@@ -111,6 +90,7 @@ function sharedAddress(
   const fetches: SimulatedFetch[] = [];
   let open: SimulatedFetch[] = [];
   let n = 0;
+  let lastSent = -Infinity;
   for (let now = 0; now < 60_000; now += 20) {
     for (const f of open.filter((f) => f.end <= now)) tasks[f.task]!.release('10.0.0.1', f.start);
     open = open.filter((f) => f.end > now);
@@ -120,7 +100,9 @@ function sharedAddress(
       const at = task.tryAcquire(h, now);
       if (at === undefined) continue;
       granted(at, now);
-      const start = at + ((n * 37) % task.startWindow(h)!);
+      const window = task.startWindow(h);
+      const start = window !== undefined ? at + ((n * 37) % window) : Math.max(at + ((n * 37) % 300), lastSent + gapMs);
+      lastSent = Math.max(lastSent, start);
       const f = { task: i, start, end: start + 5 + ((n * 7919) % 2_000) };
       open.push(f);
       fetches.push(f);
@@ -147,7 +129,7 @@ test('four frontier tasks sharing an address keep its gap and concurrency betwee
     (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions }),
   );
   const fetches = sharedAddress(tasks, gapMs, 8);
-  // the room is used: about one start a slot (gap + slack + window), whichever task owns it
+  // the room is used: about one start a slot (gap + slack + the slot's window), whichever task owns it
   const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
   assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
 });
@@ -161,9 +143,11 @@ test('four frontier tasks of one process sharing a clock keep the gap and concur
     (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions, clock }),
   );
   const fetches = sharedAddress(tasks, gapMs, 8, (at, now) => assert.equal(at, now, 'no slot to wait for'));
-  // as one task: a start every gap + slack + window (rounded up to the 20 ms dispatch)
-  const spacing = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
-  assert.ok(fetches.length >= (0.9 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);
+  // as one task: a start every gap + slack (rounded up to the 20 ms dispatch)
+  const spacing = gapMs + GAP_SAFETY_MS;
+  assert.ok(fetches.length >= (0.8 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);
+  // more than a plan with a start window after each overlapping lease could give
+  assert.ok(fetches.length > 60_000 / (spacing + IP_START_WINDOW_MS + 20), `${fetches.length} starts in 60 s`);
   for (let i = 0; i < partitions; i++) {
     const share = fetches.filter((f) => f.task === i).length / fetches.length;
     assert.ok(share > 0.2 && share < 0.3, `task ${i} took ${(100 * share).toFixed(1)} % of the starts`);
@@ -190,52 +174,26 @@ test('a task that stops waiting for a shared address loses its place after the c
   assert.equal(b!.tryAcquire(host('z.test', '10.0.0.1'), 200 + CLAIM_TTL_MS + 20), 200 + CLAIM_TTL_MS + 20);
 });
 
-test('when the last lease in flight on an address ends, the start window planned after it is given back, never more', () => {
+test('overlapping leases on an address: each planned one spacing after the last, pushed back by a start reported later, never brought forward', () => {
   const gap = 100;
   const spacing = gap + GAP_SAFETY_MS;
   const ip = '10.0.0.1';
   const at = (n: number) => host(`h${n}.test`, ip);
 
-  // one lease, reported on time: the next start is its end plus the spacing, not its start plus the window
   let ips = new IpLimiter(8, gap);
   assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
-  assert.equal(may(ips, at(2), 1_000 + spacing), false, 'while it is in flight the window holds');
-  assert.equal(ips.release(ip, 1_002, 1_009).at, 1_009 + spacing);
-  assert.equal(may(ips, at(2), 1_009 + spacing - 1), false);
-  assert.equal(may(ips, at(3), 1_009 + spacing), true);
-
-  // two overlapping leases: nothing is given back until both ended, then the latest start counts
-  ips = new IpLimiter(8, gap);
-  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
-  const second = 1_000 + spacing + IP_START_WINDOW_MS;
-  assert.equal(ips.tryAcquire(at(2), second), second);
-  ips.release(ip, 1_090); // the first started late, inside its window
-  assert.equal(may(ips, at(3), second + spacing), false, 'the second is still in flight');
-  ips.release(ip, second + 5);
-  assert.equal(may(ips, at(3), second + 5 + spacing - 1), false);
-  assert.equal(may(ips, at(4), second + 5 + spacing), true);
-
-  // a lease that never said when it started keeps the window planned after it
-  ips = new IpLimiter(8, gap);
-  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
-  ips.release(ip, 0);
-  assert.equal(may(ips, at(2), 1_000 + spacing + IP_START_WINDOW_MS - 1), false);
-  assert.equal(may(ips, at(3), 1_000 + spacing + IP_START_WINDOW_MS), true);
-
-  // a fetcher whose clock runs behind cannot bring the next start before the planned start plus the spacing
-  ips = new IpLimiter(8, gap);
-  assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
-  ips.release(ip, 950);
   assert.equal(may(ips, at(2), 1_000 + spacing - 1), false);
-  assert.equal(may(ips, at(3), 1_000 + spacing), true);
-});
+  assert.equal(ips.tryAcquire(at(2), 1_000 + spacing), 1_000 + spacing, 'the second overlaps the first');
+  ips.release(ip, 1_300); // the first left late: the gate held it, or it reached its fetcher late
+  assert.equal(may(ips, at(3), 1_300 + spacing - 1), false);
+  assert.equal(may(ips, at(4), 1_300 + spacing), true);
 
-test('a long fetch ending after the start window planned after it does not hold the address any longer than the window did', () => {
-  const ips = new IpLimiter(8, 100);
-  const h = (n: number) => host(`h${n}.test`, '10.0.0.1');
-  assert.equal(ips.tryAcquire(h(1), 1_000), 1_000);
-  const planned = 1_000 + 100 + GAP_SAFETY_MS + IP_START_WINDOW_MS;
-  ips.release('10.0.0.1', 1_010, 3_000);
-  assert.equal(may(ips, h(2), planned - 1), false);
-  assert.equal(may(ips, h(3), planned), true);
+  // a lease that never said when it started, or a fetcher whose clock runs behind, leaves the plan
+  for (const reported of [0, 950]) {
+    ips = new IpLimiter(8, gap);
+    assert.equal(ips.tryAcquire(at(1), 1_000), 1_000);
+    ips.release(ip, reported);
+    assert.equal(may(ips, at(2), 1_000 + spacing - 1), false, `reported ${reported}`);
+    assert.equal(may(ips, at(3), 1_000 + spacing), true, `reported ${reported}`);
+  }
 });
