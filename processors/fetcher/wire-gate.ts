@@ -4,7 +4,8 @@
  * for a core). Since the frontier plans no start window after overlapping leases, many sends go
  * out at the gate's own spacing, and this margin is all the slack two of them have: at 10 ms the
  * judge told 8–45 ip-gap pairs in a real-pages run, at 30 ms 0–3 (pairs 81–96 ms apart, from one
- * stall on a loaded 2-core machine); BENCHMARKS.md, "Real pages … Eighth sitting".
+ * stall on a loaded 2-core machine), at 50 ms none in three runs; BENCHMARKS.md, "Real pages …
+ * Eighth sitting".
  */
 export const WIRE_GATE_MARGIN_MS = 50;
 

@@ -12,6 +12,18 @@ const AHEAD_MS = 300;
 const WINDOW_MS = 1_000;
 const FETCH_TIMEOUT_MS = 2_000;
 
+/** A server answering `ok` that keeps when each request came and when its answer was sent, on `now`. */
+async function servedOn(now: () => number) {
+  const served: { start: number; end: number }[] = [];
+  const server = await startHttp((_req, res) => {
+    const entry = { start: now(), end: 0 };
+    served.push(entry);
+    res.on('finish', () => (entry.end = now()));
+    res.end('ok');
+  });
+  return { served, server };
+}
+
 // 10 s behind: more than a lease's window, the fetch timeout and the grace after them, when the frontier gives it up
 for (const fetcherAheadMs of [5_000, -10_000]) {
   test(
@@ -20,13 +32,7 @@ for (const fetcherAheadMs of [5_000, -10_000]) {
     async () => {
       // the frontier's clock, as the fetcher's (this process's) sees it
       const frontierNow = () => Date.now() - fetcherAheadMs;
-      const served: { start: number; end: number }[] = [];
-      const server = await startHttp((_req, res) => {
-        const entry = { start: Date.now(), end: 0 };
-        served.push(entry);
-        res.on('finish', () => (entry.end = Date.now()));
-        res.end('ok');
-      });
+      const { served, server } = await servedOn(() => Date.now());
       const driver = await fetcherDriver(loopbackConfig({ fetchTimeoutMs: FETCH_TIMEOUT_MS }));
       const answeredInTime = (notAfter: number, which: string) =>
         assert.ok(
@@ -88,13 +94,7 @@ test(
     let step = 0;
     // the wall clock (the frontier's, in this process) steps; performance.now, the fetcher's, does not
     Date.now = () => wall() + step;
-    const served: { start: number; end: number }[] = [];
-    const server = await startHttp((_req, res) => {
-      const entry = { start: performance.now(), end: 0 };
-      served.push(entry);
-      res.on('finish', () => (entry.end = performance.now()));
-      res.end('ok');
-    });
+    const { served, server } = await servedOn(() => performance.now());
     const driver = await fetcherDriver(loopbackConfig({ fetchTimeoutMs: FETCH_TIMEOUT_MS }));
     try {
       const url = (page: number) => `http://stepped.test:${server.port}/${page}`;
