@@ -9,11 +9,10 @@
 // that the two lanes end close together. CRAWLSTREAM_TEST_LANES=1 runs every file in one lane, in
 // the order given.
 //
-// What a file's tests leave running in its process group (a crawl a test started) is killed once
-// the file exits, and a file still running after CRAWLSTREAM_TEST_FILE_TIMEOUT_S (default 1,500 s,
-// above the longest test's own timeout) is killed and counted as failed, with the TAP it printed:
-// a test that timed out but left a child holding its file open fails the run instead of hanging
-// it. Not --test-force-exit: on Node 20 it drops verdicts from the report, at exit 0 (a CI run
+// What a file's tests leave running in its process group is killed once the file exits, and a
+// file still running after CRAWLSTREAM_TEST_FILE_TIMEOUT_S (default 1,500 s, above the longest
+// test's own timeout) is killed with its group and counted as failed, with the TAP it printed: a
+// test that timed out but left a crawl holding its file open fails the run instead of hanging it. Not --test-force-exit: on Node 20 it drops verdicts from the report, at exit 0 (a CI run
 // reported 138 of normalize.test's 153 tests; nodejs/node#64833).
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -72,7 +71,8 @@ function runFile(file, lane) {
       overLimit = true;
       killGroup();
     }, fileLimitMs);
-    // what a test left running (its own timeout fired first) holds no lane
+    // what a file's tests left running without holding the file open (a detached or unref'd
+    // child) goes with it; one that holds it open is the watchdog's
     child.on('exit', killGroup);
     child.on('close', (code, signal) => {
       clearTimeout(watchdog);
