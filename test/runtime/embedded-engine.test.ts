@@ -86,11 +86,12 @@ async function untilIdle(engine: EmbeddedEngine, timeoutMs = 120_000): Promise<v
 }
 
 /** Starts an engine on dir, produces the words, waits for idle, stops; returns the engine's log lines. */
-async function run(dir: string, words: string[], topology = wordCount()): Promise<string[]> {
+async function run(dir: string, words: string[], topology = wordCount(), pollBytes?: number): Promise<string[]> {
   const lines: string[] = [];
   const engine = new EmbeddedEngine(topology, {
     dataDir: dir,
     commitIntervalMs: 20,
+    ...(pollBytes !== undefined ? { pollBytes } : {}),
     logger: createLogger({ write: (l) => lines.push(l) }),
   });
   await engine.start();
@@ -172,6 +173,18 @@ test('a stateful topology emits exact outputs and commits its input positions', 
     } finally {
       await log.close();
     }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a task whose polls are bound to one record by bytes still processes every record once, in order', async () => {
+  const dir = tempDir();
+  try {
+    const words = Array.from({ length: 120 }, (_, i) => ['a', 'b', 'c'][i % 3]!);
+    await run(dir, words, wordCount(), 1);
+    const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+    assert.deepEqual(await countsByWord(dir), { a: upTo(40), b: upTo(40), c: upTo(40) });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -89,6 +89,34 @@ test('records keep their timestamp, null value and headers, read from the databa
     }
   }));
 
+test('a read stops at the record whose frame reaches maxBytes, from the database and the tail cache, and returns at least one', () =>
+  withDir(async (dir) => {
+    const log = await EmbeddedLog.open(dir);
+    try {
+      log.ensureTopic('t', 1);
+      log.ensureTopic('cached', 1);
+      log.cacheTail('cached');
+      // frames of 10,017 bytes (16 of framing, a 1-byte key), sized 10,417 in the tail cache
+      const records = ['a', 'b', 'c', 'd', 'e'].map((k) => rec(k, k.repeat(10_000)));
+      log.commit(
+        ['t', 'cached'].map((topic) => ({ topic, partition: 0, records })),
+        [],
+      );
+      const keys = (topic: string, from: number, max: number, maxBytes?: number) =>
+        log.read(topic, 0, from, max, maxBytes).map((r) => r.key.toString());
+      for (const topic of ['t', 'cached']) {
+        assert.deepEqual(keys(topic, 0, 10), ['a', 'b', 'c', 'd', 'e'], `${topic}: no byte bound`);
+        assert.deepEqual(keys(topic, 0, 10, 15_000), ['a', 'b'], `${topic}: the second record reaches 15,000`);
+        assert.deepEqual(keys(topic, 1, 10, 25_000), ['b', 'c', 'd'], `${topic}: from an offset inside`);
+        assert.deepEqual(keys(topic, 3, 10, 1), ['d'], `${topic}: one record larger than the bound`);
+        assert.deepEqual(keys(topic, 0, 2, 1e9), ['a', 'b'], `${topic}: the count binds first`);
+        assert.deepEqual(keys(topic, 5, 10, 1), [], `${topic}: nothing past the end`);
+      }
+    } finally {
+      await log.close();
+    }
+  }));
+
 test('topics whose names share a prefix keep their records apart', () =>
   withDir(async (dir) => {
     const log = await EmbeddedLog.open(dir);

@@ -37,6 +37,14 @@ import { resourceFault } from '../../resource-pause.js';
 import { PoisonRecords } from '../../task-rewind.js';
 import { TaskRecovery, type OpenTask } from './task-recovery.js';
 
+/**
+ * Bytes of records a task reads per poll by default (about five pages of 24 KiB). A task holds a
+ * batch until it has processed all of it: a parser behind on pages held 500 of them (~12 MiB)
+ * a task, long enough for every one to reach V8's old generation, whose growth in buffers
+ * then forced a full collection twice a second (docs/BENCHMARKS.md, real pages, ninth sitting).
+ */
+export const POLL_BYTES = 128 * 1024;
+
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
   readonly dataDir: string;
@@ -44,6 +52,11 @@ export interface EmbeddedEngineOptions {
   readonly commitIntervalMs?: number;
   /** Records read per task per poll. */
   readonly pollBatch?: number;
+  /**
+   * Bytes of records read per task per poll (default POLL_BYTES): a task behind on pages holds
+   * the ones it has read until it has processed them all.
+   */
+  readonly pollBytes?: number;
   /** Where the engine's lines go (and, bound to each task, its processors'); default silent. */
   readonly logger?: Logger;
 }
@@ -266,7 +279,14 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       fatal: (e) => void this.fail(e),
       pauses: this.pauses,
     };
-    return new TaskRunner(open.task, group, host, this.options.pollBatch ?? 500, open.poison);
+    return new TaskRunner(
+      open.task,
+      group,
+      host,
+      this.options.pollBatch ?? 500,
+      this.options.pollBytes ?? POLL_BYTES,
+      open.poison,
+    );
   }
 
   async produce(topic: string, records: readonly StreamRecord<string, unknown>[]): Promise<void> {

@@ -194,18 +194,27 @@ export class EmbeddedLog {
     for (let p = 0; p < this.partitions(topic); p++) this.tail.enable(tpKey(topic, p), this.endOffset(topic, p));
   }
 
-  /** Up to `max` records from `from` on, in offset order. Records may be shared with other readers: do not change them. */
-  read(topic: string, partition: number, from: number, max: number): ConsumedRawRecord[] {
+  /**
+   * Up to `max` records from `from` on, in offset order, stopping once their frames reach
+   * `maxBytes` (always at least one when there is any). Records may be shared with other readers:
+   * do not change them.
+   */
+  read(topic: string, partition: number, from: number, max: number, maxBytes = Infinity): ConsumedRawRecord[] {
     const out: ConsumedRawRecord[] = [];
     if (from >= this.endOffset(topic, partition)) return out;
-    const cached = this.tail.read(tpKey(topic, partition), from, max);
+    const cached = this.tail.read(tpKey(topic, partition), from, max, maxBytes);
     if (cached !== undefined) return cached;
+    let bytes = 0;
+    // rows a native call: few when bytes may bind first, so no more is read than is handed out
+    const batch = maxBytes === Infinity ? undefined : Math.min(max, 16);
     for (const [k, v] of this.db.iterate(recordKey(topic, partition, from), recordPrefix(topic, partition + 1), {
       limit: max,
+      ...(batch !== undefined ? { batch } : {}),
     })) {
       const offset = Number(k.readBigUInt64BE(k.length - 8));
+      let stored = v;
       try {
-        const stored = KeptSegments.isPointer(v) ? this.kept.read(v) : v;
+        stored = KeptSegments.isPointer(v) ? this.kept.read(v) : v;
         out.push({ ...decodeRecord(stored, topic, partition, offset), topic, partition, offset });
       } catch (err) {
         // handed on as an undecodable value so the engine dead-letters it instead of stalling
@@ -219,6 +228,8 @@ export class EmbeddedLog {
           offset,
         });
       }
+      bytes += stored.length;
+      if (bytes >= maxBytes) break;
     }
     return out;
   }

@@ -58,12 +58,26 @@ export class TailCache {
     }
   }
 
-  /** Up to `max` records from `from` on, or undefined when `from` is not in the cache (read the log). */
-  read(tp: string, from: number, max: number): ConsumedRawRecord[] | undefined {
+  /**
+   * Up to `max` records from `from` on, and no more once `maxBytes` (as sized when appended) is
+   * reached (always at least one), or undefined when `from` is not in the cache (read the log).
+   */
+  read(tp: string, from: number, max: number, maxBytes = Infinity): ConsumedRawRecord[] | undefined {
     const t = this.tails.get(tp);
     if (t === undefined || from < t.start) return undefined;
     const at = t.head + (from - t.start);
-    return t.records.slice(at, Math.min(t.records.length, at + max)) as ConsumedRawRecord[];
+    let end = Math.min(t.records.length, at + max);
+    if (maxBytes !== Infinity) {
+      let bytes = 0;
+      for (let i = at; i < end; i++) {
+        bytes += t.sizes[i]!;
+        if (bytes >= maxBytes) {
+          end = i + 1;
+          break;
+        }
+      }
+    }
+    return t.records.slice(at, end) as ConsumedRawRecord[];
   }
 
   /** Forgets the cached records of `tp` below `offset` (retention removed them from the log). */

@@ -43,6 +43,8 @@ export class TaskRunner {
     readonly group: string,
     private readonly host: RunnerHost,
     private readonly pollBatch: number,
+    /** Bytes of records read per poll (their frames), over all inputs; at least one record each. */
+    private readonly pollBytes: number,
     /** The task's poison records, kept by the engine across rewinds. */
     poison: PoisonRecords,
   ) {
@@ -126,8 +128,9 @@ export class TaskRunner {
   private poll(): ConsumedRawRecord[] {
     const out: ConsumedRawRecord[] = [];
     const share = Math.max(1, Math.floor(this.pollBatch / this.positions.size));
+    const bytes = this.pollBytes / this.positions.size;
     for (const p of this.positions.values()) {
-      out.push(...this.host.log.read(p.topic, p.partition, p.offset, share));
+      out.push(...this.host.log.read(p.topic, p.partition, p.offset, share, bytes));
     }
     return out;
   }
