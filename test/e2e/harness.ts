@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { after } from 'node:test';
 import type { PageRecord } from '../../schemas/types.js';
 import { warcio } from '../python/warcio.js';
 import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
@@ -48,9 +49,23 @@ export interface Exited {
   stderr: string;
 }
 
-/** Starts the CLI as a child process; `exited` settles when it ends, however it ends, and all its output has been read. */
+/** CLI processes started by `startCli` that have not ended. */
+const running = new Set<ChildProcess>();
+// a test that timed out leaves its crawl running, and the crawl's pipes would keep this file's
+// process alive until the test runner's watchdog: what is left at the file's end is killed
+after(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * Starts the CLI as a child process; `exited` settles when it ends, however it ends, and all its
+ * output has been read. One still running when the test file's tests have all ended (a test timed
+ * out) is killed then.
+ */
 export function startCli(args: string[]): { child: ChildProcess; exited: Promise<Exited> } {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
