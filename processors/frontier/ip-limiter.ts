@@ -105,11 +105,7 @@ export class IpLimiter {
     const { ip, host } = state;
     if (ip === null) return at;
     const task = this.share.partition;
-    if (
-      this.clock.leases(ip) >= this.concurrencyOn(ip) ||
-      this.clock.next(ip) > at ||
-      !this.clock.first(ip, task, at)
-    ) {
+    if (this.clock.leases(ip) >= this.concurrencyOn(ip) || this.held(ip, task, at)) {
       let set = this.waiting.get(ip);
       if (!set) this.waiting.set(ip, (set = new Set()));
       set.add(host);
@@ -120,6 +116,16 @@ export class IpLimiter {
     this.clock.unclaim(ip, task);
     this.clock.started(ip, start + this.spacingMs);
     return start;
+  }
+
+  /**
+   * Whether a start at `at` on `ip` waits, room for a lease aside: the next start planned there
+   * is later (with a gap only: with none a start planned ahead, in the dispatch's look-ahead, held
+   * every host due sooner behind it, and one address served a few starts a lease round trip), or
+   * another task sharing the clock has waited for the address longer.
+   */
+  private held(ip: string, task: number, at: number): boolean {
+    return (this.spacingMs > 0 && this.clock.next(ip) > at) || !this.clock.first(ip, task, at);
   }
 
   /**
@@ -174,11 +180,7 @@ export class IpLimiter {
     for (const [ip, set] of this.waiting) {
       // still waiting: the claim stays live while another task holds the address
       this.clock.claim(ip, task, now);
-      if (
-        this.clock.leases(ip) < this.concurrencyOn(ip) &&
-        this.clock.next(ip) <= now &&
-        this.clock.first(ip, task, now)
-      ) {
+      if (this.clock.leases(ip) < this.concurrencyOn(ip) && !this.held(ip, task, now)) {
         this.waiting.delete(ip);
         out.push({ hosts: [...set], at: now });
       }

@@ -51,6 +51,22 @@ test('with no gap configured no slack is added between starts', () => {
   assert.equal(may(ips, host('b.test', '10.0.0.1'), 1_000), true);
 });
 
+test('with no gap, a start planned ahead holds back no host due sooner, of this task or another sharing the clock', () => {
+  const clock = new AddressClock(true);
+  const [a, b] = [0, 1].map((partition) => new IpLimiter(3, 0, undefined, { partition, partitions: 2, clock }));
+  assert.equal(a!.tryAcquire(host('ahead.test', '10.0.0.1'), 1_500), 1_500, 'leased ahead, to start at 1,500');
+  assert.equal(a!.tryAcquire(host('sooner.test', '10.0.0.1'), 1_000), 1_000, 'due sooner, not held behind it');
+  assert.equal(b!.tryAcquire(host('other.test', '10.0.0.1'), 1_000), 1_000, 'nor a host of another task');
+  assert.equal(b!.tryAcquire(host('fourth.test', '10.0.0.1'), 1_000), undefined, 'the concurrency still binds');
+  const freed = a!.release('10.0.0.1', 1_000);
+  assert.deepEqual(freed.hosts, []);
+  assert.deepEqual(
+    b!.due(1_010).map((d) => d.hosts),
+    [['fourth.test']],
+    'a lease ended: the host waiting on the concurrency is due at once',
+  );
+});
+
 test('a new host waits for its address before its first lease, then counts on that address', async () => {
   let answer: (ip: string) => void = () => undefined;
   const ips = new IpLimiter(1, 0, () => new Promise<string>((r) => (answer = r)));
