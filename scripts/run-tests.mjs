@@ -12,7 +12,8 @@
 // What a file's tests leave running in its process group is killed once the file exits, and a
 // file still running after CRAWLSTREAM_TEST_FILE_TIMEOUT_S (default 1,500 s, above the longest
 // test's own timeout) is killed with its group and counted as failed, with the TAP it printed: a
-// test that timed out but left a crawl holding its file open fails the run instead of hanging it. Not --test-force-exit: on Node 20 it drops verdicts from the report, at exit 0 (a CI run
+// test that timed out but left a crawl holding its file open fails the run instead of hanging it.
+// Not --test-force-exit: on Node 20 it drops verdicts from the report, at exit 0 (a CI run
 // reported 138 of normalize.test's 153 tests; nodejs/node#64833).
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

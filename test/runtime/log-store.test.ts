@@ -62,18 +62,31 @@ test('offsets are contiguous per partition and start at 0', () =>
     }
   }));
 
-test('records keep their timestamp, null value and headers, read from the database or from the tail cache', () =>
+/**
+ * Runs `fn` on a log whose topics `t` (read from RocksDB) and `cached` (its tail cached) each hold
+ * `records` in partition 0, so one check covers both read paths; closes the log after.
+ */
+const onBothReadPaths = (records: RawRecord[], fn: (log: EmbeddedLog) => void) =>
   withDir(async (dir) => {
     const log = await EmbeddedLog.open(dir);
     try {
       log.ensureTopic('t', 1);
       log.ensureTopic('cached', 1);
       log.cacheTail('cached');
-      const records = [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '', 6, {})];
       log.commit(
         ['t', 'cached'].map((topic) => ({ topic, partition: 0, records })),
         [],
       );
+      fn(log);
+    } finally {
+      await log.close();
+    }
+  });
+
+test('records keep their timestamp, null value and headers, read from the database or from the tail cache', () =>
+  onBothReadPaths(
+    [rec('k', null, 1.7e12 + 0.5), rec('h', 'v', 5, { 'x-a': 'ü', 'x-b': '' }), rec('', '', 6, {})],
+    (log) => {
       for (const topic of ['t', 'cached']) {
         const [tomb, withHeaders, empty] = log.read(topic, 0, 0, 10);
         assert.equal(tomb!.value, null);
@@ -84,24 +97,14 @@ test('records keep their timestamp, null value and headers, read from the databa
         assert.deepEqual([empty!.key.length, empty!.value?.length, empty!.headers], [0, 0, undefined]);
         assert.deepEqual([tomb!.topic, tomb!.partition, withHeaders!.offset], [topic, 0, 1]);
       }
-    } finally {
-      await log.close();
-    }
-  }));
+    },
+  ));
 
 test('a read stops at the record whose frame reaches maxBytes, from the database and the tail cache, and returns at least one', () =>
-  withDir(async (dir) => {
-    const log = await EmbeddedLog.open(dir);
-    try {
-      log.ensureTopic('t', 1);
-      log.ensureTopic('cached', 1);
-      log.cacheTail('cached');
-      // frames of 10,017 bytes (16 of framing, a 1-byte key), sized 10,417 in the tail cache
-      const records = ['a', 'b', 'c', 'd', 'e'].map((k) => rec(k, k.repeat(10_000)));
-      log.commit(
-        ['t', 'cached'].map((topic) => ({ topic, partition: 0, records })),
-        [],
-      );
+  // frames of 10,017 bytes (16 of framing, a 1-byte key), sized 10,417 in the tail cache
+  onBothReadPaths(
+    ['a', 'b', 'c', 'd', 'e'].map((k) => rec(k, k.repeat(10_000))),
+    (log) => {
       const keys = (topic: string, from: number, max: number, maxBytes?: number) =>
         log.read(topic, 0, from, max, maxBytes).map((r) => r.key.toString());
       for (const topic of ['t', 'cached']) {
@@ -112,10 +115,8 @@ test('a read stops at the record whose frame reaches maxBytes, from the database
         assert.deepEqual(keys(topic, 0, 2, 1e9), ['a', 'b'], `${topic}: the count binds first`);
         assert.deepEqual(keys(topic, 5, 10, 1), [], `${topic}: nothing past the end`);
       }
-    } finally {
-      await log.close();
-    }
-  }));
+    },
+  ));
 
 test('topics whose names share a prefix keep their records apart', () =>
   withDir(async (dir) => {
