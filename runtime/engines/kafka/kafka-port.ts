@@ -22,6 +22,7 @@ import {
   validateCompression,
   type KafkaCompression,
 } from './kafka-codecs.js';
+import { installKafkajsEncoder } from './kafkajs-encoder.js';
 import { oauthBearerMechanism } from './kafka-oauthbearer.js';
 import { resolveKafkaSecurity, type KafkaSecurityOptions } from './kafka-security.js';
 import { fence, KafkajsTransactionalProducer } from './kafka-transactions.js';
@@ -128,6 +129,7 @@ export class KafkaPort {
   ) {
     validateCompression(compression, '--kafka-compression');
     installKafkaCodecs();
+    installKafkajsEncoder();
     const seeds = kafkajsSeeds(brokers);
     const { ssl, sasl } = resolveKafkaSecurity(security);
     this.kafka = new KafkaClient({
