@@ -274,6 +274,12 @@ export const METRICS = {
     'politeness',
     'seconds',
   ),
+  frontier_ip_start_lead: gauge(
+    'crawlstream_frontier_ip_start_lead_seconds',
+    "How far ahead of its issue a lease to a shared address is planned to start on Kafka's slots, learned from leases that reached their fetcher past their window; else 0.",
+    'politeness',
+    'seconds',
+  ),
   frontier_active_hosts: gauge('crawlstream_frontier_active_hosts', 'Hosts holding a back queue.', 'frontier'),
   frontier_hosts_waiting: gauge(
     'crawlstream_frontier_hosts_waiting',

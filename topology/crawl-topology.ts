@@ -2,7 +2,12 @@ import { Topology } from '../runtime/topology.js';
 import { TOPICS } from '../processors/common/topics.js';
 import { stringSerde } from '../core/serde.js';
 import type { CrawlConfig } from '../processors/common/crawl-config.js';
-import { FetcherProcessor, FETCHED_SINK, FETCH_RESULTS_SINK } from '../processors/fetcher/fetcher-processor.js';
+import {
+  FetcherProcessor,
+  FETCHED_SINK,
+  FETCH_RESULTS_SINK,
+  LEASES_WAITING,
+} from '../processors/fetcher/fetcher-processor.js';
 import { FrontierProcessor, FETCH_REQUESTS_SINK } from '../processors/frontier/frontier-processor.js';
 import type { AddressLookup } from '../processors/frontier/host-addresses.js';
 import { CachingDnsResolver, parseResolveRule } from '../processors/fetcher/dns-resolver.js';
@@ -115,8 +120,9 @@ export function crawlTopology({
   t.addSource('fetch-requests-source', TOPICS.fetchRequests);
   // leases are committed as taken, before the fetch: a crash loses the fetch, never repeats it;
   // the frontier's lease expiry redoes lost ones, after a full gap
+  // fetches are limited inside (fetch permits); leases waiting for their start count only here
   t.addProcessor('fetcher', () => new FetcherProcessor(config), ['fetch-requests-source'], {
-    concurrency: config.fetchConcurrency,
+    concurrency: config.fetchConcurrency + LEASES_WAITING,
     commitInputs: 'before',
   });
   t.addSink(FETCH_RESULTS_SINK, TOPICS.fetchResults, 'fetcher');

@@ -7,6 +7,7 @@ import { AddressGuard, parseCidr } from './address-guard.js';
 import { decodeBody, decodedSizeExceeds } from '../common/decode.js';
 import { CachingDnsResolver, parseResolveRule } from './dns-resolver.js';
 import { WireGate } from './wire-gate.js';
+import { FetchPermits } from './fetch-permits.js';
 import { ProcessFrame } from './lease-clock.js';
 import { LeaseIssuers, lateness, untilDue, type Issuer } from './lease-issuers.js';
 import { CrawlError } from '../../core/errors.js';
@@ -28,6 +29,12 @@ const ROBOTS_MAX_BYTES = 500 * 1024;
 const RECENT_LEASES = 10_000;
 /** What one remembered lease id holds besides its characters (string header, the set's slot). */
 const LEASE_ID_OVERHEAD = 64;
+/**
+ * Leases a fetcher task holds beyond its fetch permits, waiting for their start: the runtime gives
+ * the task `fetchConcurrency` plus this many records at once (crawl-topology.ts). A waiting lease
+ * is a timer and its request; a lease past this many waits in the task's input.
+ */
+export const LEASES_WAITING = 2_048;
 
 /**
  * Stateless fetcher: waits for the lease's notBefore (on the issuing frontier's clock, as the task's
@@ -58,6 +65,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   private readonly siteOverrides: SiteOverrides;
   /** Leases waiting for their notBefore; `close` ends every wait at once (their task is gone). */
   private readonly waits = new LeaseWaits();
+  /** Fetches under way at once (--fetch-concurrency); leases waiting for their start hold none. */
+  private readonly permits: FetchPermits;
   /** The per-IP gap at the wire: shared by the process's fetcher tasks when the engine runs them all. */
   private gate!: WireGate;
   /**
@@ -69,6 +78,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   constructor(private readonly config: CrawlConfig) {
     this.acceptTypes = new AcceptTypes(config.acceptTypes);
     this.siteOverrides = new SiteOverrides(config.sites);
+    this.permits = new FetchPermits(config.fetchConcurrency);
   }
 
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
@@ -120,6 +130,19 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     // committed; no request is sent, and the frontier's lease expiry issues the URL again
     if (this.waits.closed) return;
     if (this.droppedLate(req, issuer, 'on arrival')) return;
+    // a lease waiting for its start holds no fetch permit; one waiting for a permit may pass its
+    // window, which the gate's check below catches
+    if (!(await this.permits.take())) return;
+    try {
+      await this.fetchLeased(req, issuer);
+    } finally {
+      this.permits.give();
+    }
+  }
+
+  /** Fetches a lease that is due, holding a permit: through the wire gate, then one result and one fetched record. */
+  private async fetchLeased(req: FetchRequest, issuer: Issuer): Promise<void> {
+    const clock = issuer.clock;
     // the per-IP gap where the request leaves: a lease that reached this fetcher late must not
     // start within the gap of one that left before it (a URL or name that does not resolve fails
     // in the fetch below, as before)
@@ -324,6 +347,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   /** Leases still waiting for their time give up at once (no request, no result); fetches under way end first. */
   async close(): Promise<void> {
     this.waits.close();
+    this.permits.close();
     await this.client?.close();
   }
 }

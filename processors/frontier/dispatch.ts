@@ -58,7 +58,7 @@ export class Dispatcher {
       }
       const next = this.nextFetch(state, now);
       if (next === undefined) continue;
-      const notBefore = p.ips.tryAcquire(state, Math.max(now, due));
+      const notBefore = p.ips.tryAcquire(state, Math.max(now, due), now);
       if (notBefore === undefined) continue;
       const window = p.ips.startWindow(state) ?? p.config.leaseWindowMs;
       if (typeof next === 'string') {

@@ -1,14 +1,17 @@
 import type { HostState } from '../../schemas/types.js';
 import { AddressClock } from './address-clock.js';
+import { DeliveryLead } from './delivery-lead.js';
 import { HostAddresses, NO_ADDRESSES, type AddressLookup } from './host-addresses.js';
 import { GAP_SAFETY_MS } from './politeness.js';
 
 /**
  * With Kafka's slots (frontier tasks sharing an address without a shared clock), what a slot
  * adds to the spacing: a lease there must start within half of it (its notAfter is its notBefore
- * plus that), and the other half covers a start reaching the wire late.
+ * plus that), and the other half covers a start reaching the wire late. 150 ms each: a fetcher's
+ * event loop under load wakes a waiting lease tens of ms late, and with half of 100 ms most leases
+ * planned ahead were dropped for it (docs/BENCHMARKS.md, "Tenth sitting").
  */
-export const IP_START_WINDOW_MS = 100;
+export const IP_START_WINDOW_MS = 300;
 
 /**
  * This task's place among the frontier tasks sharing every address (one per frontier partition),
@@ -44,15 +47,19 @@ export interface IpShare {
  * (the wall clock, as leases assume), and each slot of an address belongs to one task in turn
  * (slot index plus a hash of the address, mod P). A task starts leases on the address only at
  * the start of its own slots, each within IP_START_WINDOW_MS, so two starts on the address by
- * different tasks are a full gap apart (the window is half of that 100 ms: the rest covers a fetch
- * reaching the wire late); the concurrency is shared out (each task gets its
+ * different tasks are a full gap apart (the window is half of IP_START_WINDOW_MS: the rest covers
+ * a fetch reaching the wire late); the concurrency is shared out (each task gets its
  * share of `concurrency`, at least one). The cost: an address gets at most one start per slot
- * (gap + 100 ms) whatever P, and a task's slots go unused while it has no host there.
+ * (gap + slack + IP_START_WINDOW_MS) whatever P, and a task's slots go unused while it has no host
+ * there. A lease reaches its fetcher only after the frontier's commit, so starts are planned no
+ * sooner than a delivery lead learnt from the leases that came late (delivery-lead.ts).
  */
 export class IpLimiter {
   private readonly clock: AddressClock;
   private readonly waiting = new Map<string, Set<string>>();
   private readonly addresses: HostAddresses;
+  /** With slots: how far ahead of now a start is planned, so the lease arrives within its window. */
+  private readonly lead = new DeliveryLead();
 
   /** The least time between two starts as the frontier counts it: the gap plus slack, none for no gap. */
   private readonly spacingMs: number;
@@ -94,16 +101,18 @@ export class IpLimiter {
   }
 
   /**
-   * When a lease to the host that may start at `at` is to start: `at`, or with several tasks
-   * sharing the address the start of this task's next slot there (within one round of slots);
+   * When a lease to the host that may start at `due` (issued at `now`) is to start: `due`, or with
+   * several tasks sharing the address the start of this task's next slot there (within one round
+   * of slots) no sooner than the delivery lead after `now`;
    * undefined when it may not now. A host whose address is still being looked up may not (it
    * comes back through `due`); once known, the address is set in `state`. Hosts held back by
    * their address's limit are remembered as waiting on it.
    */
-  tryAcquire(state: HostState, at: number): number | undefined {
+  tryAcquire(state: HostState, due: number, now = due): number | undefined {
     if (!this.addresses.resolved(state)) return undefined;
     const { ip, host } = state;
-    if (ip === null) return at;
+    if (ip === null) return due;
+    const at = Math.max(due, this.earliest(ip, now));
     const task = this.share.partition;
     if (this.clock.leases(ip) >= this.concurrencyOn(ip) || this.held(ip, task, at)) {
       let set = this.waiting.get(ip);
@@ -147,6 +156,31 @@ export class IpLimiter {
     return this.slotMs > 0 ? IP_START_WINDOW_MS / 2 : undefined;
   }
 
+  /**
+   * The earliest start a lease to `ip` issued at `now` can be given: with slots, `now` plus the
+   * delivery lead (a slot's start window is too short to absorb the lease's way to its fetcher);
+   * else `now`.
+   */
+  private earliest(ip: string, now: number): number {
+    return this.slotMs > 0 && ip !== '' ? now + this.lead.at(now) : now;
+  }
+
+  /** With slots, how far ahead of its issue a lease is planned to start (ms); else 0. */
+  leadMs(now: number): number {
+    return this.slotMs > 0 ? this.lead.at(now) : 0;
+  }
+
+  /**
+   * A lease issued at `issuedAt` was dropped by its fetcher at `arrivedAt` as past its window (both
+   * on this task's clock). With slots, later leases are planned that much further ahead (see
+   * delivery-lead.ts); without, the lease window is the usual ten seconds and there is nothing to learn.
+   */
+  arrivedLate(issuedAt: number, notAfter: number, arrivedAt: number, now: number): void {
+    // found late by less than a window: it may have waited in its fetcher and woken late (a busy
+    // event loop), which says nothing of its way there
+    if (this.slotMs > 0 && arrivedAt - notAfter > IP_START_WINDOW_MS) this.lead.late(issuedAt, arrivedAt, now);
+  }
+
   /** Records a lease already out (found at init). */
   holdExisting(ip: string | null): void {
     if (ip !== null) this.clock.hold(ip);
@@ -180,7 +214,7 @@ export class IpLimiter {
     for (const [ip, set] of this.waiting) {
       // still waiting: the claim stays live while another task holds the address
       this.clock.claim(ip, task, now);
-      if (this.clock.leases(ip) < this.concurrencyOn(ip) && !this.held(ip, task, now)) {
+      if (this.clock.leases(ip) < this.concurrencyOn(ip) && !this.held(ip, task, this.earliest(ip, now))) {
         this.waiting.delete(ip);
         out.push({ hosts: [...set], at: now });
       }

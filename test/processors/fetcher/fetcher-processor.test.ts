@@ -364,3 +364,27 @@ test("a task takes leases of several frontier partitions, each judged stale only
     await server.close();
   }
 });
+
+test('leases waiting for their start hold no fetch permit: a lease due now is fetched before them, whatever --fetch-concurrency', async () => {
+  const hits: string[] = [];
+  const server = await startHttp((req, res) => {
+    hits.push(req.headers.host!.split(':')[0]!);
+    res.end('ok');
+  });
+  try {
+    // twice the permits wait 1.5 s for their start (Kafka's slots plan leases that far ahead),
+    // then one lease is due at once: it must not queue behind them
+    const start = Date.now() + 1_500;
+    const waiting = [0, 1, 2, 3].map((i) => lease(`http://later${i}.test:${server.port}/`, { notBefore: start }));
+    const now = lease(`http://now.test:${server.port}/`);
+    const run = await runLeases(loopbackConfig({ fetchConcurrency: 2 }), [...waiting, now]);
+    assert.equal(hits[0], 'now.test', `order at the server: ${hits.join(', ')}`);
+    assert.deepEqual(hits.slice(1).sort(), ['later0.test', 'later1.test', 'later2.test', 'later3.test']);
+    assert.deepEqual(
+      run.results.map((r) => r.status),
+      [200, 200, 200, 200, 200],
+    );
+  } finally {
+    await server.close();
+  }
+});
