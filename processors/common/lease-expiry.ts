@@ -5,3 +5,13 @@
  * a start later than that could overlap the lease issued again.
  */
 export const EXPIRY_GRACE_MS = 5_000;
+
+/** When the frontier gives up a lease whose fetch must start by `notAfter`: past its fetch timeout and the grace. */
+export function leaseExpiresAt(notAfter: number, fetchTimeoutMs: number): number {
+  return notAfter + fetchTimeoutMs + EXPIRY_GRACE_MS;
+}
+
+/** The not-after deadline of a lease given up at `expiresAt` (the inverse of {@link leaseExpiresAt}). */
+export function leaseNotAfter(expiresAt: number, fetchTimeoutMs: number): number {
+  return expiresAt - fetchTimeoutMs - EXPIRY_GRACE_MS;
+}

@@ -1,7 +1,7 @@
 import { M } from '../../core/metric-catalogue.js';
 import type { FetchResult, HostState, Lease, LinkBatch, QueueEntry } from '../../schemas/types.js';
 import { isFinalOutcome } from '../common/outcome.js';
-import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
+import { leaseNotAfter } from '../common/lease-expiry.js';
 import { wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
@@ -46,12 +46,7 @@ export class Completion {
     const started = result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt;
     // a drop's startedAt is when the fetcher found it past its window, on this task's clock
     if (result.errorCode === 'CS_LEASE_EXPIRED')
-      p.ips.arrivedLate(
-        lease.issuedAt,
-        lease.expiresAt - p.config.fetchTimeoutMs - EXPIRY_GRACE_MS,
-        result.startedAt,
-        now,
-      );
+      p.ips.arrivedLate(lease.issuedAt, leaseNotAfter(lease.expiresAt, p.config.fetchTimeoutMs), result.startedAt, now);
     const freed = p.ips.release(state.ip, started);
     wakeWaiting(p, freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;

@@ -6,7 +6,7 @@ export const DELIVERY_LEAD_HALF_LIFE_MS = 30_000;
 const LEAD_MARGIN_MS = 100;
 
 /**
- * How far ahead of its issue a lease with a short start window (Kafka's per-address slots: 50 ms)
+ * How far ahead of its issue a lease with a short start window (Kafka's per-address slots: half of IP_START_WINDOW_MS)
  * must be planned to start, so that it reaches its fetcher before the window closes. On Kafka a
  * lease reaches the fetcher only once the frontier's transaction is committed and read: up to a
  * commit interval plus the commit's own time plus a poll, most of a second on a loaded machine,

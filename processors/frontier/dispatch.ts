@@ -2,7 +2,7 @@ import { M } from '../../core/metric-catalogue.js';
 import type { FetchRequest, HostState, QueueEntry } from '../../schemas/types.js';
 import { eligibleAt, wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
-import { EXPIRY_GRACE_MS } from '../common/lease-expiry.js';
+import { EXPIRY_GRACE_MS, leaseExpiresAt } from '../common/lease-expiry.js';
 import { leaseIdOf } from '../common/lease-id.js';
 import { hopToFetch, originOf, originRobots, robotsDue, waitsOnAnotherHost } from './robots-origins.js';
 
@@ -119,7 +119,7 @@ export class Dispatcher {
     const p = this.p;
     const leaseId = leaseIdOf(p.epoch, p.ctx.taskId.partition, this.leaseCounter++);
     const notAfter = notBefore + window;
-    const expiresAt = notAfter + p.config.fetchTimeoutMs + EXPIRY_GRACE_MS;
+    const expiresAt = leaseExpiresAt(notAfter, p.config.fetchTimeoutMs);
     const kind = fromQueue ? (entry.kind ?? 'PAGE') : 'ROBOTS';
     const visit = fromQueue ? (entry.visit ?? 0) : 0;
     const { url, depth, redirectHops, attempts } = entry;
