@@ -78,7 +78,7 @@ test("a host's lease keeps the offset its last report used when the offset has f
   assert.ok(c.clock.offset < -4_980);
 });
 
-test('reset forgets the samples and the hosts: a new frontier owner may run on another clock', () => {
+test("reset forgets the samples, not the hosts' reports: a new frontier owner may run on another clock, and plans a host from its last report", () => {
   const c = skewed(5_000);
   c.arrive(10);
   c.clock.reported('a.test', c.clock.offset);
@@ -87,7 +87,10 @@ test('reset forgets the samples and the hosts: a new frontier owner may run on a
   assert.equal(c.clock.offset, 0);
   c.arrive(30);
   assert.equal(c.clock.offset, 5_030);
-  assert.equal(c.clock.offsetFor('a.test'), 5_030);
+  assert.equal(c.clock.offsetFor('b.test'), 5_030, 'a host without a report takes the new offset');
+  c.arrive(-2_000);
+  assert.equal(c.clock.offset, 3_000, "the new owner's clock runs 2 s ahead of the old one's");
+  assert.equal(c.clock.offsetFor('a.test'), 5_010, 'the offset its report subtracted, above the new one');
 });
 
 test("the fetcher tasks of one process read leases on the process's least offset, so two partitions' slots on one address stay a slot apart when their leases travel unlike", () => {

@@ -133,3 +133,54 @@ test(
     }
   },
 );
+
+test(
+  "a lease of the frontier's old owner that waited in the log across a restart is fetched, and the new owner's next lease for the host, planned from its report, keeps the gap",
+  { timeout: 30_000 },
+  async () => {
+    // one clock for the frontier, the fetcher and the server, as on the embedded engine
+    const { served, server } = await servedOn(() => Date.now());
+    const driver = await fetcherDriver(loopbackConfig({ fetchTimeoutMs: FETCH_TIMEOUT_MS }));
+    try {
+      const url = (page: string) => `http://restarted.test:${server.port}/${page}`;
+      // issued by epoch 3 of frontier partition 0 just before it was killed; read by the restarted fetcher 1.5 s later
+      const waited = 1_500;
+      const old = lease(url('1'), {
+        leaseId: '3-0-1',
+        ownerEpoch: 3,
+        issuedAt: Date.now() - waited,
+        notBefore: Date.now() - waited + 100,
+        notAfter: Date.now() + WINDOW_MS,
+      });
+      await driver.pipeInput(TOPIC.requests, old.site, old);
+      const [result1] = driver.output<FetchResult>(TOPIC.results).map((r) => r.value!);
+      assert.equal(result1?.errorCode, null, `the old owner's lease: ${result1?.errorMessage}`);
+      // epoch 4 took the result and plans the host's next lease from it, as the frontier does
+      const notBefore = Math.max(Date.now(), result1!.startedAt + result1!.durationMs + GAP_MS);
+      const next = lease(url('2'), {
+        leaseId: '4-0-1',
+        ownerEpoch: 4,
+        issuedAt: Date.now(),
+        notBefore,
+        notAfter: notBefore + WINDOW_MS,
+      });
+      await driver.pipeInput(TOPIC.requests, next.site, next);
+      const results = driver.output<FetchResult>(TOPIC.results).map((r) => r.value!);
+      assert.deepEqual(
+        results.map((r) => [r.status, r.errorCode]),
+        [
+          [200, null],
+          [200, null],
+        ],
+        results.map((r) => r.errorMessage ?? '').join('\n'),
+      );
+      assert.equal(served.length, 2);
+      // before the fix the new owner's lease reset the host's report offset and started at once
+      const gap = served[1]!.start - served[0]!.end;
+      assert.ok(gap >= GAP_MS, `the second request came ${gap} ms after the first ended; the gap is ${GAP_MS} ms`);
+    } finally {
+      await driver.close();
+      await server.close();
+    }
+  },
+);
