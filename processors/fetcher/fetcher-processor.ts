@@ -166,14 +166,18 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       outcome = await this.client.fetch(req.url, headers, accept, () => {
         const late = lateness(req, clock, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
         if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
-        wire?.sent();
-        // when the head left, on this machine's clock: beside a server's log, it tells a late
-        // stamp there from a start here (--log-level debug; the send path's only debug line)
-        this.ctx.log.debug('request sent', {
-          url: req.url,
-          address: address ?? null,
-          lease: req.leaseId,
-          sentAt: Math.round((performance.timeOrigin + performance.now()) * 10) / 10,
+        // undici writes the head in this turn, after the hook returns: taken once it is written, a
+        // pause between the two (a GC, a preempted thread) lengthens the address's gap, never eats it
+        queueMicrotask(() => {
+          wire?.sent();
+          // when the head left, on this machine's clock: beside a server's log, it tells a late
+          // stamp there from a start here (--log-level debug; the send path's only debug line)
+          this.ctx.log.debug('request sent', {
+            url: req.url,
+            address: address ?? null,
+            lease: req.leaseId,
+            sentAt: Math.round((performance.timeOrigin + performance.now()) * 10) / 10,
+          });
         });
       });
     } catch (err) {

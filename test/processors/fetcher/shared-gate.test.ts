@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { Socket } from 'node:net';
 import assert from 'node:assert/strict';
 import { checkPoliteness, formatPolitenessReport } from '../../../synthetic-web/politeness.js';
 import type { SiteSpec } from '../../../synthetic-web/sites.js';
@@ -46,6 +47,48 @@ test('two fetcher tasks of one process send to one address no closer than --ip-g
     assert.ok(starts.at(-1)! - starts[0]! >= 3 * GAP_MS, `starts ${starts.map((s) => s - starts[0]!).join(', ')} ms`);
   } finally {
     await Promise.all(tasks.map((d) => d.close()));
+    await web.close();
+  }
+});
+
+test('a pause between the send hook and the write of a request head (a GC, a preempted thread) lengthens the gap to the next request on its address, never eats it', async () => {
+  const PAUSE_MS = 120;
+  const IP_GAP_MS = 100;
+  const hosts = ['pause-a.test', 'pause-b.test'];
+  const web = await SyntheticWeb.start({ sites: hosts.map(site) });
+  const driver = await fetcherDriver(loopbackConfig({ ipGapMs: IP_GAP_MS }));
+  // the first head undici writes to pause-a.test finds the thread stalled right before the write
+  const write = Socket.prototype.write;
+  let paused = false;
+  Socket.prototype.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
+    if (!paused && typeof chunk === 'string' && chunk.startsWith('GET / ') && chunk.includes('host: pause-a.test')) {
+      paused = true;
+      const until = performance.now() + PAUSE_MS;
+      while (performance.now() < until);
+    }
+    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as typeof write;
+  try {
+    await driver.pipeInputs(
+      TOPICS.fetchRequests,
+      hosts.map((host) => ({ key: host, value: lease(web.url(host, '/')) })),
+    );
+    assert.ok(paused, 'the head was never written through the patched socket');
+    const log = web.requests();
+    assert.deepEqual(
+      log.map((e) => e.host),
+      hosts,
+      'one request per lease, in order',
+    );
+    const gap = log[1]!.start - log[0]!.start;
+    // before the fix the gate counted from the hook: the second head left ~30 ms after the first
+    assert.ok(
+      gap >= IP_GAP_MS,
+      `the second request came ${gap.toFixed(1)} ms after the first; --ip-gap is ${IP_GAP_MS} ms`,
+    );
+  } finally {
+    Socket.prototype.write = write;
+    await driver.close();
     await web.close();
   }
 });
