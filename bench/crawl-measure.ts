@@ -3,7 +3,6 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { RequestLogEntry, SyntheticWeb } from '../synthetic-web/synthetic-web.js';
 import { figure } from './machine.js';
-import { LoopTicks } from './loop-ticks.js';
 import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
 
 /** What one crawler did on the web until 99 % of its pages were fetched (or it stopped, or time ran out). */
@@ -32,8 +31,6 @@ export interface CrawlRun {
    * the judge stamps a request when the loop reads it, so a stamp can be late by this much.
    */
   readonly webLoopDelayMs: { readonly p99: number; readonly max: number };
-  /** When the web's loop turned while the crawler ran: how late each of its stamps may be. */
-  readonly webLoop: LoopTicks;
 }
 
 export interface MeasureOptions {
@@ -67,8 +64,6 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
   const serverCpu0 = process.cpuUsage();
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
-  const webLoop = new LoopTicks();
-  webLoop.start();
   const load0 = loadavg()[0]!;
   const requests0 = o.web.finishedSince(0).length;
   const started = performance.now();
@@ -118,7 +113,6 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
   }
   const serverCpu = process.cpuUsage(serverCpu0);
   loopDelay.disable();
-  webLoop.stop();
   const requests = read - requests0;
   return {
     label: o.label,
@@ -134,7 +128,6 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     load: [load0, loadavg()[0]!],
     serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
     webLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
-    webLoop,
   };
 }
 

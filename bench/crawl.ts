@@ -8,7 +8,6 @@ import type { SiteSpec } from '../synthetic-web/sites.js';
 import { SyntheticWeb, type SyntheticWebOptions } from '../synthetic-web/synthetic-web.js';
 import { formatProfileSummary, profileFiles, summarizeProfile } from './cpu-profile.js';
 import { measureCrawl, printRun, type CrawlRun } from './crawl-measure.js';
-import { ipGapsWithinStamps } from './loop-ticks.js';
 import { machineLine } from './machine.js';
 import type { NaiveCrawlerConfig } from './naive-crawler.js';
 import { processUsage } from './proc-usage.js';
@@ -266,13 +265,6 @@ async function judgeAndPrint(
   );
   if (userAgent !== 'crawlstream') return;
   for (const v of report.violations.slice(0, 3)) process.stdout.write(`  ${v.kind} ${v.host} #${v.seq}: ${v.detail}\n`);
-  const gaps = report.violations.filter((v) => v.kind === 'ip-gap');
-  if (gaps.length > 0) {
-    const within = ipGapsWithinStamps(report, log, run.webLoop);
-    process.stdout.write(
-      `  ${within.length} of ${gaps.length} ip-gap violations are within the judge's stamps: the earlier request was stamped after the web's loop had stood still at least as long as the gap is short\n`,
-    );
-  }
 }
 
 /** ` (kind n, …)` of `violations`, most frequent first; '' when there are none. */

@@ -2,6 +2,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import { LoopTurns } from './loop-turns.js';
 import { CrawlError, InvalidOptionError } from '../core/errors.js';
 import { renderPage, standardWeb, type SiteSpec } from './sites.js';
 import type { Server as HttpsServer } from 'node:https';
@@ -25,6 +26,11 @@ export interface RequestLogEntry {
   path: string;
   /** Epoch ms (fractional) when the request's headers had arrived. */
   start: number;
+  /**
+   * How late `start` may be (ms): the web stamps a request when its loop gets to it, which a
+   * stalled or busy loop delays (loop-turns.ts). Absent in logs written before it was kept.
+   */
+  startSlack?: number;
   /**
    * Epoch ms when the response was complete: when its last byte went to the socket (taken just
    * before a write the socket took whole at once), else when it finished sending, or when the
@@ -97,6 +103,7 @@ export class SyntheticWeb {
   readonly #finished: RequestLogEntry[] = [];
   readonly #pageHits = new Map<string, number>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #turns = new LoopTurns(now);
   /** The https port; 0 when the web serves http only. */
   httpsPort = 0;
   /**
@@ -116,6 +123,7 @@ export class SyntheticWeb {
     this.#servers = servers;
     this.#byHost = new Map(sites.map((s) => [s.host, s]));
     this.#logFile = logFile;
+    this.#turns.start();
   }
 
   /**
@@ -235,6 +243,7 @@ export class SyntheticWeb {
         server.closeIdleConnections();
       });
     this.#closing ??= Promise.all(this.#servers.map(closeOne)).then(() => {
+      this.#turns.stop();
       for (const timer of this.#timers) clearTimeout(timer);
     });
     return this.#closing;
@@ -252,6 +261,8 @@ export class SyntheticWeb {
       status: 0,
       bytes: 0,
     };
+    const slack = this.#turns.slack(entry.start);
+    if (slack !== undefined) entry.startSlack = Math.round(slack * 10) / 10;
     const userAgent = req.headers['user-agent'];
     if (userAgent !== undefined) entry.userAgent = userAgent;
     const ifNoneMatch = req.headers['if-none-match'];

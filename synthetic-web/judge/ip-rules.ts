@@ -5,7 +5,9 @@ import { byStart, ms, type Flag, type JudgeOptions } from './types.js';
  * The per-address rules, over the requests of hosts `ipOf` maps to an address:
  * - ip-concurrency: a request starts while `ipConcurrency` others on its address are still open
  *   (one that ended exactly at its start is not);
- * - ip-gap: a request starts less than `ipGapMs` after the previous start on its address.
+ * - ip-gap: a request starts less than `ipGapMs` after the previous start on its address, even
+ *   if that start was stamped as late as its `startSlack` allows (a stalled web stamps late; only
+ *   what the log proves is flagged).
  * The crawler's limits hold for the whole crawl, its frontier partitions together: judge it
  * with its own `--ip-concurrency` and `--ip-gap`.
  */
@@ -32,11 +34,12 @@ export function judgeIps(log: readonly RequestLogEntry[], o: JudgeOptions, flag:
           e,
           `started while ${open.length} requests on ${ip} were open (#${open.map((x) => x.seq).join(', #')}); at most ${o.ipConcurrency}`,
         );
-      if (previous !== undefined && e.start - previous.start < o.ipGapMs)
+      const slack = previous?.startSlack ?? 0;
+      if (previous !== undefined && e.start - previous.start + slack < o.ipGapMs)
         flag(
           'ip-gap',
           e,
-          `started ${ms(e.start - previous.start)} after #${previous.seq} (${previous.host}) on ${ip}; needs ${ms(o.ipGapMs)}`,
+          `started ${ms(e.start - previous.start)} after #${previous.seq} (${previous.host}) on ${ip}${slack > 0 ? ` (stamped up to ${ms(slack)} late)` : ''}; needs ${ms(o.ipGapMs)}`,
         );
       open.push(e);
       previous = e;

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { ipGapsWithinStamps, LoopTicks } from '../../bench/loop-ticks.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
 import { realWeb } from '../../synthetic-web/real-web.js';
@@ -17,16 +16,11 @@ const MIN_DELAY_MS = 1_000;
 const IP_GAP_MS = 100;
 
 test(
-  'a web laid out like the real one (hosts sharing 24 addresses), on 4 partitions: every page of every normal site fetched, ≤ 100 requests per trap host, idle by itself, no politeness violation its judge can tell from a late stamp',
+  'a web laid out like the real one (hosts sharing 24 addresses), on 4 partitions: every page of every normal site fetched, ≤ 100 requests per trap host, idle by itself, no politeness violation',
   { timeout: 1_200_000 },
   async (t) => {
     const { sites, normalPages, trapHosts } = realWeb();
     const web = await SyntheticWeb.start({ sites });
-    // the web runs in this process, beside the test runner: on a loaded machine its loop may stand
-    // still, and a request it stamps right after is stamped late by up to the stall (CI saw one
-    // ip-gap of 57.6 ms on 100 ms in 4 runs, the crawler's sends unknown)
-    const webLoop = new LoopTicks();
-    webLoop.start();
     const dir = tempDir('coverage');
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
@@ -47,16 +41,9 @@ test(
         `${misdirected.length} requests reached another address than their host's`,
       );
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });
-      // an ip-gap whose earlier request was stamped right after the web's loop stood still at least
-      // as long as the gap is short cannot be told from a polite pair: reported, not failed; any
-      // other violation fails
-      const lateStamps = new Set(ipGapsWithinStamps(report, log, webLoop));
-      const told = report.violations.filter((v) => !lateStamps.has(v));
-      if (lateStamps.size > 0)
-        t.diagnostic(
-          `${lateStamps.size} ip-gap verdicts within the judge's stamps: ${[...lateStamps].map((v) => `${v.host} #${v.seq}: ${v.detail}`).join('; ')}`,
-        );
-      assert.deepEqual(told, [], formatPolitenessReport(report));
+      // the web runs in this process, beside the test runner: a loaded machine stalls its loop, and
+      // the judge reads each start as late as the web's startSlack says it may be
+      assert.deepEqual(report.violations, [], formatPolitenessReport(report));
 
       // coverage, from the server's log
       const fetchedAt = firstFetchedAt(log);
@@ -93,7 +80,6 @@ test(
         `${((100 * within) / expected.length).toFixed(1)} % of normal pages within 1.05 × the floor (${floorMs} ms: largest site ${hostFloor} ms, busiest of ${onAddress.size} addresses ${addressFloor} ms); last request ended after ${Math.round(Math.max(...log.map((e) => e.end)) - start)} ms`,
       );
     } finally {
-      webLoop.stop();
       await web.close();
       removeDir(dir);
     }

@@ -11,7 +11,6 @@ import { kafkaInfra } from './infra.js';
 import { launchInstance, type Instance } from './instances.js';
 import { injectArgs, pageRecordsOf } from './page-records.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
-import { ipGapsWithinStamps, LoopTicks } from '../../bench/loop-ticks.js';
 import {
   commitQuantile,
   longestGap,
@@ -77,9 +76,6 @@ test(
     const tag = Date.now().toString(36);
     const generated = rollingSites(tag);
     const web = await SyntheticWeb.start({ sites: generated });
-    // when the web's loop turned: a stamp taken after it stood still may be late by the stall
-    const webLoop = new LoopTicks();
-    webLoop.start();
     const dir = tempDir('kafka-rolling');
     const instances: Instance[] = [];
     const began = Date.now();
@@ -231,15 +227,12 @@ test(
       note(`${records.length} page records of ${counts.size} URLs (${generatedPages.length} pages on the web)`);
 
       const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', crashes: [], ipOf: web.ipOf });
-      const within = ipGapsWithinStamps(report, log, webLoop);
       // each violation with the requests it names, to set beside the fetchers' "request sent" lines
       // (CRAWLSTREAM_LOG_LEVEL=debug): a late stamp here or a start there
       if (keep)
         writeFileSync(join(keep, 'violations.json'), JSON.stringify(violationsWithRequests(report, log), null, 1));
-      check(
-        report.violations.length === 0,
-        `${formatPolitenessReport(report)}\n${within.length} of them within the judge's stamps (the earlier request stamped after the web's loop had stood still at least as long as the gap is short)`,
-      );
+      // the judge reads each start as late as the web's startSlack says it may be
+      check(report.violations.length === 0, formatPolitenessReport(report));
       check(stop.ms <= STOP_BOUND_MS, `the crawl stopped ${stop.ms.toFixed(0)} ms during the rolling restart`);
       check(
         crawlP99 !== undefined && crawlP99 <= COMMIT_INTERVAL_S,
@@ -251,7 +244,6 @@ test(
         `${misses.join('\n')}\n${misses.length > 0 ? pastLives.join('\n').slice(-20_000) : ''}`,
       );
     } finally {
-      webLoop.stop();
       for (const i of instances) i.child.kill('SIGKILL');
       await Promise.all(instances.map((i) => i.exited));
       await web.close();

@@ -291,6 +291,28 @@ describe('the judge on hand-made logs: one rule broken, one violation of its kin
     assert.deepEqual(judged(rows, { ipOf, ipGapMs: 99 }), []);
   });
 
+  test('ip-gap: only what the stamps prove, the earlier start read as late as its startSlack allows (a stalled web stamps late)', () => {
+    const ipOf = (): string => '127.0.0.2';
+    const pair = (slack: number): Row[] => [
+      ['a.test', '/robots.txt', 0, 10, { startSlack: slack }],
+      robots('b.test', 70),
+    ];
+    assert.deepEqual(judged(pair(30), { ipOf }), [], 'stamped up to 30 ms late: maybe 100 ms apart');
+    caught('ip-gap', 'b.test/robots.txt', pair(29.9), { ipOf });
+    const report = checkPoliteness(logOf(pair(20)), sites, { userAgent: AGENT, ipOf });
+    assert.match(
+      report.violations[0]!.detail,
+      /started 70 ms after #1 \(a\.test\) on 127\.0\.0\.2 \(stamped up to 20 ms late\); needs 100 ms/,
+    );
+    // a later start stamped late only makes a pair look further apart: its own slack forgives nothing
+    caught(
+      'ip-gap',
+      'b.test/robots.txt',
+      [robots('a.test', 0), ['b.test', '/robots.txt', 70, 80, { startSlack: 50 }]],
+      { ipOf },
+    );
+  });
+
   test('control-blocked: a request to a host of a blocked site after the grace', () => {
     const at = T + 1500;
     const rows: Row[] = [

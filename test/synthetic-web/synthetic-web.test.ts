@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -226,6 +227,35 @@ describe('synthetic web server', () => {
 });
 
 describe('synthetic web server lifecycle', () => {
+  test("a request that waited for the web's stalled loop is stamped late, and its startSlack covers the wait", async () => {
+    const web = await SyntheticWeb.start({
+      sites: [{ host: 'stalled.test', pages: { '/': { title: 't', links: [] } } }],
+    });
+    try {
+      // the loop turns a few times first, as it does in every crawl
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const socket = connect(web.port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const answered = new Promise((resolve) => socket.once('data', resolve));
+      socket.write('GET / HTTP/1.1\r\nHost: stalled.test\r\nConnection: close\r\n\r\n');
+      // the request is on the server's socket now; this process (the web's too) stalls 80 ms
+      const sentAt = performance.timeOrigin + performance.now();
+      const until = performance.now() + 80;
+      while (performance.now() < until);
+      await answered;
+      socket.destroy();
+      const [entry] = web.requests();
+      assert.ok(entry!.start - sentAt >= 80, `stamped ${entry!.start - sentAt} ms after the send`);
+      // the turn before the stamp came right after the stall: only the one before that tells
+      assert.ok(
+        entry!.startSlack! >= entry!.start - sentAt,
+        `startSlack ${entry!.startSlack} ms, but the stamp was ${(entry!.start - sentAt).toFixed(1)} ms late`,
+      );
+    } finally {
+      await web.close();
+    }
+  });
+
   test("a response's end is when its bytes went to the socket, not when the busy server got round to noticing, over http and https", async () => {
     // on a loaded machine the client, woken by the write, can run for tens of ms before the server's
     // 'finish' callback does; logged then, a polite 1 s gap looked 1.2 ms short (a judge
