@@ -168,7 +168,7 @@ export const CRAWL_KNOBS: readonly Setting[] = [
   ms(
     'ip-gap',
     'ipGapMs',
-    'per-IP limit: least time between fetch starts on one address (on Kafka with several partitions, one start per gap + 130 ms slot)',
+    'per-IP limit: least time between fetch starts on one address (on Kafka with several partitions, one start per gap + 330 ms slot)',
   ),
   count('conn-errors-to-park', 'connErrorsToPark', 'consecutive connection failures that park a host'),
   count('fetch-concurrency', 'fetchConcurrency', 'fetches in flight per fetcher task'),
