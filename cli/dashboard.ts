@@ -34,6 +34,8 @@ interface Graph {
   readonly description: string;
   readonly unit: string;
   readonly targets: readonly Target[];
+  /** May be below 0: no floor on the axis. */
+  readonly signed?: boolean;
 }
 
 /** The ids of the catalogue's metrics of one type. */
@@ -81,15 +83,18 @@ function metricGraph(id: MetricId): Graph {
   const targets: Target[] =
     m.type === 'counter'
       ? [{ expr: counterRate(id as IdOf<'counter'>), legend }]
-      : m.type === 'gauge'
-        ? [{ expr: gaugeSum(id as IdOf<'gauge'>), legend: id }]
-        : [
-            { expr: histogramQuantile(id as IdOf<'histogram'>, 0.5), legend: 'p50' },
-            { expr: histogramQuantile(id as IdOf<'histogram'>, 0.99), legend: 'p99' },
-          ];
+      : m.perProcess
+        ? [{ expr: m.name, legend: '{{instance}}' }]
+        : m.type === 'gauge'
+          ? [{ expr: gaugeSum(id as IdOf<'gauge'>), legend: id }]
+          : [
+              { expr: histogramQuantile(id as IdOf<'histogram'>, 0.5), legend: 'p50' },
+              { expr: histogramQuantile(id as IdOf<'histogram'>, 0.99), legend: 'p99' },
+            ];
   const exported = m.type === 'counter' ? `${m.name}_total` : m.name;
   const labels = m.labels.length > 0 ? ` by ${m.labels.join(', ')}` : '';
-  return { title: m.help, description: `${exported} (${m.type}${labels})`, unit: unitOf(m), targets };
+  const graph = { title: m.help, description: `${exported} (${m.type}${labels})`, unit: unitOf(m), targets };
+  return m.perProcess ? { ...graph, signed: true } : graph;
 }
 
 /** The first row: what an operator looks at first, each graph built from catalogue ids. */
@@ -184,7 +189,7 @@ export function grafanaDashboard(): Record<string, unknown> {
         description: g.description,
         datasource: DATASOURCE,
         gridPos: { h: HEIGHT, w: WIDTH, x: (i % 3) * WIDTH, y: y + Math.floor(i / 3) * HEIGHT },
-        fieldConfig: { defaults: { unit: g.unit, min: 0 }, overrides: [] },
+        fieldConfig: { defaults: { unit: g.unit, ...(g.signed ? {} : { min: 0 }) }, overrides: [] },
         options: {
           legend: { displayMode: 'list', placement: 'bottom', showLegend: true },
           tooltip: { mode: 'multi', sort: 'desc' },

@@ -19,6 +19,11 @@ export interface MetricDef {
   readonly labels: readonly string[];
   /** Histogram bucket upper bounds, in the metric's unit. */
   readonly buckets?: readonly number[];
+  /**
+   * A reading of the process's own (a clock), which may be negative: the dashboard graphs it per
+   * instance, never summed over them, and with no floor at 0.
+   */
+  readonly perProcess?: true;
   /** Where it belongs on the dashboard. */
   readonly panel: 'crawl' | 'politeness' | 'frontier' | 'seen-set' | 'parser' | 'runtime';
 }
@@ -250,6 +255,15 @@ export const METRICS = {
     [],
     'frontier',
   ),
+  fetcher_clock_ahead: {
+    type: 'gauge',
+    name: 'crawlstream_fetcher_clock_ahead_seconds',
+    help: "How far this process's wall clock runs ahead of the clock of the frontier whose lease it last took (negative: behind), as its fetchers estimate it: the skew plus the least transit of a lease in the last minute. Leases are started and judged on the frontier's clock whatever it is; seconds say a machine's clock wants NTP.",
+    labels: [],
+    unit: 'seconds',
+    perProcess: true,
+    panel: 'politeness',
+  },
   results_ignored: counter('crawlstream_results_ignored', 'Fetch results for leases no longer held.', [], 'frontier'),
   frontier_queue_urls_migrated: counter(
     'crawlstream_queue_urls_migrated',

@@ -122,6 +122,9 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     this.ctx.metrics.setGauge(M.cacheBytes, owner, this.client.tlsSessions.bytes, 'tls-sessions');
     const issuer = this.issuers.received(req);
     const clock = issuer.clock;
+    // one figure a process, whichever task took the lease: its tasks read one frame
+    const ahead = clock.wallAheadMs(Date.now());
+    if (ahead !== undefined) this.ctx.metrics.setGauge(M.fetcherClockAhead, 'fetchers', ahead / 1000);
     // a lease may be handed out just before its host is due; the gap is kept by starting no earlier
     // (looped: timers may fire a millisecond early, and the offset may move while waiting)
     for (let early = untilDue(req, clock); early > 0; early = untilDue(req, clock))

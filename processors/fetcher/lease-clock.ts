@@ -205,6 +205,15 @@ export class LeaseClock {
   }
 
   /**
+   * How far the wall clock that reads `wallNow` (this process's Date.now, read now) runs ahead of
+   * the frontier's: the skew plus the least transit of the window, since `offset` is taken on the
+   * monotonic clock. Undefined before any lease.
+   */
+  wallAheadMs(wallNow: number): number | undefined {
+    return this.known ? wallNow - this.toFrontier(this.now()) : undefined;
+  }
+
+  /**
    * Forgets every sample: the leases now come from another frontier owner, maybe on another clock.
    * The hosts' report offsets stay: the new owner plans a host's next lease from the host's last
    * report, whichever owner's lease it answered and whatever clock it runs, so the next start must

@@ -83,11 +83,18 @@ async function metric(role: Role, sample: string): Promise<number> {
   return sampleSum(parseExposition(await (await fetch(`http://${role.ops}/metrics`)).text()), sample);
 }
 
+/**
+ * The most a fetcher's estimate of the frontier's clock may exceed the skew: the least transit of
+ * the crawl's ~24 leases (the frontier's commit, then a poll), 27–60 ms in the runs here beside a
+ * crawl in the other lane, 5× that for a loaded CI; a skew misread is seconds off.
+ */
+const TRANSIT_BOUND_MS = 300;
+
 // 3 s ahead: past every start window, within the 5 s a fetcher may run ahead; 10 s behind: past a
 // shared address's lease window, the 3 s fetch timeout and the 5 s grace, when the frontier gives a lease up
 for (const skewMs of [3_000, -10_000]) {
   test(
-    `on Kafka, a fetcher whose clock runs ${Math.abs(skewMs) / 1000} s ${skewMs > 0 ? 'ahead of' : 'behind'} the frontier's fetches every page of hosts sharing one address, politely, dropping no lease as late once it fetches and answering every one before the frontier gives it up`,
+    `on Kafka, a fetcher whose clock runs ${Math.abs(skewMs) / 1000} s ${skewMs > 0 ? 'ahead of' : 'behind'} the frontier's reads the frontier's clock within a lease's least transit, and fetches every page of hosts sharing one address, politely, answering every lease before the frontier gives it up`,
     { timeout: 420_000 },
     async (t) => {
       const { brokers, registry } = kafkaInfra();
@@ -105,7 +112,9 @@ for (const skewMs of [3_000, -10_000]) {
         const extra = [...LOOPBACK_WEB_ARGS, ...crawlerAddressArgs(sites), '--quiet', '--fetch-timeout', '3000'];
         const args = (role: string) => runArgs(role, join(dir, role), brokers, registry, extra, appId);
         roles.push(launch('frontier', args('frontier')), launch('parser', args('parser')));
-        const fetcher = launch('fetcher', args('fetcher'), {
+        // its debug lines say why each lease it dropped was late (printed below)
+        const fetcherArgs = [...args('fetcher'), '--log-level', 'debug'];
+        const fetcher = launch('fetcher', fetcherArgs, {
           NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import ${pathToFileURL(skewModule).href}`.trim(),
           CRAWLSTREAM_TEST_CLOCK_SKEW_MS: String(skewMs),
         });
@@ -118,30 +127,29 @@ for (const skewMs of [3_000, -10_000]) {
         };
         const began = Date.now();
         // every page, or long past what the crawl takes with agreeing clocks (under a minute here)
-        // the fetcher's first leases may wait for its first read of the topic and miss their slots
-        // (a CI run: a robots.txt lease issued 1.6 s before it arrived, 67 ms past its window):
-        // dropped before any request, whatever the clocks. Once it fetches, none may be
-        let droppedBeforeFirst: number | undefined;
         while (missing().length > 0 && Date.now() - began < 180_000) {
           for (const r of roles)
             if (r.child.exitCode !== null) assert.fail(`${r.name} exited:\n${(await r.exited).stderr.slice(-4000)}`);
-          if (droppedBeforeFirst === undefined && web.requests().length > 0)
-            droppedBeforeFirst = await metric(fetcher, 'crawlstream_leases_dropped_late_total');
-          await sleep(droppedBeforeFirst === undefined ? 50 : 1_000);
+          await sleep(1_000);
         }
-        t.diagnostic(
-          `${web.requests().length} requests in ${Date.now() - began} ms; ${droppedBeforeFirst ?? 0} leases dropped late before the first`,
-        );
+        const aheadMs = 1_000 * (await metric(fetcher, 'crawlstream_fetcher_clock_ahead_seconds'));
         const droppedLate = await metric(fetcher, 'crawlstream_leases_dropped_late_total');
         const expired = await metric(roles[0]!, 'crawlstream_leases_expired_total');
         for (const r of roles) r.child.kill('SIGTERM');
         const ends = await Promise.all(roles.map((r) => r.exited));
+        // a lease that reaches its fetcher or wakes there past its 150 ms window is dropped and leased
+        // again, whatever the clocks (a CI run's first lease, or one on a loaded machine): counted,
+        // not judged. A skew misread drops or starts them all off their windows: judged below
+        const drops = ends[roles.indexOf(fetcher)]!.stderr.split('\n').filter((l) => l.includes('lease dropped'));
+        t.diagnostic(
+          `${web.requests().length} requests in ${Date.now() - began} ms; clock ahead ${aheadMs.toFixed(0)} ms; ${droppedLate} leases dropped late`,
+        );
+        for (const line of drops) t.diagnostic(line.slice(0, 400));
 
         assert.deepEqual(missing(), [], `pages never requested; the fetcher dropped ${droppedLate} leases as late`);
-        assert.equal(
-          droppedLate - (droppedBeforeFirst ?? 0),
-          0,
-          'leases dropped as late by the fetcher once it fetched',
+        assert.ok(
+          aheadMs - skewMs >= -5 && aheadMs - skewMs <= TRANSIT_BOUND_MS,
+          `the fetcher read its clock as ${aheadMs.toFixed(0)} ms ahead of the frontier's; it is ${skewMs} ms ahead, plus a transit under ${TRANSIT_BOUND_MS} ms`,
         );
         assert.equal(expired, 0, 'leases the frontier gave up on');
         const report = checkPoliteness(web.requests(), web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf });

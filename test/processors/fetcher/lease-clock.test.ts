@@ -40,6 +40,21 @@ for (const skewMs of [5_000, -5_000, 0]) {
   });
 }
 
+test("a fetcher reads how far its wall clock runs ahead of the frontier's, whatever its monotonic clock counts from: the skew plus the least transit", () => {
+  const origin = 1_796_552_000_000;
+  for (const skewMs of [3_000, -10_000]) {
+    let mono = 1_234;
+    const clock = new LeaseClock(() => mono);
+    const wall = () => mono + origin;
+    assert.equal(clock.wallAheadMs(wall()), undefined, 'nothing to tell before a lease');
+    for (const transit of [250, 60, 400]) {
+      clock.observe(wall() - skewMs - transit);
+      mono += 100;
+    }
+    assert.equal(clock.wallAheadMs(wall()), skewMs + 60);
+  }
+});
+
 test("the offset is the least sample of the last minute: a slow lease never raises it, and the minimum's expiry does (the frontier's clock stepped back or drifted)", () => {
   const c = skewed(5_000);
   c.arrive(10);
