@@ -258,7 +258,7 @@ export const METRICS = {
   fetcher_clock_ahead: {
     type: 'gauge',
     name: 'crawlstream_fetcher_clock_ahead_seconds',
-    help: "How far this process's wall clock runs ahead of the clock of the frontier whose lease it last took (negative: behind), as its fetchers estimate it: the skew plus the least transit of a lease in the last minute. Leases are started and judged on the frontier's clock whatever it is; seconds say a machine's clock wants NTP.",
+    help: "How far this process's wall clock runs ahead of the clock of the frontier whose lease it last took (negative: behind), as its fetchers estimate it: the skew plus the least transit of a lease in the last minute; 0 before it takes one. Leases are started and judged on the frontier's clock whatever it is; seconds say a machine's clock wants NTP.",
     labels: [],
     unit: 'seconds',
     perProcess: true,
