@@ -8,6 +8,7 @@ import { after } from 'node:test';
 import type { PageRecord } from '../../schemas/types.js';
 import { warcio } from '../python/warcio.js';
 import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -143,4 +144,21 @@ export function firstFetchedAt(log: readonly RequestLogEntry[]): Map<string, num
     if (e.status === 200 && e.path !== '/robots.txt')
       at.set(`${e.host}${e.path}`, Math.min(at.get(`${e.host}${e.path}`) ?? Infinity, e.end));
   return at;
+}
+
+/**
+ * A site whose home page links `n` pages (`/p0.html`…) that link nowhere: a seed unless `seed` is
+ * false, served on `address` when given (else the web's default one).
+ */
+export function flatSite(host: string, n: number, o: { seed?: boolean; address?: string } = {}): SiteSpec {
+  const paths = Array.from({ length: n }, (_, i) => `/p${i}.html`);
+  return {
+    host,
+    seed: o.seed ?? true,
+    ...(o.address ? { address: o.address } : {}),
+    pages: {
+      '/': { title: host, links: paths },
+      ...Object.fromEntries(paths.map((p) => [p, { title: `${host} ${p}`, links: [] }])),
+    },
+  };
 }

@@ -7,20 +7,7 @@ import { seedInbox } from '../../cli/seed-inbox.js';
 import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
 import { PORT, type SiteSpec } from '../../synthetic-web/sites.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import { crawlArgs, exportPageRecords, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
-
-/** A seeded site of `n` pages linked from its home page. */
-function flatSite(host: string, n: number, seed = true): SiteSpec {
-  const paths = Array.from({ length: n }, (_, i) => `/p${i}.html`);
-  return {
-    host,
-    seed,
-    pages: {
-      '/': { title: host, links: paths },
-      ...Object.fromEntries(paths.map((p) => [p, { title: `${host} ${p}`, links: [] }])),
-    },
-  };
-}
+import { crawlArgs, exportPageRecords, flatSite, removeDir, sleep, startCli, tempDir, writeSeeds } from './harness.js';
 
 /** The host's requests in order of start. */
 const toHost = (log: readonly RequestLogEntry[], host: string) =>
@@ -143,7 +130,9 @@ test(
 );
 
 test('inject --data adds a seed to a running embedded crawl, which fetches it', { timeout: 180_000 }, async (t) => {
-  const web = await SyntheticWeb.start({ sites: [flatSite('busy.test', 12), flatSite('late.test', 1, false)] });
+  const web = await SyntheticWeb.start({
+    sites: [flatSite('busy.test', 12), flatSite('late.test', 1, { seed: false })],
+  });
   const dir = tempDir('inject');
   const data = join(dir, 'data');
   try {

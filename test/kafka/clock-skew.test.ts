@@ -7,10 +7,9 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { crawlerAddressArgs } from '../../synthetic-web/addresses.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
-import { CLI, removeDir, sleep, tempDir, writeSeeds, type Exited } from '../e2e/harness.js';
+import { CLI, flatSite, removeDir, sleep, tempDir, writeSeeds, type Exited } from '../e2e/harness.js';
 import { parseExposition, sampleSum } from '../python/prometheus.js';
 import { kafkaInfra } from './infra.js';
 import { LOOPBACK_WEB_ARGS, runArgs } from './page-records.js';
@@ -30,19 +29,6 @@ const skew = Number(process.env.CRAWLSTREAM_TEST_CLOCK_SKEW_MS);
 const now = Date.now;
 Date.now = () => now() + skew;
 `;
-
-function flatSite(host: string): SiteSpec {
-  const paths = Array.from({ length: PAGES }, (_, i) => `/p${i}.html`);
-  return {
-    host,
-    seed: true,
-    address: SHARED,
-    pages: {
-      '/': { title: host, links: paths },
-      ...Object.fromEntries(paths.map((p) => [p, { title: `${host} ${p}`, links: [] }])),
-    },
-  };
-}
 
 interface Role {
   name: string;
@@ -99,7 +85,7 @@ for (const skewMs of [3_000, -10_000]) {
     async (t) => {
       const { brokers, registry } = kafkaInfra();
       const appId = `clock-skew-${skewMs > 0 ? 'ahead' : 'behind'}-${RUN}`;
-      const sites = ['a', 'b', 'c', 'd'].map((s) => flatSite(`${s}.skew.test`));
+      const sites = ['a', 'b', 'c', 'd'].map((s) => flatSite(`${s}.skew.test`, PAGES, { address: SHARED }));
       const web = await SyntheticWeb.start({ sites });
       const dir = tempDir('kafka-clock-skew');
       const skewModule = join(dir, 'skew.mjs');
