@@ -8,6 +8,7 @@ import { Metrics } from '../../core/metrics.js';
 import { rangeKey } from '../../runtime/changelog-source.js';
 import { DeadLetters } from '../../runtime/dead-letter.js';
 import { KafkaTask, type KafkaTaskHost } from '../../runtime/engines/kafka/kafka-task.js';
+import { TAKE_BYTES, recordBytes } from '../../runtime/engines/kafka/input-bounds.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
 import { buildSerdes, type SerdeSet } from '../../runtime/serdes.js';
@@ -169,6 +170,38 @@ test('records below the committed position or already fetched are dropped, so no
     const totals = r.producer.commits[0]!.records.filter((x) => x.topic === 'totals');
     assert.equal(totals.length, 3, 'offsets 5, 6, 7 once each');
     assert.deepEqual(r.producer.commits[0]!.offsets, [{ topic: 'words', partition: 1, offset: 8 }]);
+  } finally {
+    await r.task.close(false);
+    rmSync(r.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a task takes its buffered records a bounded number of bytes at a time, and counts the bytes it holds untaken', async () => {
+  const r = await rig();
+  try {
+    // 24 records of ~40 KiB, as pages are: fetched before the task runs
+    const big = (offset: number): ConsumedRawRecord => ({
+      ...words(r, [offset])[0]!,
+      value: r.serdes.value('words').serialize({
+        site: 'a',
+        sourceUrl: `http://a.test/${'x'.repeat(40 * 1024)}`,
+        discoveredAt: 0,
+        links: [],
+      }),
+    });
+    const records = Array.from({ length: 24 }, (_, i) => big(i));
+    r.task.enqueue(records);
+    const size = recordBytes(records[0]!);
+    assert.equal(r.task.backlogBytes(), 24 * size);
+    // the run loop takes its first records before start returns
+    start(r);
+    const taken = 24 - r.task.backlog();
+    assert.ok(taken >= 1 && taken * size <= TAKE_BYTES + size, `took ${taken} records of ${size} bytes at once`);
+    assert.equal(r.task.backlogBytes(), r.task.backlog() * size);
+    await until(() => r.task.busy() === 0 && r.task.backlog() === 0, 'every record processed');
+    assert.equal(r.task.backlogBytes(), 0);
+    await r.task.commit();
+    assert.deepEqual(r.producer.commits[0]!.offsets, [{ topic: 'words', partition: 1, offset: 24 }]);
   } finally {
     await r.task.close(false);
     rmSync(r.dataDir, { recursive: true, force: true });

@@ -7,12 +7,7 @@ import type { Subtopology } from '../../topology.js';
 import type { GroupConsumer, GroupConsumerHandlers } from './kafka-port.js';
 import type { TaskManager } from './task-manager.js';
 import { whileHeartbeating } from './task-slot.js';
-
-/**
- * Fetched records a task may hold unprocessed before its partition's fetch loop waits: bounds the
- * memory of a slow task (the frontier behind a burst of links) without stalling a fast one.
- */
-export const HIGH_WATER = 2_000;
+import { HIGH_WATER, HIGH_WATER_BYTES } from './input-bounds.js';
 
 export interface ConsumeLoopHost {
   readonly manager: TaskManager;
@@ -37,7 +32,8 @@ export interface ConsumeLoopHost {
 
 /**
  * The consume loop of one sub-topology's group: its assignments go to the task manager, each
- * fetched batch to its partition's task, with back-pressure at `HIGH_WATER` (a partition whose task
+ * fetched batch to its partition's task, with back-pressure at `HIGH_WATER` records or
+ * `HIGH_WATER_BYTES` (a partition whose task
  * still opens is paused until it runs, its batch kept for it); fetch progress moves each task's
  * view of its partitions' ends.
  */
@@ -74,7 +70,11 @@ export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsu
       await whileHeartbeating(host.learnWriters(records), heartbeat);
       host.fetched(records.length);
       task.enqueue(records);
-      while (task.backlog() > HIGH_WATER && host.running() && manager.slot(sub.id, partition)?.task === task) {
+      while (
+        (task.backlog() > HIGH_WATER || task.backlogBytes() > HIGH_WATER_BYTES) &&
+        host.running() &&
+        manager.slot(sub.id, partition)?.task === task
+      ) {
         await sleep(100);
         await heartbeat();
       }

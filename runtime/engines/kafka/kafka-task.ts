@@ -22,6 +22,7 @@ import {
 } from '../../task-state.js';
 import type { TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
 import { commitRetryingTransient } from './kafka-transactions.js';
+import { bytesOf, takeRecords } from './input-bounds.js';
 
 export interface KafkaTaskHost {
   readonly groupId: string;
@@ -51,8 +52,6 @@ export interface KafkaTaskHost {
   /** Where a task paused by a resource fault is recorded while its record is retried. */
   readonly pauses?: TaskPauses;
 }
-
-const MAX_TAKE = 500;
 
 /**
  * Runs one StreamTask on Kafka: a loop that processes buffered records, runs punctuators and
@@ -207,6 +206,11 @@ export class KafkaTask {
     return this.buffer.length;
   }
 
+  /** Key and value bytes of the records fetched and not yet taken. */
+  backlogBytes(): number {
+    return bytesOf(this.buffer);
+  }
+
   busy(): number {
     return this.driver.busy() + this.punctuating.length + (this.committing ? 1 : 0);
   }
@@ -241,7 +245,7 @@ export class KafkaTask {
   private async run(): Promise<void> {
     while (this.running) {
       if (this.buffer.length > 0) {
-        const records = this.buffer.splice(0, MAX_TAKE);
+        const records = takeRecords(this.buffer);
         if (this.task.commitInputs === 'before') await this.takeBefore(records);
         else await this.processAfter(records);
         if (this.driver.rewinding) {
