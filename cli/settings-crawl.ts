@@ -163,12 +163,12 @@ export const CRAWL_KNOBS: readonly Setting[] = [
   count(
     'ip-concurrency',
     'ipConcurrency',
-    "per-IP limit, for the whole crawl: leases in flight on one address, a host's first fetch included (on Kafka shared out among frontier partitions, at least 1 each)",
+    "per-IP limit, for the whole crawl: requests in flight on one address, a host's first fetch included (on Kafka each frontier partition leases its share, at least 1, and the fetcher holds the address to the limit)",
   ),
   ms(
     'ip-gap',
     'ipGapMs',
-    'per-IP limit: least time between fetch starts on one address (on Kafka with several partitions, one start per gap + 330 ms slot)',
+    "per-IP limit, for the whole crawl: least time between fetch starts on one address (kept where requests leave, by the fetcher that takes all of the address's leases)",
   ),
   count('conn-errors-to-park', 'connErrorsToPark', 'consecutive connection failures that park a host'),
   count('fetch-concurrency', 'fetchConcurrency', 'fetches in flight per fetcher task'),

@@ -282,18 +282,6 @@ export const METRICS = {
     'frontier',
   ),
   frontier_leases: gauge('crawlstream_frontier_leases', 'Leases in flight.', 'frontier'),
-  frontier_ip_start_window: gauge(
-    'crawlstream_frontier_ip_start_window_seconds',
-    "How late a lease to a shared address may start: the half slot of Kafka's slots, else 0 (the wire gate keeps the gap).",
-    'politeness',
-    'seconds',
-  ),
-  frontier_ip_start_lead: gauge(
-    'crawlstream_frontier_ip_start_lead_seconds',
-    "How far ahead of its issue a lease to a shared address is planned to start on Kafka's slots, learned from leases that reached their fetcher past their window; else 0.",
-    'politeness',
-    'seconds',
-  ),
   frontier_active_hosts: gauge('crawlstream_frontier_active_hosts', 'Hosts holding a back queue.', 'frontier'),
   frontier_hosts_waiting: gauge(
     'crawlstream_frontier_hosts_waiting',

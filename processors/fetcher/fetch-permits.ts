@@ -1,7 +1,7 @@
 /**
  * The fetches a fetcher task has under way at once (`--fetch-concurrency`), apart from the leases it
- * holds: a lease waiting for its start takes no permit, so leases issued ahead of their slot
- * (Kafka's delivery lead, the dispatch look-ahead) do not hold back the ones due sooner. Permits
+ * holds: a lease waiting for its start takes no permit, so leases issued ahead of their start
+ * (the dispatch look-ahead) do not hold back the ones due sooner. Permits
  * are handed out in the order asked for. Not thread-safe; one per task.
  */
 export class FetchPermits {

@@ -84,7 +84,10 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
   init(context: ProcessorContext<string, FetchResult | FetchedPage>): void {
     this.ctx = context;
     // every fetch of this process to an address passes one gate, whichever task it belongs to
-    this.gate = context.inProcess('fetcher-wire-gate', () => new WireGate(this.config.ipGapMs));
+    this.gate = context.inProcess(
+      'fetcher-wire-gate',
+      () => new WireGate(this.config.ipGapMs, undefined, this.config.ipConcurrency),
+    );
     // and every lease of the process starts on one offset (lease-clock.ts, ProcessFrame)
     this.issuers = new LeaseIssuers(context.inProcess('fetcher-lease-frame', () => new ProcessFrame()));
     const resolver = (this.resolver = new CachingDnsResolver({
@@ -153,7 +156,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
     const wire =
       address === undefined ? undefined : await this.gate.pass(address, (ms, wake) => this.waits.wait(ms, wake));
     if (address !== undefined && wire === undefined) return;
-    // the gate may have held it past its window: then another partition's slot may be next on the address
+    // the gate may have held it past its window: the frontier may have given the URL out again
     if (this.droppedLate(req, issuer, 'at the gate')) return wire?.done();
     // a site's extra headers first: the lease's validators are its own
     const headers = { ...this.siteOverrides.forUrl(req.url).headers, ...conditionalHeaders(req) };
@@ -164,8 +167,8 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
       const accept =
         req.kind === 'PAGE' ? (h: Record<string, string>) => this.acceptTypes.accepts(h['content-type']) : undefined;
       // the gate's gap runs from the real send: a connect that took long must not shorten it. A
-      // frontier slot keeps as much again as a lease's start window for its fetch to reach the
-      // wire (ip-limiter.ts); one that has not by then is not sent: the address may be another partition's
+      // lease may take as much again as its window for its fetch to reach the wire; one that has
+      // not by then is not sent (the frontier's expiry may have given the URL out again)
       outcome = await this.client.fetch(req.url, headers, accept, () => {
         const late = lateness(req, clock, Math.max(0, req.notAfter - (req.notBefore ?? req.notAfter)));
         if (late.late) return new CrawlError('CS_LEASE_EXPIRED', lateMessage(req, late.now));
@@ -361,7 +364,7 @@ export class FetcherProcessor implements Processor<string, FetchRequest, string,
 
 /**
  * Timed waits that one `close` ends together. Every lease of a task may be waiting at once (a
- * host's next slot is seconds away), so a wait is a timer and an entry in a set that is gone when
+ * host's next start is seconds away), so a wait is a timer and an entry in a set that is gone when
  * the wait ends: an abortable sleep on one shared AbortSignal would add an 'abort' listener per
  * waiting lease, and past ten Node warns of a listener leak (MaxListenersExceededWarning).
  */

@@ -1,15 +1,14 @@
 import { M } from '../../core/metric-catalogue.js';
 import type { FetchResult, HostState, Lease, LinkBatch, QueueEntry } from '../../schemas/types.js';
 import { isFinalOutcome } from '../common/outcome.js';
-import { leaseNotAfter } from '../common/lease-expiry.js';
 import { wakeWaiting, type FrontierParts } from './frontier-parts.js';
 import type { Intake } from './intake.js';
 import { applyFetchTiming, applyPageOutcome } from './outcomes.js';
 import { RobotsResults } from './robots-results.js';
 
 /**
- * Applies fetch results to the leases they answer: frees the lease and the IP's slot, learns the
- * host's timing and the start window, applies robots.txt results (robots-results.ts) or the page
+ * Applies fetch results to the leases they answer: frees the lease and its place in the address's
+ * limit, learns the host's timing, applies robots.txt results (robots-results.ts) or the page
  * outcome (pop, or retry at the back of the host's queue), then settles the host. Results for
  * unknown or replaced leases are counted and ignored, so a result applied twice changes nothing.
  */
@@ -44,9 +43,6 @@ export class Completion {
     p.slots.release(result.leaseId);
     p.outcomes.note(result, now);
     const started = result.errorCode === 'CS_LEASE_EXPIRED' ? 0 : result.startedAt;
-    // a drop's startedAt is when the fetcher found it past its window, on this task's clock
-    if (result.errorCode === 'CS_LEASE_EXPIRED')
-      p.ips.arrivedLate(lease.issuedAt, leaseNotAfter(lease.expiresAt, p.config.fetchTimeoutMs), result.startedAt, now);
     const freed = p.ips.release(state.ip, started);
     wakeWaiting(p, freed.hosts, Math.max(freed.at, now));
     if (result.remoteAddress) state.ip = result.remoteAddress;

@@ -60,7 +60,7 @@ export class Dispatcher {
       if (next === undefined) continue;
       const notBefore = p.ips.tryAcquire(state, Math.max(now, due), now);
       if (notBefore === undefined) continue;
-      const window = p.ips.startWindow(state) ?? p.config.leaseWindowMs;
+      const window = p.config.leaseWindowMs;
       if (typeof next === 'string') {
         const hops = hopToFetch(state)?.chain.length ?? 0;
         const robots = { url: next, depth: 0, redirectHops: hops, attempts: 0, visit: 0 };
@@ -150,9 +150,9 @@ export class Dispatcher {
     };
     // a revisit carries its validators and what its last visit found (one history read)
     if (visit > 0) Object.assign(request, p.revisits.fieldsFor(url, visit));
-    // keyed by address: every lease of an address goes to one fetcher task, so one process's wire
-    // gate spaces its sends by their real times, whatever clocks the fetchers read the slots on
-    // (two processes each holding their own offset started leases of one address 3-98 ms apart)
+    // keyed by address: every lease of an address, whichever frontier task issued it, goes to one
+    // fetcher task, so one process's wire gate keeps the address's gap and concurrency for the
+    // whole crawl (ip-limiter.ts), by the sends' real times, whatever clock each lease was read on
     const key = state.ip !== null && state.ip !== '' ? state.ip : state.site;
     p.ctx.forward({ key, value: request, timestamp: now }, FETCH_REQUESTS_SINK);
     p.ctx.metrics.inc(M.leasesIssued, 1, kind);

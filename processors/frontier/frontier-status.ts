@@ -48,8 +48,6 @@ export function reportFrontierGauges(p: FrontierParts): void {
   g(M.frontierQueuedUrls, p.slots.backQueued + p.front.size);
   g(M.frontierFrontQueuedUrls, p.front.size);
   g(M.frontierLeases, p.slots.leaseCount);
-  g(M.frontierIpStartWindow, p.ips.currentWindowMs / 1000);
-  g(M.frontierIpStartLead, p.ips.leadMs(p.ctx.currentTimeMs()) / 1000);
   g(M.frontierActiveHosts, p.slots.activeCount);
   g(M.frontierHostsWaiting, p.slots.scheduledCount);
   g(M.frontierParkedHosts, p.slots.parkedCount);

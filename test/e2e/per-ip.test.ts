@@ -38,7 +38,7 @@ test(
     try {
       const seeds = writeSeeds(dir, web.seedUrls());
       const run = await startCli(
-        // one partition: the limiter's own rule, without the time slots several partitions share
+        // one partition: the limiter's own rule, without shares among several partitions
         crawlArgs(seeds, join(dir, 'data'), [
           '--ip-concurrency',
           '2',

@@ -27,10 +27,9 @@ test(
     const appId = `ctlset-${id}`;
     const tuned = `tuned-${id}.test`;
     const plain = `plain-${id}.test`;
-    // on addresses of their own: two sites on one address share its slots on Kafka (four frontier
-    // tasks, one start a task every 1.72 s), and when both hash to one task the plain site gets
-    // only the slots the tuned one leaves it, 1.72 and 3.44 s apart in turn: paced by the address,
-    // not by the override (a CI run failed so)
+    // on addresses of their own, so each site's gaps are its own setting's: two sites on one
+    // address share its per-IP limit (with the time slots of before 2026-12-06 the plain site got
+    // only the slots the tuned one left it, 1.72 and 3.44 s apart in turn: a CI run failed so)
     const sites = [flatSite(tuned, 16), flatSite(plain, 16, { address: '127.0.0.12' })];
     const web = await SyntheticWeb.start({ sites });
     const dir = tempDir('kafka-control-set');

@@ -47,9 +47,9 @@ test(
   async (t) => {
     const { brokers, registry } = kafkaInfra();
     const appId = `sites-${randomUUID().slice(0, 8)}`;
-    // brisk.test on an address of its own: sites sharing one share its slots on Kafka, and one that
-    // hashed to gentle.test's frontier task would get only the slots gentle.test leaves it
-    // (control-set.test failed so)
+    // brisk.test on an address of its own, so its gaps are its own setting's: sites on one address
+    // share its per-IP limit (with the time slots of before 2026-12-06, brisk.test got only those
+    // gentle.test left it: control-set.test failed so)
     const sites = [
       flatSite('gentle.test', 6),
       flatSite('brisk.test', 6, { address: '127.0.0.13' }),

@@ -21,8 +21,8 @@ test('two fetcher tasks of one process send to one address no closer than --ip-g
     [0, 1].map((partition) => fetcherDriver(config, undefined, { partition, partitions: 2, inProcess })),
   );
   try {
-    // each task gets two hosts' leases, all due now: the leases a frontier's time slots hand
-    // different partitions for one address can reach the fetchers together (a late delivery)
+    // each task gets two hosts' leases, all due now: leases that frontier partitions issue for one
+    // address on their own can reach the fetchers together
     await Promise.all(
       tasks.map((driver, t) =>
         driver.pipeInputs(
@@ -45,6 +45,45 @@ test('two fetcher tasks of one process send to one address no closer than --ip-g
     // the judge saw the gap: one lease waited it out three times over
     const starts = log.map((e) => e.start).sort((a, b) => a - b);
     assert.ok(starts.at(-1)! - starts[0]! >= 3 * GAP_MS, `starts ${starts.map((s) => s - starts[0]!).join(', ')} ms`);
+  } finally {
+    await Promise.all(tasks.map((d) => d.close()));
+    await web.close();
+  }
+});
+
+test('fetcher tasks of one process keep at most --ip-concurrency requests open on one address, whichever frontier leased them', async () => {
+  // slow pages: each response takes longer than the gap, so only the concurrency keeps them apart
+  const hosts = ['conc-a.test', 'conc-b.test', 'conc-c.test', 'conc-d.test', 'conc-e.test', 'conc-f.test'];
+  const slow = (host: string): SiteSpec => ({ ...site(host), delayMs: 300 });
+  const web = await SyntheticWeb.start({ sites: hosts.map(slow) });
+  const config = loopbackConfig({ ipGapMs: 50, ipConcurrency: 2 });
+  const inProcess = new Map<string, unknown>();
+  const tasks = await Promise.all(
+    [0, 1].map((partition) => fetcherDriver(config, undefined, { partition, partitions: 2, inProcess })),
+  );
+  try {
+    await Promise.all(
+      tasks.map((driver, t) =>
+        driver.pipeInputs(
+          TOPICS.fetchRequests,
+          hosts.slice(3 * t, 3 * t + 3).map((host) => ({ key: host, value: lease(web.url(host, '/')) })),
+        ),
+      ),
+    );
+    const log = web.requests();
+    assert.equal(log.length, hosts.length, 'one request per lease');
+    const report = checkPoliteness(log, web.sites, {
+      userAgent: 'crawlstream',
+      ipOf: web.ipOf,
+      ipGapMs: 50,
+      ipConcurrency: 2,
+    });
+    const perAddress = report.violations.filter((v) => v.kind === 'ip-gap' || v.kind === 'ip-concurrency');
+    assert.deepEqual(perAddress, [], formatPolitenessReport(report));
+    // and the limit was what held them: six 300 ms responses two at a time take three rounds
+    const first = Math.min(...log.map((e) => e.start));
+    const last = Math.max(...log.map((e) => e.start));
+    assert.ok(last - first >= 2 * 300, `starts spread over ${Math.round(last - first)} ms only`);
   } finally {
     await Promise.all(tasks.map((d) => d.close()));
     await web.close();

@@ -118,3 +118,43 @@ test('a closing task stops waiting behind a start that is still connecting', asy
   connecting.sent();
   connecting.done();
 });
+
+test('the wire gate keeps at most --ip-concurrency requests open on an address, whichever task let them through', async () => {
+  let now = 1_000;
+  const gate = new WireGate(100, () => now, 2);
+  const step = async (ms: number) => ((now += ms), true);
+  const first = (await gate.pass('127.0.0.2', step))!;
+  first.sent();
+  const second = (await gate.pass('127.0.0.2', step))!;
+  second.sent();
+  assert.equal(now, 1_000 + SPACING, 'the second waited out the gap only');
+  // both still open: a third waits for one of them to end, however long past the gap
+  let freedAt = -1;
+  const third = gate.pass('127.0.0.2', async (ms, wake) => {
+    if (wake === undefined) return step(ms);
+    assert.equal(ms, WIRE_GATE_HOLD_MS);
+    now += 400;
+    freedAt = now;
+    first.done();
+    await wake;
+    return true;
+  });
+  // another address is not held by them
+  await sendNow(gate, '127.0.0.3', async () => assert.fail('another address waits for nothing'));
+  const started = (await third)!;
+  assert.ok(started);
+  assert.equal(now, freedAt, 'let through when the first ended, the gap long passed');
+  // a second done of an ended request frees nothing more
+  first.done();
+  started.sent();
+  now += SPACING;
+  assert.equal(await gate.pass('127.0.0.2', async () => false), undefined, 'two open again: the next waits');
+  second.done();
+  started.done();
+  // with no gap the limit still holds
+  const open = new WireGate(0, () => now, 1);
+  const only = (await open.pass('127.0.0.2', async () => assert.fail('the first does not wait')))!;
+  assert.equal(await open.pass('127.0.0.2', async () => false), undefined, 'one open: the next waits');
+  only.done();
+  assert.ok(await open.pass('127.0.0.2', async () => assert.fail('ended: no wait')));
+});

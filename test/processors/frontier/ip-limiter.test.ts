@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IP_START_WINDOW_MS, IpLimiter } from '../../../processors/frontier/ip-limiter.js';
+import { IpLimiter } from '../../../processors/frontier/ip-limiter.js';
 import { newHost } from '../../../processors/frontier/host-state.js';
 import { GAP_SAFETY_MS } from '../../../processors/frontier/politeness.js';
 import { AddressClock, CLAIM_TTL_MS } from '../../../processors/frontier/address-clock.js';
@@ -13,9 +13,8 @@ test('two starts on one address are at least the gap (plus slack) apart, and no 
   const ips = new IpLimiter(2, 500);
   const a = host('a.test', '10.0.0.1');
   assert.equal(may(ips, a, 1_000), true);
-  // leases may overlap here: the wire gate spaces their sends, so they get the usual lease window
-  // and the next start is planned one spacing after this one
-  assert.equal(ips.startWindow(a), undefined);
+  // leases may overlap here: the wire gate spaces their sends, and the next start is planned one
+  // spacing after this one
   const next = 1_000 + 500 + GAP_SAFETY_MS;
   assert.equal(may(ips, host('b.test', '10.0.0.1'), next - 1), false);
   assert.equal(may(ips, host('b.test', '10.0.0.1'), next), true);
@@ -23,22 +22,10 @@ test('two starts on one address are at least the gap (plus slack) apart, and no 
   assert.equal(may(ips, host('d.test', '10.0.0.2'), 1_000), true, 'another address is not held back');
 });
 
-test("the start window a task reports is the one its leases to a shared address get: none, or the fixed half slot of Kafka's slots", () => {
-  const a = host('a.test', '10.0.0.1');
-  const ips = new IpLimiter(4, 500);
-  assert.equal(ips.currentWindowMs, 0);
-  assert.equal(ips.startWindow(a), undefined);
-  assert.equal(new IpLimiter(1, 500).currentWindowMs, 0, 'none where leases cannot overlap');
-  const slotted = new IpLimiter(4, 500, undefined, { partition: 0, partitions: 2 });
-  assert.equal(slotted.currentWindowMs, IP_START_WINDOW_MS / 2);
-  assert.equal(slotted.startWindow(a), IP_START_WINDOW_MS / 2);
-});
-
 test('a fetch that started later than its lease said pushes the next start on its address back', () => {
   const ips = new IpLimiter(1, 500);
   const a = host('a.test', '10.0.0.1');
   assert.equal(may(ips, a, 1_000), true);
-  assert.equal(ips.startWindow(a), undefined, 'one lease at a time needs no start window: its start is reported');
   const freed = ips.release('10.0.0.1', 1_400);
   assert.equal(freed.at, 1_400 + 500 + GAP_SAFETY_MS);
   assert.equal(may(ips, host('b.test', '10.0.0.1'), 1_600), false);
@@ -91,17 +78,19 @@ interface SimulatedFetch {
 
 /**
  * Each task always has a new host on 10.0.0.1 ready; every 20 ms the tasks' dispatches run in
- * order (task 0's first) for 60 s. A granted lease with a start window (Kafka's slots) starts
- * anywhere in it; one without reaches its fetcher up to 300 ms late and leaves when the wire gate
- * lets it, `gapMs` after the send before it (wire-gate.ts); each takes 5 ms to 2 s. `granted` sees
- * each grant (its start, and the dispatch time). Asserts that starts are `gapMs` apart and at most
- * `concurrency` are in flight; returns the fetches by start.
+ * order (task 0's first) for 60 s. A granted lease reaches its fetcher up to 300 ms late and
+ * leaves when the wire gate lets it (wire-gate.ts): `gapMs` after the send before it, and only
+ * while fewer than `concurrency` fetches there are open; each takes 5 ms to 2 s, and its task
+ * learns when it really started. `granted` sees each grant (its start, and the dispatch time).
+ * Asserts that starts are `gapMs` apart and at most `concurrency` are in flight, and that no task
+ * has more in flight than `perTask`; returns the fetches by start.
  */
 function sharedAddress(
   tasks: readonly IpLimiter[],
   gapMs: number,
   concurrency: number,
   granted: (at: number, now: number) => void = () => undefined,
+  perTask = concurrency,
 ): SimulatedFetch[] {
   const fetches: SimulatedFetch[] = [];
   let open: SimulatedFetch[] = [];
@@ -116,9 +105,14 @@ function sharedAddress(
       const at = task.tryAcquire(h, now);
       if (at === undefined) continue;
       granted(at, now);
-      const window = task.startWindow(h);
-      const start = window !== undefined ? at + ((n * 37) % window) : Math.max(at + ((n * 37) % 300), lastSent + gapMs);
-      lastSent = Math.max(lastSent, start);
+      // the gate: a gap after the last send, and room under the concurrency (starts only grow)
+      let start = Math.max(at + ((n * 37) % 300), lastSent + gapMs);
+      for (;;) {
+        const inFlight = fetches.filter((g) => g.start <= start && g.end > start);
+        if (inFlight.length < concurrency) break;
+        start = Math.min(...inFlight.map((g) => g.end));
+      }
+      lastSent = start;
       const f = { task: i, start, end: start + 5 + ((n * 7919) % 2_000) };
       open.push(f);
       fetches.push(f);
@@ -131,23 +125,43 @@ function sharedAddress(
       `starts ${fetches[i - 1]!.start} and ${fetches[i]!.start}`,
     );
   for (const f of fetches) {
-    const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start).length;
-    assert.ok(inFlight <= concurrency, `${inFlight} in flight at ${f.start}`);
+    const inFlight = fetches.filter((g) => g.start <= f.start && g.end > f.start);
+    assert.ok(inFlight.length <= concurrency, `${inFlight.length} in flight at ${f.start}`);
+    const own = inFlight.filter((g) => g.task === f.task).length;
+    assert.ok(own <= perTask, `task ${f.task} had ${own} in flight at ${f.start}`);
   }
   return fetches;
 }
 
-test('four frontier tasks sharing an address keep its gap and concurrency between them: starts a gap apart, at most the concurrency in flight', () => {
+test('four frontier tasks sharing an address without a shared clock each lease their share, and through the wire gate the address serves a start a gap as one task would', () => {
   const partitions = 4;
   const gapMs = 100;
   const tasks = Array.from(
     { length: partitions },
     (_, partition) => new IpLimiter(8, gapMs, undefined, { partition, partitions }),
   );
-  const fetches = sharedAddress(tasks, gapMs, 8);
-  // the room is used: about one start a slot (gap + slack + the slot's window), whichever task owns it
-  const slot = gapMs + GAP_SAFETY_MS + IP_START_WINDOW_MS;
-  assert.ok(fetches.length >= (0.5 * 60_000) / slot, `only ${fetches.length} starts in 60 s`);
+  // no slot to wait for: a lease is planned at once when the task has room on the address
+  const fetches = sharedAddress(tasks, gapMs, 8, (at, now) => assert.equal(at, now, 'no slot to wait for'), 2);
+  // one task's own pace, a start every gap + slack (rounded up to the 20 ms dispatch), at least:
+  // with time slots the address got one start per gap + 330 ms
+  const spacing = gapMs + GAP_SAFETY_MS;
+  assert.ok(fetches.length >= (0.8 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);
+  for (let i = 0; i < partitions; i++) {
+    const share = fetches.filter((f) => f.task === i).length / fetches.length;
+    assert.ok(share > 0.15 && share < 0.35, `task ${i} took ${(100 * share).toFixed(1)} % of the starts`);
+  }
+  // below the partition count each task still keeps one lease: the gate holds the address to one
+  const single = Array.from(
+    { length: partitions },
+    (_, partition) => new IpLimiter(1, gapMs, undefined, { partition, partitions }),
+  );
+  assert.ok(sharedAddress(single, gapMs, 1, undefined, 1).length > 0);
+  // a host alone on its address starts when its own gap allows
+  const lone = host('lone.test', '10.0.0.9');
+  for (let t = 100_000; t < 110_000; t += 1_030) {
+    assert.equal(tasks[2]!.tryAcquire(lone, t), t);
+    tasks[2]!.release('10.0.0.9', t);
+  }
 });
 
 test('four frontier tasks of one process sharing a clock keep the gap and concurrency as one task would, take the address in turn, and a lone host waits for no slot', () => {
@@ -162,8 +176,8 @@ test('four frontier tasks of one process sharing a clock keep the gap and concur
   // as one task: a start every gap + slack (rounded up to the 20 ms dispatch)
   const spacing = gapMs + GAP_SAFETY_MS;
   assert.ok(fetches.length >= (0.8 * 60_000) / (spacing + 20), `only ${fetches.length} starts in 60 s`);
-  // more than a plan with a start window after each overlapping lease could give
-  assert.ok(fetches.length > 60_000 / (spacing + IP_START_WINDOW_MS + 20), `${fetches.length} starts in 60 s`);
+  // more than a plan with a 300 ms start window after each overlapping lease could give
+  assert.ok(fetches.length > 60_000 / (spacing + 300 + 20), `${fetches.length} starts in 60 s`);
   for (let i = 0; i < partitions; i++) {
     const share = fetches.filter((f) => f.task === i).length / fetches.length;
     assert.ok(share > 0.2 && share < 0.3, `task ${i} took ${(100 * share).toFixed(1)} % of the starts`);
