@@ -77,9 +77,10 @@ export class IpLimiter {
   }
 
   /**
-   * When a lease to the host that may start at `due` (issued at `now`) is to start: `due`, or the
-   * address's next start when that is later; undefined when it may not now. A host whose address is still being looked up may not (it
-   * comes back through `due`); once known, the address is set in `state`. Hosts held back by
+   * When a lease to the host that may start at `due` (issued at `now`) is to start: the later of
+   * the two; undefined when it may not now (the address's next start is later, or this task's
+   * share of its concurrency is in flight). A host whose address is still being looked up may not
+   * (it comes back through `due`); once known, the address is set in `state`. Hosts held back by
    * their address's limit are remembered as waiting on it.
    */
   tryAcquire(state: HostState, due: number, now = due): number | undefined {
