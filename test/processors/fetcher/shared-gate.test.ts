@@ -12,82 +12,59 @@ const HOSTS = ['gate-a.test', 'gate-b.test', 'gate-c.test', 'gate-d.test'];
 
 const site = (host: string): SiteSpec => ({ host, seed: true, pages: { '/': { title: host, links: [] } } });
 
-test('two fetcher tasks of one process send to one address no closer than --ip-gap, whatever leases they are handed at once', async () => {
-  const web = await SyntheticWeb.start({ sites: HOSTS.map(site) });
-  // every host of this web is on 127.0.0.1; both tasks as an engine runs two partitions in one process
-  const config = loopbackConfig({ ipGapMs: GAP_MS });
+/**
+ * Two fetcher tasks of one process, as an engine runs two partitions (every host of the web on
+ * 127.0.0.1), each handed the leases of half of `sites` at once, all due now: leases that frontier
+ * partitions issue for one address on their own can reach the fetchers together. Returns the web's
+ * log and the judge's per-address verdicts under `limits` (robots.txt first is the frontier's rule,
+ * and no frontier leased these).
+ */
+async function twoTasksAtOnce(sites: SiteSpec[], limits: { ipGapMs: number; ipConcurrency: number }) {
+  const web = await SyntheticWeb.start({ sites });
   const inProcess = new Map<string, unknown>();
+  const config = loopbackConfig(limits);
   const tasks = await Promise.all(
     [0, 1].map((partition) => fetcherDriver(config, undefined, { partition, partitions: 2, inProcess })),
   );
   try {
-    // each task gets two hosts' leases, all due now: leases that frontier partitions issue for one
-    // address on their own can reach the fetchers together
+    const half = Math.ceil(sites.length / 2);
     await Promise.all(
       tasks.map((driver, t) =>
         driver.pipeInputs(
           TOPICS.fetchRequests,
-          HOSTS.slice(2 * t, 2 * t + 2).map((host) => ({ key: host, value: lease(web.url(host, '/')) })),
+          sites.slice(half * t, half * (t + 1)).map(({ host }) => ({ key: host, value: lease(web.url(host, '/')) })),
         ),
       ),
     );
     const log = web.requests();
-    assert.equal(log.length, HOSTS.length, 'one request per lease');
-    const report = checkPoliteness(log, web.sites, {
-      userAgent: 'crawlstream',
-      ipOf: web.ipOf,
-      ipGapMs: GAP_MS,
-      ipConcurrency: 8,
-    });
-    // the per-address rules only: robots.txt first is the frontier's rule, and no frontier leased these
+    assert.equal(log.length, sites.length, 'one request per lease');
+    const report = checkPoliteness(log, web.sites, { userAgent: 'crawlstream', ipOf: web.ipOf, ...limits });
     const perAddress = report.violations.filter((v) => v.kind === 'ip-gap' || v.kind === 'ip-concurrency');
-    assert.deepEqual(perAddress, [], formatPolitenessReport(report));
-    // the judge saw the gap: one lease waited it out three times over
-    const starts = log.map((e) => e.start).sort((a, b) => a - b);
-    assert.ok(starts.at(-1)! - starts[0]! >= 3 * GAP_MS, `starts ${starts.map((s) => s - starts[0]!).join(', ')} ms`);
+    return { starts: log.map((e) => e.start).sort((x, y) => x - y), perAddress, report };
   } finally {
     await Promise.all(tasks.map((d) => d.close()));
     await web.close();
   }
+}
+
+test('two fetcher tasks of one process send to one address no closer than --ip-gap, whatever leases they are handed at once', async () => {
+  const { starts, perAddress, report } = await twoTasksAtOnce(HOSTS.map(site), { ipGapMs: GAP_MS, ipConcurrency: 8 });
+  assert.deepEqual(perAddress, [], formatPolitenessReport(report));
+  // the judge saw the gap: one lease waited it out three times over
+  assert.ok(starts.at(-1)! - starts[0]! >= 3 * GAP_MS, `starts ${starts.map((s) => s - starts[0]!).join(', ')} ms`);
 });
 
 test('fetcher tasks of one process keep at most --ip-concurrency requests open on one address, whichever frontier leased them', async () => {
   // slow pages: each response takes longer than the gap, so only the concurrency keeps them apart
   const hosts = ['conc-a.test', 'conc-b.test', 'conc-c.test', 'conc-d.test', 'conc-e.test', 'conc-f.test'];
-  const slow = (host: string): SiteSpec => ({ ...site(host), delayMs: 300 });
-  const web = await SyntheticWeb.start({ sites: hosts.map(slow) });
-  const config = loopbackConfig({ ipGapMs: 50, ipConcurrency: 2 });
-  const inProcess = new Map<string, unknown>();
-  const tasks = await Promise.all(
-    [0, 1].map((partition) => fetcherDriver(config, undefined, { partition, partitions: 2, inProcess })),
+  const sites = hosts.map((host): SiteSpec => ({ ...site(host), delayMs: 300 }));
+  const { starts, perAddress, report } = await twoTasksAtOnce(sites, { ipGapMs: 50, ipConcurrency: 2 });
+  assert.deepEqual(perAddress, [], formatPolitenessReport(report));
+  // and the limit was what held them: six 300 ms responses two at a time take three rounds
+  assert.ok(
+    starts.at(-1)! - starts[0]! >= 2 * 300,
+    `starts spread over ${Math.round(starts.at(-1)! - starts[0]!)} ms only`,
   );
-  try {
-    await Promise.all(
-      tasks.map((driver, t) =>
-        driver.pipeInputs(
-          TOPICS.fetchRequests,
-          hosts.slice(3 * t, 3 * t + 3).map((host) => ({ key: host, value: lease(web.url(host, '/')) })),
-        ),
-      ),
-    );
-    const log = web.requests();
-    assert.equal(log.length, hosts.length, 'one request per lease');
-    const report = checkPoliteness(log, web.sites, {
-      userAgent: 'crawlstream',
-      ipOf: web.ipOf,
-      ipGapMs: 50,
-      ipConcurrency: 2,
-    });
-    const perAddress = report.violations.filter((v) => v.kind === 'ip-gap' || v.kind === 'ip-concurrency');
-    assert.deepEqual(perAddress, [], formatPolitenessReport(report));
-    // and the limit was what held them: six 300 ms responses two at a time take three rounds
-    const first = Math.min(...log.map((e) => e.start));
-    const last = Math.max(...log.map((e) => e.start));
-    assert.ok(last - first >= 2 * 300, `starts spread over ${Math.round(last - first)} ms only`);
-  } finally {
-    await Promise.all(tasks.map((d) => d.close()));
-    await web.close();
-  }
 });
 
 test('a pause between the send hook and the write of a request head (a GC, a preempted thread) lengthens the gap to the next request on its address, never eats it', async () => {
