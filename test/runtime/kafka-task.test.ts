@@ -8,7 +8,8 @@ import { Metrics } from '../../core/metrics.js';
 import { rangeKey } from '../../runtime/changelog-source.js';
 import { DeadLetters } from '../../runtime/dead-letter.js';
 import { KafkaTask, type KafkaTaskHost } from '../../runtime/engines/kafka/kafka-task.js';
-import { TAKE_BYTES, recordBytes } from '../../runtime/engines/kafka/input-bounds.js';
+import { recordBytes } from '../../runtime/engines/kafka/input-bounds.js';
+import { BATCH_BYTES } from '../../runtime/batch-bounds.js';
 import { partitionFor } from '../../runtime/partitioner.js';
 import type { ConsumedRawRecord } from '../../runtime/record.js';
 import { buildSerdes, type SerdeSet } from '../../runtime/serdes.js';
@@ -196,7 +197,7 @@ test('a task takes its buffered records a bounded number of bytes at a time, and
     // the run loop takes its first records before start returns
     start(r);
     const taken = 24 - r.task.backlog();
-    assert.ok(taken >= 1 && taken * size <= TAKE_BYTES + size, `took ${taken} records of ${size} bytes at once`);
+    assert.ok(taken >= 1 && taken * size <= BATCH_BYTES + size, `took ${taken} records of ${size} bytes at once`);
     assert.equal(r.task.backlogBytes(), r.task.backlog() * size);
     await until(() => r.task.busy() === 0 && r.task.backlog() === 0, 'every record processed');
     assert.equal(r.task.backlogBytes(), 0);

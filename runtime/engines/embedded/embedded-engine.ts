@@ -32,28 +32,21 @@ import type { MemoryBudget } from '../../../state/memory-budget.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
 import { TaskLifecycle } from '../../task-lifecycle.js';
 import { DeadLetters, deadLetterMaxMessageBytes, deadLetterTopicOf } from '../../dead-letter.js';
+import { BATCH_BYTES, BATCH_RECORDS } from '../../batch-bounds.js';
 import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
 import { PoisonRecords } from '../../task-rewind.js';
 import { TaskRecovery, type OpenTask } from './task-recovery.js';
-
-/**
- * Bytes of records a task reads per poll by default (about five pages of 24 KiB). A task holds a
- * batch until it has processed all of it: a parser behind on pages held 500 of them (~12 MiB)
- * a task, long enough for every one to reach V8's old generation, whose growth in buffers
- * then forced a full collection twice a second (docs/BENCHMARKS.md, real pages, ninth sitting).
- */
-export const POLL_BYTES = 128 * 1024;
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
   readonly dataDir: string;
   /** How often outputs, state and positions are committed together (ms). */
   readonly commitIntervalMs?: number;
-  /** Records read per task per poll. */
+  /** Records read per task per poll (default BATCH_RECORDS). */
   readonly pollBatch?: number;
   /**
-   * Bytes of records read per task per poll (default POLL_BYTES): a task behind on pages holds
+   * Bytes of records read per task per poll (default BATCH_BYTES): a task behind on pages holds
    * the ones it has read until it has processed them all.
    */
   readonly pollBytes?: number;
@@ -283,8 +276,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       open.task,
       group,
       host,
-      this.options.pollBatch ?? 500,
-      this.options.pollBytes ?? POLL_BYTES,
+      this.options.pollBatch ?? BATCH_RECORDS,
+      this.options.pollBytes ?? BATCH_BYTES,
       open.poison,
     );
   }

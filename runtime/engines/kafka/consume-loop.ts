@@ -32,10 +32,10 @@ export interface ConsumeLoopHost {
 
 /**
  * The consume loop of one sub-topology's group: its assignments go to the task manager, each
- * fetched batch to its partition's task, with back-pressure at `HIGH_WATER` records or
- * `HIGH_WATER_BYTES` (a partition whose task
- * still opens is paused until it runs, its batch kept for it); fetch progress moves each task's
- * view of its partitions' ends.
+ * fetched batch to its partition's task (a partition whose task still opens is paused until it
+ * runs, its batch kept for it), with back-pressure while the task holds more than `HIGH_WATER`
+ * records or `HIGH_WATER_BYTES` untaken; fetch progress moves each task's view of its partitions'
+ * ends.
  */
 export function consumeLoop(sub: Subtopology, host: ConsumeLoopHost): GroupConsumerHandlers {
   const { manager } = host;

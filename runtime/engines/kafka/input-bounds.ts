@@ -1,4 +1,5 @@
 import type { ConsumedRawRecord } from '../../record.js';
+import { BATCH_BYTES, BATCH_RECORDS } from '../../batch-bounds.js';
 
 /**
  * How much fetched input a Kafka task holds. A task holds the records it took until all of them are
@@ -18,32 +19,50 @@ export const HIGH_WATER = 2_000;
  */
 export const HIGH_WATER_BYTES = 4 * 1024 * 1024;
 
-/** Records taken for processing at once, at most. */
-export const MAX_TAKE = 500;
-
-/**
- * Bytes of records taken for processing at once (at least one record, at most MAX_TAKE): pages
- * taken 500 at a time lived long enough to reach V8's old generation and forced its full
- * collections (the embedded engine's POLL_BYTES, for the same reason).
- */
-export const TAKE_BYTES = 128 * 1024;
-
 /** What a buffered record holds: its key and value bytes. */
 export function recordBytes(r: ConsumedRawRecord): number {
   return r.key.length + (r.value?.length ?? 0);
 }
 
-/** Key and value bytes of `records`. */
-export function bytesOf(records: readonly ConsumedRawRecord[]): number {
-  let bytes = 0;
-  for (const r of records) bytes += recordBytes(r);
-  return bytes;
-}
+/**
+ * A task's fetched records not yet taken, in offset order, with their bytes counted as they come
+ * and go (the fetch loop reads `bytes` on every batch and while it waits).
+ */
+export class InputBuffer {
+  private records: ConsumedRawRecord[] = [];
+  private held = 0;
 
-/** Removes and returns the first records of `buffer`: up to MAX_TAKE of them and TAKE_BYTES, at least one. */
-export function takeRecords(buffer: ConsumedRawRecord[]): ConsumedRawRecord[] {
-  let n = 0;
-  let bytes = 0;
-  while (n < buffer.length && n < MAX_TAKE && (n === 0 || bytes < TAKE_BYTES)) bytes += recordBytes(buffer[n++]!);
-  return buffer.splice(0, n);
+  get length(): number {
+    return this.records.length;
+  }
+
+  /** Key and value bytes of the records held. */
+  get bytes(): number {
+    return this.held;
+  }
+
+  push(r: ConsumedRawRecord): void {
+    this.records.push(r);
+    this.held += recordBytes(r);
+  }
+
+  /**
+   * Removes and returns the first records: up to BATCH_RECORDS of them and BATCH_BYTES, at least one
+   * (none when empty).
+   */
+  take(): ConsumedRawRecord[] {
+    let n = 0;
+    let bytes = 0;
+    while (n < this.records.length && n < BATCH_RECORDS && (n === 0 || bytes < BATCH_BYTES))
+      bytes += recordBytes(this.records[n++]!);
+    this.held -= bytes;
+    return this.records.splice(0, n);
+  }
+
+  /** Puts `records` back ahead of the ones held (taken and not processed, or rewound). */
+  putBack(records: readonly ConsumedRawRecord[]): void {
+    if (records.length === 0) return;
+    for (const r of records) this.held += recordBytes(r);
+    this.records = records.concat(this.records);
+  }
 }

@@ -22,7 +22,7 @@ import {
 } from '../../task-state.js';
 import type { TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
 import { commitRetryingTransient } from './kafka-transactions.js';
-import { bytesOf, takeRecords } from './input-bounds.js';
+import { InputBuffer } from './input-bounds.js';
 
 export interface KafkaTaskHost {
   readonly groupId: string;
@@ -64,7 +64,7 @@ export interface KafkaTaskHost {
  * consumer, its fetch position and the group are not touched.
  */
 export class KafkaTask {
-  private buffer: ConsumedRawRecord[] = [];
+  private readonly buffer = new InputBuffer();
   /** 'after' records taken since the last commit, in order: what a rewind runs again. */
   private taken: ConsumedRawRecord[] = [];
   private readonly poison = new PoisonRecords();
@@ -208,7 +208,7 @@ export class KafkaTask {
 
   /** Key and value bytes of the records fetched and not yet taken. */
   backlogBytes(): number {
-    return bytesOf(this.buffer);
+    return this.buffer.bytes;
   }
 
   busy(): number {
@@ -245,7 +245,7 @@ export class KafkaTask {
   private async run(): Promise<void> {
     while (this.running) {
       if (this.buffer.length > 0) {
-        const records = takeRecords(this.buffer);
+        const records = this.buffer.take();
         if (this.task.commitInputs === 'before') await this.takeBefore(records);
         else await this.processAfter(records);
         if (this.driver.rewinding) {
@@ -320,7 +320,7 @@ export class KafkaTask {
     const taken = await this.driver.processInOrder(records, () => this.running);
     for (let i = 0; i < taken; i++) this.taken.push(records[i]!);
     // stopped part-way: the rest stays buffered (a graceful close commits only what was processed)
-    if (taken < records.length) this.buffer.unshift(...records.slice(taken));
+    if (taken < records.length) this.buffer.putBack(records.slice(taken));
   }
 
   /**
@@ -338,7 +338,7 @@ export class KafkaTask {
       if (pos === undefined || pos.offset > r.offset)
         this.positions.set(key, { topic: r.topic, partition: r.partition, offset: r.offset });
     }
-    this.buffer = this.taken.concat(this.buffer);
+    this.buffer.putBack(this.taken);
     this.taken = [];
     try {
       this.current = await rewindTask(this.current, this.state, this.rebuild!);
