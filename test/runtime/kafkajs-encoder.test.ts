@@ -7,6 +7,8 @@ import { pathToFileURL } from 'node:url';
 
 const MODULE = pathToFileURL(path.join(import.meta.dirname, '../../runtime/engines/kafka/kafkajs-encoder.js')).href;
 const CODECS = pathToFileURL(path.join(import.meta.dirname, '../../runtime/engines/kafka/kafka-codecs.js')).href;
+// kafkajs's own CRC-32C, taken before any test here installs the native one
+const JS_CRC32C = createRequire(import.meta.url)('kafkajs/src/protocol/recordBatch/crc32C') as (b: Buffer) => number;
 
 /**
  * A child process that encodes whole Produce requests (transactional, every codec, records from
@@ -85,4 +87,23 @@ test('once installed, encoders kafkajs loads later start and grow in unzeroed bu
   small.writeBuffer(body);
   assert.equal(small.buf.length, 131_072);
   assert.ok(small.buffer.equals(Buffer.concat([Buffer.from([1, 2, 3, 4]), body])));
+});
+
+test("once installed, record batches take a native CRC-32C with kafkajs's value, on every length and alignment", async () => {
+  const { installKafkajsEncoder } = await import('../../runtime/engines/kafka/kafkajs-encoder.js');
+  const require = createRequire(import.meta.url);
+  installKafkajsEncoder();
+  const crc32C = require('kafkajs/src/protocol/recordBatch/crc32C') as (b: Buffer) => number;
+  assert.notEqual(crc32C, JS_CRC32C, 'still the JavaScript loop');
+  assert.equal(crc32C(Buffer.from('123456789')), 0xe3069283, 'the CRC-32C check value');
+  const data = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 131 + (i >> 7)) & 0xff));
+  let checked = 0;
+  for (const start of [0, 1, 3, 7]) {
+    for (const length of [0, 1, 2, 7, 8, 9, 15, 16, 63, 64, 65, 511, 4096, 24 * 1024 + 5, 65_536]) {
+      const b = data.subarray(start, start + length);
+      assert.equal(crc32C(b), JS_CRC32C(b), `length ${length} at ${start}`);
+      checked++;
+    }
+  }
+  assert.equal(checked, 60);
 });
