@@ -21,7 +21,7 @@ BASE="${CLUSTER_PORT_BASE:-39000}"
 NODES=(1 2 3)
 client_port() { echo $((BASE + 100 * $1 + 92)); }
 controller_port() { echo $((BASE + 100 * $1 + 93)); }
-KAFKA_JVM=($(broker_jvm_tuning 96m 384m) -Djava.awt.headless=true -cp "$KAFKA_LIBS/*")
+KAFKA_JVM=(-Xms96m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true -cp "$KAFKA_LIBS/*")
 
 node_dir() { echo "$CLUSTER_RUN/node$1"; }
 pid_of() { cat "$(node_dir "$1")/kafka.pid" 2>/dev/null || true; }

@@ -21,20 +21,3 @@ BROKERS="127.0.0.1:$KAFKA_PORT"
 SECURE_BROKERS="127.0.0.1:$KAFKA_SECURE_PORT"
 REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"
 JAVA="${JAVA:-java}"
-# The brokers' JVM: tests start them small and quick (serial GC, C1 only: seconds less per start,
-# more CPU per request once running). CRAWLSTREAM_KAFKA_JVM=production starts them as Kafka's own
-# kafka-server-start.sh does (1 GiB heap, G1, full JIT): what a bench of the broker's share of the
-# CPU should run against.
-case "${CRAWLSTREAM_KAFKA_JVM:-test}" in
-  production) KAFKA_PRODUCTION_JVM=1 ;;
-  test) KAFKA_PRODUCTION_JVM="" ;;
-  *) echo "CRAWLSTREAM_KAFKA_JVM is test or production, not '${CRAWLSTREAM_KAFKA_JVM}'" >&2; exit 2 ;;
-esac
-# $1 $2: a test broker's initial and largest heap
-broker_jvm_tuning() {
-  if [ -n "$KAFKA_PRODUCTION_JVM" ]; then
-    echo "-Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent"
-  else
-    echo "-Xms$1 -Xmx$2 -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-  fi
-}

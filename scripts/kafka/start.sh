@@ -94,7 +94,7 @@ setsid nohup "$JAVA" -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
   -jar "$runner" >"$RUN_DIR/registry.log" 2>&1 </dev/null &
 echo $! >"$RUN_DIR/registry.pid"
 
-KAFKA_JVM=($(broker_jvm_tuning 128m 512m) -Djava.awt.headless=true
+KAFKA_JVM=(-Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
   "-Dlog4j2.configurationFile=$RUN_DIR/log4j2.properties" -cp "$KAFKA_LIBS/*"
   "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$JWKS_URL")
 # a KRaft cluster id is 16 random bytes, URL-safe base64 without padding
