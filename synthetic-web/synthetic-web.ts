@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
@@ -181,7 +182,12 @@ export class SyntheticWeb {
     web = new SyntheticWeb([...plain.servers, ...secure.servers], plain.port, sites, options.logFile);
     web.httpsPort = secure.port;
     const counts = web.connections;
-    for (const s of plain.servers) s.on('connection', () => counts.http++);
+    const turns = web.#turns;
+    for (const s of plain.servers)
+      s.on('connection', (socket: Socket) => {
+        counts.http++;
+        turns.accepted(socket);
+      });
     for (const s of secure.servers)
       s.on('secureConnection', (socket: TLSSocket) => {
         counts.https++;
@@ -261,7 +267,7 @@ export class SyntheticWeb {
       status: 0,
       bytes: 0,
     };
-    const slack = this.#turns.slack(entry.start);
+    const slack = this.#turns.slack(entry.start, req.socket);
     if (slack !== undefined) entry.startSlack = Math.round(slack * 10) / 10;
     const userAgent = req.headers['user-agent'];
     if (userAgent !== undefined) entry.userAgent = userAgent;
