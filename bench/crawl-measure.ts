@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { RequestLogEntry, SyntheticWeb } from '../synthetic-web/synthetic-web.js';
+import type { SyntheticWeb } from '../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../synthetic-web/request-log.js';
 import { figure } from './machine.js';
 import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
 

@@ -4,7 +4,7 @@ import { judgeIps } from './judge/ip-rules.js';
 import { RobotsAnswers } from './judge/robots-answers.js';
 import { byStart, judgeOptions, type PolitenessOptions, type PolitenessReport, type Violation } from './judge/types.js';
 import type { SiteSpec } from './sites.js';
-import type { RequestLogEntry } from './synthetic-web.js';
+import type { RequestLogEntry } from './request-log.js';
 
 export { formatPolitenessReport } from './judge/report.js';
 export type { ControlEvent, PolitenessOptions, PolitenessReport, Violation, ViolationKind } from './judge/types.js';

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { CHANGE_CLASSES, canRevalidate, changesBetween, type ChangeClass, type FreshPage } from './fresh-schedule.js';
 import type { FreshWeb } from './fresh-web.js';
-import type { RequestLogEntry } from './synthetic-web.js';
+import type { RequestLogEntry } from './request-log.js';
 
 /**
  * How stale a crawler kept the changing web (`fresh-web.ts`), judged from the server's request

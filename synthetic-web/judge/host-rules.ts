@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../synthetic-web.js';
+import type { RequestLogEntry } from '../request-log.js';
 import type { Controls } from './controls.js';
 import { retryAfterUntil } from './retry-after.js';
 import type { RobotsAnswers } from './robots-answers.js';

@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../synthetic-web.js';
+import type { RequestLogEntry } from '../request-log.js';
 import { byStart, ms, type Flag, type JudgeOptions } from './types.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../synthetic-web.js';
+import type { RequestLogEntry } from '../request-log.js';
 
 /**
  * When the Retry-After of a response lets the next request to its host start (RFC 9110 §10.2.3),

@@ -1,7 +1,7 @@
 import { originRobots, type ChainStep, type Scheme } from '../origins.js';
 import { RobotsTxt } from '../robots-rfc9309.js';
 import type { SiteSpec } from '../sites.js';
-import type { RequestLogEntry } from '../synthetic-web.js';
+import type { RequestLogEntry } from '../request-log.js';
 import { byStart, schemeOf } from './types.js';
 
 /** What one robots.txt request (with its redirects) told the crawler about its origin, RFC 9309 §2.3.1. */

@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../synthetic-web.js';
+import type { RequestLogEntry } from '../request-log.js';
 
 /** One rule of the judge each; the doc comment of `checkPoliteness` states them. */
 export type ViolationKind =

@@ -14,7 +14,7 @@ import {
   staleness,
   type StalenessReport,
 } from '../../synthetic-web/staleness.js';
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 
 /**
  * The two mixes of change rates issue #33's Done-when crawls (`freshness-mix.test.ts`), and the

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { after } from 'node:test';
 import type { PageRecord } from '../../schemas/types.js';
 import { warcio } from '../python/warcio.js';
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));

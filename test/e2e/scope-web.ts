@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
 
 const at = (host: string, path = '/') => `http://${host}:{{PORT}}${path}`;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
-import type { RequestLogEntry, SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import type { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 import type { SiteStatus } from '../../processors/frontier/site-status.js';
 import { CLI, sh, sleep } from './harness.js';
 

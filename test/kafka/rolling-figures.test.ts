@@ -8,7 +8,7 @@ import {
   violationsWithRequests,
   type Buckets,
 } from './rolling-figures.js';
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 
 const METRICS = (a: number, b: number, inf: number): string =>
   [

@@ -1,4 +1,4 @@
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 import type { PolitenessReport, Violation } from '../../synthetic-web/judge/types.js';
 
 /** Cumulative counts of one histogram by upper bound (`le`, seconds; Infinity for +Inf), as Prometheus exposes them. */

@@ -9,7 +9,8 @@ import {
   type ViolationKind,
 } from '../../synthetic-web/politeness.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
-import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 
 const T = Date.UTC(2026, 0, 1);
 const DAY = 86_400_000;

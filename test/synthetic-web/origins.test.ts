@@ -9,7 +9,8 @@ import { checkPoliteness } from '../../synthetic-web/politeness.js';
 import { originRobots } from '../../synthetic-web/origins.js';
 import { originsWeb } from '../../synthetic-web/origins-web.js';
 import type { SiteSpec } from '../../synthetic-web/sites.js';
-import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 import { makeTestCertificates } from '../../synthetic-web/tls.js';
 
 const T = 1_700_000_000_000;

@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { checkPoliteness, formatPolitenessReport, type PolitenessReport } from '../../synthetic-web/politeness.js';
 import { standardWeb, type SiteSpec } from '../../synthetic-web/sites.js';
-import { SyntheticWeb, type RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 
 const T = 1_700_000_000_000;
 const sites = standardWeb();

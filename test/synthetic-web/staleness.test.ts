@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { freshWeb, type FreshPage } from '../../synthetic-web/fresh-web.js';
 import { feedItemDelays, fetchDelay, fixedIntervalStaleness, staleness } from '../../synthetic-web/staleness.js';
-import type { RequestLogEntry } from '../../synthetic-web/synthetic-web.js';
+import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 
 const EPOCH = Date.UTC(2026, 0, 1);
 // seed 20 gives this one-host web's fast page (period 20 s) phase 5: changes at 25, 45, 65, 85, 105 s

@@ -10,7 +10,8 @@ import { Worker } from 'node:worker_threads';
 import { gunzipSync } from 'node:zlib';
 import robotsParserModule from 'robots-parser';
 import { calendarTrapSite, standardExpectations, standardWeb } from '../../synthetic-web/sites.js';
-import { readRequestLog, SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
+import { readRequestLog } from '../../synthetic-web/request-log.js';
 import { makeTestCertificates } from '../../synthetic-web/tls.js';
 
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
