@@ -4,7 +4,15 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { SyntheticWeb } from '../synthetic-web/synthetic-web.js';
 import type { RequestLogEntry } from '../synthetic-web/request-log.js';
 import { figure } from './machine.js';
-import { processUsage, threadUsage, topThreads, type ThreadUsage } from './proc-usage.js';
+import {
+  coresBusy,
+  coreTicks,
+  processUsage,
+  threadUsage,
+  topThreads,
+  type CoreTicks,
+  type ThreadUsage,
+} from './proc-usage.js';
 
 /** What one crawler did on the web until 99 % of its pages were fetched (or it stopped, or time ran out). */
 export interface CrawlRun {
@@ -25,6 +33,11 @@ export interface CrawlRun {
   readonly threads: readonly ThreadUsage[];
   /** The machine's 1-minute load average when the crawler started and when the figures were taken. */
   readonly load: readonly [number, number];
+  /**
+   * Each core's busy share (0–1) from the first look that found a page fetched to the figures,
+   * whatever kept it busy (crawler, web, broker); [] where /proc/stat is not readable.
+   */
+  readonly coresBusy: readonly number[];
   /** CPU ms this (the web's) process spent per request while the crawler ran. */
   readonly serverMsPerRequest: number;
   /**
@@ -86,6 +99,8 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
   let last = { cpuS: 0, rssMiB: 0, peakMiB: 0, writtenMiB: 0 };
   let threads: ThreadUsage[] = [];
   let cpuPages = 0;
+  let cores0: CoreTicks[] | undefined;
+  let cores: CoreTicks[] = [];
   let nextLine = o.progressS ?? 0;
   let s: number;
   for (;;) {
@@ -97,6 +112,8 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
       last = processUsage(pid);
       threads = threadUsage(pid);
       cpuPages = pages.size;
+      cores = coreTicks();
+      if (cores0 === undefined && pages.size > 0) cores0 = cores;
     } catch {
       // ended between the race and the read: keep the last look
     }
@@ -127,6 +144,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     writtenMiB: last.writtenMiB,
     threads,
     load: [load0, loadavg()[0]!],
+    coresBusy: cores0 === undefined ? [] : coresBusy(cores0, cores),
     serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
     webLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
   };
@@ -150,6 +168,10 @@ export function printRun(run: CrawlRun): void {
   process.stdout.write(
     `${name('load average')}: ${run.load[0].toFixed(1)} at the start, ${run.load[1].toFixed(1)} at the end\n`,
   );
+  if (run.coresBusy.length > 0)
+    process.stdout.write(
+      `${name('machine cores busy')} from the first page: ${run.coresBusy.map((b) => `${Math.round(b * 100)} %`).join(', ')} (everything on the machine)\n`,
+    );
   for (const t of topThreads(run.threads, 5)) {
     process.stdout.write(
       `${name('thread')} ${t.name}: ${((t.cpuS * 1000) / run.cpuPages).toFixed(2)} ms/page, busy ${(t.cpuS / run.s).toFixed(2)} cores\n`,

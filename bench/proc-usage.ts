@@ -76,3 +76,36 @@ export function topThreads(threads: readonly ThreadUsage[], keep: number): Threa
   if (rest.length <= 1) return [...threads];
   return [...threads.slice(0, keep), { name: `${rest.length} others`, cpuS: rest.reduce((sum, t) => sum + t.cpuS, 0) }];
 }
+
+/** Jiffies of one core of the machine since boot (/proc/stat): busy, and busy + idle. */
+export interface CoreTicks {
+  readonly busy: number;
+  readonly total: number;
+}
+
+/**
+ * Every core's ticks, `cpu0` first; [] where /proc/stat is not readable. Busy is all but idle and
+ * iowait (steal counts as busy: the core was not free for this machine).
+ */
+export function coreTicks(): CoreTicks[] {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/stat', 'latin1');
+  } catch {
+    return [];
+  }
+  const cores: CoreTicks[] = [];
+  for (const line of stat.split('\n')) {
+    if (!/^cpu\d+ /.test(line)) continue;
+    const t = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    const total = t.reduce((sum, x) => sum + x, 0);
+    cores.push({ busy: total - t[3]! - t[4]!, total });
+  }
+  return cores;
+}
+
+/** Each core's busy share between two readings of {@link coreTicks} (0–1); [] when either is empty. */
+export function coresBusy(from: readonly CoreTicks[], to: readonly CoreTicks[]): number[] {
+  if (from.length === 0 || from.length !== to.length) return [];
+  return to.map((c, i) => (c.busy - from[i]!.busy) / Math.max(1, c.total - from[i]!.total));
+}
