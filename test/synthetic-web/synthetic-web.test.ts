@@ -266,30 +266,37 @@ describe('synthetic web server lifecycle', () => {
     const web = await SyntheticWeb.start({
       sites: [{ host: 'fresh.test', pages: { '/': { title: 't', links: [] } } }],
     });
-    // the client has a loop of its own, as a crawler does: it connects and writes mid-stall
+    // the client has a loop of its own, as a crawler does: it connects and writes mid-stall, and
+    // says so in shared memory, which the stalled loop here can read
+    const written = new Int32Array(new SharedArrayBuffer(4));
     const client = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads');
        const { connect } = require('node:net');
-       parentPort.once('message', () => setTimeout(() => {
-         const socket = connect(workerData, '127.0.0.1', () => {
+       parentPort.once('message', () => {
+         const socket = connect(workerData.port, '127.0.0.1', () => {
            socket.write('GET / HTTP/1.1\\r\\nHost: fresh.test\\r\\nConnection: close\\r\\n\\r\\n');
            parentPort.postMessage(performance.timeOrigin + performance.now());
+           Atomics.store(workerData.written, 0, 1);
          });
          socket.on('data', () => undefined);
          socket.on('close', () => parentPort.close());
-       }, 20));`,
-      { eval: true, workerData: web.port },
+       });`,
+      { eval: true, workerData: { port: web.port, written } },
     );
     try {
       const sent = new Promise<number>((resolve) => client.once('message', resolve));
       await new Promise((resolve) => setTimeout(resolve, 20));
       client.postMessage('go');
-      const until = performance.now() + 120;
+      // stall until the request is written (however long the client takes on a loaded machine), then 60 ms more
+      const giveUp = performance.now() + 10_000;
+      while (Atomics.load(written, 0) === 0 && performance.now() < giveUp);
+      const until = performance.now() + 60;
       while (performance.now() < until);
+      assert.equal(Atomics.load(written, 0), 1, 'the client did not write within 10 s');
       const sentAt = await sent;
       while (web.requests().length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
       const [entry] = web.requests();
-      assert.ok(entry!.start - sentAt >= 40, `stamped only ${(entry!.start - sentAt).toFixed(1)} ms after the send`);
+      assert.ok(entry!.start - sentAt >= 50, `stamped only ${(entry!.start - sentAt).toFixed(1)} ms after the send`);
       assert.ok(
         entry!.startSlack! >= entry!.start - sentAt,
         `startSlack ${entry!.startSlack} ms, but the stamp was ${(entry!.start - sentAt).toFixed(1)} ms late`,
