@@ -1,7 +1,6 @@
 import type { KeyValueStore } from '../../state/state-store.js';
 import type { types } from 'avsc';
-import type { Serde } from '../../core/serde.js';
-import { bufferSerde, stringSerde } from '../../core/serde.js';
+import { bufferSerde, encoded, stringSerde, type Serde } from '../../core/serde.js';
 import { keyValueStore, type StoreBuilder } from '../../state/store-builder.js';
 import { loadSchema } from '../../schemas/index.js';
 import type { HostState, SiteState, UrlHistory } from '../../schemas/types.js';
@@ -38,7 +37,7 @@ export function avroSerde<T>(name: 'SiteState' | 'UrlHistory'): Serde<T> {
     tails.push(Buffer.concat([field.type.toBuffer(value), tails.at(-1) ?? Buffer.alloc(0)]));
   }
   return {
-    serialize: (v) => type.toBuffer(v),
+    serialize: (v) => encoded((buf, pos) => type.encode(v, buf, pos)),
     deserialize: (b) => {
       try {
         return type.fromBuffer(b) as T;

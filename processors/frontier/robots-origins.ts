@@ -2,7 +2,7 @@ import type { Type } from 'avsc';
 import { loadSchema } from '../../schemas/index.js';
 import type { HostState, OriginRobots, RobotsHop } from '../../schemas/types.js';
 import { safeSite } from './host-state.js';
-import type { Serde } from '../../core/serde.js';
+import { encoded, type Serde } from '../../core/serde.js';
 import { urlShape } from './url-shape.js';
 
 /** RFC 9309 §2.3.1.2: a crawler follows at least five consecutive redirects of robots.txt; we follow exactly five. */
@@ -188,7 +188,7 @@ function rethrow(err: unknown): never {
 export function hostStateSerde(): Serde<HostState> {
   const type = loadSchema('HostState').type;
   return {
-    serialize: (v) => type.toBuffer(v),
+    serialize: (v) => encoded((buf, pos) => type.encode(v, buf, pos)),
     deserialize: (b) => {
       let state: HostState;
       try {

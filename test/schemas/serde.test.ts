@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import avro from 'avsc';
 import { CrawlError } from '../../core/errors.js';
-import { CONFLUENT_MAGIC, frame, frameEncoded, stringSerde, unframe } from '../../core/serde.js';
+import { CONFLUENT_MAGIC, encoded, frame, frameEncoded, stringSerde, unframe } from '../../core/serde.js';
 import { buildSerdes, valueSubject } from '../../runtime/serdes.js';
 import { Topology } from '../../runtime/topology.js';
 import { FileSchemaRegistry } from '../../runtime/engines/embedded/file-schema-registry.js';
@@ -92,6 +92,26 @@ test('frameEncoded frames what it encodes exactly as frame does, at every size a
     frameEncoded(2, (buf, pos) => type.encode({ url: 'u', body: Buffer.alloc(1) }, buf, pos)),
     frame(2, type.toBuffer({ url: 'u', body: Buffer.alloc(1) })),
   );
+});
+
+test('encoded gives exactly what avsc toBuffer gives, at every size, between framed values', () => {
+  const type = avro.Type.forSchema({
+    type: 'record',
+    name: 'Host',
+    fields: [
+      { name: 'host', type: 'string' },
+      { name: 'robotsBody', type: ['null', 'string'] },
+    ],
+  });
+  // toBuffer's own path changes at 1 KiB; the scratch's at 64 KiB and 1 MiB
+  for (const size of [0, 1, 1023, 1024, 5_000, 70_000, 2_000_000, 3, 65_536]) {
+    const value = { host: `h${size}.test`, robotsBody: size === 0 ? null : 'D'.repeat(size) };
+    // a framed value in the same scratch first: its head must not leak into the unframed bytes
+    frameEncoded(9, (buf, pos) => type.encode(value, buf, pos));
+    const got = encoded((buf, pos) => type.encode(value, buf, pos));
+    assert.deepEqual(got, type.toBuffer(value), `a body of ${size} characters`);
+    assert.deepEqual({ ...(type.fromBuffer(got) as object) }, value);
+  }
 });
 
 test('frame keeps schema ids above 2^31 unsigned', () => {
