@@ -307,11 +307,13 @@ describe('synthetic web server lifecycle', () => {
     }
   });
 
-  test("a response's end is when its bytes went to the socket, not when the busy server got round to noticing, over http and https", async () => {
+  test("a response's end is when its bytes went to the socket, not when the busy server got round to noticing, over http and https, short and 24 KiB", async () => {
     // on a loaded machine the client, woken by the write, can run for tens of ms before the server's
     // 'finish' callback does; logged then, a polite 1 s gap looked 1.2 ms short (a judge
     // violation in one of ten npm test runs under load). Here 80 ms of work queued before the
-    // write delays that callback the same way. Over https the write goes through TLS first.
+    // write delays that callback the same way. Over https the write goes through TLS first; a
+    // 24 KiB reply spans two TLS records, which the TLS socket reports done only after the busy
+    // spell, though the client has them (a real-pages Kafka run judged a polite gap 8.4 ms short so).
     const busy = (ms: number): void => {
       const until = performance.now() + ms;
       while (performance.now() < until);
@@ -323,45 +325,49 @@ describe('synthetic web server lifecycle', () => {
         {
           host: 'quick.test',
           pages: {},
-          respond: () => {
+          respond: (req) => {
             process.nextTick(() => busy(80));
-            return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
+            const body = req.path === '/big' ? 'x'.repeat(24 * 1024) : 'ok';
+            return { status: 200, headers: { 'content-type': 'text/plain' }, body };
           },
         },
       ],
       tls: certs,
     });
     try {
-      assert.equal((await get(web, 'quick.test', '/')).status, 200);
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = httpsRequest(
-          {
-            host: '127.0.0.1',
-            port: web.httpsPort,
-            path: '/',
-            servername: 'quick.test',
-            headers: { host: 'quick.test' },
-            ca: certs.caPem,
-            agent: false,
-          },
-          (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode!));
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
-      assert.equal(status, 200);
+      const overHttps = (path: string) =>
+        new Promise<number>((resolve, reject) => {
+          const req = httpsRequest(
+            {
+              host: '127.0.0.1',
+              port: web.httpsPort,
+              path,
+              servername: 'quick.test',
+              headers: { host: 'quick.test' },
+              ca: certs.caPem,
+              agent: false,
+            },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode!));
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      for (const path of ['/', '/big']) {
+        assert.equal((await get(web, 'quick.test', path)).status, 200);
+        assert.equal(await overHttps(path), 200);
+      }
       const entries = web.requests();
       assert.deepEqual(
-        entries.map((e) => e.scheme),
-        ['http', 'https'],
+        entries.map((e) => `${e.scheme} ${e.path} ${e.bytes}`),
+        ['http / 2', 'https / 2', 'http /big 24576', 'https /big 24576'],
       );
       for (const entry of entries)
         assert.ok(
           entry.end - entry.start < 40,
-          `${entry.scheme}: logged ${(entry.end - entry.start).toFixed(1)} ms for an immediate reply`,
+          `${entry.scheme} ${entry.path}: logged ${(entry.end - entry.start).toFixed(1)} ms for an immediate reply`,
         );
     } finally {
       await web.close();
