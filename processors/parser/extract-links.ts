@@ -1,6 +1,7 @@
 import { Parser } from 'htmlparser2';
 import { FastTokenizer } from './fast-tokenizer.js';
-import { normalizeUrl } from '../common/normalize.js';
+import { isAbsolute, normalizeHref, parseRefresh, resolveHttp } from './link-urls.js';
+import { BOILERPLATE, BOILERPLATE_ROLES, collapse, INLINE, INVISIBLE, MAIN, TextCollector } from './page-text.js';
 import { encodeHrefQuery } from './query-encoding.js';
 import { robotsContent } from './robots-directives.js';
 import { isFeedLink } from './feeds/feed-links.js';
@@ -92,51 +93,6 @@ const DEFAULT_MAX_LINKS = 1_000;
 export const MAX_FEEDS = 20;
 // bounds the work on pages made of junk hrefs: at most this many candidates per returned link
 const CANDIDATES_PER_LINK = 20;
-
-// schemes that are never crawlable and are not counted as dropped
-const SKIPPED_SCHEME = /^(?:javascript|mailto|data|tel|sms|callto|about|blob):/i;
-
-// elements whose text content a reader never sees; elements often left unclosed (head,
-// noscript, object) are not listed, as one of them would hide the rest of the page
-const INVISIBLE = new Set(['script', 'style', 'template', 'svg', 'math', 'title', 'iframe', 'noembed', 'noframes']);
-
-// elements that do not break words; every other tag boundary counts as whitespace
-const INLINE = new Set([
-  'a',
-  'abbr',
-  'b',
-  'bdi',
-  'bdo',
-  'cite',
-  'code',
-  'data',
-  'dfn',
-  'em',
-  'font',
-  'i',
-  'kbd',
-  'mark',
-  'q',
-  's',
-  'samp',
-  'small',
-  'span',
-  'strike',
-  'strong',
-  'sub',
-  'sup',
-  'time',
-  'tt',
-  'u',
-  'var',
-  'wbr',
-]);
-
-// page furniture a boilerplate-reduced text leaves out, by element and by ARIA role
-const BOILERPLATE = new Set(['nav', 'header', 'footer', 'aside']);
-const BOILERPLATE_ROLES = new Set(['navigation', 'banner', 'contentinfo', 'complementary', 'search']);
-// the page's own content, when it marks it
-const MAIN = new Set(['main', 'article']);
 
 interface Candidate {
   href: string;
@@ -411,124 +367,7 @@ export function extractLinks(html: string, pageUrl: string, options?: ExtractOpt
   return result;
 }
 
-/**
- * The URL of a refresh directive (`5; url='next.html'`, `0;URL=/x`, `0, next`), per the HTML
- * standard's shared declarative refresh steps, or undefined when it only reloads the page.
- */
-export function parseRefresh(content: string): string | undefined {
-  const time = /^\s*(\d*)(\.[\d.]*)?/.exec(content)!;
-  if (time[1] === '' && time[2] === undefined) return undefined;
-  let rest = content.slice(time[0].length);
-  if (rest !== '' && !/^[\s;,]/.test(rest)) return undefined;
-  rest = rest.replace(/^\s*[;,]?\s*/, '');
-  const prefix = /^url\s*=\s*/i.exec(rest);
-  if (prefix !== null) rest = rest.slice(prefix[0].length);
-  const quote = rest[0];
-  if (quote === '"' || quote === "'") {
-    const end = rest.indexOf(quote, 1);
-    rest = end === -1 ? rest.slice(1) : rest.slice(1, end);
-  }
-  rest = rest.trim();
-  return rest === '' ? undefined : rest;
-}
-
-/** The normalized URL, '' for hrefs skipped by design, null for hrefs that fail normalization. */
-function normalizeHref(href: string, base: string | undefined): string | null {
-  const trimmed = href.trim();
-  if (trimmed === '' || trimmed.charCodeAt(0) === 0x23 /* # */ || SKIPPED_SCHEME.test(trimmed)) return '';
-  const n = normalizeUrl(trimmed, base);
-  return n.ok ? n.url : null;
-}
-
-function resolveHttp(href: string, base: string): string | undefined {
-  try {
-    const url = new URL(href.trim(), base);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isAbsolute(url: string): boolean {
-  try {
-    new URL(url);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function hasToken(list: string | undefined, token: string): boolean {
   if (list === undefined) return false;
   return list.toLowerCase().split(/\s+/).includes(token);
-}
-
-// whitespace runs other than a lone space: a lone space, by far the most common, is left alone
-const NOT_A_LONE_SPACE = /\s\s+|[^\S ]/g;
-
-function collapse(s: string): string {
-  return s.replace(NOT_A_LONE_SPACE, ' ').trim();
-}
-
-/**
- * Accumulates text up to a cap of collapsed characters, then ignores the rest cheaply.
- * Whitespace is collapsed in batches, not per chunk: most chunks are short and most pages
- * stay far below the cap.
- */
-class TextCollector {
-  private parts: string[] = [];
-  private rawLength = 0;
-  private full = false;
-  /** `finish()` cut the text at the cap (or text past it was ignored). */
-  truncated = false;
-
-  constructor(private readonly cap: number) {}
-
-  add(data: string): void {
-    if (this.full) return;
-    this.parts.push(data);
-    this.rawLength += data.length;
-    if (this.rawLength > 2 * this.cap) this.compact();
-  }
-
-  /** A tag boundary that separates words (block elements, line breaks). */
-  boundary(): void {
-    if (this.full || this.parts.length === 0 || this.parts[this.parts.length - 1] === ' ') return;
-    this.parts.push(' ');
-    this.rawLength++;
-  }
-
-  finish(): string {
-    // trimming the end chunks before joining, rather than the joined text after collapsing, keeps
-    // the text one flat string: trim() returns a slice of its input, and every charCodeAt on a
-    // slice goes through its parent, which costs SimHash ~15 % on a long text
-    const parts = this.parts;
-    let first = 0;
-    let last = parts.length - 1;
-    for (; first <= last; first++) {
-      const chunk = parts[first]!.trimStart();
-      if (chunk === '') continue;
-      parts[first] = chunk;
-      break;
-    }
-    for (; last >= first; last--) {
-      const chunk = parts[last]!.trimEnd();
-      if (chunk === '') continue;
-      parts[last] = chunk;
-      break;
-    }
-    const text = (first === 0 && last === parts.length - 1 ? parts : parts.slice(first, last + 1))
-      .join('')
-      .replace(NOT_A_LONE_SPACE, ' ');
-    if (text.length <= this.cap) return text;
-    this.truncated = true;
-    return text.slice(0, this.cap).trimEnd();
-  }
-
-  private compact(): void {
-    const text = this.parts.join('').replace(NOT_A_LONE_SPACE, ' ').trimStart();
-    this.parts = [text];
-    this.rawLength = text.length;
-    if (text.length > this.cap) this.full = true;
-  }
 }

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_TEXT_CHARS, extractLinks, parseRefresh } from '../../../processors/parser/extract-links.js';
+import { MAX_TEXT_CHARS, extractLinks } from '../../../processors/parser/extract-links.js';
+import { parseRefresh } from '../../../processors/parser/link-urls.js';
 
 const PAGE = 'http://www.example.com/news/2024/article.html';
 
