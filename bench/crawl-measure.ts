@@ -22,14 +22,20 @@ export interface CrawlRun {
   readonly total: number;
   readonly s: number;
   readonly reached99: boolean;
-  /** CPU seconds of the crawler's process, all threads, at the last look (every 0.5 s) ... */
+  /** CPU seconds of the crawler's processes, all threads, at the last look (every 0.5 s) ... */
   readonly cpuS: number;
   /** ... when it had fetched this many pages: CPU per page is cpuS / cpuPages. */
   readonly cpuPages: number;
+  /** Peak resident MiB (VmHWM), summed over the crawler's processes when it has several. */
   readonly peakMiB: number;
+  /** Each process's peak resident MiB, by name, when the crawler has several; else empty. */
+  readonly peaks: readonly { readonly name: string; readonly peakMiB: number }[];
   /** MiB the crawler caused to be written to storage by then (its log, stores, WARC files). */
   readonly writtenMiB: number;
-  /** Its live threads' CPU at the last look before the figures were taken, main thread first. */
+  /**
+   * Its live threads' CPU at the last look before the figures were taken, main threads first (named
+   * `ROLE main` and so on when the crawler has several processes).
+   */
   readonly threads: readonly ThreadUsage[];
   /** The machine's 1-minute load average when the crawler started and when the figures were taken. */
   readonly load: readonly [number, number];
@@ -47,10 +53,21 @@ export interface CrawlRun {
   readonly webLoopDelayMs: { readonly p99: number; readonly max: number };
 }
 
+/** One process of a crawler: its name in the figures and the arguments to `node` that start it. */
+export interface CrawlerProcess {
+  readonly name: string;
+  readonly argv: readonly string[];
+}
+
 export interface MeasureOptions {
   readonly label: string;
   /** Arguments to `node` for the crawler's process (Node flags, script, its arguments). */
   readonly argv: readonly string[];
+  /**
+   * The crawler is these processes instead (one a role, on Kafka), measured as one crawler: CPU and
+   * bytes written summed, peaks summed and shown each; the first to exit ends the measure.
+   */
+  readonly processes?: readonly CrawlerProcess[];
   /** Added to this process's environment for the crawler's. */
   readonly env?: Readonly<Record<string, string>>;
   readonly web: SyntheticWeb;
@@ -69,12 +86,21 @@ const POLL_MS = 500;
  * crawler (SIGTERM, then waits for it to exit, so a `--cpu-prof` profile gets written).
  */
 export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
-  const child = spawn(process.execPath, [...o.argv], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, ...o.env },
+  const several = o.processes !== undefined;
+  const children = (o.processes ?? [{ name: '', argv: o.argv }]).map(({ name, argv }) => {
+    const child = spawn(process.execPath, [...argv], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, ...o.env },
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return { name, child, pid: child.pid!, exited };
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const pid = child.pid!;
+  const exited = Promise.race(children.map((c) => c.exited));
+  const allExited = Promise.all(children.map((c) => c.exited));
+  const stopAll = async (): Promise<void> => {
+    for (const c of children) c.child.kill('SIGTERM');
+    await allExited;
+  };
   const serverCpu0 = process.cpuUsage();
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
@@ -97,6 +123,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     }
   };
   let last = { cpuS: 0, rssMiB: 0, peakMiB: 0, writtenMiB: 0 };
+  let peaks: { name: string; peakMiB: number }[] = [];
   let threads: ThreadUsage[] = [];
   let cpuPages = 0;
   let cores0: CoreTicks[] | undefined;
@@ -109,8 +136,17 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     follow();
     if (done) break;
     try {
-      last = processUsage(pid);
-      threads = threadUsage(pid);
+      const usages = children.map((c) => processUsage(c.pid));
+      last = {
+        cpuS: sum(usages.map((u) => u.cpuS)),
+        rssMiB: sum(usages.map((u) => u.rssMiB)),
+        peakMiB: sum(usages.map((u) => u.peakMiB)),
+        writtenMiB: sum(usages.map((u) => u.writtenMiB)),
+      };
+      if (several) peaks = children.map((c, i) => ({ name: c.name, peakMiB: usages[i]!.peakMiB }));
+      threads = mainsFirst(
+        children.map((c) => threadUsage(c.pid).map((t) => (several ? { ...t, name: `${c.name} ${t.name}` } : t))),
+      );
       cpuPages = pages.size;
       cores = coreTicks();
       if (cores0 === undefined && pages.size > 0) cores0 = cores;
@@ -123,12 +159,10 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
       );
       nextLine += o.progressS;
     }
-    if (at99 !== undefined || s > o.limitS) {
-      child.kill('SIGTERM');
-      await exited;
-      break;
-    }
+    if (at99 !== undefined || s > o.limitS) break;
   }
+  // a crawler that stopped by itself (or one process of it) is ended whole too
+  await stopAll();
   const serverCpu = process.cpuUsage(serverCpu0);
   loopDelay.disable();
   const requests = read - requests0;
@@ -141,6 +175,7 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     cpuS: last.cpuS,
     cpuPages,
     peakMiB: last.peakMiB,
+    peaks,
     writtenMiB: last.writtenMiB,
     threads,
     load: [load0, loadavg()[0]!],
@@ -148,6 +183,17 @@ export async function measureCrawl(o: MeasureOptions): Promise<CrawlRun> {
     serverMsPerRequest: (serverCpu.user + serverCpu.system) / 1000 / Math.max(1, requests),
     webLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
   };
+}
+
+function sum(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+/** Several processes' threads (each main first, as threadUsage gives them): every main, then the rest busiest first. */
+function mainsFirst(perProcess: readonly (readonly ThreadUsage[])[]): ThreadUsage[] {
+  const mains = perProcess.flatMap((ts) => ts.slice(0, 1));
+  const rest = perProcess.flatMap((ts) => ts.slice(1)).sort((a, b) => b.cpuS - a.cpuS);
+  return [...mains, ...rest];
 }
 
 /** Prints a run's figures, one a line, each named after the run's label. */
@@ -160,6 +206,10 @@ export function printRun(run: CrawlRun): void {
   figure(name('CPU per page'), (run.cpuS * 1000) / run.cpuPages, 'ms');
   figure(name('CPU'), run.cpuS / run.s, 'cores');
   figure(name('peak RSS'), run.peakMiB, 'MiB');
+  if (run.peaks.length > 0)
+    process.stdout.write(
+      `${name('peak RSS by process')}: ${run.peaks.map((p) => `${p.name} ${Math.round(p.peakMiB)} MiB`).join(', ')}\n`,
+    );
   figure(name('written to disk per page'), (run.writtenMiB * 1024) / run.cpuPages, 'KiB');
   figure(name('server CPU per request'), run.serverMsPerRequest, 'ms');
   process.stdout.write(
@@ -172,7 +222,7 @@ export function printRun(run: CrawlRun): void {
     process.stdout.write(
       `${name('machine cores busy')} from the first page: ${run.coresBusy.map((b) => `${Math.round(b * 100)} %`).join(', ')} (everything on the machine)\n`,
     );
-  for (const t of topThreads(run.threads, 5)) {
+  for (const t of topThreads(run.threads, Math.max(5, run.peaks.length + 2))) {
     process.stdout.write(
       `${name('thread')} ${t.name}: ${((t.cpuS * 1000) / run.cpuPages).toFixed(2)} ms/page, busy ${(t.cpuS / run.s).toFixed(2)} cores\n`,
     );

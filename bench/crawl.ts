@@ -60,6 +60,15 @@ const KEEP = process.env['CRAWL_BENCH_KEEP'] === '1';
  */
 const BROKERS = process.env['CRAWL_BENCH_BROKERS'];
 const REGISTRY = process.env['CRAWL_BENCH_REGISTRY'];
+/**
+ * On Kafka, `all` (default): one `run --role all` process; `split`: one process a role (frontier,
+ * fetcher, parser), each with a data dir of its own, measured as one crawler. A `--metrics-port N`
+ * in CRAWL_BENCH_ARGS goes to the frontier, N + 1 to the fetcher and N + 2 to the parser.
+ */
+const ROLES = process.env['CRAWL_BENCH_KAFKA_ROLES'] ?? 'all';
+/** On Kafka, an `--app-id` for the run's topics, groups and changelogs, apart from another crawl's on the broker. */
+const APP_ID = process.env['CRAWL_BENCH_APP_ID'];
+const SPLIT_ROLES = ['frontier', 'fetcher', 'parser'] as const;
 const CLI = join(import.meta.dirname, '..', 'cli', 'main.js');
 const NAIVE = join(import.meta.dirname, 'naive-crawler.js');
 
@@ -70,6 +79,8 @@ function checkEnvironment(): void {
   };
   need(CA === 'env' || CA === 'flag', 'CRAWL_BENCH_CA must be env or flag', CA);
   need(MODE === 'classic' || MODE === 'real', 'CRAWL_BENCH_MODE must be classic or real', MODE);
+  need(ROLES === 'all' || ROLES === 'split', 'CRAWL_BENCH_KAFKA_ROLES must be all or split', ROLES);
+  need(ROLES === 'all' || BROKERS !== undefined, 'CRAWL_BENCH_KAFKA_ROLES=split needs CRAWL_BENCH_BROKERS', ROLES);
   need(Number.isInteger(SITES) && SITES >= 2, 'CRAWL_BENCH_SITES must be an integer ≥ 2', SITES);
   need(Number.isInteger(PAGES) && PAGES >= 2, 'CRAWL_BENCH_PAGES must be an integer ≥ 2', PAGES);
   need(LIMIT_S > 0, 'CRAWL_BENCH_SECONDS must be a positive number', LIMIT_S);
@@ -166,22 +177,29 @@ async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb;
     : ['--resolve', '*.test=127.0.0.1', '--allow-ip', '127.0.0.1/32', '--ip-concurrency', '100000', '--ip-gap', '0'];
   const data = join(dir, 'data');
   let args: string[];
+  let roles: { name: string; args: string[] }[] | undefined;
   let brokerPid: number | undefined;
   if (BROKERS === undefined) {
     args = ['crawl', '--seeds', seedFile, '--data', data, '--until-idle', '--quiet', ...where, ...EXTRA];
   } else {
     if (REGISTRY === undefined) throw new Error('CRAWL_BENCH_REGISTRY is required with CRAWL_BENCH_BROKERS');
-    const kafka = ['--brokers', BROKERS];
+    const kafka = ['--brokers', BROKERS, ...(APP_ID === undefined ? [] : ['--app-id', APP_ID])];
     execFileSync(process.execPath, [CLI, 'topics', 'create', ...kafka], { stdio: 'inherit' });
     execFileSync(process.execPath, [CLI, 'inject', '--seeds', seedFile, ...kafka, '--registry', REGISTRY], {
       stdio: 'inherit',
     });
-    args = ['run', '--role', 'all', '--data', data, ...kafka, '--registry', REGISTRY, '--quiet', '--no-system-dns'];
-    args.push(...where, ...EXTRA);
+    const common = [...kafka, '--registry', REGISTRY, '--quiet', '--no-system-dns', ...where];
+    args = ['run', '--role', 'all', '--data', data, ...common, ...EXTRA];
+    if (ROLES === 'split')
+      roles = SPLIT_ROLES.map((role, i) => ({
+        name: role,
+        args: ['run', '--role', role, '--data', join(data, role), ...common, ...roleExtra(i)],
+      }));
     const pidFile = join(process.env['CRAWLSTREAM_KAFKA_RUN'] ?? join(process.cwd(), '.cache', 'run'), 'kafka.pid');
     if (existsSync(pidFile)) brokerPid = Number(readFileSync(pidFile, 'latin1').trim());
   }
-  process.stdout.write(`crawler: crawlstream ${shownArgs(args)}\n`);
+  if (roles === undefined) process.stdout.write(`crawler: crawlstream ${shownArgs(args)}\n`);
+  else for (const r of roles) process.stdout.write(`crawler: crawlstream ${shownArgs(r.args)}\n`);
   const profileDir = join(dir, 'profile');
   const nodeArgs = [
     ...binNodeFlags(),
@@ -192,6 +210,9 @@ async function runCrawlstream(bench: Bench, { web, seeds }: { web: SyntheticWeb;
   const run = await measureCrawl({
     label: 'crawlstream',
     argv: [...nodeArgs, CLI, ...args],
+    ...(roles === undefined
+      ? {}
+      : { processes: roles.map((r) => ({ name: r.name, argv: [...nodeArgs, CLI, ...r.args] })) }),
     env: bench.env,
     web,
     total: bench.total,
@@ -273,6 +294,11 @@ function byKind(violations: readonly { kind: string }[]): string {
   for (const v of violations) counts.set(v.kind, (counts.get(v.kind) ?? 0) + 1);
   const kinds = [...counts].sort((a, b) => b[1] - a[1]).map(([kind, n]) => `${kind} ${n}`);
   return kinds.length === 0 ? '' : ` (${kinds.join(', ')})`;
+}
+
+/** CRAWL_BENCH_ARGS for the `i`-th role's process: a `--metrics-port N` becomes N + i. */
+function roleExtra(i: number): string[] {
+  return EXTRA.map((a, j) => (EXTRA[j - 1] === '--metrics-port' ? String(Number(a) + i) : a));
 }
 
 /** `args` for people: a run of --resolve and --allow-ip pairs comes to a count of them. */
