@@ -22,7 +22,7 @@ export interface RequestLogEntry {
   startSlack?: number;
   /**
    * Epoch ms when the response was complete: when its last byte went to the socket (taken just
-   * before a write the socket took whole at once), else when it finished sending, or when the
+   * before a write the kernel took whole at once, over TLS too), else when it finished sending, or when the
    * connection closed before that. Not the moment this process noticed: on a busy machine the
    * client, woken by the write, may run for tens of ms before the server's 'finish' callback does,
    * and a late end would make a polite gap look short.
