@@ -32,11 +32,17 @@ function cruise(files: Record<string, string>): { status: number | null; output:
   }
 }
 
-test('npm run lint runs the layering check with the repository config', () => {
+test('npm run lint, and npm test after its type-checking build, run the layering check with the repository config', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  assert.match(pkg.scripts['lint']!, /depcruise .*--config \.dependency-cruiser\.cjs/);
-  assert.match(pkg.scripts['lint']!, /eslint/);
-  assert.match(pkg.scripts['lint']!, /prettier --check/);
+  const style = pkg.scripts['lint:style']!;
+  assert.match(style, /depcruise .*--config \.dependency-cruiser\.cjs/);
+  assert.match(style, /eslint/);
+  assert.match(style, /prettier --check/);
+  assert.match(pkg.scripts['lint']!, /^tsc -p tsconfig\.json --noEmit && npm run --silent lint:style$/);
+  // npm test type-checks in its build (tsc without --noEmit fails on a type error), then the rest
+  assert.match(pkg.scripts['build']!, /tsc -p tsconfig\.json$/);
+  const testSh = readFileSync(join(ROOT, 'scripts', 'test.sh'), 'utf8');
+  assert.match(testSh, /^npm run --silent build\nnpm run --silent lint:style$/m);
 });
 
 test('the layering check passes a tree that imports only downward', () => {
