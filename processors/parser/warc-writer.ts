@@ -1,52 +1,23 @@
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-} from 'node:fs';
-import { hostname } from 'node:os';
-import { join } from 'node:path';
-import { CrawlError, InvalidOptionError } from '../../core/errors.js';
-import { OPEN_SUFFIX, parseWarcFileName, warcFileName, writeError } from './warc-files.js';
-import { fsyncDir, writeAll } from '../../core/files.js';
-import { truncateToCompleteMembers } from './warc-recovery.js';
-import { CdxjIndexBuilder, indexClosedFile, indexMissing } from './cdxj-index.js';
+import { InvalidOptionError } from '../../core/errors.js';
 import {
   DEFAULT_GZIP_LEVEL,
   REVISIT_PROFILES,
   type HttpHeaders,
   type WarcFields,
-  gzipMember,
   httpRequestBlock,
   httpResponseHead,
   isCompressedPayload,
   newRecordId,
   warcDate,
-  warcFieldsBlock,
-  warcRecordParts,
   metadataMember,
   recordMember,
-  type MemberSpec,
+  warcRecordParts,
 } from './warc-records.js';
 import { sha1Digest } from '../common/payload.js';
 import { defaultCrawlConfig } from '../common/crawl-config.js';
+import { WarcRoll, type WarcLocation } from './warc-roll.js';
 
-/** Where a record lives: its gzip member in a closed (or recoverable) WARC file. */
-export interface WarcLocation {
-  /** Final file name (never the `.open` name), relative to the writer's directory. */
-  file: string;
-  /** Byte offset of the record's gzip member. */
-  offset: number;
-  /** Byte length of the gzip member. */
-  length: number;
-  /** The record's WARC-Record-ID (`<urn:uuid:…>`), for revisits that refer to it. */
-  recordId: string;
-}
+export type { WarcLocation } from './warc-roll.js';
 
 export interface WarcWriterOptions {
   dir: string;
@@ -148,23 +119,10 @@ export class WarcWriter {
   readonly dir: string;
   readonly prefix: string;
   readonly partition: number;
-  private readonly maxFileBytes: number;
-  private readonly software: string;
-  private readonly operator: string | undefined;
   /** zlib level of its records' gzip members (WarcWriterOptions.gzipLevel). */
   readonly gzipLevel: number;
-  private readonly onFileClosed: ((name: string) => void) | undefined;
-  /** Wall-clock time of the last record appended (or of the open file's creation). */
-  private lastAppendAt = 0;
-  private readonly cdxj: boolean;
-  private state: 'new' | 'open' | 'closed' = 'new';
-  private nextSeq = 0;
-  private lastStamp = 0;
-  /** The open file; `synced` is its size at the last fsync. */
-  private current:
-    { fd: number; name: string; size: number; synced: number; bodyStart: number; warcinfoId: string } | undefined;
-  /** The current file's index lines so far, when `cdxj`. */
-  private index: CdxjIndexBuilder | undefined;
+  /** Its files: rotation, durability, recovery and indexes (warc-roll.ts). */
+  private readonly roll: WarcRoll;
 
   constructor(o: WarcWriterOptions) {
     if (typeof o.dir !== 'string' || o.dir === '') {
@@ -184,19 +142,25 @@ export class WarcWriter {
     if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 1) {
       throw new InvalidOptionError(`WARC maxFileBytes must be a positive integer, got ${maxFileBytes}`);
     }
-    this.dir = o.dir;
-    this.prefix = prefix;
-    this.partition = partition;
-    this.maxFileBytes = maxFileBytes;
-    this.software = o.software ?? 'crawlstream';
-    this.operator = o.operator;
     const gzipLevel = o.gzipLevel ?? DEFAULT_GZIP_LEVEL;
     if (!Number.isInteger(gzipLevel) || gzipLevel < 1 || gzipLevel > 9) {
       throw new InvalidOptionError(`WARC gzipLevel must be an integer in 1..9, got ${gzipLevel}`);
     }
+    this.dir = o.dir;
+    this.prefix = prefix;
+    this.partition = partition;
     this.gzipLevel = gzipLevel;
-    this.onFileClosed = o.onFileClosed;
-    this.cdxj = o.cdxj ?? false;
+    this.roll = new WarcRoll({
+      dir: o.dir,
+      prefix,
+      partition,
+      maxFileBytes,
+      software: o.software ?? 'crawlstream',
+      operator: o.operator,
+      gzipLevel,
+      cdxj: o.cdxj ?? false,
+      onFileClosed: o.onFileClosed,
+    });
   }
 
   /**
@@ -206,24 +170,7 @@ export class WarcWriter {
    * never touched. The first file is created lazily, at the first record.
    */
   open(): void {
-    if (this.state !== 'new') throw new CrawlError('CS_INTERNAL', `WarcWriter.open() called twice`);
-    mkdirSync(this.dir, { recursive: true });
-    let recovered = false;
-    for (const name of readdirSync(this.dir)) {
-      const parsed = parseWarcFileName(name, this.prefix, this.partition);
-      if (parsed === undefined) continue;
-      this.nextSeq = Math.max(this.nextSeq, parsed.seq + 1);
-      this.lastStamp = Math.max(this.lastStamp, parsed.createdMs);
-      if (!parsed.open) continue;
-      const path = join(this.dir, name);
-      if (truncateToCompleteMembers(path) === 0) unlinkSync(path);
-      else this.finalize(path);
-      recovered = true;
-    }
-    if (recovered) fsyncDir(this.dir);
-    if (this.cdxj)
-      indexMissing(this.dir, (name) => parseWarcFileName(name, this.prefix, this.partition)?.open === false);
-    this.state = 'open';
+    this.roll.open();
   }
 
   /**
@@ -253,7 +200,7 @@ export class WarcWriter {
 
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
     const ids = metadataId === undefined ? [responseId, requestId] : [responseId, requestId, metadataId];
-    const [response, request] = this.append(ids, (warcinfoId) => [
+    const [response, request] = this.roll.append(ids, (warcinfoId) => [
       {
         parts: warcRecordParts(
           [
@@ -294,7 +241,7 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, responseId)]),
     ]);
-    this.index?.add('response', args.targetUri, date, payloadDigest, responseHead, response!);
+    this.roll.index?.add('response', args.targetUri, date, payloadDigest, responseHead, response!);
     return { request: request!, response: response!, payloadDigest, blockDigest };
   }
 
@@ -308,7 +255,7 @@ export class WarcWriter {
     const recordId = newRecordId();
     const date = warcDate(args.date);
     const metadataId = args.metadata === undefined ? undefined : newRecordId();
-    const location = this.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
+    const location = this.roll.append(metadataId === undefined ? [recordId] : [recordId, metadataId], (warcinfoId) => [
       recordMember(
         [
           ['WARC-Type', 'revisit'],
@@ -332,24 +279,21 @@ export class WarcWriter {
         ? []
         : [metadataMember(metadataId, args.targetUri, date, warcinfoId, args.metadata!, recordId)]),
     ])[0]!;
-    this.index?.add('revisit', args.targetUri, date, args.payloadDigest, block, location);
+    this.roll.index?.add('revisit', args.targetUri, date, args.payloadDigest, block, location);
     return location;
   }
 
   /** Writes a metadata record of `application/warc-fields` (e.g. an error code and message). */
   writeMetadata(args: MetadataArgs): WarcLocation {
     const recordId = newRecordId();
-    return this.append([recordId], (warcinfoId) => [
+    return this.roll.append([recordId], (warcinfoId) => [
       metadataMember(recordId, args.targetUri, warcDate(args.date), warcinfoId, args.fields),
     ])[0]!;
   }
 
   /** Makes every record written so far durable (fsync of the current file, when it grew since the last). */
   flush(): void {
-    const file = this.current;
-    if (file === undefined || file.synced === file.size) return;
-    fsyncSync(file.fd);
-    file.synced = file.size;
+    this.roll.flush();
   }
 
   /**
@@ -357,144 +301,16 @@ export class WarcWriter {
    * An uploader closes a quiet file (`closeFile()`) so the last records of an idle crawl leave.
    */
   openFileQuietMs(now: number): number | undefined {
-    return this.current === undefined ? undefined : now - this.lastAppendAt;
+    return this.roll.openFileQuietMs(now);
   }
 
   /** Closes the open file, if any (as rotation does); the next record starts a new one. */
   closeFile(): void {
-    if (this.state === 'open') this.finishFile();
+    this.roll.closeFile();
   }
 
   /** Flushes and renames the current file to its final name. Idempotent. */
   close(): void {
-    if (this.state === 'closed') return;
-    this.finishFile();
-    this.state = 'closed';
-  }
-
-  /**
-   * Writes records built for the current file's warcinfo id, as adjacent members, rotating first
-   * when they would push the file past maxFileBytes. Returns one location per record.
-   */
-  private append(recordIds: string[], build: (warcinfoId: string) => MemberSpec[]): WarcLocation[] {
-    if (this.state !== 'open') {
-      throw new CrawlError('CS_INTERNAL', `WarcWriter is ${this.state === 'new' ? 'not open yet' : 'closed'}`);
-    }
-    let file = this.current ?? this.startFile();
-    let members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
-    const total = members.reduce((n, m) => n + m.length, 0);
-    if (file.size > file.bodyStart && file.size + total > this.maxFileBytes) {
-      this.finishFile();
-      file = this.startFile();
-      // the records name their file's warcinfo record, so they are built again for the new file
-      members = build(file.warcinfoId).map((r) => gzipMember(r.parts, this.gzipLevel, r.storedPart, r.deflatedPart));
-    }
-    const locations: WarcLocation[] = [];
-    const start = file.size;
-    this.lastAppendAt = Date.now();
-    try {
-      let at = start;
-      for (const [i, member] of members.entries()) {
-        locations.push({ file: file.name, offset: at, length: member.length, recordId: recordIds[i]! });
-        at += member.length;
-      }
-      // one call for the record's members (a response, its request, its metadata)
-      writeAll(file.fd, members, start);
-      file.size = at;
-    } catch (err) {
-      this.abandonTail(start);
-      throw writeError(err, file.name, this.dir);
-    }
-    return locations;
-  }
-
-  private startFile(): NonNullable<WarcWriter['current']> {
-    // names must sort in writing order even if the wall clock steps back
-    const stamp = Math.max(Date.now(), this.lastStamp);
-    this.lastStamp = stamp;
-    const name = warcFileName(this.prefix, stamp, this.partition, this.nextSeq++);
-    const fd = openSync(join(this.dir, name + OPEN_SUFFIX), 'wx');
-    const warcinfoId = newRecordId();
-    const info: Record<string, string> = {
-      software: this.software,
-      format: 'WARC File Format 1.1',
-      conformsTo: 'http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/',
-      hostname: hostname(),
-    };
-    if (this.operator !== undefined) info.operator = this.operator;
-    const block = warcFieldsBlock(info);
-    const member = gzipMember(
-      warcRecordParts(
-        [
-          ['WARC-Type', 'warcinfo'],
-          ['WARC-Record-ID', warcinfoId],
-          ['WARC-Date', warcDate(new Date(stamp))],
-          ['WARC-Filename', name],
-          ['WARC-Block-Digest', sha1Digest(block)],
-          ['Content-Type', 'application/warc-fields'],
-        ],
-        [block],
-      ),
-      this.gzipLevel,
-    );
-    try {
-      writeAll(fd, [member], 0);
-    } catch (err) {
-      closeSync(fd);
-      unlinkSync(join(this.dir, name + OPEN_SUFFIX));
-      throw writeError(err, name, this.dir);
-    }
-    // the new directory entry must survive a crash for flushed records in it to be found
-    fsyncDir(this.dir);
-    this.current = { fd, name, size: member.length, synced: 0, bodyStart: member.length, warcinfoId };
-    this.lastAppendAt = Date.now();
-    this.index = this.cdxj ? new CdxjIndexBuilder(name) : undefined;
-    return this.current;
-  }
-
-  private finishFile(): void {
-    const file = this.current;
-    if (file === undefined) return;
-    this.current = undefined;
-    fsyncSync(file.fd);
-    closeSync(file.fd);
-    let indexFailure: unknown;
-    try {
-      this.finalize(join(this.dir, file.name + OPEN_SUFFIX), this.index);
-    } catch (err) {
-      // an index that could not be written (a full disk) still leaves the file renamed: it is
-      // closed and announced like any other; the next open() writes the missing index
-      if (!existsSync(join(this.dir, file.name))) throw err;
-      indexFailure = err;
-    }
-    fsyncDir(this.dir);
-    this.onFileClosed?.(file.name);
-    if (indexFailure !== undefined) throw indexFailure;
-  }
-
-  /** Gives a complete `.open` file its final name, indexing it first when asked to (from `index` when collected). */
-  private finalize(openPath: string, index?: CdxjIndexBuilder): void {
-    const finalPath = openPath.slice(0, -OPEN_SUFFIX.length);
-    if (this.cdxj) indexClosedFile(openPath, () => renameSync(openPath, finalPath), index);
-    else renameSync(openPath, finalPath);
-  }
-
-  /** After a failed write: cut the torn member off, or leave the file to recovery if that fails. */
-  private abandonTail(size: number): void {
-    const file = this.current!;
-    try {
-      ftruncateSync(file.fd, size);
-      file.size = size;
-      // the cut is made durable by the next flush
-      file.synced = -1;
-    } catch {
-      // the next open() cuts the torn member; later records go to a fresh file
-      this.current = undefined;
-      try {
-        closeSync(file.fd);
-      } catch {
-        // already unusable
-      }
-    }
+    this.roll.close();
   }
 }
