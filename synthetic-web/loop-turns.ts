@@ -38,7 +38,7 @@ export class LoopTurns {
    * connect, before the accept: then it waited in the socket while the loop turned once more (a
    * socket accepted in one turn is first read in the next), so its stamp may be late by up to
    * the turn before the accept's. Measured from the stamp's own turns, a client's write made
-   * during a stall read as 2.8 ms late when it was 75.6 (test/synthetic-web/synthetic-web.test.ts).
+   * during a stall read as 2.8 ms late when it was 75.6 (test/synthetic-web/web-stamps.test.ts).
    * Over TLS the request follows the server's handshake replies, so the usual bound holds there.
    */
   accepted(connection: object): void {
