@@ -7,7 +7,10 @@ import { byStart, ms, type Flag, type JudgeOptions } from './types.js';
  *   (one that ended exactly at its start is not);
  * - ip-gap: a request starts less than `ipGapMs` after the previous start on its address, even
  *   if that start was stamped as late as its `startSlack` allows (a stalled web stamps late; only
- *   what the log proves is flagged).
+ *   what the log proves is flagged), and its own `startSlack` does not allow it to have started a
+ *   full gap before that one instead (a request that waited out a stall, or an accept, can be
+ *   stamped after one the crawler sent later: a Kafka run had such a pair stamped 7 ms apart, sent
+ *   163 ms apart the other way round).
  * The crawler's limits hold for the whole crawl, its frontier partitions together: judge it
  * with its own `--ip-concurrency` and `--ip-gap`.
  */
@@ -35,7 +38,10 @@ export function judgeIps(log: readonly RequestLogEntry[], o: JudgeOptions, flag:
           `started while ${open.length} requests on ${ip} were open (#${open.map((x) => x.seq).join(', #')}); at most ${o.ipConcurrency}`,
         );
       const slack = previous?.startSlack ?? 0;
-      if (previous !== undefined && e.start - previous.start + slack < o.ipGapMs)
+      const apart = previous === undefined ? Infinity : e.start - previous.start;
+      // how far before the previous start this one may really have been, stamped that late
+      const before = (e.startSlack ?? 0) - apart;
+      if (previous !== undefined && apart + slack < o.ipGapMs && before < o.ipGapMs)
         flag(
           'ip-gap',
           e,

@@ -305,13 +305,23 @@ describe('the judge on hand-made logs: one rule broken, one violation of its kin
       report.violations[0]!.detail,
       /started 70 ms after #1 \(a\.test\) on 127\.0\.0\.2 \(stamped up to 20 ms late\); needs 100 ms/,
     );
-    // a later start stamped late only makes a pair look further apart: its own slack forgives nothing
+    // a later start stamped late only makes a pair look further apart: its own slack forgives
+    // nothing, until it is enough for that request to have started a full gap before the other
     caught(
       'ip-gap',
       'b.test/robots.txt',
       [robots('a.test', 0), ['b.test', '/robots.txt', 70, 80, { startSlack: 50 }]],
       { ipOf },
     );
+    // a Kafka run's pair: b waited 210 ms for the web (a new connection's accept), stamped 7 ms
+    // after a, which the crawler had sent 163 ms after b
+    const reversed = (slack: number): Row[] => [
+      ['a.test', '/robots.txt', 0, 1, { startSlack: 44.5 }],
+      ['b.test', '/robots.txt', 7, 9, { startSlack: slack }],
+    ];
+    assert.deepEqual(judged(reversed(223.1), { ipOf }), [], 'b may have started 216 ms before a');
+    assert.deepEqual(judged(reversed(107), { ipOf }), [], 'b may have started 100 ms before a');
+    caught('ip-gap', 'b.test/robots.txt', reversed(106.9), { ipOf });
   });
 
   test('control-blocked: a request to a host of a blocked site after the grace', () => {
