@@ -63,7 +63,7 @@ const REGISTRY = process.env['CRAWL_BENCH_REGISTRY'];
 /**
  * On Kafka, `all` (default): one `run --role all` process; `split`: one process a role (frontier,
  * fetcher, parser), each with a data dir of its own, measured as one crawler. A `--metrics-port N`
- * in CRAWL_BENCH_ARGS goes to the frontier, N + 1 to the fetcher and N + 2 to the parser.
+ * in CRAWL_BENCH_ARGS goes to the frontier, N + 1 to the fetcher and N + 2 to the parser (0 to each).
  */
 const ROLES = process.env['CRAWL_BENCH_KAFKA_ROLES'] ?? 'all';
 /** On Kafka, an `--app-id` for the run's topics, groups and changelogs, apart from another crawl's on the broker. */
@@ -296,9 +296,9 @@ function byKind(violations: readonly { kind: string }[]): string {
   return kinds.length === 0 ? '' : ` (${kinds.join(', ')})`;
 }
 
-/** CRAWL_BENCH_ARGS for the `i`-th role's process: a `--metrics-port N` becomes N + i. */
+/** CRAWL_BENCH_ARGS for the `i`-th role's process: a `--metrics-port N` becomes N + i (0, any free port, stays 0). */
 function roleExtra(i: number): string[] {
-  return EXTRA.map((a, j) => (EXTRA[j - 1] === '--metrics-port' ? String(Number(a) + i) : a));
+  return EXTRA.map((a, j) => (EXTRA[j - 1] === '--metrics-port' && Number(a) !== 0 ? String(Number(a) + i) : a));
 }
 
 /** `args` for people: a run of --resolve and --allow-ip pairs comes to a count of them. */
