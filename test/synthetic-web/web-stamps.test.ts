@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -155,6 +157,53 @@ describe("the web's stamps", () => {
         assert.ok(
           entry.end - entry.start < 40,
           `${entry.scheme} ${entry.path}: logged ${(entry.end - entry.start).toFixed(1)} ms for an immediate reply`,
+        );
+    } finally {
+      await web.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a reply the kernel cannot take whole (a client not reading) ends when it finished sending, over http and https', async () => {
+    // the other side of the rule above: 32 MiB is more than loopback's socket buffers hold, so the
+    // write leaves most of it queued, and the reply is complete only once the client has read it
+    const huge = 'y'.repeat(32 * 2 ** 20);
+    const dir = mkdtempSync(join(tmpdir(), 'crawlstream-end-at-finish-'));
+    const certs = makeTestCertificates(dir, ['reader.test']);
+    const web = await SyntheticWeb.start({
+      sites: [
+        {
+          host: 'reader.test',
+          pages: {},
+          respond: () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: huge }),
+        },
+      ],
+      tls: certs,
+    });
+    const READ_AFTER_MS = 300;
+    /** Asks for the reply, reads nothing of it for READ_AFTER_MS, then reads it to its end. */
+    const readLate = (socket: Duplex) =>
+      new Promise<void>((resolve, reject) => {
+        socket.on('error', reject);
+        socket.on('end', () => resolve());
+        socket.pause();
+        socket.write('GET / HTTP/1.1\r\nHost: reader.test\r\nConnection: close\r\n\r\n');
+        setTimeout(() => socket.on('data', () => {}).resume(), READ_AFTER_MS);
+      });
+    try {
+      await readLate(connect(web.port, '127.0.0.1'));
+      await readLate(
+        tlsConnect({ host: '127.0.0.1', port: web.httpsPort, servername: 'reader.test', ca: certs.caPem }),
+      );
+      const entries = web.requests();
+      assert.deepEqual(
+        entries.map((e) => `${e.scheme} ${e.status} ${e.bytes}`),
+        [`http 200 ${huge.length}`, `https 200 ${huge.length}`],
+      );
+      for (const entry of entries)
+        assert.ok(
+          entry.end - entry.start >= READ_AFTER_MS - 50,
+          `${entry.scheme}: logged ${(entry.end - entry.start).toFixed(1)} ms for a reply read ${READ_AFTER_MS} ms late`,
         );
     } finally {
       await web.close();
