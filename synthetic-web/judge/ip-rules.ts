@@ -45,7 +45,7 @@ export function judgeIps(log: readonly RequestLogEntry[], o: JudgeOptions, flag:
         flag(
           'ip-gap',
           e,
-          `started ${ms(e.start - previous.start)} after #${previous.seq} (${previous.host}) on ${ip}${slack > 0 ? ` (stamped up to ${ms(slack)} late)` : ''}; needs ${ms(o.ipGapMs)}`,
+          `started ${ms(apart)} after #${previous.seq} (${previous.host}) on ${ip}${slack > 0 ? ` (stamped up to ${ms(slack)} late)` : ''}; needs ${ms(o.ipGapMs)}`,
         );
       open.push(e);
       previous = e;
