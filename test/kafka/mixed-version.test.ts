@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
@@ -18,18 +19,25 @@ import { injectArgs, LOOPBACK_WEB_ARGS, pageRecordsOf } from './page-records.js'
 // fresh topics and registry subjects per run: the broker and registry are shared and kept up
 const APP = `mixed-${Date.now().toString(36)}`;
 const SITES = 8;
+/** Sites seeded only once the old frontier is gone: work that only the new frontier can lease. */
+const LATE_SITES = 2;
+// 10 pages, not more: a chain's /13.html is past the template allowance (12) of a site other
+// sites link to at its home only, and /16.html past the hop limit (15) of a seeded one
 const CHAIN = 10;
-const host = (i: number): string => `mixed-${String.fromCharCode(97 + (i % SITES))}.test`;
+const host = (i: number, group = 'mixed', n = SITES): string => `${group}-${String.fromCharCode(97 + (i % n))}.test`;
 
-/** A chain of CHAIN pages ('/' → '/1.html' → …), each also linking to the next site's home page. */
-function chainSite(i: number): SiteSpec {
+/**
+ * A chain of CHAIN pages ('/' → '/1.html' → …), each also linking to the next site's home page
+ * of its group (of `n` sites).
+ */
+function chainSite(i: number, group = 'mixed', n = SITES): SiteSpec {
   const pages: Record<string, PageSpec> = {};
   for (let p = 0; p < CHAIN; p++)
     pages[p === 0 ? '/' : `/${p}.html`] = {
-      title: `${host(i)} page ${p}`,
-      links: [...(p + 1 < CHAIN ? [`/${p + 1}.html`] : []), `http://${host(i + 1)}:${PORT}/`],
+      title: `${host(i, group, n)} page ${p}`,
+      links: [...(p + 1 < CHAIN ? [`/${p + 1}.html`] : []), `http://${host(i + 1, group, n)}:${PORT}/`],
     };
-  return { host: host(i), seed: i % 2 === 0, pages };
+  return { host: host(i, group, n), seed: i % 2 === 0, pages };
 }
 
 /**
@@ -79,8 +87,13 @@ test(
       EVOLVED.map(([, file]) => ({ file, field: NOTE })),
     );
     t.diagnostic(`old build ${old.root}, new build ${newer.root}, app id ${APP}`);
-    const sites = Array.from({ length: SITES }, (_, i) => chainSite(i));
+    // the late sites link to no other group and are not among the first seeds: nobody knows them
+    // until they are injected after the handover (whatever the old frontier had fetched by then)
+    const first = Array.from({ length: SITES }, (_, i) => chainSite(i));
+    const late = Array.from({ length: LATE_SITES }, (_, i) => chainSite(i, 'late', LATE_SITES));
+    const sites = [...first, ...late];
     const web = await SyntheticWeb.start({ sites });
+    const lateSeeds = new Set(late.filter((s) => s.seed).map((s) => s.host));
     const instances: BuildInstance[] = [];
     const pageRequests = (): number => web.requests().filter((e) => e.path !== '/robots.txt').length;
     const logs = (): string =>
@@ -152,7 +165,15 @@ test(
       // answers the loser's first compatibility PUT with 409)
       const injected = await sh(process.execPath, [
         old.cli,
-        ...injectArgs(writeSeeds(dir, web.seedUrls()), brokers, registry, APP),
+        ...injectArgs(
+          writeSeeds(
+            dir,
+            web.seedUrls().filter((u) => !lateSeeds.has(new URL(u).hostname)),
+          ),
+          brokers,
+          registry,
+          APP,
+        ),
       ]);
       assert.equal(injected.code, 0, injected.stderr);
       const frontierOld = launch(old, 'frontier-old', 'frontier');
@@ -194,6 +215,23 @@ test(
       t.diagnostic(`new frontier ready after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       await retire(frontierOld);
       t.diagnostic(`old frontier gone after ${Date.now() - began} ms at ${pageRequests()} page requests`);
+      // the old frontier may have fetched every first page by now (it did in a CI): these seeds
+      // are leased by the new frontier alone, so its version of fetch-requests is always written
+      const lateDir = join(dir, 'late');
+      mkdirSync(lateDir);
+      const injectedLate = await sh(process.execPath, [
+        newer.cli,
+        ...injectArgs(
+          writeSeeds(
+            lateDir,
+            web.seedUrls().filter((u) => lateSeeds.has(new URL(u).hostname)),
+          ),
+          brokers,
+          registry,
+          APP,
+        ),
+      ]);
+      assert.equal(injectedLate.code, 0, injectedLate.stderr);
 
       // done when the web has seen no request for 15 s and every page is recorded (records may
       // trail the last fetch by a commit), or recording stops short of that
