@@ -399,23 +399,8 @@ export class TaskManager {
       throw err;
     }
     let kafkaTask!: KafkaTask;
-    const task = new StreamTask(
-      id,
-      sub,
-      this.o.topology,
-      { send: (t, p, k, v, ts, h) => kafkaTask.outputs.collect(t, p, k, v, ts, h) },
-      state.stores,
-      this.o.serdes,
-      this.o.metrics,
-      Date.now,
-      this.o.logger.child({ task: slot.name }),
-      lifecycle,
-      undefined,
-      this.inProcess,
-    );
-    const stores = state.stores;
-    // a rewind's new task: a lifecycle of its own (a closed one never runs again)
-    const rebuild = () =>
+    const { stores } = state;
+    const streamTask = (l: typeof lifecycle | undefined): StreamTask =>
       new StreamTask(
         id,
         sub,
@@ -426,11 +411,13 @@ export class TaskManager {
         this.o.metrics,
         Date.now,
         this.o.logger.child({ task: slot.name }),
-        undefined,
+        l,
         undefined,
         this.inProcess,
       );
-    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub), rebuild);
+    const task = streamTask(lifecycle);
+    // a rewind's new task: a lifecycle of its own (a closed one never runs again)
+    kafkaTask = new KafkaTask(task, producer, state, this.taskHost(sub), () => streamTask(undefined));
     kafkaTask.startAt(committed);
     if (this.o.engineState() !== 'running') {
       // stopping (SIGTERM during a restore): nothing ran, so nothing to commit; the next owner restores
