@@ -5,28 +5,24 @@ import { join } from 'node:path';
 import type { Engine, EngineHealth, QueryAnswer, QueryRequest, TaskStatus } from '../../engine.js';
 import { answerQuery, queryTarget, statusOf } from '../../task-query.js';
 import { taskIdString } from '../../../core/ids.js';
-import type { RawRecord, StreamRecord } from '../../record.js';
+import type { StreamRecord } from '../../record.js';
 import { StreamTask } from '../../task.js';
 import type { Subtopology, Topology } from '../../topology.js';
 import { buildSerdes, type SerdeSet } from '../../serdes.js';
 import { TaskDirectory } from '../../task-directory.js';
 import {
-  applyCommitted,
   closeTaskState,
   hasPendingWrites,
   openTaskState,
-  prepareCommit,
   restoreTaskState,
   type LocalTaskState,
-  type PreparedCommit,
 } from '../../task-state.js';
 import { EngineBase } from '../../engine-base.js';
-import { OutputCollector, serializeFor, type OutputRecord } from '../../output-collector.js';
-import { rangeKey } from '../../changelog-source.js';
+import { OutputCollector, serializeFor } from '../../output-collector.js';
 import { FileSchemaRegistry } from './file-schema-registry.js';
 import { LogRetention, neverTruncated, RETENTION_INTERVAL_MS, TRUNCATE_INTERVAL_MS } from './log-retention.js';
 import { EmbeddedChangelogSource } from './embedded-changelog-source.js';
-import { EmbeddedLog, type Append, type Position } from './log-store.js';
+import { EmbeddedLog } from './log-store.js';
 import { PROCESS_MEMORY_KEY, processMemory, RocksClaim } from '../../process-memory.js';
 import type { MemoryBudget } from '../../../state/memory-budget.js';
 import { TaskRunner, type RunnerHost } from './task-runner.js';
@@ -37,6 +33,7 @@ import { describePending } from '../../stall-watch.js';
 import { resourceFault } from '../../resource-pause.js';
 import { PoisonRecords } from '../../task-rewind.js';
 import { TaskRecovery, type OpenTask } from './task-recovery.js';
+import { CommitCycle } from './commit-cycle.js';
 
 export interface EmbeddedEngineOptions {
   /** Directory that holds topics, stores and schemas; one running engine per directory. */
@@ -69,12 +66,10 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   private subtopologies: readonly Subtopology[] = [];
   /** What `produce` wrote, for the next commit. */
   private readonly produced: OutputCollector;
-  private commitWaiters: (() => void)[] = [];
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
   private retentionTimer: NodeJS.Timeout | undefined;
   private truncateTimer: NodeJS.Timeout | undefined;
-  private commitSoon: NodeJS.Immediate | undefined;
   private readonly deadLetters: DeadLetters;
   private readonly directory: TaskDirectory;
   /** Every task of the topology runs here for the engine's life: what their processors share (`coLocated`). */
@@ -83,10 +78,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   readonly memoryPlan: MemoryBudget;
   /** The embedded log's RocksDB in the plan, while open. */
   private logClaim: RocksClaim | undefined;
-  /** Set while commits are paused by a full disk (`pauseCommits`): they are retried there, nowhere else. */
-  private recovering: Promise<void> | undefined;
-  /** Set once a write of the log failed: RocksDB refuses every write until it is reopened. */
-  private logBroken = false;
+  /** The commits of every task and of `produce`, on the commit interval or sooner (commit-cycle.ts). */
+  private readonly commits: CommitCycle;
   /** Rewinds, quarantines and reopened stores of tasks that failed while running. */
   private readonly recovery: TaskRecovery;
 
@@ -114,12 +107,22 @@ export class EmbeddedEngine extends EngineBase implements Engine {
       state: () => this.state,
       say: (l) => this.say(l),
       fail: (err) => void this.fail(err),
-      requestCommit: () => this.requestCommit(),
-      recovering: () => this.recovering,
-      logBroken: () => this.logBroken,
+      requestCommit: () => this.commits.request(),
+      recovering: () => this.commits.pausing,
+      logBroken: () => this.commits.logBroken,
       openState: (sub, partition) => this.openState(sub, partition),
       streamTask: (open) => this.streamTask(open),
       runnerOf: (open) => this.runnerOf(open),
+    });
+    this.commits = new CommitCycle({
+      metrics: this.metrics,
+      pauses: this.pauses,
+      produced: this.produced,
+      recovery: this.recovery,
+      log: () => this.log,
+      tasks: () => this.tasks,
+      state: () => this.state,
+      fail: (err) => void this.fail(err),
     });
   }
 
@@ -166,7 +169,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     // a task whose init met corrupt state is being repaired: its reopening starts its runner
     for (const t of this.tasks) if (!t.quarantined && !t.rewinding) t.runner.start();
     const interval = this.options.commitIntervalMs ?? 100;
-    this.commitTimer = setInterval(() => this.commitOrDie(), interval);
+    this.commitTimer = setInterval(() => this.commits.run(), interval);
     this.punctuateTimer = setInterval(() => this.punctuate(), 10);
     this.retained.reportMemory();
     this.retentionTimer = setInterval(() => {
@@ -265,8 +268,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     const group = `${this.topology.applicationId}:${open.sub.sourceTopics.join(',')}`;
     const host: RunnerHost = {
       log: this.log,
-      nextCommit: () => this.nextCommit(),
-      requestCommit: () => this.requestCommit(),
+      nextCommit: () => this.commits.next(),
+      requestCommit: () => this.commits.request(),
       deadLetter: (r, e) => open.outputs.deadLetter(r, e),
       rewind: (r, e) => this.recovery.rewind(open, r, e),
       fatal: (e) => void this.fail(e),
@@ -286,136 +289,8 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     this.checkProduce(topic);
     for (const r of serializeFor(this.topology, this.serdes, topic, records))
       this.produced.collect(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers);
-    this.requestCommit();
-    await this.nextCommit();
-  }
-
-  private nextCommit(): Promise<void> {
-    return new Promise((resolve) => this.commitWaiters.push(resolve));
-  }
-
-  private requestCommit(): void {
-    this.commitSoon ??= setImmediate(() => {
-      this.commitSoon = undefined;
-      this.commitOrDie();
-    });
-  }
-
-  private commitOrDie(): void {
-    if (this.state !== 'running' && this.state !== 'stopping') return;
-    // paused by a full disk: the pause retries the commit, and a stop leaves it to the restart
-    if (this.recovering || this.logBroken) return;
-    const started = process.hrtime.bigint();
-    try {
-      this.commit();
-    } catch (err) {
-      this.metrics.inc(M.commitsAborted);
-      const reason = resourceFault(err);
-      if (reason !== undefined && this.state === 'running') this.pauseCommits(err as Error);
-      else void this.fail(err);
-      return;
-    }
-    this.metrics.observe(M.commitDuration, Number(process.hrtime.bigint() - started) / 1e9);
-  }
-
-  /**
-   * One atomic commit of every task: outputs, changelog records and input positions in one fsynced
-   * batch; then local stores apply their writes. Synchronous, so no record is half-way through it.
-   *
-   * When the batch fails nothing of it is durable: what it took (outputs, commit waiters) is given
-   * back and the stores keep their pending writes, so the next commit holds it all again, with
-   * what was done since; a write failure marks the log broken (`logBroken`). When a task's stores
-   * fail to apply a durable commit with a full disk, the commit stands (its changelog records are
-   * in the log) and the task's stores are opened again and restored (`TaskRecovery.storesFailed`, task-recovery.ts).
-   */
-  private commit(): void {
-    const waiters = this.commitWaiters;
-    this.commitWaiters = [];
-    const produced = this.produced.drain();
-    const out: OutputRecord[] = [...produced];
-    const taken: [OpenTask, OutputRecord[]][] = [];
-    const positions: Position[] = [];
-    const prepared: [OpenTask, PreparedCommit][] = [];
-    const now = Date.now();
-    let bases: Map<string, number>;
-    let writing = false;
-    try {
-      for (const t of this.tasks) {
-        // a task being rewound, quarantined or closed (its stores' reopening given up) has nothing to
-        // commit: what it did since the last commit is thrown away
-        if (t.rewinding || t.quarantined || t.closed) continue;
-        const outputs = t.outputs.drain();
-        taken.push([t, outputs]);
-        for (const r of outputs) out.push(r);
-        const commit = prepareCommit(t.state, t.task.id.partition, now);
-        for (const r of commit.records) out.push(r);
-        prepared.push([t, commit]);
-        for (const p of t.runner.positions.values()) positions.push({ group: t.runner.group, ...p });
-      }
-      writing = true;
-      bases = this.log.commit(appendsOf(out), positions);
-    } catch (err) {
-      this.produced.requeue(produced);
-      for (const [t, outputs] of taken) t.outputs.requeue(outputs);
-      this.commitWaiters = [...waiters, ...this.commitWaiters];
-      if (writing && resourceFault(err) !== undefined) this.logBroken = true;
-      throw err;
-    }
-    for (const [t] of prepared) t.task.commitRequested = false;
-    // what each group has yet to read, as the Kafka engine reports from its fetches
-    for (const p of positions) {
-      const lag = Math.max(0, this.log.endOffset(p.topic, p.partition) - p.offset);
-      this.metrics.setGauge(M.consumerLag, p.group, lag, `${p.topic},${p.partition}`);
-    }
-    const failed: [OpenTask, Error][] = [];
-    for (const [t, commit] of prepared) {
-      try {
-        applyCommitted(commit, bases);
-      } catch (err) {
-        if (resourceFault(err) === undefined) throw err;
-        failed.push([t, err as Error]);
-      }
-    }
-    this.metrics.inc(M.commits);
-    for (const w of waiters) w();
-    for (const [t, err] of failed) this.recovery.storesFailed(t, err);
-  }
-
-  /**
-   * A commit failed with a full disk (the log's write, or a WARC flush): every task is held (it
-   * takes no more records, as nothing can be committed) and the commit is retried every
-   * PAUSE_RETRY_MS, the log reopened first when its write failed. Paused meanwhile: `/healthz` live
-   * and not ready, `crawlstream_tasks_paused{reason="disk-full"}`, one line each way.
-   */
-  private pauseCommits(err: Error): void {
-    if (this.recovering) return;
-    for (const t of this.tasks) t.runner.hold();
-    this.recovering = this.recoverCommits(err)
-      .catch((e: unknown) => void this.fail(e))
-      .finally(() => (this.recovering = undefined));
-  }
-
-  private async recoverCommits(err: Error): Promise<void> {
-    const what = "the engine's commits";
-    let fault = err;
-    for (;;) {
-      if (!(await this.pauses.wait(what, 'disk-full', fault, () => this.state === 'running'))) return;
-      try {
-        if (this.logBroken) {
-          await this.log.reopen();
-          this.logBroken = false;
-        }
-        // the retried commit is also the probe: it writes (fsynced) to the reopened log
-        this.commit();
-        break;
-      } catch (e) {
-        if (resourceFault(e) === undefined) throw e;
-        this.metrics.inc(M.commitsAborted);
-        fault = e as Error;
-      }
-    }
-    this.pauses.resume(what);
-    for (const t of this.tasks) t.runner.release();
+    this.commits.request();
+    await this.commits.next();
   }
 
   private punctuate(): void {
@@ -434,13 +309,13 @@ export class EmbeddedEngine extends EngineBase implements Engine {
         this.recovery.stopAlone(t, 'punctuator', err);
         continue;
       }
-      if (t.task.commitRequested) this.requestCommit();
+      if (t.task.commitRequested) this.commits.request();
     }
   }
 
   /** Truncates the log, compacts changelogs and reports memory (log-retention.ts); a failure is said and retried. */
   private retention(): void {
-    if (this.recovering || this.logBroken) return;
+    if (this.commits.held) return;
     try {
       this.retained.truncate();
       this.retained.compact();
@@ -451,7 +326,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
 
   /** Truncation between two retention passes; a failure is left to the next pass to say. */
   private truncateConsumed(): void {
-    if (this.recovering || this.logBroken || this.state !== 'running') return;
+    if (this.commits.held || this.state !== 'running') return;
     try {
       this.retained.truncate();
     } catch {
@@ -462,7 +337,7 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   isIdle(): boolean {
     if (this.state !== 'running') return false;
     // a commit is owed: the last one failed on a full disk
-    if (this.recovering || this.logBroken) return false;
+    if (this.commits.held) return false;
     if (this.produced.size > 0) return false;
     for (const t of this.tasks) {
       // a quarantined task takes no more work until a restart: waiting for it would never end
@@ -480,9 +355,9 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     // a rewind under way reopens its task (not started): the last commit then holds none of its thrown-away work
     await this.recovery.settled(this.tasks);
     // a commit paused by a full disk gives up: its work is redone after a restart
-    await this.recovering;
+    await this.commits.pausing;
     for (const t of this.tasks) t.task.suspend();
-    this.commitOrDie();
+    this.commits.run();
     await this.shutdown();
     this.endStop();
   }
@@ -500,15 +375,13 @@ export class EmbeddedEngine extends EngineBase implements Engine {
     clearInterval(this.punctuateTimer);
     clearInterval(this.retentionTimer);
     clearInterval(this.truncateTimer);
-    if (this.commitSoon) clearImmediate(this.commitSoon);
-    for (const w of this.commitWaiters) w();
-    this.commitWaiters = [];
+    this.commits.cancel();
     await this.recovery.settled(this.tasks);
-    await this.recovering;
+    await this.commits.pausing;
     for (const t of this.tasks) if (!t.closed) await closeTaskState(t.state, t.task);
     // a log whose write failed reports that failure on its close: nothing is lost by it
     this.logClaim?.release();
-    if (this.logBroken) await this.log?.close().catch(() => undefined);
+    if (this.commits.logBroken) await this.log?.close().catch(() => undefined);
     else await this.log?.close();
   }
 
@@ -567,20 +440,4 @@ export class EmbeddedEngine extends EngineBase implements Engine {
   taskStatus(): TaskStatus[] {
     return this.tasks.map((t) => (t.quarantined ? { ...statusOf(t.task), state: 'quarantined' } : statusOf(t.task)));
   }
-}
-
-/** The outputs and changelog records of a commit, grouped by topic partition (order kept) as the log appends them. */
-function appendsOf(records: readonly OutputRecord[]): Append[] {
-  const byPartition = new Map<string, { topic: string; partition: number; records: RawRecord[] }>();
-  for (const r of records) {
-    const k = rangeKey(r.topic, r.partition);
-    let entry = byPartition.get(k);
-    if (!entry) byPartition.set(k, (entry = { topic: r.topic, partition: r.partition, records: [] }));
-    entry.records.push(
-      r.headers
-        ? { key: r.key, value: r.value, timestamp: r.timestamp, headers: r.headers }
-        : { key: r.key, value: r.value, timestamp: r.timestamp },
-    );
-  }
-  return [...byPartition.values()];
 }
