@@ -1,5 +1,6 @@
 import { encodeChar, encodeLegacy, type LegacyEncoding } from './legacy-encoder.js';
-import type { PageSpec, SiteExpectation, SiteSpec } from './sites.js';
+import type { PageSpec, SiteSpec } from './sites.js';
+import type { SiteExpectation } from './standard-web.js';
 
 /**
  * Legacy-encoded pages and robots directives, as the real web serves them. Not part of

@@ -1,4 +1,5 @@
-import { calendarTrapSite, type SiteSpec } from './sites.js';
+import { type SiteSpec } from './sites.js';
+import { calendarTrapSite } from './standard-web.js';
 
 const WORDS = [
   'river',

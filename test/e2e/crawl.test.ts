@@ -2,7 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import { standardExpectations } from '../../synthetic-web/sites.js';
+import { standardExpectations } from '../../synthetic-web/standard-web.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import {
   countByUrl,

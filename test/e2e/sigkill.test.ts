@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import { standardWeb } from '../../synthetic-web/sites.js';
+import { standardWeb } from '../../synthetic-web/standard-web.js';
 import { longPagesSite } from '../../synthetic-web/long-pages.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { seededRandom } from '../../synthetic-web/seeded-random.js';

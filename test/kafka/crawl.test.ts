@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import { standardExpectations } from '../../synthetic-web/sites.js';
+import { standardExpectations } from '../../synthetic-web/standard-web.js';
 import { checkPoliteness, formatPolitenessReport } from '../../synthetic-web/politeness.js';
 import { CLI, countByUrl, finallyFetchedUrls, removeDir, sh, sleep, tempDir, writeSeeds } from '../e2e/harness.js';
 import { KafkaPort } from '../../runtime/engines/kafka/kafka-port.js';

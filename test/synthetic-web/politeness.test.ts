@@ -3,7 +3,8 @@ import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { checkPoliteness, formatPolitenessReport, type PolitenessReport } from '../../synthetic-web/politeness.js';
-import { standardWeb, type SiteSpec } from '../../synthetic-web/sites.js';
+import { type SiteSpec } from '../../synthetic-web/sites.js';
+import { standardWeb } from '../../synthetic-web/standard-web.js';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import type { RequestLogEntry } from '../../synthetic-web/request-log.js';
 

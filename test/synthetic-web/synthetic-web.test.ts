@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import robotsParserModule from 'robots-parser';
-import { calendarTrapSite, standardExpectations, standardWeb } from '../../synthetic-web/sites.js';
+import { calendarTrapSite, standardExpectations, standardWeb } from '../../synthetic-web/standard-web.js';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
 import { readRequestLog } from '../../synthetic-web/request-log.js';
 import { get } from './web-client.js';

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeByParser, normalizeUrl } from '../../../processors/common/normalize.js';
 import { extractLinks } from '../../../processors/parser/extract-links.js';
-import { renderPage, standardWeb } from '../../../synthetic-web/sites.js';
+import { renderPage } from '../../../synthetic-web/sites.js';
+import { standardWeb } from '../../../synthetic-web/standard-web.js';
 import { NORMALIZE_CASES } from './normalize-cases.js';
 
 // normalizeUrl takes a fast path for simple URLs; it must agree with the URL parser everywhere

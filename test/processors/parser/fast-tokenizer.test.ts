@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { Parser, Tokenizer } from 'htmlparser2';
 import { FAST_TOKENIZER_ACTIVE, FastTokenizer } from '../../../processors/parser/fast-tokenizer.js';
 import { extractLinks } from '../../../processors/parser/extract-links.js';
-import { prose, renderPage, standardWeb } from '../../../synthetic-web/sites.js';
+import { prose, renderPage } from '../../../synthetic-web/sites.js';
+import { standardWeb } from '../../../synthetic-web/standard-web.js';
 
 /** Every callback htmlparser2 makes, in order, as one list of strings. */
 function tokens(html: string, tokenizer: typeof Tokenizer): string[] {

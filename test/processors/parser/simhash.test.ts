@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { extractLinks } from '../../../processors/parser/extract-links.js';
 import { hammingDistance, simhash64 } from '../../../processors/parser/simhash.js';
 import { NEAR_DUP_BITS } from '../../../processors/parser/near-dup-index.js';
-import { prose, renderPage, standardWeb } from '../../../synthetic-web/sites.js';
+import { prose, renderPage } from '../../../synthetic-web/sites.js';
+import { standardWeb } from '../../../synthetic-web/standard-web.js';
 
 const PORT = 8080;
 
