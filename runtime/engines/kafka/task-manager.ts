@@ -15,6 +15,7 @@ import type { Subtopology, Topology } from '../../topology.js';
 import type { GroupConsumer, TopicPartitionOffset, TransactionalProducer } from './kafka-port.js';
 import { KafkaTask, type KafkaTaskHost } from './kafka-task.js';
 import { RejoinSchedule } from './rejoin-schedule.js';
+import { OrphanWatch } from './orphan-watch.js';
 import { brokerFault, TaskSlot } from './task-slot.js';
 import { PAUSE_RETRY_MS, resourceFault, type PauseReason, type TaskPauses } from '../../resource-pause.js';
 import { PROCESS_MEMORY_KEY } from '../../process-memory.js';
@@ -47,12 +48,6 @@ export interface TaskPort {
   claimedByOthers?(sub: Subtopology, memberId: string): Promise<Set<number>>;
 }
 
-/**
- * How often a member looks for partitions of its assignment that have no task (see
- * `rejoinForOrphans`); one seen at two looks in a row makes it join its group again.
- */
-export const ORPHAN_CHECK_MS = 15_000;
-
 export interface TaskManagerOptions {
   readonly topology: Topology;
   readonly dataDir: string;
@@ -61,7 +56,7 @@ export interface TaskManagerOptions {
   readonly commitIntervalMs: number;
   /** Default HANDOVER_GRACE_MS. */
   readonly handoverGraceMs?: number;
-  /** Default ORPHAN_CHECK_MS. */
+  /** Default ORPHAN_CHECK_MS (orphan-watch.ts). */
   readonly orphanCheckMs?: number;
   /** The engine's dead letters, shared by its tasks (one rate limit for the log). */
   readonly deadLetters: DeadLetters;
@@ -114,11 +109,9 @@ export class TaskManager {
   /** Tasks opened: with the commit counter, part of the engine's progress. */
   opened = 0;
   private readonly cleaner: NodeJS.Timeout | undefined;
-  private readonly orphanCheck: NodeJS.Timeout;
+  private readonly orphans: OrphanWatch;
   /** The sub-topologies assigned so far, by id. */
   private readonly subs = new Map<number, Subtopology>();
-  /** Assigned partitions (`sub_partition`) found without a task at the last look. */
-  private orphans = new Set<string>();
 
   constructor(private readonly o: TaskManagerOptions) {
     this.repairs = new StoreRepairs(o.logger);
@@ -136,40 +129,18 @@ export class TaskManager {
     const delay = o.stateCleanupDelayMs;
     // first after a whole delay, as Kafka Streams' cleaner: a restarted member's directories wait for its assignment
     if (delay !== undefined) this.cleaner = setInterval(() => this.cleanUpOrSay(delay), Math.max(delay, 1_000)).unref();
-    this.orphanCheck = setInterval(() => this.rejoinForOrphans(), o.orphanCheckMs ?? ORPHAN_CHECK_MS).unref();
-  }
-
-  /**
-   * A partition of this member's assignment with no task at two looks in a row: its task was
-   * dropped (a broker fault while it opened or committed) and the rejoin asked for then brought
-   * no new assignment (shared with a rejoin already under way, or overtaken by kafkajs' own). Its
-   * partition would stay paused and unprocessed until the next rebalance, which may never come.
-   * The member joins its group again.
-   */
-  private rejoinForOrphans(): void {
-    if (this.o.engineState() !== 'running') return;
-    const now = new Set<string>();
-    for (const [id, partitions] of this.assigned)
-      for (const p of partitions) {
-        const key = taskIdString({ subtopology: id, partition: p });
-        if (!this.slots.has(key)) now.add(key);
-      }
-    // an opening that neither ends nor fails (a broker call that never answers) is said once
-    const slowAfter = 4 * (this.o.orphanCheckMs ?? ORPHAN_CHECK_MS);
-    for (const slot of this.slots.values())
-      if (!slot.task && !slot.quarantined && !slot.slowSaid && Date.now() - slot.createdAt > slowAfter) {
-        slot.slowSaid = true;
-        this.o.logger.warn(
-          `task ${slot.name} has been opening for ${Math.round((Date.now() - slot.createdAt) / 1000)} s (${slot.state})`,
-        );
-      }
-    for (const key of now) {
-      if (!this.orphans.has(key)) continue;
-      const sub = this.subs.get(Number(key.slice(0, key.indexOf('_'))))!;
-      this.say(`task ${key} is assigned to this member but has no task; the member joins its group again`);
-      this.scheduleRejoin(sub);
-    }
-    this.orphans = now;
+    this.orphans = new OrphanWatch(
+      {
+        assigned: this.assigned,
+        slots: this.slots,
+        subs: this.subs,
+        running: () => this.o.engineState() === 'running',
+        say: (l) => this.say(l),
+        warn: (l) => this.o.logger.warn(l),
+        rejoin: (sub) => this.scheduleRejoin(sub),
+      },
+      o.orphanCheckMs,
+    );
   }
 
   private cleanUpOrSay(delayMs: number): void {
@@ -554,7 +525,7 @@ export class TaskManager {
    */
   async closeAll(commit: boolean, graceMs?: number): Promise<void> {
     clearInterval(this.cleaner);
-    clearInterval(this.orphanCheck);
+    this.orphans.stop();
     const tasks = await Promise.all([...this.slots.values()].map((s) => s.opening.catch(() => undefined)));
     this.slots.clear();
     await Promise.allSettled(tasks.map((t) => t?.close(commit, graceMs)));
