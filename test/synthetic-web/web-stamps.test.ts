@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { SyntheticWeb } from '../../synthetic-web/synthetic-web.js';
-import { makeTestCertificates } from '../../synthetic-web/tls.js';
+import { makeTestCertificates, type TestCertificates } from '../../synthetic-web/tls.js';
+import type { SiteSpec } from '../../synthetic-web/sites.js';
 import { get } from './web-client.js';
 
 /**
@@ -17,6 +18,27 @@ import { get } from './web-client.js';
  * more, however the web's loop stalls; a reply's end is when its bytes went out, not when a busy
  * web got round to noticing.
  */
+/**
+ * Runs `body` against a web of one site `host`, over http and https (its certificates signed by
+ * `certs.caPem`), every reply made by `respond`; the web is closed and its certificates removed
+ * after, whatever `body` does.
+ */
+async function withOneSite(
+  host: string,
+  respond: NonNullable<SiteSpec['respond']>,
+  body: (web: SyntheticWeb, certs: TestCertificates) => Promise<void>,
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'crawlstream-web-stamps-'));
+  const certs = makeTestCertificates(dir, [host]);
+  const web = await SyntheticWeb.start({ sites: [{ host, pages: {}, respond }], tls: certs });
+  try {
+    await body(web, certs);
+  } finally {
+    await web.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("the web's stamps", () => {
   test("a request that waited for the web's stalled loop is stamped late, and its startSlack covers the wait", async () => {
     const web = await SyntheticWeb.start({
@@ -107,23 +129,12 @@ describe("the web's stamps", () => {
       const until = performance.now() + ms;
       while (performance.now() < until);
     };
-    const dir = mkdtempSync(join(tmpdir(), 'crawlstream-end-at-write-'));
-    const certs = makeTestCertificates(dir, ['quick.test']);
-    const web = await SyntheticWeb.start({
-      sites: [
-        {
-          host: 'quick.test',
-          pages: {},
-          respond: (req) => {
-            process.nextTick(() => busy(80));
-            const body = req.path === '/big' ? 'x'.repeat(24 * 1024) : 'ok';
-            return { status: 200, headers: { 'content-type': 'text/plain' }, body };
-          },
-        },
-      ],
-      tls: certs,
-    });
-    try {
+    const respond: NonNullable<SiteSpec['respond']> = (req) => {
+      process.nextTick(() => busy(80));
+      const body = req.path === '/big' ? 'x'.repeat(24 * 1024) : 'ok';
+      return { status: 200, headers: { 'content-type': 'text/plain' }, body };
+    };
+    await withOneSite('quick.test', respond, async (web, certs) => {
       const overHttps = (path: string) =>
         new Promise<number>((resolve, reject) => {
           const req = httpsRequest(
@@ -158,28 +169,13 @@ describe("the web's stamps", () => {
           entry.end - entry.start < 40,
           `${entry.scheme} ${entry.path}: logged ${(entry.end - entry.start).toFixed(1)} ms for an immediate reply`,
         );
-    } finally {
-      await web.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a reply the kernel cannot take whole (a client not reading) ends when it finished sending, over http and https', async () => {
     // the other side of the rule above: 32 MiB is more than loopback's socket buffers hold, so the
     // write leaves most of it queued, and the reply is complete only once the client has read it
     const huge = 'y'.repeat(32 * 2 ** 20);
-    const dir = mkdtempSync(join(tmpdir(), 'crawlstream-end-at-finish-'));
-    const certs = makeTestCertificates(dir, ['reader.test']);
-    const web = await SyntheticWeb.start({
-      sites: [
-        {
-          host: 'reader.test',
-          pages: {},
-          respond: () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: huge }),
-        },
-      ],
-      tls: certs,
-    });
     const READ_AFTER_MS = 300;
     /** Asks for the reply, reads nothing of it for READ_AFTER_MS, then reads it to its end. */
     const readLate = (socket: Duplex) =>
@@ -190,7 +186,8 @@ describe("the web's stamps", () => {
         socket.write('GET / HTTP/1.1\r\nHost: reader.test\r\nConnection: close\r\n\r\n');
         setTimeout(() => socket.on('data', () => {}).resume(), READ_AFTER_MS);
       });
-    try {
+    const respond = () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: huge });
+    await withOneSite('reader.test', respond, async (web, certs) => {
       await readLate(connect(web.port, '127.0.0.1'));
       await readLate(
         tlsConnect({ host: '127.0.0.1', port: web.httpsPort, servername: 'reader.test', ca: certs.caPem }),
@@ -205,9 +202,6 @@ describe("the web's stamps", () => {
           entry.end - entry.start >= READ_AFTER_MS - 50,
           `${entry.scheme}: logged ${(entry.end - entry.start).toFixed(1)} ms for a reply read ${READ_AFTER_MS} ms late`,
         );
-    } finally {
-      await web.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
