@@ -93,7 +93,6 @@ test(
     const late = Array.from({ length: LATE_SITES }, (_, i) => chainSite(i, 'late', LATE_SITES));
     const sites = [...first, ...late];
     const web = await SyntheticWeb.start({ sites });
-    const lateSeeds = new Set(late.filter((s) => s.seed).map((s) => s.host));
     const instances: BuildInstance[] = [];
     const pageRequests = (): number => web.requests().filter((e) => e.path !== '/robots.txt').length;
     const logs = (): string =>
@@ -142,6 +141,17 @@ test(
       if (!i.ops) return false;
       return (await fetch(`http://${i.ops}/readyz`).catch(() => undefined))?.status === 200;
     };
+    /** Injects the seeds among `group` with `build`'s CLI (so under its schemas), from a seeds file in `into`. */
+    const injectSeeds = async (build: Build, group: readonly SiteSpec[], into: string): Promise<void> => {
+      mkdirSync(into, { recursive: true });
+      const hosts = new Set(group.filter((s) => s.seed).map((s) => s.host));
+      const seeds = writeSeeds(
+        into,
+        web.seedUrls().filter((u) => hosts.has(new URL(u).hostname)),
+      );
+      const injected = await sh(process.execPath, [build.cli, ...injectArgs(seeds, brokers, registry, APP)]);
+      assert.equal(injected.code, 0, injected.stderr);
+    };
     /** SIGTERM, as a rolling upgrade stops an instance: it leaves its groups and must exit 0. */
     const retire = async (i: BuildInstance): Promise<void> => {
       i.child.kill('SIGTERM');
@@ -163,19 +173,7 @@ test(
       // everything old: its schemas are each subject's version 1. The seeds first, alone: it
       // registers every subject, which processes starting at once may race to do (Apicurio
       // answers the loser's first compatibility PUT with 409)
-      const injected = await sh(process.execPath, [
-        old.cli,
-        ...injectArgs(
-          writeSeeds(
-            dir,
-            web.seedUrls().filter((u) => !lateSeeds.has(new URL(u).hostname)),
-          ),
-          brokers,
-          registry,
-          APP,
-        ),
-      ]);
-      assert.equal(injected.code, 0, injected.stderr);
+      await injectSeeds(old, first, dir);
       const frontierOld = launch(old, 'frontier-old', 'frontier');
       const fetcherOld = launch(old, 'fetcher-old', 'fetcher');
       const parserOld = launch(old, 'parser-old', 'parser');
@@ -217,21 +215,7 @@ test(
       t.diagnostic(`old frontier gone after ${Date.now() - began} ms at ${pageRequests()} page requests`);
       // the old frontier may have fetched every first page by now (it did in a CI): these seeds
       // are leased by the new frontier alone, so its version of fetch-requests is always written
-      const lateDir = join(dir, 'late');
-      mkdirSync(lateDir);
-      const injectedLate = await sh(process.execPath, [
-        newer.cli,
-        ...injectArgs(
-          writeSeeds(
-            lateDir,
-            web.seedUrls().filter((u) => lateSeeds.has(new URL(u).hostname)),
-          ),
-          brokers,
-          registry,
-          APP,
-        ),
-      ]);
-      assert.equal(injectedLate.code, 0, injectedLate.stderr);
+      await injectSeeds(newer, late, join(dir, 'late'));
 
       // done when the web has seen no request for 15 s and every page is recorded (records may
       // trail the last fetch by a commit), or recording stops short of that
